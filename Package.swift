@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "guidance",
+    platforms: [.macOS(.v15)],
+    targets: [
+        // C libraries from Debian, each behind one Swift module that alone imports it.
+        .systemLibrary(
+            name: "CRdKafka", pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "Common"),
+        .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
+
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

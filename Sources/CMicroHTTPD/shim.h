@@ -1,0 +1,40 @@
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+
+/*
+ * MHD_start_daemon is variadic. This shim passes the options we always set,
+ * so every limit is explicit (the library defaults are unfit for production).
+ * `bind_address` may be NULL for all interfaces.
+ */
+static inline struct MHD_Daemon *guidance_mhd_start(
+    uint16_t port, const struct sockaddr_in *bind_address,
+    unsigned int threads, unsigned int connection_limit,
+    unsigned int per_ip_limit, unsigned int timeout_seconds,
+    size_t connection_memory, unsigned int backlog,
+    MHD_AccessHandlerCallback handler, void *handler_context,
+    MHD_RequestCompletedCallback completed, void *completed_context) {
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME;
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory, NULL},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_context},
+        {bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)bind_address},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+static inline uint16_t guidance_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// A setting that could not be used; the message names the variable so that a
+/// bad deployment fails at launch with something an operator can act on.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let variable: String
+    public let reason: String
+
+    public init(variable: String, reason: String) {
+        self.variable = variable
+        self.reason = reason
+    }
+
+    public var description: String { "\(variable): \(reason)" }
+}
+
+/// Typed reads of environment variables, each failing with the variable's name.
+public struct Environment: Sendable {
+    public let values: [String: String]
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.values = values
+    }
+
+    public subscript(name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    public func string(_ name: String, default fallback: String) -> String {
+        self[name] ?? fallback
+    }
+
+    public func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard let text = self[name] else { return fallback }
+        guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            throw ConfigurationError(variable: name, reason: "'\(text)' is not a whole number")
+        }
+        guard range.contains(value) else {
+            throw ConfigurationError(
+                variable: name, reason: "\(value) is outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    public func port(_ name: String, default fallback: Int) throws(ConfigurationError) -> Int {
+        try int(name, default: fallback, range: 0...65535)
+    }
+
+    public func logLevel() throws(ConfigurationError) -> Logger.Level {
+        guard let text = self["LOG_LEVEL"] else { return .info }
+        guard let level = Logger.Level(name: text) else {
+            throw ConfigurationError(variable: "LOG_LEVEL", reason: "'\(text)' is not one of debug, info, warning, error")
+        }
+        return level
+    }
+}

@@ -1,0 +1,207 @@
+import CRdKafka
+import Common
+import Foundation
+import Synchronization
+
+/// A consumer-group member with manual offset storage.
+///
+/// Every call that polls, stores or commits must come from one thread, the
+/// caller's own consuming thread (never Swift's cooperative pool: they block).
+/// The rebalance handler runs on that thread inside `poll`: on revocation it is
+/// told first, then the stored offsets are committed, then the partitions go.
+/// Offsets are committed only from that thread, never mid-rebalance from
+/// another (PITFALLS.md). Watermark and committed-offset look-ups may be called
+/// from any thread.
+public final class Consumer: @unchecked Sendable {
+    public let config: ConsumerConfig
+    private let handle: OpaquePointer
+    private let context: ClientContext
+    private let logger: Logger
+    private let closed = Atomic<Bool>(false)
+
+    public init(
+        config: ConsumerConfig,
+        logger: Logger = Logger(component: "kafka-consumer"),
+        onRebalance: @escaping @Sendable (RebalanceEvent) -> Void = { _ in }
+    ) throws(KafkaError) {
+        self.config = config
+        self.logger = logger
+        context = ClientContext(logger: logger) { handle, event, partitions in
+            Consumer.rebalance(handle: handle, event: event, partitions: partitions, logger: logger, notify: onRebalance)
+        }
+        let conf = try makeConf(config.properties)
+        context.install(on: conf)
+        rd_kafka_conf_set_rebalance_cb(conf, rebalanceCallback)
+        handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
+        // Serve errors, logs and rebalances from consumer polls.
+        rd_kafka_poll_set_consumer(handle)
+        let topics = PartitionList.make(config.topics.map { TopicPartition(topic: $0, partition: Int32(RD_KAFKA_PARTITION_UA)) })
+        defer { rd_kafka_topic_partition_list_destroy(topics) }
+        let result = rd_kafka_subscribe(handle, topics)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            rd_kafka_destroy(handle)
+            throw KafkaError(result, context: "subscribe to \(config.topics.joined(separator: ","))")
+        }
+    }
+
+    deinit {
+        close()
+        rd_kafka_destroy(handle)
+    }
+
+    /// Waits up to `timeout` for the first message, then takes whatever else is
+    /// already fetched, up to `maxMessages`. Errors reported by the client are
+    /// logged; they do not end consumption.
+    public func poll(maxMessages: Int, timeout: Duration) -> [ConsumedMessage] {
+        guard !closed.load(ordering: .acquiring) else { return [] }
+        var batch: [ConsumedMessage] = []
+        var wait = Int32(clamping: timeout.milliseconds)
+        while batch.count < maxMessages, let raw = rd_kafka_consumer_poll(handle, wait) {
+            wait = 0
+            defer { rd_kafka_message_destroy(raw) }
+            let message = raw.pointee
+            guard message.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                if message.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                    logger.warning("consumer error", ["error": String(cString: rd_kafka_err2str(message.err))])
+                }
+                continue
+            }
+            batch.append(Consumer.convert(raw))
+        }
+        return batch
+    }
+
+    /// Stores, for each partition, the offset after the last of `messages`: the
+    /// position the group resumes from once committed.
+    public func store(_ messages: [ConsumedMessage]) throws(KafkaError) {
+        var next: [TopicPartition: Int64] = [:]
+        for message in messages {
+            let key = TopicPartition(topic: message.topic, partition: message.partition)
+            next[key] = max(next[key] ?? 0, message.offset + 1)
+        }
+        guard !next.isEmpty else { return }
+        let list = PartitionList.make(next.map { ($0.key, $0.value) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let result = rd_kafka_offsets_store(handle, list)
+        // A partition revoked meanwhile refuses its offset; another member now
+        // owns it and will see the messages again, which consumers absorb.
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__STATE {
+            throw KafkaError(result, context: "store offsets")
+        }
+    }
+
+    /// Commits the stored offsets and waits for the coordinator's answer.
+    public func commit() throws(KafkaError) {
+        let result = rd_kafka_commit(handle, nil, 0)
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            throw KafkaError(result, context: "commit offsets")
+        }
+    }
+
+    public func assignment() -> [TopicPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return PartitionList.partitions(list)
+    }
+
+    /// The offset the next produced message of `partition` will get.
+    public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let result = rd_kafka_query_watermark_offsets(
+            handle, partition.topic, partition.partition, &low, &high, Int32(clamping: timeout.milliseconds))
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result, context: "watermarks of \(partition)")
+        }
+        return high
+    }
+
+    /// The group's committed offsets; a partition without a commit maps to nil.
+    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64?] {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let result = rd_kafka_committed(handle, list, Int32(clamping: timeout.milliseconds))
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result, context: "committed offsets of group \(config.groupID)")
+        }
+        var offsets: [TopicPartition: Int64?] = [:]
+        for entry in PartitionList.entries(list) {
+            offsets[entry.partition] = entry.offset >= 0 ? entry.offset : nil
+        }
+        return offsets
+    }
+
+    /// The partition counts of `topics` as the cluster reports them.
+    public func partitionCounts(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [String: Int] {
+        try Metadata.partitionCounts(handle: handle, topics: topics, timeout: timeout)
+    }
+
+    /// Leaves the group: the revocation commits stored offsets. Call from the
+    /// consuming thread after its last poll; later polls return nothing.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let result = rd_kafka_consumer_close(handle)
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("consumer close", ["error": String(cString: rd_kafka_err2str(result))])
+        }
+    }
+
+    private static func convert(_ raw: UnsafeMutablePointer<rd_kafka_message_t>) -> ConsumedMessage {
+        let message = raw.pointee
+        let key = message.key.map { Array(UnsafeRawBufferPointer(start: $0, count: message.key_len)) }
+        let value = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: message.len)) } ?? []
+        var headers: [(name: String, value: [UInt8])] = []
+        var headerList: OpaquePointer?
+        if rd_kafka_message_headers(raw, &headerList) == RD_KAFKA_RESP_ERR_NO_ERROR, let headerList {
+            var index = 0
+            var name: UnsafePointer<CChar>?
+            var bytes: UnsafeRawPointer?
+            var size = 0
+            while rd_kafka_header_get_all(headerList, index, &name, &bytes, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                let data = bytes.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+                headers.append((name: name.map { String(cString: $0) } ?? "", value: data))
+                index += 1
+            }
+        }
+        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let timestamp = rd_kafka_message_timestamp(raw, &timestampType)
+        return ConsumedMessage(
+            topic: String(cString: rd_kafka_topic_name(message.rkt)), partition: message.partition,
+            offset: message.offset, key: key, value: value, headers: headers,
+            timestampMilliseconds: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp)
+    }
+
+    /// Runs inside `poll` (or `close`) on the consuming thread.
+    private static func rebalance(
+        handle: OpaquePointer, event: rd_kafka_resp_err_t,
+        partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>,
+        logger: Logger, notify: @Sendable (RebalanceEvent) -> Void
+    ) {
+        let list = PartitionList.partitions(partitions)
+        if event == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
+            rd_kafka_assign(handle, partitions)
+            logger.info("partitions assigned", ["partitions": list.map(\.description).joined(separator: ",")])
+            notify(.assigned(list))
+        } else {
+            notify(.revoked(list))
+            let result = rd_kafka_commit(handle, nil, 0)
+            if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                // The mock cluster refuses commits while rebalancing; the next
+                // owner replays from the last commit and consumption is idempotent.
+                logger.warning("commit on revoke failed", ["error": String(cString: rd_kafka_err2str(result))])
+            }
+            rd_kafka_assign(handle, nil)
+            logger.info("partitions revoked", ["partitions": list.map(\.description).joined(separator: ",")])
+        }
+    }
+}
+
+// Called by librdkafka inside rd_kafka_consumer_poll/close on the consuming thread.
+private func rebalanceCallback(
+    _ handle: OpaquePointer?, _ event: rd_kafka_resp_err_t,
+    _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, _ opaque: UnsafeMutableRawPointer?
+) {
+    guard let handle, let partitions, let context = ClientContext.from(opaque), let rebalance = context.rebalance else { return }
+    rebalance(handle, event, partitions)
+}

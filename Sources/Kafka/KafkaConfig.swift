@@ -1,0 +1,185 @@
+import CRdKafka
+import Common
+
+/// Connection settings shared by producers, consumers and the admin client:
+/// the bootstrap servers plus any librdkafka property, as operators set them
+/// through `KAFKA_<PROPERTY>` variables (as Kafka's container images do).
+public struct KafkaConfig: Sendable {
+    public var bootstrapServers: String
+    /// librdkafka properties applied after the typed settings, e.g.
+    /// `["security.protocol": "ssl"]`.
+    public var properties: [String: String]
+
+    public init(bootstrapServers: String = "127.0.0.1:9092", properties: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.properties = properties
+    }
+
+    /// Reads `KAFKA_BOOTSTRAP_SERVERS` and every other `KAFKA_<PROPERTY>`
+    /// (`KAFKA_SECURITY_PROTOCOL` → `security.protocol`). Each property is
+    /// checked by librdkafka now, so a typo stops the process at launch.
+    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> KafkaConfig {
+        var config = KafkaConfig()
+        for (variable, value) in environment.values.sorted(by: { $0.key < $1.key })
+        where variable.hasPrefix("KAFKA_") && variable.count > 6 {
+            let property = variable.dropFirst(6).lowercased().replacingOccurrences(of: "_", with: ".")
+            if property == "bootstrap.servers" {
+                guard !value.isEmpty else {
+                    throw ConfigurationError(variable: variable, reason: "must not be empty")
+                }
+                config.bootstrapServers = value
+                continue
+            }
+            if let reason = KafkaConfig.enforced[property] {
+                throw ConfigurationError(variable: variable, reason: reason)
+            }
+            do {
+                let conf = try makeConf([(property, value)])
+                rd_kafka_conf_destroy(conf)
+            } catch {
+                throw ConfigurationError(variable: variable, reason: error.message)
+            }
+            config.properties[property] = value
+        }
+        return config
+    }
+
+    /// Properties the services' guarantees rest on; overriding them is refused.
+    static let enforced: [String: String] = [
+        "enable.idempotence": "the producer is always idempotent (delivery guarantee); remove the variable",
+        "acks": "the producer always waits for all in-sync replicas (acks=all); remove the variable",
+        "enable.auto.commit": "offsets are committed only after the store committed; remove the variable",
+        "enable.auto.offset.store": "offsets are stored only after processing; remove the variable",
+    ]
+
+    /// The full property list for a client: typed defaults first, then the
+    /// operator's properties, then the enforced ones.
+    func resolved(defaults: [(String, String)], enforced: [(String, String)]) -> [(String, String)] {
+        var list = [("bootstrap.servers", bootstrapServers)] + defaults
+        list += properties.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
+        list += enforced
+        return list
+    }
+}
+
+/// Settings of the idempotent producer.
+public struct ProducerConfig: Sendable {
+    public var kafka: KafkaConfig
+    /// How long a send may wait for the broker's acknowledgement
+    /// (`message.timeout.ms`). Keep it below the HTTP client's timeout.
+    public var deliveryTimeout: Duration
+    /// How long librdkafka waits to batch messages (`linger.ms`). Each awaited
+    /// send pays about this much; throughput comes from sends in flight at once.
+    public var linger: Duration
+    /// Messages queued or awaiting acknowledgement before sends fail fast with
+    /// `queueFull` (`queue.buffering.max.messages`).
+    public var maxQueuedMessages: Int
+    public var clientID: String
+
+    public init(
+        kafka: KafkaConfig = KafkaConfig(),
+        deliveryTimeout: Duration = .seconds(5),
+        linger: Duration = .milliseconds(1),
+        maxQueuedMessages: Int = 100_000,
+        clientID: String = "guidance"
+    ) {
+        self.kafka = kafka
+        self.deliveryTimeout = deliveryTimeout
+        self.linger = linger
+        self.maxQueuedMessages = maxQueuedMessages
+        self.clientID = clientID
+    }
+
+    var properties: [(String, String)] {
+        kafka.resolved(
+            defaults: [
+                ("client.id", clientID),
+                ("message.timeout.ms", String(deliveryTimeout.milliseconds)),
+                ("linger.ms", String(linger.milliseconds)),
+                ("queue.buffering.max.messages", String(maxQueuedMessages)),
+                ("log_level", "6"),
+            ],
+            enforced: [("enable.idempotence", "true"), ("acks", "all")])
+    }
+}
+
+/// Settings of a consumer-group member.
+public struct ConsumerConfig: Sendable {
+    public var kafka: KafkaConfig
+    public var groupID: String
+    public var topics: [String]
+    /// Static membership (`group.instance.id`): a restarted member with the same
+    /// id gets its partitions back without a rebalance.
+    public var instanceID: String?
+    public var sessionTimeout: Duration
+    public var clientID: String
+
+    public init(
+        kafka: KafkaConfig = KafkaConfig(),
+        groupID: String,
+        topics: [String],
+        instanceID: String? = nil,
+        sessionTimeout: Duration = .seconds(10),
+        clientID: String = "guidance"
+    ) {
+        self.kafka = kafka
+        self.groupID = groupID
+        self.topics = topics
+        self.instanceID = instanceID
+        self.sessionTimeout = sessionTimeout
+        self.clientID = clientID
+    }
+
+    var properties: [(String, String)] {
+        var defaults = [
+            ("client.id", clientID),
+            ("group.id", groupID),
+            // Eager rebalancing: librdkafka 2.0.2's cooperative-sticky loses
+            // partitions when offsets are committed mid-rebalance (PITFALLS.md).
+            ("partition.assignment.strategy", "range"),
+            ("auto.offset.reset", "earliest"),
+            ("session.timeout.ms", String(sessionTimeout.milliseconds)),
+            ("heartbeat.interval.ms", String(max(100, sessionTimeout.milliseconds / 5))),
+            ("log_level", "6"),
+        ]
+        if let instanceID { defaults.append(("group.instance.id", instanceID)) }
+        return kafka.resolved(
+            defaults: defaults,
+            enforced: [("enable.auto.commit", "false"), ("enable.auto.offset.store", "false")])
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// Builds a librdkafka configuration; the caller owns the result until it is
+/// passed to `rd_kafka_new`.
+func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> OpaquePointer {
+    let conf = rd_kafka_conf_new()!
+    var errorText = [CChar](repeating: 0, count: 512)
+    for (name, value) in properties {
+        if rd_kafka_conf_set(conf, name, value, &errorText, errorText.count) != RD_KAFKA_CONF_OK {
+            rd_kafka_conf_destroy(conf)
+            let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw KafkaError(.invalidConfiguration, "\(name)=\(value): \(reason)")
+        }
+    }
+    return conf
+}
+
+/// Creates a client handle from a configuration that already carries its
+/// callbacks and opaque. `rd_kafka_new` takes the configuration on success
+/// only, so it is destroyed here on failure.
+func makeHandle(_ type: rd_kafka_type_t, _ conf: OpaquePointer) throws(KafkaError) -> OpaquePointer {
+    var errorText = [CChar](repeating: 0, count: 512)
+    guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
+        rd_kafka_conf_destroy(conf)
+        let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        throw KafkaError(.invalidConfiguration, "cannot create Kafka client: \(reason)")
+    }
+    return handle
+}

@@ -1,0 +1,215 @@
+import CRdKafka
+import Common
+import Foundation
+import Synchronization
+
+/// An idempotent producer (`acks=all`) whose sends complete when the broker
+/// acknowledged the message, or fail with a `KafkaError` saying whether a retry
+/// may succeed.
+///
+/// librdkafka 2.0.2's idempotent producer can go fatal after a delivery timeout
+/// or a dropped connection (PITFALLS.md). When it does, every waiting send
+/// fails with the retriable `producerFailed`, and a fresh client replaces the
+/// broken one without restarting the process.
+public final class Producer: Sendable {
+    private let config: ProducerConfig
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    private struct State {
+        var client: ProducerClient
+        var closed = false
+        var replacements = 0
+    }
+
+    public init(config: ProducerConfig, logger: Logger = Logger(component: "kafka-producer")) throws(KafkaError) {
+        self.config = config
+        self.logger = logger
+        let client = try ProducerClient(config: config, logger: logger)
+        state = Mutex(State(client: client))
+        client.startPolling(owner: self)
+    }
+
+    /// How many times a fatal client was replaced since start.
+    public var replacements: Int { state.withLock { $0.replacements } }
+
+    /// Messages queued or awaiting acknowledgement.
+    public var inFlight: Int { state.withLock { Int(rd_kafka_outq_len($0.client.handle)) } }
+
+    /// Sends `message` and returns once the broker acknowledged it.
+    public func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) in
+            send(message) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Sends `message` and calls `completion` exactly once, on the producer's
+    /// polling thread, with the broker's acknowledgement or the failure.
+    public func send(_ message: OutgoingMessage, completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void) {
+        let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
+        guard let client else {
+            completion(.failure(KafkaError(.shuttingDown, "producer is shut down")))
+            return
+        }
+        client.produce(message, completion: completion)
+    }
+
+    /// Waits up to `timeout` for queued messages to be acknowledged, fails the
+    /// rest with `shuttingDown`, and releases the client. Later sends fail.
+    public func close(timeout: Duration = .seconds(10)) {
+        let client: ProducerClient? = state.withLock { state in
+            guard !state.closed else { return nil }
+            state.closed = true
+            return state.client
+        }
+        client?.close(drainFor: timeout)
+    }
+
+    /// Called by a client's polling thread once its handle went fatal.
+    fileprivate func replace(_ broken: ProducerClient) {
+        let replacement: ProducerClient
+        do {
+            replacement = try ProducerClient(config: config, logger: logger)
+        } catch {
+            // Keep the broken client: its sends fail retriably, and the next
+            // fatal report (or restart) tries again.
+            logger.error("could not create a replacement Kafka producer", ["error": error.message])
+            return
+        }
+        let installed = state.withLock { state -> Bool in
+            guard !state.closed, state.client === broken else { return false }
+            state.client = replacement
+            state.replacements += 1
+            return true
+        }
+        if installed {
+            replacement.startPolling(owner: self)
+            logger.warning("replaced the fatal Kafka producer; waiting sends failed with a retriable error")
+        } else {
+            replacement.close(drainFor: .zero)
+        }
+    }
+}
+
+/// One `rd_kafka_t` producer and the thread that polls it for delivery
+/// reports. The polling thread also destroys the handle, after a close or
+/// after the handle went fatal and its messages were failed.
+final class ProducerClient: @unchecked Sendable {
+    let handle: OpaquePointer
+    private let context: ClientContext
+    private let logger: Logger
+    /// nil while running; the drain deadline once closing.
+    private let closingDeadline = Mutex<ContinuousClock.Instant?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(config: ProducerConfig, logger: Logger) throws(KafkaError) {
+        self.logger = logger
+        context = ClientContext(logger: logger)
+        let conf = try makeConf(config.properties)
+        context.install(on: conf)
+        rd_kafka_conf_set_dr_msg_cb(conf, deliveryReportCallback)
+        handle = try makeHandle(RD_KAFKA_PRODUCER, conf)
+    }
+
+    func startPolling(owner: Producer) {
+        let thread = Thread { [self] in pollLoop(owner: owner) }
+        thread.name = "kafka-producer-poll"
+        thread.start()
+    }
+
+    func produce(_ message: OutgoingMessage, completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void) {
+        let fatal = context.fatal.load(ordering: .acquiring)
+        guard !fatal else {
+            completion(.failure(KafkaError(.producerFailed, "producer is being replaced after a fatal error")))
+            return
+        }
+        let headers = rd_kafka_headers_new(message.headers.count)
+        for header in message.headers {
+            header.value.withUnsafeBytes { bytes in
+                _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
+            }
+        }
+        // Retained until the delivery report hands it back exactly once.
+        let box = Unmanaged.passRetained(DeliveryBox(completion: completion, client: self)).toOpaque()
+        let result = message.key.withUnsafeBytes { key in
+            message.value.withUnsafeBytes { value in
+                guidance_kafka_produce(
+                    handle, message.topic, key.baseAddress, key.count, value.baseAddress, value.count, headers, box)
+            }
+        }
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR {
+            rd_kafka_headers_destroy(headers)
+            Unmanaged<DeliveryBox>.fromOpaque(box).release()
+            completion(.failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
+        }
+    }
+
+    /// Called from a delivery report on the polling thread.
+    fileprivate func failure(for error: rd_kafka_resp_err_t, topic: String) -> KafkaError {
+        KafkaError(error, context: "delivery to \(topic)", producerFatal: context.fatal.load(ordering: .acquiring))
+    }
+
+    func close(drainFor timeout: Duration) {
+        closingDeadline.withLock { $0 = $0 ?? .now + timeout }
+        finished.wait()
+        finished.signal()
+    }
+
+    private func pollLoop(owner: Producer) {
+        var replaced = false
+        var purged = false
+        while true {
+            rd_kafka_poll(handle, 50)
+            if context.fatal.load(ordering: .acquiring) && !replaced {
+                replaced = true
+                owner.replace(self)
+                // Fail everything still queued on the broken handle now.
+                closingDeadline.withLock { $0 = .now }
+            }
+            guard let deadline = closingDeadline.withLock({ $0 }) else { continue }
+            let outstanding = rd_kafka_outq_len(handle)
+            if outstanding == 0 { break }
+            if ContinuousClock.now >= deadline {
+                if purged { break }
+                purged = true
+                let purgeResult = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+                if purgeResult != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    logger.warning("purging the producer queue failed", ["error": String(cString: rd_kafka_err2str(purgeResult))])
+                }
+                // Purged messages report on the next polls.
+                for _ in 0..<20 where rd_kafka_outq_len(handle) > 0 { rd_kafka_poll(handle, 50) }
+                break
+            }
+        }
+        let abandoned = rd_kafka_outq_len(handle)
+        if abandoned > 0 {
+            logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
+        }
+        rd_kafka_destroy(handle)
+        finished.signal()
+    }
+}
+
+/// The completion of one send, carried through librdkafka as the message opaque.
+private final class DeliveryBox {
+    let completion: @Sendable (Result<DeliveryReport, KafkaError>) -> Void
+    let client: ProducerClient
+
+    init(completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void, client: ProducerClient) {
+        self.completion = completion
+        self.client = client
+    }
+}
+
+// Called from rd_kafka_poll on the polling thread, once per produced message.
+private func deliveryReportCallback(_ handle: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
+    guard let message, let boxPointer = message.pointee._private else { return }
+    let box = Unmanaged<DeliveryBox>.fromOpaque(boxPointer).takeRetainedValue()
+    let topic = String(cString: rd_kafka_topic_name(message.pointee.rkt))
+    if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+        box.completion(.success(DeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset)))
+    } else {
+        box.completion(.failure(box.client.failure(for: message.pointee.err, topic: topic)))
+    }
+}
