@@ -102,9 +102,14 @@ final class ProducerClient: @unchecked Sendable {
     /// nil while running; the drain deadline once closing.
     private let closingDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let finished = DispatchSemaphore(value: 0)
+    private let deliveryTimeout: Duration
+    /// Sends awaiting their report, oldest first. All sends share one timeout,
+    /// so deadlines grow along the queue and expiry only looks at its head.
+    private let awaiting = Mutex(AwaitingQueue())
 
     init(config: ProducerConfig, logger: Logger) throws(KafkaError) {
         self.logger = logger
+        deliveryTimeout = config.deliveryTimeout
         context = ClientContext(logger: logger)
         let conf = try makeConf(config.properties)
         context.install(on: conf)
@@ -130,8 +135,10 @@ final class ProducerClient: @unchecked Sendable {
                 _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
             }
         }
+        let delivery = DeliveryBox(completion: completion, client: self, deadline: .now + deliveryTimeout)
+        awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
-        let box = Unmanaged.passRetained(DeliveryBox(completion: completion, client: self)).toOpaque()
+        let box = Unmanaged.passRetained(delivery).toOpaque()
         let result = message.key.withUnsafeBytes { key in
             message.value.withUnsafeBytes { value in
                 guidance_kafka_produce(
@@ -141,7 +148,7 @@ final class ProducerClient: @unchecked Sendable {
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             rd_kafka_headers_destroy(headers)
             Unmanaged<DeliveryBox>.fromOpaque(box).release()
-            completion(.failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
+            delivery.finish(.failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
         }
     }
 
@@ -161,6 +168,7 @@ final class ProducerClient: @unchecked Sendable {
         var purged = false
         while true {
             rd_kafka_poll(handle, 50)
+            failOverdueSends()
             if context.fatal.load(ordering: .acquiring) && !replaced {
                 replaced = true
                 owner.replace(self)
@@ -187,18 +195,79 @@ final class ProducerClient: @unchecked Sendable {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
         rd_kafka_destroy(handle)
+        failOverdueSends(all: true)
         finished.signal()
+    }
+
+    /// librdkafka 2.0.2 may report a timed-out message seconds after
+    /// `message.timeout.ms` (seen: 8 s for 2 s with every broker down), so the
+    /// deadline is enforced here too. A report that comes later is dropped: the
+    /// caller was told to retry, and retries carry the same `guidanceId`.
+    private func failOverdueSends(all: Bool = false) {
+        let now = ContinuousClock.now
+        let overdue = awaiting.withLock { $0.removeOverdue(at: now, all: all) }
+        for delivery in overdue {
+            delivery.finish(.failure(KafkaError(
+                all ? .shuttingDown : .deliveryTimedOut,
+                all ? "producer closed before the broker answered" : "no acknowledgement from the broker within \(deliveryTimeout)")))
+        }
     }
 }
 
-/// The completion of one send, carried through librdkafka as the message opaque.
-private final class DeliveryBox {
-    let completion: @Sendable (Result<DeliveryReport, KafkaError>) -> Void
-    let client: ProducerClient
+/// A FIFO of sends awaiting their report, compacted as its head advances.
+private struct AwaitingQueue {
+    private var items: [DeliveryBox] = []
+    private var head = 0
 
-    init(completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void, client: ProducerClient) {
+    mutating func append(_ delivery: DeliveryBox) {
+        items.append(delivery)
+    }
+
+    /// Drops finished sends from the head and returns the unfinished overdue ones.
+    mutating func removeOverdue(at now: ContinuousClock.Instant, all: Bool) -> [DeliveryBox] {
+        var overdue: [DeliveryBox] = []
+        while head < items.count {
+            let delivery = items[head]
+            if delivery.isFinished {
+                head += 1
+            } else if all || delivery.deadline <= now {
+                overdue.append(delivery)
+                head += 1
+            } else {
+                break
+            }
+        }
+        if head > 1024 && head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return overdue
+    }
+}
+
+/// The completion of one send, carried through librdkafka as the message
+/// opaque. It runs once: for the report or the deadline, whichever is first.
+private final class DeliveryBox: Sendable {
+    private let completion: @Sendable (Result<DeliveryReport, KafkaError>) -> Void
+    let client: ProducerClient
+    let deadline: ContinuousClock.Instant
+    private let finished = Atomic<Bool>(false)
+
+    init(
+        completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void,
+        client: ProducerClient, deadline: ContinuousClock.Instant
+    ) {
         self.completion = completion
         self.client = client
+        self.deadline = deadline
+    }
+
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
+
+    func finish(_ result: Result<DeliveryReport, KafkaError>) {
+        if !finished.exchange(true, ordering: .acquiringAndReleasing) {
+            completion(result)
+        }
     }
 }
 
@@ -208,8 +277,8 @@ private func deliveryReportCallback(_ handle: OpaquePointer?, _ message: UnsafeP
     let box = Unmanaged<DeliveryBox>.fromOpaque(boxPointer).takeRetainedValue()
     let topic = String(cString: rd_kafka_topic_name(message.pointee.rkt))
     if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-        box.completion(.success(DeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset)))
+        box.finish(.success(DeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset)))
     } else {
-        box.completion(.failure(box.client.failure(for: message.pointee.err, topic: topic)))
+        box.finish(.failure(box.client.failure(for: message.pointee.err, topic: topic)))
     }
 }

@@ -1,0 +1,113 @@
+import Common
+import Foundation
+import Kafka
+import XCTest
+
+final class ProducerFaultTests: XCTestCase {
+    var cluster: MockCluster!
+    var topic = ""
+
+    override func setUpWithError() throws {
+        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
+        topic = "t-\(UUID().uuidString.prefix(8))"
+        try cluster.createTopic(topic, partitions: 4)
+    }
+
+    override func tearDown() {
+        cluster = nil
+    }
+
+    func testSendFailsRetriablyWithinDeliveryTimeoutWhileBrokersAreDownThenRecovers() async throws {
+        let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(2)), logger: quietLogger("producer"))
+        defer { producer.close() }
+        _ = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [0]))
+
+        cluster.setAllBrokers(up: false)
+        let started = ContinuousClock.now
+        do {
+            let report = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [1]))
+            XCTFail("acknowledged with every broker down: \(report)")
+        } catch {
+            XCTAssertTrue(error.isRetriable, "\(error)")
+        }
+        let waited = ContinuousClock.now - started
+        XCTAssertLessThan(waited, .milliseconds(3500), "took \(waited), delivery timeout is 2 s")
+
+        cluster.setAllBrokers(up: true)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var recovered: DeliveryReport?
+        while recovered == nil && ContinuousClock.now < deadline {
+            recovered = try? await producer.send(OutgoingMessage(topic: topic, key: "k", value: [2]))
+        }
+        XCTAssertNotNil(recovered, "sends did not succeed after the brokers came back")
+    }
+
+    func testFatalIdempotentProducerIsReplacedAndLaterSendsSucceed() async throws {
+        let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(3)), logger: quietLogger("producer"))
+        defer { producer.close() }
+        _ = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [0]))
+
+        // Out-of-order sequence answers while sends are in flight drive
+        // librdkafka 2.0.2's idempotent producer into its fatal state.
+        cluster.pushRequestErrors(.produce, Array(repeating: .outOfOrderSequence, count: 5))
+        let topic = self.topic
+        let outcomes = await withTaskGroup(of: Result<DeliveryReport, KafkaError>.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    do { return .success(try await producer.send(OutgoingMessage(topic: topic, key: "k\(index % 8)", value: [1]))) }
+                    catch { return .failure(error as! KafkaError) }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let failures = outcomes.compactMap { if case .failure(let error) = $0 { error } else { nil } }
+        XCTAssertFalse(failures.isEmpty, "no send failed: the fault was not injected")
+        for failure in failures {
+            XCTAssertTrue(failure.isRetriable, "\(failure)")
+        }
+        XCTAssertGreaterThanOrEqual(producer.replacements, 1, "the fatal producer was not replaced")
+
+        cluster.clearRequestErrors(.produce)
+        let deadline = ContinuousClock.now + .seconds(15)
+        var recovered: DeliveryReport?
+        while recovered == nil && ContinuousClock.now < deadline {
+            recovered = try? await producer.send(OutgoingMessage(topic: topic, key: "k", value: [2]))
+        }
+        XCTAssertNotNil(recovered, "sends did not succeed after the replacement")
+    }
+
+    func testMessageTooLargeIsNotRetriable() async throws {
+        let producer = try Producer(config: producerConfig(cluster), logger: quietLogger("producer"))
+        defer { producer.close() }
+        do {
+            _ = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: Array(repeating: 7, count: 2_000_000)))
+            XCTFail("a 2 MB message was accepted")
+        } catch {
+            XCTAssertEqual(error.code, .messageTooLarge)
+            XCTAssertFalse(error.isRetriable)
+        }
+    }
+
+    func testCloseFailsQueuedSendsInsteadOfLosingThem() async throws {
+        let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(30)), logger: quietLogger("producer"))
+        cluster.setAllBrokers(up: false)
+        let message = OutgoingMessage(topic: topic, key: "k", value: [1])
+        async let pending = producer.send(message)
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        producer.close(timeout: .milliseconds(500))
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
+        do {
+            _ = try await pending
+            XCTFail("acknowledged with every broker down")
+        } catch {
+            XCTAssertEqual((error as? KafkaError)?.code, .shuttingDown)
+        }
+        do {
+            _ = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [1]))
+            XCTFail("send after close succeeded")
+        } catch {
+            XCTAssertEqual(error.code, .shuttingDown)
+        }
+    }
+}
