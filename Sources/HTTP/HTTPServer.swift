@@ -1,0 +1,151 @@
+import CMicroHTTPD
+import Common
+import Foundation
+import Synchronization
+
+/// Limits of the HTTP server, all explicit: libmicrohttpd's defaults have no
+/// connection timeout and no per-IP limit (PITFALLS.md).
+public struct HTTPServerConfig: Sendable {
+    /// IPv4 address to listen on; nil for every interface.
+    public var host: String?
+    /// 0 picks a free port; `HTTPServer.port` tells which.
+    public var port: Int
+    public var threads: Int
+    public var connectionLimit: Int
+    public var perIPConnectionLimit: Int
+    /// Idle connections are closed after this; keep it above the longest
+    /// handler wait (the Kafka delivery timeout).
+    public var connectionTimeout: Duration
+    /// Per-connection buffer; request headers must fit in it.
+    public var connectionMemory: Int
+    public var maxBodySize: Int
+    public var backlog: Int
+
+    public init(
+        host: String? = nil, port: Int = 8080,
+        threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
+        connectionLimit: Int = 1000, perIPConnectionLimit: Int = 500,
+        connectionTimeout: Duration = .seconds(30), connectionMemory: Int = 64 * 1024,
+        maxBodySize: Int = 16 * 1024, backlog: Int = 1024
+    ) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.connectionLimit = connectionLimit
+        self.perIPConnectionLimit = perIPConnectionLimit
+        self.connectionTimeout = connectionTimeout
+        self.connectionMemory = connectionMemory
+        self.maxBodySize = maxBodySize
+        self.backlog = backlog
+    }
+}
+
+/// What the server saw of one finished request, for metrics.
+public struct RequestRecord: Sendable {
+    public let method: String
+    /// The matched route pattern, or `unmatched`.
+    public let route: String
+    public let status: Int
+    public let duration: Duration
+}
+
+/// An HTTP/1.1 server over libmicrohttpd. Handlers are async: the connection
+/// is suspended while a handler waits (for a Kafka acknowledgement, say), so
+/// libmicrohttpd's threads keep serving other connections.
+public final class HTTPServer: @unchecked Sendable {
+    public let config: HTTPServerConfig
+    let router: Router
+    let logger: Logger
+    let observer: @Sendable (RequestRecord) -> Void
+    private var daemon: OpaquePointer?
+    /// Exchanges whose connection is suspended, so shutdown can resume them.
+    let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
+    /// Requests begun and not yet completed.
+    let inFlight = Atomic<Int>(0)
+    let stopping = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    /// The bound port.
+    public private(set) var port: Int = 0
+
+    public init(
+        config: HTTPServerConfig, router: Router, logger: Logger = Logger(component: "http"),
+        observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
+    ) {
+        self.config = config
+        self.router = router
+        self.logger = logger
+        self.observer = observer
+    }
+
+    /// Binds and starts serving on libmicrohttpd's threads.
+    public func start() throws(HTTPServerError) {
+        var address = sockaddr_in()
+        let useAddress = config.host != nil
+        if let host = config.host {
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(config.port).bigEndian)
+            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+                throw HTTPServerError(message: "'\(host)' is not an IPv4 address")
+            }
+        }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        // The server outlives the daemon: `shutdown` stops it before the
+        // server can be released, so the unretained context stays valid.
+        let started = withUnsafePointer(to: &address) { pointer in
+            guidance_mhd_start(
+                UInt16(config.port), useAddress ? pointer : nil, UInt32(config.threads),
+                UInt32(config.connectionLimit), UInt32(config.perIPConnectionLimit),
+                UInt32(max(1, config.connectionTimeout.components.seconds)), config.connectionMemory,
+                UInt32(config.backlog), accessHandler, context, completedHandler, context)
+        }
+        guard let started else {
+            throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(errno)))")
+        }
+        daemon = started
+        port = Int(guidance_mhd_bound_port(started))
+        logger.info("listening", ["port": String(port), "threads": String(config.threads)])
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish for up to
+    /// `gracePeriod`, answers the rest 503, and stops.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        guard let daemon, !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stopping.store(true, ordering: .releasing)
+        let listener = MHD_quiesce_daemon(daemon)
+        let deadline = ContinuousClock.now + gracePeriod
+        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let abandoned = suspended.withLock { exchanges in
+            let all = Array(exchanges.values)
+            exchanges.removeAll()
+            return all
+        }
+        if !abandoned.isEmpty {
+            logger.warning("answering 503 to requests still running at shutdown", ["count": String(abandoned.count)])
+        }
+        for exchange in abandoned {
+            exchange.finish(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response, force: true)
+        }
+        // Resumed connections need a moment to send their answers.
+        let flushDeadline = ContinuousClock.now + .seconds(1)
+        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < flushDeadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        MHD_stop_daemon(daemon)
+        if listener >= 0 { close(listener) }
+        self.daemon = nil
+        logger.info("stopped")
+    }
+
+    deinit {
+        if let daemon, !stopped.load(ordering: .acquiring) {
+            MHD_stop_daemon(daemon)
+        }
+    }
+}
+
+public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+}

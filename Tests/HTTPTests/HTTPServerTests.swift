@@ -1,1 +1,140 @@
+import Common
+import Foundation
+import HTTP
 import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+final class HTTPServerTests: XCTestCase {
+    struct Greeting: Codable, Equatable {
+        let name: String
+        let count: Int
+    }
+
+    var server: HTTPServer!
+    var base = ""
+
+    override func setUp() async throws {
+        var router = Router()
+        router.get("/items/{id}/parts/{part}") { request in
+            .json(["id": request.parameter("id"), "part": request.parameter("part"), "q": request.query["q"] ?? ""])
+        }
+        router.post("/greetings") { request in
+            let greeting = try request.decode(Greeting.self)
+            return .json(greeting, status: 201)
+        }
+        router.get("/slow") { _ in
+            try await Task.sleep(for: .milliseconds(800))
+            return .text("slow\n")
+        }
+        router.get("/fast") { _ in .text("fast\n") }
+        router.get("/boom") { _ in throw CancellationError() }
+        server = HTTPServer(
+            config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024),
+            router: router, logger: Logger(component: "http-test", level: .error))
+        try server.start()
+        base = "http://127.0.0.1:\(server.port)"
+    }
+
+    override func tearDown() async throws {
+        await server.shutdown(gracePeriod: .seconds(2))
+    }
+
+    func testRoutesWithPathParametersAndQuery() async throws {
+        let reply = try await fetch("GET", "\(base)/items/42/parts/wheel?q=blue%20car")
+        XCTAssertEqual(reply.status, 200)
+        XCTAssertEqual(try reply.json(), ["id": "42", "part": "wheel", "q": "blue car"])
+        XCTAssertFalse((reply.header("X-Request-Id") ?? "").isEmpty)
+    }
+
+    func testUnknownPathIs404AndWrongMethodIs405WithAllow() async throws {
+        let missing = try await fetch("GET", "\(base)/nothing/here")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.header("Content-Type"), "application/problem+json")
+        let wrong = try await fetch("DELETE", "\(base)/greetings")
+        XCTAssertEqual(wrong.status, 405)
+        XCTAssertEqual(wrong.header("Allow"), "POST")
+        let problem: [String: AnyCodable] = try wrong.json()
+        XCTAssertEqual(problem["status"], .int(405))
+    }
+
+    func testJSONBodyIsDecodedAndEchoedWithRequestID() async throws {
+        let reply = try await fetch(
+            "POST", "\(base)/greetings", body: #"{"name":"민지","count":3}"#,
+            headers: ["Content-Type": "application/json", "X-Request-Id": "req-123"])
+        XCTAssertEqual(reply.status, 201)
+        XCTAssertEqual(try reply.json(), Greeting(name: "민지", count: 3))
+        XCTAssertEqual(reply.header("X-Request-Id"), "req-123")
+    }
+
+    func testBodyOverTheLimitIs413() async throws {
+        let big = #"{"name":""# + String(repeating: "x", count: 5000) + #"","count":1}"#
+        let reply = try await fetch("POST", "\(base)/greetings", body: big, headers: ["Content-Type": "application/json"])
+        XCTAssertEqual(reply.status, 413)
+        XCTAssertEqual(reply.header("Content-Type"), "application/problem+json")
+    }
+
+    func testMalformedJSONWrongTypeAndMissingFieldAre400NamingTheField() async throws {
+        let malformed = try await fetch("POST", "\(base)/greetings", body: #"{"name": "#, headers: ["Content-Type": "application/json"])
+        XCTAssertEqual(malformed.status, 400)
+        XCTAssertEqual(malformed.header("Content-Type"), "application/problem+json")
+
+        let wrongType = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a","count":"three"}"#, headers: ["Content-Type": "application/json"])
+        XCTAssertEqual(wrongType.status, 400)
+        let problem: [String: AnyCodable] = try wrongType.json()
+        XCTAssertEqual(problem["errors"], .array([.object(["field": .string("count"), "message": .string("must be an integer")])]))
+
+        let missing = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a"}"#, headers: ["Content-Type": "application/json"])
+        XCTAssertEqual(missing.status, 400)
+        XCTAssertTrue(String(decoding: missing.body, as: UTF8.self).contains("\"field\":\"count\""))
+    }
+
+    func testNonJSONBodyIs415() async throws {
+        let reply = try await fetch("POST", "\(base)/greetings", body: "name=a", headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        XCTAssertEqual(reply.status, 415)
+    }
+
+    func testHandlerFailureIs500WithoutDetails() async throws {
+        let reply = try await fetch("GET", "\(base)/boom")
+        XCTAssertEqual(reply.status, 500)
+        XCTAssertFalse(String(decoding: reply.body, as: UTF8.self).contains("CancellationError"))
+    }
+
+    func testManySlowHandlersDoNotStarveOtherRequests() async throws {
+        let slowCount = 150
+        let base = self.base
+        let started = ContinuousClock.now
+        async let slowReplies = withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<slowCount {
+                group.addTask { try await fetch("GET", "\(base)/slow").status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let fastStarted = ContinuousClock.now
+        let fast = try await fetch("GET", "\(base)/fast")
+        let fastTook = ContinuousClock.now - fastStarted
+        XCTAssertEqual(fast.status, 200)
+        XCTAssertLessThan(fastTook, .milliseconds(400), "a fast request waited behind slow ones")
+        let statuses = try await slowReplies
+        XCTAssertEqual(statuses, Array(repeating: 200, count: slowCount))
+        // All slow handlers waited at once, not in turn.
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
+    }
+
+    func testShutdownLetsInFlightRequestsFinish() async throws {
+        let base = self.base
+        async let slow = fetch("GET", "\(base)/slow")
+        try await Task.sleep(for: .milliseconds(200))
+        await server.shutdown(gracePeriod: .seconds(5))
+        let reply = try await slow
+        XCTAssertEqual(reply.status, 200)
+        XCTAssertEqual(String(decoding: reply.body, as: UTF8.self), "slow\n")
+        do {
+            _ = try await fetch("GET", "\(base)/fast")
+            XCTFail("a stopped server answered")
+        } catch {}
+    }
+}

@@ -1,0 +1,175 @@
+import CMicroHTTPD
+import Common
+import Foundation
+import Synchronization
+
+/// One request on one connection, from its first header to its completion.
+/// libmicrohttpd holds it retained in the connection's `con_cls` until the
+/// completion callback releases it; a running handler holds it too, and
+/// touches the connection only while the connection is suspended.
+final class Exchange: @unchecked Sendable {
+    private enum Phase {
+        case receiving
+        case suspended
+        /// Resumed with an answer that the next access-handler call queues.
+        case answered(Response)
+        case queued
+    }
+
+    let connection: OpaquePointer
+    let method: String
+    let path: String
+    let headers: [String: String]
+    let query: [String: String]
+    let requestID: String
+    let started = ContinuousClock.now
+    private(set) var body: [UInt8] = []
+    private(set) var bodyTooLarge = false
+    var route = "unmatched"
+    var status = 0
+    private let phase = Mutex(Phase.receiving)
+
+    init(connection: OpaquePointer, method: String, path: String) {
+        self.connection = connection
+        self.method = method
+        self.path = path
+        headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
+        query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
+        requestID = Exchange.requestID(from: headers["x-request-id"])
+    }
+
+    /// Called with each body chunk on libmicrohttpd's thread; past `limit`
+    /// the rest is read and dropped so the client gets its 413.
+    func append(_ chunk: UnsafeRawBufferPointer, limit: Int) {
+        guard !bodyTooLarge else { return }
+        if body.count + chunk.count > limit {
+            bodyTooLarge = true
+            body = []
+        } else {
+            body.append(contentsOf: chunk)
+        }
+    }
+
+    /// Suspends the connection until `finish` resumes it.
+    func suspend(in server: HTTPServer) {
+        phase.withLock { $0 = .suspended }
+        server.suspended.withLock { $0[ObjectIdentifier(self)] = self }
+        MHD_suspend_connection(connection)
+    }
+
+    /// Resumes a suspended connection with its answer, once. `force` is the
+    /// shutdown path, which already took the exchange out of the server's set.
+    func finish(_ response: Response, in server: HTTPServer? = nil, force: Bool = false) {
+        if let server, !force {
+            let present = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) != nil }
+            // Shutdown took it and answers for it.
+            guard present else { return }
+        }
+        let resume = phase.withLock { phase -> Bool in
+            guard case .suspended = phase else { return false }
+            phase = .answered(response)
+            return true
+        }
+        if resume { MHD_resume_connection(connection) }
+    }
+
+    /// The answer a resumed connection is waiting to send, taken once.
+    func takeAnswer() -> Response? {
+        phase.withLock { phase in
+            guard case .answered(let response) = phase else { return nil }
+            phase = .queued
+            return response
+        }
+    }
+
+    /// Queues `response` on the connection; only from the access handler.
+    func queue(_ response: Response) -> MHD_Result {
+        status = response.status
+        let body = response.body
+        let mhdResponse = body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let mhdResponse else { return .NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for (name, value) in response.headers {
+            MHD_add_response_header(mhdResponse, name, value)
+        }
+        MHD_add_response_header(mhdResponse, "X-Request-Id", requestID)
+        phase.withLock { $0 = .queued }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    private static func requestID(from header: String?) -> String {
+        if let header, !header.isEmpty, header.utf8.count <= 128,
+           header.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f }) {
+            return header
+        }
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next(), radix: 16, uppercase: false)
+    }
+
+    private final class Collected {
+        var values: [String: String] = [:]
+        let lowercased: Bool
+        init(lowercased: Bool) { self.lowercased = lowercased }
+    }
+
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+        let collected = Collected(lowercased: lowercased)
+        withExtendedLifetime(collected) {
+            _ = MHD_get_connection_values(connection, kind, collectValue, Unmanaged.passUnretained(collected).toOpaque())
+        }
+        return collected.values
+    }
+
+    // Called synchronously inside MHD_get_connection_values, while `values` keeps the box alive.
+    private static let collectValue: MHD_KeyValueIterator = { context, _, key, value in
+        guard let context, let key else { return .YES }
+        let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+        let name = String(cString: key)
+        collected.values[collected.lowercased ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+        return .YES
+    }
+}
+
+// libmicrohttpd calls this on its threads: for the headers, for each body
+// chunk, once the body is complete, and again after a resume.
+func accessHandler(
+    _ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+    _ uploadSize: UnsafeMutablePointer<Int>?, _ slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let context, let connection, let slot, let uploadSize else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    guard let stored = slot.pointee else {
+        let exchange = Exchange(
+            connection: connection, method: method.map { String(cString: $0) } ?? "GET",
+            path: url.map { String(cString: $0) } ?? "/")
+        slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        server.inFlight.add(1, ordering: .acquiringAndReleasing)
+        return .YES
+    }
+    let exchange = Unmanaged<Exchange>.fromOpaque(stored).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        exchange.append(UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee), limit: server.config.maxBodySize)
+        uploadSize.pointee = 0
+        return .YES
+    }
+    if let answer = exchange.takeAnswer() {
+        return exchange.queue(answer)
+    }
+    return server.dispatch(exchange)
+}
+
+// Called by libmicrohttpd once a request is done (answered, failed or
+// abandoned); releases the exchange retained in `con_cls`.
+func completedHandler(
+    _ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ reason: MHD_RequestTerminationCode
+) {
+    guard let context, let slot, let stored = slot.pointee else { return }
+    slot.pointee = nil
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    let exchange = Unmanaged<Exchange>.fromOpaque(stored).takeRetainedValue()
+    server.complete(exchange, reason: reason)
+}

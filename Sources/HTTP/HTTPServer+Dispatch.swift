@@ -1,0 +1,72 @@
+import CMicroHTTPD
+import Common
+
+extension HTTPServer {
+    /// Answers what needs no handler on libmicrohttpd's thread; otherwise
+    /// suspends the connection and runs the handler as a task.
+    func dispatch(_ exchange: Exchange) -> MHD_Result {
+        if stopping.load(ordering: .acquiring) {
+            return exchange.queue(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response)
+        }
+        if exchange.bodyTooLarge {
+            return exchange.queue(HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes").response)
+        }
+        switch router.match(method: exchange.method, path: exchange.path) {
+        case .notFound:
+            return exchange.queue(HTTPError.notFound("no resource at \(exchange.path)").response)
+        case .methodNotAllowed(let allowed):
+            var response = HTTPError(status: 405, detail: "\(exchange.method) is not allowed on \(exchange.path)").response
+            response.headers.append(("Allow", allowed.joined(separator: ", ")))
+            return exchange.queue(response)
+        case .found(let pattern, let parameters, let handler):
+            exchange.route = pattern
+            var request = Request(
+                method: exchange.method, path: exchange.path, headers: exchange.headers,
+                query: exchange.query, body: exchange.body, requestID: exchange.requestID)
+            request.parameters = parameters
+            request.route = pattern
+            exchange.suspend(in: self)
+            Task { [self] in
+                let response = await respond(to: request, with: handler)
+                exchange.finish(response, in: self)
+            }
+            return .YES
+        }
+    }
+
+    private func respond(to request: Request, with handler: Handler) async -> Response {
+        do {
+            return try await handler(request)
+        } catch let error as HTTPError {
+            return error.response
+        } catch {
+            logger.error("handler failed", ["requestId": request.requestID, "route": request.route, "error": String(describing: error)])
+            return HTTPError(status: 500, detail: "internal error; quote request id \(request.requestID)").response
+        }
+    }
+
+    func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
+        inFlight.subtract(1, ordering: .acquiringAndReleasing)
+        let duration = ContinuousClock.now - exchange.started
+        let fields = [
+            "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
+            "status": String(exchange.status), "ms": String(format: "%.2f", duration.seconds * 1000),
+        ]
+        if reason != .REQUEST_TERMINATED_COMPLETED_OK {
+            logger.info("request ended before its answer was sent", fields.merging(["reason": String(reason.rawValue)]) { $1 })
+        } else if exchange.status >= 500 {
+            logger.error("request failed", fields)
+        } else {
+            logger.debug("request", fields)
+        }
+        observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
+    }
+}
+
+extension Duration {
+    /// Seconds as a floating-point number, for logs and metrics.
+    public var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

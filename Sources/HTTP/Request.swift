@@ -1,0 +1,90 @@
+import Foundation
+
+/// A complete HTTP request: headers, query and the whole (size-capped) body.
+public struct Request: Sendable {
+    public let method: String
+    public let path: String
+    /// Header names lowercased.
+    public let headers: [String: String]
+    public let query: [String: String]
+    public let body: [UInt8]
+    public let requestID: String
+    /// Values of the route's `{name}` segments.
+    public internal(set) var parameters: [String: String] = [:]
+    /// The route pattern that matched, e.g. `/v1/schools/{schoolId}/guidances`.
+    public internal(set) var route: String = ""
+
+    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [], requestID: String = "test") {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.query = query
+        self.body = body
+        self.requestID = requestID
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// A path parameter the route declares; a missing one is a programming error.
+    public func parameter(_ name: String) -> String {
+        guard let value = parameters[name] else { preconditionFailure("route \(route) has no parameter \(name)") }
+        return value
+    }
+
+    /// Decodes a JSON body: 415 unless the body is JSON, 400 naming the field
+    /// for malformed JSON, a missing field or a wrong type.
+    public func decode<T: Decodable>(_ type: T.Type) throws(HTTPError) -> T {
+        let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        guard contentType == "application/json" || (contentType.hasPrefix("application/") && contentType.hasSuffix("+json")) else {
+            throw HTTPError(status: 415, detail: "the body must be application/json, got '\(contentType.isEmpty ? "none" : contentType)'")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch let error as DecodingError {
+            throw Request.describe(error)
+        } catch {
+            throw HTTPError.badRequest("the body is not valid JSON")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> HTTPError {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            (codingPath + (last.map { [$0] } ?? [])).map { key in
+                key.intValue.map { "[\($0)]" } ?? key.stringValue
+            }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath, key)
+            return .badRequest("missing required field '\(field)'", errors: [FieldError(field: field, message: "is required")])
+        case .valueNotFound(_, let context):
+            let field = path(context.codingPath)
+            return .badRequest("field '\(field)' must not be null", errors: [FieldError(field: field, message: "must not be null")])
+        case .typeMismatch(let type, let context):
+            let field = path(context.codingPath)
+            let expected = Request.typeName(type)
+            return .badRequest("field '\(field)' must be \(expected)", errors: [FieldError(field: field, message: "must be \(expected)")])
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                return .badRequest("the body is not valid JSON")
+            }
+            let field = path(context.codingPath)
+            return .badRequest("field '\(field)' is invalid", errors: [FieldError(field: field, message: context.debugDescription)])
+        @unknown default:
+            return .badRequest("the body could not be read")
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int32.Type, is Int64.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        case is Bool.Type: "a boolean"
+        case is [Any].Type: "an array"
+        default: type == [String: Any].self ? "an object" : "an object"
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+public struct Response: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) -> Response {
+        do {
+            let data = try Response.encoder.encode(value)
+            return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(data))
+        } catch {
+            return Response(status: 500, headers: [("Content-Type", "text/plain")], body: Array("could not encode the response\n".utf8))
+        }
+    }
+
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> Response {
+        Response(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+
+    public static var noContent: Response { Response(status: 204) }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+}

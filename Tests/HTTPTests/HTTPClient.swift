@@ -1,0 +1,68 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct Reply: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let body: Data
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(T.self, from: body)
+    }
+}
+
+private let session: URLSession = {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.httpMaximumConnectionsPerHost = 400
+    configuration.timeoutIntervalForRequest = 30
+    return URLSession(configuration: configuration)
+}()
+
+func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = method
+    request.httpBody = body.map { Data($0.utf8) }
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    let (data, response) = try await session.data(for: request)
+    let http = response as! HTTPURLResponse
+    var fields: [String: String] = [:]
+    for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }
+    return Reply(status: http.statusCode, headers: fields, body: data)
+}
+
+/// Any JSON value, for asserting on problem documents.
+enum AnyCodable: Codable, Equatable, Sendable {
+    case string(String), int(Int), double(Double), bool(Bool), null
+    case array([AnyCodable]), object([String: AnyCodable])
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Int.self) { self = .int(value) }
+        else if let value = try? container.decode(Double.self) { self = .double(value) }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([AnyCodable].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: AnyCodable].self)) }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
