@@ -19,6 +19,9 @@ let package = Package(
         .target(name: "Common"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
+        .target(name: "Guidance", dependencies: ["Common"]),
+
+        .executableTarget(name: "guidance-dev", dependencies: ["Kafka", "Guidance", "Common"]),
 
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

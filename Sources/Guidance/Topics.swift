@@ -1,0 +1,19 @@
+/// The Kafka topics of the system.
+public struct Topics: Sendable, Equatable {
+    public var registered: String
+    public var deleted: String
+    public var deadLetters: String
+
+    public init(registered: String = "guidance.registered", deleted: String = "guidance.deleted", deadLetters: String = "guidance.dlq") {
+        self.registered = registered
+        self.deleted = deleted
+        self.deadLetters = deadLetters
+    }
+
+    /// Topics named with a prefix, so tests can share nothing.
+    public init(prefix: String) {
+        self.init(registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", deadLetters: prefix + "guidance.dlq")
+    }
+
+    public var all: [String] { [registered, deleted, deadLetters] }
+}

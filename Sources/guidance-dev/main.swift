@@ -1,0 +1,75 @@
+import Common
+import Foundation
+import Guidance
+import Kafka
+
+/// The local default: a mock Kafka cluster with the topics created.
+/// `--broker-only` runs only the cluster (for tests that start the services as
+/// separate processes) and writes its bootstrap string to `--bootstrap-file`.
+struct DevOptions {
+    var brokerOnly = false
+    var brokers = 3
+    var bootstrapFile: String?
+
+    static func parse(_ arguments: [String]) throws(ConfigurationError) -> DevOptions {
+        var options = DevOptions()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--broker-only":
+                options.brokerOnly = true
+            case "--brokers":
+                guard let text = remaining.popFirst(), let count = Int(text), (1...9).contains(count) else {
+                    throw ConfigurationError(variable: "--brokers", reason: "needs a broker count from 1 to 9")
+                }
+                options.brokers = count
+            case "--bootstrap-file":
+                guard let path = remaining.popFirst() else {
+                    throw ConfigurationError(variable: "--bootstrap-file", reason: "needs a file path")
+                }
+                options.bootstrapFile = path
+            case "-h", "--help":
+                print("usage: guidance-dev [--broker-only] [--brokers N] [--bootstrap-file FILE]")
+                exit(0)
+            default:
+                throw ConfigurationError(variable: argument, reason: "unknown option (see --help)")
+            }
+        }
+        return options
+    }
+}
+
+/// Writes a line to standard output unbuffered, so scripts reading it see it at once.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let logger = Logger(component: "guidance-dev")
+do {
+    let environment = Environment()
+    let options = try DevOptions.parse(Array(CommandLine.arguments.dropFirst()))
+    let partitions = try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...1000)
+    let cluster = try MockCluster(brokers: options.brokers, logger: Logger(component: "kafka-mock"))
+    for topic in Topics().all {
+        try cluster.createTopic(topic, partitions: partitions)
+    }
+    let bootstrap = cluster.bootstrapServers
+    if let path = options.bootstrapFile {
+        // Write then rename, so a reader never sees half a line.
+        let temporary = path + ".tmp"
+        try Data((bootstrap + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
+        _ = rename(temporary, path)
+    }
+    say("mock Kafka cluster: \(options.brokers) brokers, topics \(Topics().all.joined(separator: ", ")) with \(partitions) partitions")
+    say("KAFKA_BOOTSTRAP_SERVERS=\(bootstrap)")
+    if !options.brokerOnly {
+        logger.warning("the services are not wired into guidance-dev yet; running the broker only")
+    }
+    let signal = await waitForTerminationSignal()
+    logger.info("stopping", ["signal": String(signal)])
+    if let path = options.bootstrapFile { unlink(path) }
+    withExtendedLifetime(cluster) {}
+} catch {
+    logger.error("guidance-dev could not start: \(error)")
+    exit(1)
+}
