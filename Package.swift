@@ -21,10 +21,15 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Guidance", dependencies: ["Common"]),
 
-        .executableTarget(name: "guidance-dev", dependencies: ["Kafka", "Guidance", "Common"]),
+        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Common"]),
+
+        .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
+        .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Kafka", "Guidance", "Common"]),
 
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "GuidanceTests", dependencies: ["Guidance"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,9 +5,10 @@ import Common
 public struct TopicSpec: Sendable, Equatable {
     public let name: String
     public let partitions: Int
-    public let replicationFactor: Int
+    /// nil: as many replicas as brokers, at most 3.
+    public let replicationFactor: Int?
 
-    public init(name: String, partitions: Int, replicationFactor: Int = 1) {
+    public init(name: String, partitions: Int, replicationFactor: Int? = nil) {
         self.name = name
         self.partitions = partitions
         self.replicationFactor = replicationFactor
@@ -33,6 +34,17 @@ public final class Admin: @unchecked Sendable {
         try Metadata.partitionCounts(handle: handle, topics: topics, timeout: timeout)
     }
 
+    /// Brokers in the cluster.
+    public func brokerCount(timeout: Duration = .seconds(10)) throws(KafkaError) -> Int {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let result = rd_kafka_metadata(handle, 0, nil, &metadata, Int32(clamping: timeout.milliseconds))
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            throw KafkaError(result, context: "read cluster metadata")
+        }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        return Int(metadata.pointee.broker_cnt)
+    }
+
     /// Creates the topics that do not exist yet and returns every topic's
     /// partition count. An existing topic is left as it is, even with fewer
     /// partitions than asked: the caller decides whether to warn.
@@ -50,9 +62,11 @@ public final class Admin: @unchecked Sendable {
         var errorText = [CChar](repeating: 0, count: 512)
         var topics: [OpaquePointer?] = []
         defer { for topic in topics { rd_kafka_NewTopic_destroy(topic) } }
+        let brokers = try brokerCount(timeout: timeout)
         for spec in specs {
+            let replicas = spec.replicationFactor ?? min(3, max(1, brokers))
             guard let topic = rd_kafka_NewTopic_new(
-                spec.name, Int32(spec.partitions), Int32(spec.replicationFactor), &errorText, errorText.count)
+                spec.name, Int32(spec.partitions), Int32(replicas), &errorText, errorText.count)
             else {
                 let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
                 throw KafkaError(.invalidConfiguration, "topic \(spec.name): \(reason)")

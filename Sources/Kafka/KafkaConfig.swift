@@ -83,6 +83,15 @@ public struct ProducerConfig: Sendable {
         maxQueuedMessages: Int = 100_000,
         clientID: String = "guidance"
     ) {
+        // An operator's KAFKA_MESSAGE_TIMEOUT_MS (or its alias) is the delivery
+        // timeout, which the producer also enforces itself.
+        var kafka = kafka
+        var deliveryTimeout = deliveryTimeout
+        for alias in ["message.timeout.ms", "delivery.timeout.ms"] {
+            if let text = kafka.properties.removeValue(forKey: alias), let milliseconds = Int64(text) {
+                deliveryTimeout = .milliseconds(milliseconds)
+            }
+        }
         self.kafka = kafka
         self.deliveryTimeout = deliveryTimeout
         self.linger = linger

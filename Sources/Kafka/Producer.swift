@@ -34,7 +34,28 @@ public final class Producer: Sendable {
     public var replacements: Int { state.withLock { $0.replacements } }
 
     /// Messages queued or awaiting acknowledgement.
-    public var inFlight: Int { state.withLock { Int(rd_kafka_outq_len($0.client.handle)) } }
+    public var inFlight: Int {
+        let client = state.withLock { $0.client }
+        return client.withLiveHandle { Int(rd_kafka_outq_len($0)) } ?? 0
+    }
+
+    /// Whether a broker answers a metadata request within `timeout`. The
+    /// request blocks, so it runs on a Dispatch thread, not the caller's.
+    public func brokersReachable(timeout: Duration = .seconds(1)) async -> Bool {
+        let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
+        guard let client else { return false }
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let reachable = client.withLiveHandle { handle in
+                    var metadata: UnsafePointer<rd_kafka_metadata>?
+                    let result = rd_kafka_metadata(handle, 0, nil, &metadata, Int32(clamping: timeout.milliseconds))
+                    if let metadata { rd_kafka_metadata_destroy(metadata) }
+                    return result == RD_KAFKA_RESP_ERR_NO_ERROR && metadata != nil
+                }
+                continuation.resume(returning: reachable ?? false)
+            }
+        }
+    }
 
     /// Sends `message` and returns once the broker acknowledged it.
     public func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
@@ -96,7 +117,10 @@ public final class Producer: Sendable {
 /// reports. The polling thread also destroys the handle, after a close or
 /// after the handle went fatal and its messages were failed.
 final class ProducerClient: @unchecked Sendable {
-    let handle: OpaquePointer
+    private let handle: OpaquePointer
+    /// Set under the lock when the polling thread destroys the handle; every
+    /// other use of the handle holds the lock, so none outlives it.
+    private let destroyed = Mutex(false)
     private let context: ClientContext
     private let logger: Logger
     /// nil while running; the drain deadline once closing.
@@ -139,17 +163,25 @@ final class ProducerClient: @unchecked Sendable {
         awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
         let box = Unmanaged.passRetained(delivery).toOpaque()
-        let result = message.key.withUnsafeBytes { key in
-            message.value.withUnsafeBytes { value in
-                guidance_kafka_produce(
-                    handle, message.topic, key.baseAddress, key.count, value.baseAddress, value.count, headers, box)
+        let result = withLiveHandle { handle in
+            message.key.withUnsafeBytes { key in
+                message.value.withUnsafeBytes { value in
+                    guidance_kafka_produce(
+                        handle, message.topic, key.baseAddress, key.count, value.baseAddress, value.count, headers, box)
+                }
             }
-        }
+        } ?? RD_KAFKA_RESP_ERR__DESTROY
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             rd_kafka_headers_destroy(headers)
             Unmanaged<DeliveryBox>.fromOpaque(box).release()
             delivery.finish(.failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
         }
+    }
+
+    /// Runs `body` with the handle unless it was destroyed; holds the handle's
+    /// lock meanwhile, so keep `body` short.
+    func withLiveHandle<T>(_ body: (OpaquePointer) -> T) -> T? {
+        destroyed.withLock { destroyed in destroyed ? nil : body(handle) }
     }
 
     /// Called from a delivery report on the polling thread.
@@ -194,7 +226,10 @@ final class ProducerClient: @unchecked Sendable {
         if abandoned > 0 {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
-        rd_kafka_destroy(handle)
+        destroyed.withLock { destroyed in
+            rd_kafka_destroy(handle)
+            destroyed = true
+        }
         failOverdueSends(all: true)
         finished.signal()
     }

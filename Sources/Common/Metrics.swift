@@ -1,0 +1,112 @@
+import Foundation
+import Synchronization
+
+/// A small Prometheus registry: counters, histograms, and gauges read at
+/// scrape time. Rendered in the text exposition format for `GET /metrics`.
+public final class Metrics: Sendable {
+    public typealias Labels = [(String, String)]
+
+    private enum Kind: String { case counter, histogram, gauge }
+
+    private struct Family {
+        let help: String
+        let kind: Kind
+        var series: [String: Series] = [:]
+    }
+
+    private struct Series {
+        var value: Double = 0
+        /// Histogram only: cumulative counts per bucket, then sum and count.
+        var buckets: [Double] = []
+        var sum: Double = 0
+        var count: Double = 0
+    }
+
+    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private let families = Mutex<[String: Family]>([:])
+    private let gauges = Mutex<[(name: String, help: String, read: @Sendable () -> [(Labels, Double)])]>([])
+    private let buckets: [Double]
+
+    public init(buckets: [Double] = Metrics.latencyBuckets) {
+        self.buckets = buckets
+    }
+
+    public func increment(_ name: String, help: String, labels: Labels = [], by amount: Double = 1) {
+        let key = Metrics.render(labels)
+        families.withLock { families in
+            families[name, default: Family(help: help, kind: .counter)].series[key, default: Series()].value += amount
+        }
+    }
+
+    public func observe(_ name: String, help: String, labels: Labels = [], value: Double) {
+        let key = Metrics.render(labels)
+        let buckets = self.buckets
+        families.withLock { families in
+            var family = families[name] ?? Family(help: help, kind: .histogram)
+            var series = family.series[key] ?? Series(buckets: Array(repeating: 0, count: buckets.count))
+            for (index, bound) in buckets.enumerated() where value <= bound {
+                series.buckets[index] += 1
+            }
+            series.sum += value
+            series.count += 1
+            family.series[key] = series
+            families[name] = family
+        }
+    }
+
+    /// A gauge whose values are read when scraped.
+    public func gauge(_ name: String, help: String, read: @escaping @Sendable () -> [(Labels, Double)]) {
+        gauges.withLock { $0.append((name, help, read)) }
+    }
+
+    /// The current value of one counter series, for tests and logs.
+    public func value(_ name: String, labels: Labels = []) -> Double {
+        families.withLock { $0[name]?.series[Metrics.render(labels)]?.value ?? 0 }
+    }
+
+    public func render() -> String {
+        var out = ""
+        let snapshot = families.withLock { $0 }
+        for name in snapshot.keys.sorted() {
+            let family = snapshot[name]!
+            out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
+            for key in family.series.keys.sorted() {
+                let series = family.series[key]!
+                switch family.kind {
+                case .counter, .gauge:
+                    out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"
+                case .histogram:
+                    for (index, bound) in buckets.enumerated() {
+                        out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"\(Metrics.number(bound))\""))) \(Metrics.number(series.buckets[index]))\n"
+                    }
+                    out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"+Inf\""))) \(Metrics.number(series.count))\n"
+                    out += "\(name)_sum\(Metrics.braces(key)) \(series.sum)\n"
+                    out += "\(name)_count\(Metrics.braces(key)) \(Metrics.number(series.count))\n"
+                }
+            }
+        }
+        for gauge in gauges.withLock({ $0 }) {
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n"
+            for (labels, value) in gauge.read() {
+                out += "\(gauge.name)\(Metrics.braces(Metrics.render(labels))) \(Metrics.number(value))\n"
+            }
+        }
+        return out
+    }
+
+    private static func render(_ labels: Labels) -> String {
+        labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",")
+    }
+
+    private static func join(_ a: String, _ b: String) -> String { a.isEmpty ? b : a + "," + b }
+    private static func braces(_ key: String) -> String { key.isEmpty ? "" : "{\(key)}" }
+
+    private static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

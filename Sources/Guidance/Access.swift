@@ -1,0 +1,36 @@
+/// Why a request may not proceed: no valid token (401), or a teacher acting
+/// outside their school or role (403).
+public enum AccessDenial: Error, Sendable, Equatable {
+    case unauthenticated(String)
+    case forbidden(String)
+}
+
+extension Roster {
+    /// The teacher behind an `Authorization: Bearer <token>` header, or nil when
+    /// authentication is off (no `tokens.csv`).
+    public func authenticate(_ authorization: String?) throws(AccessDenial) -> Teacher? {
+        guard authenticationEnabled else { return nil }
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            throw .unauthenticated("send 'Authorization: Bearer <token>'")
+        }
+        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard let teacher = teacher(forToken: token) else {
+            throw .unauthenticated("the token is not valid")
+        }
+        return teacher
+    }
+
+    /// Authenticates and checks that the teacher belongs to `school` and has
+    /// one of `roles`. Returns nil when authentication is off.
+    @discardableResult
+    public func authorize(_ authorization: String?, school: String, roles: Set<Teacher.Role>) throws(AccessDenial) -> Teacher? {
+        guard let teacher = try authenticate(authorization) else { return nil }
+        guard teacher.schoolID == school else {
+            throw .forbidden("teacher \(teacher.id) belongs to another school")
+        }
+        guard roles.contains(teacher.role) else {
+            throw .forbidden("a \(teacher.role.rawValue) teacher may not do this")
+        }
+        return teacher
+    }
+}

@@ -1,0 +1,102 @@
+/// The events on Kafka (DESIGN.md, "Events"). Key `"<schoolId>/<grade>"`;
+/// headers `event-type`, `schema-version: 1`, `content-type: application/json`.
+public enum EventType: String, Sendable, Codable {
+    case registered = "guidance.registered"
+    case deleted = "guidance.deleted"
+}
+
+public enum EventHeader {
+    public static let type = "event-type"
+    public static let schemaVersion = "schema-version"
+    public static let contentType = "content-type"
+}
+
+public struct StudentRef: Codable, Sendable, Equatable, Hashable {
+    public let studentId: String
+    public let grade: Int
+    public let classNumber: Int
+    public let number: Int
+    public let name: String
+
+    public init(studentId: String, grade: Int, classNumber: Int, number: Int, name: String) {
+        self.studentId = studentId
+        self.grade = grade
+        self.classNumber = classNumber
+        self.number = number
+        self.name = name
+    }
+
+    public init(_ student: Student) {
+        self.init(studentId: student.id, grade: student.grade, classNumber: student.classNumber, number: student.number, name: student.name)
+    }
+}
+
+public struct ReasonRef: Codable, Sendable, Equatable, Hashable {
+    public let code: String
+    public let label: String
+    public let detail: String?
+
+    public init(code: String, label: String, detail: String?) {
+        self.code = code
+        self.label = label
+        self.detail = detail
+    }
+
+    /// `detail` is written as `null` when absent, as the contract shows it.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(label, forKey: .label)
+        try container.encode(detail, forKey: .detail)
+    }
+}
+
+public struct GuidanceRegistered: Codable, Sendable, Equatable {
+    public static let schemaVersion = 1
+    public var schemaVersion = GuidanceRegistered.schemaVersion
+    public var type = EventType.registered
+    public let eventId: String
+    public let guidanceId: String
+    public let schoolId: String
+    public let student: StudentRef
+    public let reason: ReasonRef
+    public let recordedBy: String
+    /// RFC 3339, UTC.
+    public let occurredAt: String
+    public let recordedAt: String
+
+    public init(eventId: String, guidanceId: String, schoolId: String, student: StudentRef, reason: ReasonRef, recordedBy: String, occurredAt: String, recordedAt: String) {
+        self.eventId = eventId
+        self.guidanceId = guidanceId
+        self.schoolId = schoolId
+        self.student = student
+        self.reason = reason
+        self.recordedBy = recordedBy
+        self.occurredAt = occurredAt
+        self.recordedAt = recordedAt
+    }
+}
+
+public struct GuidanceDeleted: Codable, Sendable, Equatable {
+    public static let schemaVersion = 1
+    public var schemaVersion = GuidanceDeleted.schemaVersion
+    public var type = EventType.deleted
+    public let eventId: String
+    public let guidanceId: String
+    public let schoolId: String
+    public let grade: Int
+    public let deletedBy: String
+    public let occurredAt: String
+
+    public init(eventId: String, guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String) {
+        self.eventId = eventId
+        self.guidanceId = guidanceId
+        self.schoolId = schoolId
+        self.grade = grade
+        self.deletedBy = deletedBy
+        self.occurredAt = occurredAt
+    }
+}
+
+/// The partition key: every event of one grade stays in order on one partition.
+public func eventKey(school: String, grade: Int) -> String { "\(school)/\(grade)" }

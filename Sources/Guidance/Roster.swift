@@ -1,0 +1,100 @@
+import Foundation
+
+public struct School: Sendable, Equatable {
+    public let id: String
+    public let name: String
+    public let timeZone: TimeZone
+    /// Minutes after local midnight when the day's digests go out.
+    public let digestMinute: Int
+    /// Reason catalogue: the defaults plus the school's own, by code.
+    public let reasons: [String: Reason]
+    public let reasonOrder: [String]
+
+    public func reason(_ code: String) -> Reason? { reasons[code] }
+}
+
+public struct Student: Sendable, Equatable {
+    public let schoolID: String
+    public let id: String
+    public let grade: Int
+    public let classNumber: Int
+    public let number: Int
+    public let name: String
+    public let photoURL: String
+}
+
+public struct Teacher: Sendable, Equatable {
+    public enum Role: String, Sendable {
+        case homeroom
+        case volunteerDuty = "volunteer_duty"
+        case gate
+        case admin
+    }
+
+    public let schoolID: String
+    public let id: String
+    public let name: String
+    public let email: String
+    public let role: Role
+    public let grade: Int?
+    public let classNumber: Int?
+}
+
+/// The school directory, read once at start from `ROSTER_DIR`.
+public struct Roster: Sendable {
+    public struct StudentKey: Hashable, Sendable {
+        public let schoolID: String
+        public let grade: Int
+        public let classNumber: Int
+        public let number: Int
+
+        public init(schoolID: String, grade: Int, classNumber: Int, number: Int) {
+            self.schoolID = schoolID
+            self.grade = grade
+            self.classNumber = classNumber
+            self.number = number
+        }
+    }
+
+    public let schools: [String: School]
+    let students: [StudentKey: Student]
+    public let teachers: [String: Teacher]
+    /// Token digests by their first 8 bytes, each with its teacher id. Empty
+    /// when `tokens.csv` is absent.
+    let tokens: [UInt64: [(digest: [UInt8], teacherID: String)]]
+    /// Whether `tokens.csv` exists, i.e. whether requests must authenticate.
+    public let authenticationEnabled: Bool
+    /// Grades that have at least one class, per school.
+    let grades: [String: Set<Int>]
+
+    public func school(_ id: String) -> School? { schools[id] }
+
+    public func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
+        students[StudentKey(schoolID: school, grade: grade, classNumber: classNumber, number: number)]
+    }
+
+    public func hasGrade(_ grade: Int, in school: String) -> Bool {
+        grades[school]?.contains(grade) ?? false
+    }
+
+    public var studentCount: Int { students.count }
+
+    /// The teacher a bearer token belongs to. Only the presented token's digest
+    /// takes part in the look-up, and full digests are compared in constant
+    /// time, so timing tells nothing about the stored tokens.
+    public func teacher(forToken token: String) -> Teacher? {
+        let digest = SHA256.hash(Array(token.utf8))
+        let candidates = tokens[Roster.tokenBucket(digest)] ?? []
+        guard let match = candidates.first(where: { SHA256.constantTimeEqual($0.digest, digest) }) else { return nil }
+        return teachers[match.teacherID]
+    }
+
+    static func tokenBucket(_ digest: [UInt8]) -> UInt64 {
+        digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Teachers of `school` with `role`, in id order.
+    public func teachers(of school: String, role: Teacher.Role) -> [Teacher] {
+        teachers.values.filter { $0.schoolID == school && $0.role == role }.sorted { $0.id < $1.id }
+    }
+}

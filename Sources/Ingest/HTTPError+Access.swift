@@ -1,0 +1,14 @@
+import Guidance
+import HTTP
+
+extension HTTPError {
+    /// 401 with a Bearer challenge, or 403.
+    init(_ denial: AccessDenial) {
+        switch denial {
+        case .unauthenticated(let detail):
+            self.init(status: 401, detail: detail, headers: [("WWW-Authenticate", "Bearer")])
+        case .forbidden(let detail):
+            self.init(status: 403, detail: detail)
+        }
+    }
+}

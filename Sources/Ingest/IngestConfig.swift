@@ -1,0 +1,42 @@
+import Common
+import Guidance
+import HTTP
+import Kafka
+
+/// Everything guidance-ingest needs, read once from the environment.
+public struct IngestConfig: Sendable {
+    public var http: HTTPServerConfig
+    public var rosterDirectory: String
+    public var producer: ProducerConfig
+    public var topics: Topics
+    /// Partitions for topics created at start (`TOPIC_PARTITIONS`).
+    public var partitions: Int
+    /// How long a registration may lie in the future (clock skew at the gate).
+    public var futureTolerance: Double = 5 * 60
+    /// How long SIGTERM waits for in-flight requests.
+    public var drainPeriod: Duration = .seconds(10)
+
+    public init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
+        self.http = http
+        self.rosterDirectory = rosterDirectory
+        self.producer = producer
+        self.topics = topics
+        self.partitions = partitions
+    }
+
+    public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> IngestConfig {
+        _ = try environment.logLevel()
+        let kafka = try KafkaConfig.fromEnvironment(environment)
+        var producer = ProducerConfig(kafka: kafka, clientID: "guidance-ingest")
+        // The HTTP connection must outlive the longest wait for an acknowledgement.
+        let http = HTTPServerConfig(
+            port: try environment.port("INGEST_PORT", default: 8080),
+            connectionTimeout: max(.seconds(30), producer.deliveryTimeout + .seconds(5)))
+        producer.maxQueuedMessages = 100_000
+        return IngestConfig(
+            http: http,
+            rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
+            producer: producer,
+            partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000))
+    }
+}

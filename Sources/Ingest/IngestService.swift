@@ -1,0 +1,88 @@
+import Common
+import Guidance
+import HTTP
+import Foundation
+import Kafka
+
+/// guidance-ingest, assembled from its configuration: roster, producer and
+/// HTTP server. `main` only wires signals; tests start it on port 0.
+public final class IngestService: Sendable {
+    public let config: IngestConfig
+    public let roster: Roster
+    public let metrics = Metrics()
+    private let producer: Producer
+    private let server: HTTPServer
+    private let logger: Logger
+
+    public init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
+        self.config = config
+        self.logger = logger
+        let roster = try roster ?? Roster.load(from: config.rosterDirectory)
+        self.roster = roster
+        producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
+        let metrics = self.metrics
+        let producer = self.producer
+        metrics.gauge("ingest_events_in_flight", help: "Events produced and awaiting the broker's acknowledgement.") {
+            [([], Double(producer.inFlight))]
+        }
+        metrics.gauge("ingest_producer_replacements", help: "Times a fatal idempotent producer was replaced.") {
+            [([], Double(producer.replacements))]
+        }
+        var router = Router()
+        router.addOperationalRoutes(metrics: metrics) {
+            await producer.brokersReachable() ? (true, "broker reachable") : (false, "no Kafka broker answers")
+        }
+        IngestHandlers(
+            roster: roster, producer: producer, topics: config.topics, metrics: metrics,
+            logger: logger, futureTolerance: config.futureTolerance
+        ).routes(into: &router)
+        server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
+            metrics.recordHTTP(record)
+        }
+        if !roster.authenticationEnabled {
+            logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may record and delete guidances",
+                           ["rosterDir": config.rosterDirectory])
+        }
+        logger.info("roster loaded", ["schools": String(roster.schools.count), "students": String(roster.studentCount), "teachers": String(roster.teachers.count)])
+    }
+
+    /// The bound HTTP port (useful with port 0).
+    public var port: Int { server.port }
+
+    /// Creates missing topics, then starts serving.
+    public func start() async throws {
+        await ensureTopics()
+        try server.start()
+    }
+
+    /// Stops accepting, drains in-flight requests, flushes the producer.
+    public func shutdown() async {
+        logger.info("shutting down: draining requests")
+        await server.shutdown(gracePeriod: config.drainPeriod)
+        producer.close(timeout: config.producer.deliveryTimeout)
+        logger.info("shut down")
+    }
+
+    /// Topics are created when missing; a broker that is down now only delays
+    /// that, it does not stop the service (it answers 503 until Kafka is back).
+    private func ensureTopics() async {
+        let specs = config.topics.all.map { TopicSpec(name: $0, partitions: config.partitions) }
+        let kafka = config.producer.kafka
+        let logger = self.logger
+        let partitions = config.partitions
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // Admin calls block: run them on a thread of their own.
+            Thread {
+                do {
+                    let counts = try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                    for (topic, count) in counts.sorted(by: { $0.key < $1.key }) where count < partitions {
+                        logger.warning("topic has fewer partitions than TOPIC_PARTITIONS", ["topic": topic, "partitions": String(count), "wanted": String(partitions)])
+                    }
+                } catch {
+                    logger.error("could not check or create the topics; requests answer 503 until Kafka is reachable", ["error": "\(error)"])
+                }
+                continuation.resume()
+            }.start()
+        }
+    }
+}
