@@ -26,10 +26,11 @@ let package = Package(
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Kafka", "Guidance", "Common"]),
 
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import HTTP
+import TestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)

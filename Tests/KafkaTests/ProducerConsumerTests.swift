@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import TestSupport
 import XCTest
 
 /// Each test gets a fresh mock cluster and its own topic and group names.
@@ -126,26 +127,3 @@ final class ProducerConsumerTests: XCTestCase {
     }
 }
 
-func quietLogger(_ component: String) -> Logger {
-    Logger(component: component, level: Logger.Level(name: ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "") ?? .error)
-}
-
-func producerConfig(_ cluster: MockCluster, deliveryTimeout: Duration = .seconds(5)) -> ProducerConfig {
-    ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: deliveryTimeout)
-}
-
-func consumerConfig(_ cluster: MockCluster, group: String, topics: [String]) -> ConsumerConfig {
-    ConsumerConfig(
-        kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: ["topic.metadata.refresh.interval.ms": "1000"]),
-        groupID: group, topics: topics, sessionTimeout: .seconds(6))
-}
-
-/// Polls until `count` messages arrived or 30 s passed.
-func consumeAll(_ consumer: Consumer, count: Int) -> [ConsumedMessage] {
-    var messages: [ConsumedMessage] = []
-    let deadline = Date().addingTimeInterval(30)
-    while messages.count < count && Date() < deadline {
-        messages += consumer.poll(maxMessages: 500, timeout: .milliseconds(200))
-    }
-    return messages
-}

@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import TestSupport
 import XCTest
 
 final class ProducerFaultTests: XCTestCase {

@@ -4,18 +4,23 @@ import Foundation
 import FoundationNetworking
 #endif
 
-struct Reply: Sendable {
-    let status: Int
-    let headers: [String: String]
-    let body: Data
+public struct Reply: Sendable {
+    public let status: Int
+    public let headers: [String: String]
+    public let body: Data
 
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 
-    func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+    public func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSONDecoder().decode(T.self, from: body)
     }
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body as a JSON object; empty when it is not one.
+    public var object: [String: AnyCodable] { (try? json()) ?? [:] }
 }
 
 private let session: URLSession = {
@@ -25,7 +30,8 @@ private let session: URLSession = {
     return URLSession(configuration: configuration)
 }()
 
-func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+/// One HTTP request through URLSession, with no retries and no redirects.
+public func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
     request.httpBody = body.map { Data($0.utf8) }
@@ -38,11 +44,11 @@ func fetch(_ method: String, _ url: String, body: String? = nil, headers: [Strin
 }
 
 /// Any JSON value, for asserting on problem documents.
-enum AnyCodable: Codable, Equatable, Sendable {
+public enum AnyCodable: Codable, Equatable, Sendable {
     case string(String), int(Int), double(Double), bool(Bool), null
     case array([AnyCodable]), object([String: AnyCodable])
 
-    init(from decoder: Decoder) throws {
+    public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Int.self) { self = .int(value) }
@@ -53,7 +59,7 @@ enum AnyCodable: Codable, Equatable, Sendable {
         else { self = .object(try container.decode([String: AnyCodable].self)) }
     }
 
-    func encode(to encoder: Encoder) throws {
+    public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
@@ -65,4 +71,14 @@ enum AnyCodable: Codable, Equatable, Sendable {
         case .object(let value): try container.encode(value)
         }
     }
+}
+
+extension AnyCodable {
+    public subscript(key: String) -> AnyCodable? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    public var string: String? { if case .string(let value) = self { value } else { nil } }
+    public var int: Int? { if case .int(let value) = self { value } else { nil } }
 }

@@ -1,0 +1,116 @@
+import Foundation
+import Guidance
+import XCTest
+
+final class RosterTests: XCTestCase {
+    let schools = "school_id,name,timezone,digest_time\nsa,School A,Asia/Seoul,08:50\nsb,School B,America/Los_Angeles,07:30\n"
+    let teachers = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,t1@a.example,homeroom,1,2\nsa,g1,Lee,g1@a.example,gate,,\nsb,g2,Park,g2@b.example,gate,,\n"
+
+    func testReadsQuotedCommasBOMAndCRLFAndColumnsByName() throws {
+        let students = "\u{FEFF}name,school_id,student_id,grade,class,number,photo_url\r\n\"Kim, \"\"Minji\"\"\",sa,s1,1,2,3,http://p/1.jpg\r\nLee,sa,s2,1,2,4,\r\n"
+        let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
+        let student = try XCTUnwrap(roster.student(school: "sa", grade: 1, classNumber: 2, number: 3))
+        XCTAssertEqual(student.name, "Kim, \"Minji\"")
+        XCTAssertEqual(student.id, "s1")
+        XCTAssertEqual(student.photoURL, "http://p/1.jpg")
+        XCTAssertEqual(roster.student(school: "sa", grade: 1, classNumber: 2, number: 4)?.name, "Lee")
+        XCTAssertEqual(roster.school("sb")?.timeZone.identifier, "America/Los_Angeles")
+        XCTAssertEqual(roster.school("sa")?.digestMinute, 8 * 60 + 50)
+        XCTAssertFalse(roster.authenticationEnabled)
+    }
+
+    func testMissingColumnNamesFileAndColumn() {
+        let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:1: missing column 'class'")
+        }
+    }
+
+    func testDuplicateStudentNamesTheLine() {
+        let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,1,2,4,Lee,\nsa,s1,1,2,5,Park,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:4: student 's1' is listed twice")
+        }
+        let sameSeat = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,1,2,3,Lee,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: sameSeat, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:3: grade 1 class 2 number 3 is already student 's1'")
+        }
+    }
+
+    func testBadGradeAndBrokenRowsNameTheLine() {
+        let badGrade = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,first,2,4,Lee,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: badGrade, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:3: grade 'first' is not a positive whole number")
+        }
+        let shortRow = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: shortRow, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:2: 4 fields, the header has 7")
+        }
+        let openQuote = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,\"Kim,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: openQuote, teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "students.csv:2: a quoted field is never closed")
+        }
+        let badZone = "school_id,name,timezone,digest_time\nsa,A,Mars/Olympus,08:50\n"
+        XCTAssertThrowsError(try Roster.parse(schools: badZone, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers)) { error in
+            XCTAssertEqual("\(error)", "schools.csv:2: unknown time zone 'Mars/Olympus'")
+        }
+        let homeroomWithoutClass = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,,homeroom,1,\n"
+        XCTAssertThrowsError(try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass)) { error in
+            XCTAssertEqual("\(error)", "teachers.csv:2: a homeroom teacher needs grade and class")
+        }
+    }
+
+    func testTokensAuthenticateByDigestAndScopeToSchoolAndRole() throws {
+        let tokens = "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
+        let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
+        XCTAssertTrue(roster.authenticationEnabled)
+        XCTAssertEqual(try roster.authorize("Bearer gate-secret", school: "sa", roles: [.gate])?.id, "g1")
+        XCTAssertThrowsError(try roster.authorize(nil, school: "sa", roles: [.gate])) { error in
+            XCTAssertEqual(error as? AccessDenial, .unauthenticated("send 'Authorization: Bearer <token>'"))
+        }
+        XCTAssertThrowsError(try roster.authorize("Bearer wrong", school: "sa", roles: [.gate])) { error in
+            XCTAssertEqual(error as? AccessDenial, .unauthenticated("the token is not valid"))
+        }
+        XCTAssertThrowsError(try roster.authorize("Bearer gate-secret", school: "sb", roles: [.gate])) { error in
+            guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try roster.authorize("Bearer hr-secret", school: "sa", roles: [.gate])) { error in
+            guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testSampleRosterLoads() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../examples/roster").path
+        let roster = try Roster.load(from: directory)
+        XCTAssertEqual(roster.schools.count, 1)
+        XCTAssertGreaterThan(roster.studentCount, 800)
+        XCTAssertEqual(roster.teachers(of: "demo-hs", role: .homeroom).count, 31)
+        XCTAssertEqual(roster.teachers(of: "demo-hs", role: .volunteerDuty).count, 3)
+        XCTAssertEqual(try roster.authenticate("Bearer demo-t-gate-01")?.id, "t-gate-01")
+    }
+}
+
+final class PrimitiveTests: XCTestCase {
+    func testSHA256KnownVectors() {
+        XCTAssertEqual(SHA256.hex(SHA256.hash([])), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(SHA256.hex(SHA256.hash(Array("abc".utf8))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let long = Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+        XCTAssertEqual(SHA256.hex(SHA256.hash(long)), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    }
+
+    func testTimestampsParseWithOffsetsAndFormatInUTC() throws {
+        let seoul = try XCTUnwrap(Timestamp.parse("2026-11-30T07:52:10+09:00"))
+        XCTAssertEqual(Timestamp.format(seoul), "2026-11-29T22:52:10Z")
+        XCTAssertEqual(Timestamp.parse("2026-11-29T22:52:10Z"), seoul)
+        XCTAssertEqual(Timestamp.format(try XCTUnwrap(Timestamp.parse("2024-02-29T23:59:59.250-08:00"))), "2024-03-01T07:59:59.250Z")
+        for bad in ["2026-11-30", "2026-11-30T07:52:10", "2026-02-30T07:52:10Z", "yesterday", "2026-11-30T25:00:00Z", "2026-11-30T07:52:10+0900"] {
+            XCTAssertNil(Timestamp.parse(bad), bad)
+        }
+    }
+
+    func testLocalDateFollowsTheSchoolsTimeZone() throws {
+        let instant = try XCTUnwrap(Timestamp.parse("2026-11-30T07:52:10+09:00"))
+        XCTAssertEqual(Timestamp.localDate(instant, in: TimeZone(identifier: "Asia/Seoul")!), "2026-11-30")
+        XCTAssertEqual(Timestamp.localDate(instant, in: TimeZone(identifier: "America/Los_Angeles")!), "2026-11-29")
+    }
+}

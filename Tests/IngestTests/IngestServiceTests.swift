@@ -1,0 +1,274 @@
+import Foundation
+import Guidance
+import HTTP
+import Ingest
+import Kafka
+import TestSupport
+import XCTest
+
+/// guidance-ingest over real HTTP on a random port, with a fresh mock cluster
+/// and topics of its own behind it.
+final class IngestServiceTests: XCTestCase {
+    var cluster: MockCluster!
+    var service: IngestService!
+    var topics = Topics()
+    var base = ""
+
+    static let schools = "school_id,name,timezone,digest_time\nsa,School A,Asia/Seoul,08:50\nsb,School B,America/Los_Angeles,07:30\n"
+    static let students = """
+        school_id,student_id,grade,class,number,name,photo_url
+        sa,s10312,1,3,12,김민지,https://photos.example/sa/s10312.jpg
+        sa,s20101,2,1,1,이서준,
+        sb,b10101,1,1,1,Ana,
+
+        """
+    static let teachers = """
+        school_id,teacher_id,name,email,role,grade,class
+        sa,t-gate-01,Gate A,,gate,,
+        sa,t-hr-1-03,Homeroom A,,homeroom,1,3
+        sb,t-gate-b,Gate B,,gate,,
+
+        """
+    static let tokens = """
+        token_sha256,teacher_id
+        \(SHA256.hex(SHA256.hash(Array("gate-a".utf8)))),t-gate-01
+        \(SHA256.hex(SHA256.hash(Array("homeroom-a".utf8)))),t-hr-1-03
+        \(SHA256.hex(SHA256.hash(Array("gate-b".utf8)))),t-gate-b
+
+        """
+
+    func startService(authentication: Bool = false, deliveryTimeout: Duration = .seconds(2)) async throws {
+        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
+        topics = Topics(prefix: "t\(UUID().uuidString.prefix(6)).")
+        for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
+        let roster = try Roster.parse(
+            schools: Self.schools, students: Self.students, teachers: Self.teachers,
+            tokens: authentication ? Self.tokens : nil)
+        var config = IngestConfig(
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0),
+            rosterDirectory: "(in memory)",
+            producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: deliveryTimeout),
+            topics: topics, partitions: 4)
+        config.drainPeriod = .seconds(3)
+        service = try IngestService(config: config, roster: roster, logger: quietLogger("ingest"))
+        try await service.start()
+        base = "http://127.0.0.1:\(service.port)"
+    }
+
+    override func tearDown() async throws {
+        await service?.shutdown()
+        service = nil
+        cluster = nil
+    }
+
+    func register(_ body: String, school: String = "sa", token: String? = nil) async throws -> Reply {
+        var headers = ["Content-Type": "application/json"]
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        return try await fetch("POST", "\(base)/v1/schools/\(school)/guidances", body: body, headers: headers)
+    }
+
+    /// An hour ago, written as a Seoul wall-clock time, and the same instant in UTC.
+    static let occurredAt: (seoul: String, utc: String) = {
+        let instant = (Timestamp.now() - 3600).rounded(.down)
+        return (Timestamp.format(instant + 9 * 3600).replacingOccurrences(of: "Z", with: "+09:00"), Timestamp.format(instant))
+    }()
+
+    static let validBody = #"{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"spat gum on the road"},"recordedBy":"t-gate-01","occurredAt":"\#(occurredAt.seoul)"}"#
+
+    /// Every message on `topic`, read by a fresh consumer group.
+    func messages(on topic: String, expecting count: Int) throws -> [ConsumedMessage] {
+        let consumer = try Consumer(config: consumerConfig(cluster, group: "check-\(UUID())", topics: [topic]), logger: quietLogger("check"))
+        defer { consumer.close() }
+        return consumeAll(consumer, count: count)
+    }
+
+    /// Messages ever written to `topics`, from the high watermarks.
+    func messageCount(_ names: [String]) throws -> Int64 {
+        let consumer = try Consumer(config: consumerConfig(cluster, group: "count-\(UUID())", topics: names), logger: quietLogger("count"))
+        defer { consumer.close() }
+        var total: Int64 = 0
+        for name in names {
+            for partition in 0..<4 {
+                total += try consumer.highWatermark(of: TopicPartition(topic: name, partition: Int32(partition)))
+            }
+        }
+        return total
+    }
+
+    func expectStatus(_ expected: Int, _ reply: @autoclosure () async throws -> Reply, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) async throws {
+        let received = try await reply()
+        XCTAssertEqual(received.status, expected, "\(message) \(received.text)", file: file, line: line)
+    }
+
+    func testRegistrationIsAcceptedOnlyOnceStoredWithTheDocumentedEvent() async throws {
+        try await startService()
+        let guidanceID = "6f1c2a3e-8b7d-4c1e-9f00-1234567890ab"
+        let body = Self.validBody.replacingOccurrences(of: #"{"student""#, with: #"{"guidanceId":"\#(guidanceID)","student""#)
+        let reply = try await register(body, token: nil)
+        XCTAssertEqual(reply.status, 202, reply.text)
+        XCTAssertEqual(reply.object["guidanceId"]?.string, guidanceID)
+        XCTAssertEqual(reply.object["topic"]?.string, topics.registered)
+        XCTAssertNotNil(reply.object["partition"]?.int)
+        XCTAssertNotNil(reply.object["offset"]?.int)
+        XCTAssertFalse((reply.header("X-Request-Id") ?? "").isEmpty)
+
+        let stored = try messages(on: topics.registered, expecting: 1)
+        XCTAssertEqual(stored.count, 1)
+        let message = try XCTUnwrap(stored.first)
+        XCTAssertEqual(message.keyString, "sa/1")
+        XCTAssertEqual(message.partition, Int32(reply.object["partition"]?.int ?? -1))
+        XCTAssertEqual(message.offset, Int64(reply.object["offset"]?.int ?? -1))
+        XCTAssertEqual(message.header("event-type"), "guidance.registered")
+        XCTAssertEqual(message.header("schema-version"), "1")
+        XCTAssertEqual(message.header("content-type"), "application/json")
+        let event = try JSONDecoder().decode(GuidanceRegistered.self, from: Data(message.value))
+        XCTAssertEqual(event.schemaVersion, 1)
+        XCTAssertEqual(event.type, .registered)
+        XCTAssertEqual(event.guidanceId, guidanceID)
+        XCTAssertEqual(event.eventId, reply.object["eventId"]?.string)
+        XCTAssertEqual(event.schoolId, "sa")
+        XCTAssertEqual(event.student, StudentRef(studentId: "s10312", grade: 1, classNumber: 3, number: 12, name: "김민지"))
+        XCTAssertEqual(event.reason, ReasonRef(code: "others", label: "기타", detail: "spat gum on the road"))
+        XCTAssertEqual(event.recordedBy, "t-gate-01")
+        XCTAssertEqual(event.occurredAt, Self.occurredAt.utc)
+        XCTAssertNotNil(Timestamp.parse(event.recordedAt))
+
+        // A retry with the same guidanceId is accepted with the same id.
+        let retry = try await register(body)
+        XCTAssertEqual(retry.status, 202)
+        XCTAssertEqual(retry.object["guidanceId"]?.string, guidanceID)
+    }
+
+    func testDeletionIsAcceptedAndReadableFromTheDeletedTopic() async throws {
+        try await startService()
+        let guidanceID = "0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a"
+        let reply = try await fetch("DELETE", "\(base)/v1/schools/sa/grades/2/guidances/\(guidanceID)?deletedBy=t-gate-01")
+        XCTAssertEqual(reply.status, 202, reply.text)
+        XCTAssertEqual(reply.object["topic"]?.string, topics.deleted)
+        let message = try XCTUnwrap(try messages(on: topics.deleted, expecting: 1).first)
+        XCTAssertEqual(message.keyString, "sa/2")
+        XCTAssertEqual(message.header("event-type"), "guidance.deleted")
+        let event = try JSONDecoder().decode(GuidanceDeleted.self, from: Data(message.value))
+        XCTAssertEqual(event.type, .deleted)
+        XCTAssertEqual(event.guidanceId, guidanceID)
+        XCTAssertEqual(event.grade, 2)
+        XCTAssertEqual(event.schoolId, "sa")
+        XCTAssertEqual(event.deletedBy, "t-gate-01")
+        XCTAssertEqual(event.eventId, reply.object["eventId"]?.string)
+    }
+
+    func testStudentLookup() async throws {
+        try await startService()
+        let found = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12")
+        XCTAssertEqual(found.status, 200)
+        XCTAssertEqual(found.object["name"]?.string, "김민지")
+        XCTAssertEqual(found.object["studentId"]?.string, "s10312")
+        XCTAssertEqual(found.object["photoUrl"]?.string, "https://photos.example/sa/s10312.jpg")
+        XCTAssertEqual(found.object["classNumber"]?.int, 3)
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/13"))
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/nowhere/students/1/3/12"))
+        try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/one/3/12"))
+    }
+
+    func testEveryClientErrorIsProblemJSONNamingTheFieldAndProducesNothing() async throws {
+        try await startService()
+        let json = ["Content-Type": "application/json"]
+        let valid = Self.validBody
+        func replacing(_ old: String, _ new: String) -> String { valid.replacingOccurrences(of: old, with: new) }
+        let future = Timestamp.format(Timestamp.now() + 3600)
+        let cases: [(name: String, method: String, path: String, body: String?, headers: [String: String], status: Int, field: String?)] = [
+            ("malformed JSON", "POST", "/v1/schools/sa/guidances", #"{"student": {"grade": 1,"#, json, 400, nil),
+            ("missing student", "POST", "/v1/schools/sa/guidances", #"{"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#, json, 400, "student"),
+            ("wrong type", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":"1""#), json, 400, "student.grade"),
+            ("bad guidanceId", "POST", "/v1/schools/sa/guidances", replacing(#"{"student""#, #"{"guidanceId":"abc","student""#), json, 400, "guidanceId"),
+            ("bad occurredAt", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "this morning"), json, 400, "occurredAt"),
+            ("too large", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", String(repeating: "x", count: 17_000)), json, 413, nil),
+            ("not JSON", "POST", "/v1/schools/sa/guidances", valid, ["Content-Type": "text/plain"], 415, nil),
+            ("unknown school", "POST", "/v1/schools/nowhere/guidances", valid, json, 422, "schoolId"),
+            ("unknown student", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":99"#), json, 422, "student"),
+            ("unknown reason", "POST", "/v1/schools/sa/guidances", replacing(#""code":"others""#, #""code":"rudeness""#), json, 422, "reason.code"),
+            ("others without detail", "POST", "/v1/schools/sa/guidances", replacing(#","detail":"spat gum on the road""#, ""), json, 422, "reason.detail"),
+            ("detail too long", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", String(repeating: "긴", count: 201)), json, 422, "reason.detail"),
+            ("occurredAt in the future", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, future), json, 422, "occurredAt"),
+            ("unknown recorder", "POST", "/v1/schools/sa/guidances", replacing("t-gate-01", "t-nobody"), json, 422, "recordedBy"),
+            ("unknown route", "POST", "/v1/schools/sa/guidance", valid, json, 404, nil),
+            ("wrong method", "PUT", "/v1/schools/sa/guidances", valid, json, 405, nil),
+            ("delete unknown grade", "DELETE", "/v1/schools/sa/grades/7/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "grade"),
+            ("delete unknown school", "DELETE", "/v1/schools/nowhere/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "schoolId"),
+            ("delete bad id", "DELETE", "/v1/schools/sa/grades/1/guidances/not-a-uuid", nil, [:], 400, "guidanceId"),
+        ]
+        for testCase in cases {
+            let reply = try await fetch(testCase.method, base + testCase.path, body: testCase.body, headers: testCase.headers)
+            XCTAssertEqual(reply.status, testCase.status, "\(testCase.name): \(reply.text)")
+            XCTAssertEqual(reply.header("Content-Type"), "application/problem+json", testCase.name)
+            XCTAssertEqual(reply.object["status"]?.int, testCase.status, testCase.name)
+            XCTAssertNotNil(reply.object["detail"]?.string, testCase.name)
+            XCTAssertFalse((reply.header("X-Request-Id") ?? "").isEmpty, testCase.name)
+            if let field = testCase.field {
+                guard case .array(let errors) = reply.object["errors"] else {
+                    XCTFail("\(testCase.name): no errors array in \(reply.text)")
+                    continue
+                }
+                XCTAssertTrue(errors.contains { $0["field"]?.string == field }, "\(testCase.name): \(reply.text)")
+            }
+        }
+        XCTAssertEqual(try messageCount([topics.registered, topics.deleted]), 0, "a rejected request produced an event")
+    }
+
+    func testBrokerDownAnswers503WithRetryAfterWithinTheDeliveryTimeoutThenRecovers() async throws {
+        try await startService(deliveryTimeout: .seconds(2))
+        try await expectStatus(202, await register(Self.validBody))
+        cluster.setAllBrokers(up: false)
+        let started = ContinuousClock.now
+        let down = try await register(Self.validBody)
+        XCTAssertEqual(down.status, 503, down.text)
+        XCTAssertNotNil(down.header("Retry-After"))
+        XCTAssertEqual(down.header("Content-Type"), "application/problem+json")
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(3500))
+        try await expectStatus(503, await fetch("GET", "\(base)/readyz"))
+
+        cluster.setAllBrokers(up: true)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var status = 0
+        while status != 202 && ContinuousClock.now < deadline {
+            status = try await register(Self.validBody).status
+            XCTAssertTrue(status == 202 || status == 503, "got \(status)")
+        }
+        XCTAssertEqual(status, 202, "no registration succeeded after the brokers came back")
+        try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
+    }
+
+    func testAuthenticationAndSchoolScope() async throws {
+        try await startService(authentication: true)
+        let body = Self.validBody
+        try await expectStatus(401, await register(body))
+        let unauthorized = try await register(body, token: "guess")
+        XCTAssertEqual(unauthorized.status, 401)
+        XCTAssertEqual(unauthorized.header("WWW-Authenticate"), "Bearer")
+        try await expectStatus(403, await register(body, token: "homeroom-a"), "a homeroom teacher may not register")
+        try await expectStatus(403, await register(body, token: "gate-b"), "a gate teacher of school B acted on school A")
+        try await expectStatus(403, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-b"]))
+        try await expectStatus(403, await fetch("DELETE", "\(base)/v1/schools/sa/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", headers: ["Authorization": "Bearer gate-b"]))
+        XCTAssertEqual(try messageCount([topics.registered, topics.deleted]), 0)
+
+        // recordedBy defaults to the token's teacher.
+        let withoutRecorder = body.replacingOccurrences(of: #","recordedBy":"t-gate-01""#, with: "")
+        let accepted = try await register(withoutRecorder, token: "gate-a")
+        XCTAssertEqual(accepted.status, 202, accepted.text)
+        let event = try JSONDecoder().decode(GuidanceRegistered.self, from: Data(try XCTUnwrap(messages(on: topics.registered, expecting: 1).first).value))
+        XCTAssertEqual(event.recordedBy, "t-gate-01")
+        try await expectStatus(200, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a"]))
+    }
+
+    func testOperationalEndpoints() async throws {
+        try await startService()
+        try await expectStatus(200, await fetch("GET", "\(base)/healthz"))
+        try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
+        _ = try await register(Self.validBody)
+        let metrics = try await fetch("GET", "\(base)/metrics")
+        XCTAssertEqual(metrics.status, 200)
+        XCTAssertTrue(metrics.text.contains(#"http_requests_total{route="/v1/schools/{schoolId}/guidances",method="POST",status="202"} 1"#), metrics.text)
+        XCTAssertTrue(metrics.text.contains("http_request_duration_seconds_bucket"))
+        XCTAssertTrue(metrics.text.contains("ingest_events_in_flight"))
+    }
+}

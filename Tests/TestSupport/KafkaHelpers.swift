@@ -1,0 +1,27 @@
+import Common
+import Foundation
+import Kafka
+
+public func quietLogger(_ component: String) -> Logger {
+    Logger(component: component, level: Logger.Level(name: ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "") ?? .error)
+}
+
+public func producerConfig(_ cluster: MockCluster, deliveryTimeout: Duration = .seconds(5)) -> ProducerConfig {
+    ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: deliveryTimeout)
+}
+
+public func consumerConfig(_ cluster: MockCluster, group: String, topics: [String]) -> ConsumerConfig {
+    ConsumerConfig(
+        kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: ["topic.metadata.refresh.interval.ms": "1000"]),
+        groupID: group, topics: topics, sessionTimeout: .seconds(6))
+}
+
+/// Polls until `count` messages arrived or 30 s passed.
+public func consumeAll(_ consumer: Consumer, count: Int) -> [ConsumedMessage] {
+    var messages: [ConsumedMessage] = []
+    let deadline = Date().addingTimeInterval(30)
+    while messages.count < count && Date() < deadline {
+        messages += consumer.poll(maxMessages: 500, timeout: .milliseconds(200))
+    }
+    return messages
+}
