@@ -21,16 +21,22 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Guidance", dependencies: ["Common"]),
 
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Common"]),
+        .target(name: "Store", dependencies: ["CSQLite", "Guidance"]),
+        .target(name: "ServiceSupport", dependencies: ["HTTP", "Guidance"]),
+        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Common"]),
+        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Guidance", "Store", "ServiceSupport", "Common"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
-        .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Kafka", "Guidance", "Common"]),
+        .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
+        .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

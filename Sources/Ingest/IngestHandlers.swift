@@ -2,6 +2,7 @@ import Common
 import Foundation
 import Guidance
 import HTTP
+import ServiceSupport
 import Kafka
 
 /// The gate app's endpoints: validate against the roster, produce the event,

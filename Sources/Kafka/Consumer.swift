@@ -35,6 +35,8 @@ public final class Consumer: @unchecked Sendable {
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
         // Serve errors, logs and rebalances from consumer polls.
         rd_kafka_poll_set_consumer(handle)
+        // Without topics the client only reads offsets and watermarks.
+        guard !config.topics.isEmpty else { return }
         let topics = PartitionList.make(config.topics.map { TopicPartition(topic: $0, partition: Int32(RD_KAFKA_PARTITION_UA)) })
         defer { rd_kafka_topic_partition_list_destroy(topics) }
         let result = rd_kafka_subscribe(handle, topics)
@@ -45,7 +47,7 @@ public final class Consumer: @unchecked Sendable {
     }
 
     deinit {
-        close()
+        if !config.topics.isEmpty { close() }
         rd_kafka_destroy(handle)
     }
 
@@ -130,6 +132,25 @@ public final class Consumer: @unchecked Sendable {
             offsets[entry.partition] = entry.offset >= 0 ? entry.offset : nil
         }
         return offsets
+    }
+
+    /// Messages behind the end of each assigned partition, from what the
+    /// client already knows (no request is sent).
+    public func lag() -> [TopicPartition: Int64] {
+        let partitions = assignment()
+        guard !partitions.isEmpty else { return [:] }
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        guard rd_kafka_position(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        var lag: [TopicPartition: Int64] = [:]
+        for entry in PartitionList.entries(list) {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            guard rd_kafka_get_watermark_offsets(handle, entry.partition.topic, entry.partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                  high >= 0 else { continue }
+            lag[entry.partition] = entry.offset >= 0 ? max(0, high - entry.offset) : max(0, high - low)
+        }
+        return lag
     }
 
     /// The partition counts of `topics` as the cluster reports them.

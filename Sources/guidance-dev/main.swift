@@ -1,7 +1,10 @@
 import Common
 import Foundation
 import Guidance
+import HTTP
+import Ingest
 import Kafka
+import Notifier
 
 /// The local default: a mock Kafka cluster with the topics created.
 /// `--broker-only` runs only the cluster (for tests that start the services as
@@ -62,11 +65,28 @@ do {
     }
     say("mock Kafka cluster: \(options.brokers) brokers, topics \(Topics().all.joined(separator: ", ")) with \(partitions) partitions")
     say("KAFKA_BOOTSTRAP_SERVERS=\(bootstrap)")
+    var services: (IngestService, NotifierService)?
     if !options.brokerOnly {
-        logger.warning("the services are not wired into guidance-dev yet; running the broker only")
+        // The services read the same variables as in production, with the
+        // mock cluster and a local SQLite file as defaults.
+        var values = environment.values
+        values["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+        values["STORE_URL"] = values["STORE_URL"] ?? "sqlite:var/guidance-dev.db"
+        try FileManager.default.createDirectory(atPath: "var", withIntermediateDirectories: true)
+        let serviceEnvironment = Environment(values)
+        let ingest = try IngestService(config: try IngestConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "ingest"))
+        let notifier = try NotifierService(config: try NotifierConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "notifier"))
+        try await ingest.start()
+        try await notifier.start()
+        services = (ingest, notifier)
+        say(DevGuide.text(ingestPort: ingest.port, notifierPort: notifier.port, roster: ingest.roster))
     }
     let signal = await waitForTerminationSignal()
     logger.info("stopping", ["signal": String(signal)])
+    if let (ingest, notifier) = services {
+        await ingest.shutdown()
+        await notifier.shutdown()
+    }
     if let path = options.bootstrapFile { unlink(path) }
     withExtendedLifetime(cluster) {}
 } catch {

@@ -3,7 +3,7 @@ import HTTP
 
 extension HTTPError {
     /// 401 with a Bearer challenge, or 403.
-    init(_ denial: AccessDenial) {
+    public init(_ denial: AccessDenial) {
         switch denial {
         case .unauthenticated(let detail):
             self.init(status: 401, detail: detail, headers: [("WWW-Authenticate", "Bearer")])

@@ -1,0 +1,133 @@
+import Common
+import Foundation
+import Guidance
+import Kafka
+import Store
+
+/// Runs the cutoff procedure of DESIGN.md for a school and date: capture the
+/// high watermarks of both topics, wait until the group's committed offsets
+/// reach them, then let the store write the digests in one transaction. The
+/// store's uniqueness of `(teacher, school, date, scope, revision)` decides
+/// between replicas; a rerun finds nothing new to say.
+final class DigestRunner: Sendable {
+    struct Run: Codable, Sendable {
+        let schoolId: String
+        let date: String
+        let digests: Int
+    }
+
+    struct CutoffTimeout: Error, CustomStringConvertible {
+        let behind: [TopicPartition: Int64]
+        var description: String {
+            "the consumer group did not catch up with the cutoff: " + behind.map { "\($0.key) \($0.value) behind" }.sorted().joined(separator: ", ")
+        }
+    }
+
+    private let roster: Roster
+    private let store: any GuidanceStore
+    /// A group client that never joins: it only reads offsets and watermarks.
+    private let offsets: Consumer
+    private let topics: Topics
+    private let planner: DigestPlanner
+    private let cutoffTimeout: Duration
+    private let metrics: Metrics
+    private let logger: Logger
+
+    init(config: NotifierConfig, roster: Roster, store: any GuidanceStore, metrics: Metrics, logger: Logger) throws(KafkaError) {
+        self.roster = roster
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        topics = config.topics
+        cutoffTimeout = config.cutoffTimeout
+        planner = DigestPlanner(roster: roster)
+        offsets = try Consumer(
+            config: ConsumerConfig(kafka: config.kafka, groupID: config.groupID, topics: [], clientID: "guidance-notifier-cutoff"),
+            logger: logger.with(["part": "cutoff"]))
+    }
+
+    /// The school-local date now.
+    func today(for school: School) -> String {
+        Timestamp.localDate(Timestamp.now(), in: school.timeZone)
+    }
+
+    /// Waits for the cutoff (unless `waitForCutoff` is false, as for
+    /// amendments) and writes the digests.
+    func run(school: School, date: String, waitForCutoff: Bool = true) async throws -> Run {
+        if waitForCutoff {
+            try await self.waitForCutoff()
+        }
+        let planner = self.planner
+        let store = self.store
+        let digests = try await blocking {
+            try store.deliver(school: school.id, date: date, completedAt: Timestamp.format(Timestamp.now())) { state in
+                planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(Timestamp.now()))
+            }
+        }
+        metrics.increment("notifier_digests_written_total", help: "Digests written to inboxes.", by: Double(digests.count))
+        logger.info("digest run", [
+            "school": school.id, "date": date, "digests": String(digests.count),
+            "amendments": String(digests.filter { $0.revision > 1 }.count),
+        ])
+        return Run(schoolId: school.id, date: date, digests: digests.count)
+    }
+
+    /// Every school whose digest time has passed today and that has no run yet.
+    func runDueSchools() async {
+        for school in roster.schools.values.sorted(by: { $0.id < $1.id }) {
+            let now = Timestamp.now()
+            let local = now + Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)))
+            let minuteOfDay = Int((local / 60).rounded(.down)) % 1440
+            guard minuteOfDay >= school.digestMinute else { continue }
+            let date = today(for: school)
+            do {
+                let store = self.store
+                guard try await !blocking({ try store.runCompleted(school: school.id, date: date) }) else { continue }
+                _ = try await run(school: school, date: date)
+            } catch {
+                logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Amendments for every date changed after its digests went out.
+    func runAmendments() async {
+        do {
+            let store = self.store
+            for pending in try await blocking({ try store.pendingAmendments() }) {
+                guard let school = roster.school(pending.school) else { continue }
+                _ = try await run(school: school, date: pending.date, waitForCutoff: false)
+            }
+        } catch {
+            logger.error("amendment run failed; retrying at the next tick", ["error": "\(error)"])
+        }
+    }
+
+    private func waitForCutoff() async throws {
+        let offsets = self.offsets
+        let topics = [self.topics.registered, self.topics.deleted]
+        let cutoff: [TopicPartition: Int64] = try await blocking {
+            let counts = try offsets.partitionCounts(of: topics)
+            var marks: [TopicPartition: Int64] = [:]
+            for (topic, count) in counts {
+                for partition in 0..<count {
+                    let key = TopicPartition(topic: topic, partition: Int32(partition))
+                    marks[key] = try offsets.highWatermark(of: key)
+                }
+            }
+            return marks
+        }
+        let deadline = ContinuousClock.now + cutoffTimeout
+        while true {
+            let committed = try await blocking { try offsets.committedOffsets(Array(cutoff.keys)) }
+            var behind: [TopicPartition: Int64] = [:]
+            for (partition, mark) in cutoff where mark > 0 {
+                let done = (committed[partition] ?? nil) ?? 0
+                if done < mark { behind[partition] = mark - done }
+            }
+            if behind.isEmpty { return }
+            guard ContinuousClock.now < deadline else { throw CutoffTimeout(behind: behind) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Common
+import Foundation
+import Guidance
+import Kafka
+import Store
+import Synchronization
+
+/// The consumer-group member that writes both topics into the store. It runs
+/// on a thread of its own: poll a batch, send undecodable messages to the
+/// dead-letter topic, apply the rest in one store transaction, and only then
+/// store and commit the offsets. A crash anywhere replays, and replays are
+/// harmless.
+final class Materializer: Sendable {
+    private let consumer: Consumer
+    private let store: any GuidanceStore
+    private let producer: Producer
+    private let decoder: EventDecoder
+    private let topics: Topics
+    private let groupID: String
+    private let maxBatch: Int
+    private let metrics: Metrics
+    private let logger: Logger
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Whether the last store write failed (readiness reports it).
+    let storeFailing = Atomic<Bool>(false)
+
+    init(config: NotifierConfig, roster: Roster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger) throws(KafkaError) {
+        self.store = store
+        self.producer = producer
+        self.metrics = metrics
+        self.logger = logger
+        topics = config.topics
+        groupID = config.groupID
+        maxBatch = config.maxBatch
+        decoder = EventDecoder(roster: roster, topics: config.topics)
+        consumer = try Consumer(
+            config: ConsumerConfig(
+                kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
+                clientID: "guidance-notifier"),
+            logger: logger.with(["part": "consumer"]))
+        let consumer = self.consumer
+        metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") {
+            consumer.lag().sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map {
+                ([("topic", $0.key.topic), ("partition", String($0.key.partition))], Double($0.value))
+            }
+        }
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            loop()
+            consumer.close()
+            finished.signal()
+        }
+        thread.name = "notifier-materializer"
+        thread.start()
+    }
+
+    /// Finishes the batch in hand, commits, and leaves the group.
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+    }
+
+    private func loop() {
+        while running.load(ordering: .acquiring) {
+            let batch = consumer.poll(maxMessages: maxBatch, timeout: .milliseconds(200))
+            guard !batch.isEmpty else { continue }
+            var events: [StoredEvent] = []
+            events.reserveCapacity(batch.count)
+            for message in batch {
+                switch decoder.decode(message) {
+                case .success(let event):
+                    events.append(event)
+                case .failure(let failure):
+                    guard deadLetter(message, reason: failure.reason) else { return }
+                }
+            }
+            guard apply(events) else { return }
+            do {
+                try consumer.store(batch)
+                try consumer.commit()
+            } catch {
+                // Applied but not committed: a replay will redo it harmlessly.
+                logger.warning("offset commit failed", ["error": error.message])
+            }
+            metrics.increment("notifier_events_applied_total", help: "Events written to the store.", by: Double(events.count))
+        }
+    }
+
+    /// Retries until the store takes the batch or the notifier stops; false
+    /// means stopping, with the batch neither applied nor committed.
+    private func apply(_ events: [StoredEvent]) -> Bool {
+        var delay = 0.1
+        while true {
+            do {
+                try store.apply(events)
+                storeFailing.store(false, ordering: .releasing)
+                return true
+            } catch {
+                storeFailing.store(true, ordering: .releasing)
+                logger.error("store write failed; retrying the batch", ["error": error.message, "events": String(events.count)])
+                metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
+            }
+            guard sleepWhileRunning(delay) else { return false }
+            delay = min(delay * 2, 5)
+        }
+    }
+
+    /// Sends an undecodable message to the dead-letter topic and waits for the
+    /// acknowledgement, so its offset is never committed before it is kept.
+    private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
+        var headers = message.headers
+        headers += [
+            ("dlq-reason", reason), ("dlq-source-topic", message.topic), ("dlq-source-partition", String(message.partition)),
+            ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", groupID),
+            ("dlq-failed-at", Timestamp.format(Timestamp.now())),
+        ].map { (name: $0.0, value: Array($0.1.utf8)) }
+        let letter = OutgoingMessage(topic: topics.deadLetters, key: message.key ?? [], value: message.value, headers: headers)
+        var delay = 0.1
+        while true {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<DeliveryReport, KafkaError>?>(nil)
+            producer.send(letter) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            switch outcome.withLock({ $0 })! {
+            case .success:
+                logger.warning("undecodable message sent to the dead-letter topic", [
+                    "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset),
+                ])
+                metrics.increment("notifier_dead_letters_total", help: "Messages sent to the dead-letter topic.")
+                return true
+            case .failure(let error):
+                logger.error("could not send to the dead-letter topic; retrying", ["error": error.message])
+            }
+            guard sleepWhileRunning(delay) else { return false }
+            delay = min(delay * 2, 5)
+        }
+    }
+
+    private func sleepWhileRunning(_ seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard running.load(ordering: .acquiring) else { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return running.load(ordering: .acquiring)
+    }
+}

@@ -1,0 +1,71 @@
+import Common
+import Guidance
+import HTTP
+import Kafka
+
+/// How the store is reached (`STORE_URL`).
+public enum StoreLocation: Sendable, Equatable {
+    case sqlite(path: String)
+    case postgres(url: String)
+
+    public static func parse(_ text: String) throws(ConfigurationError) -> StoreLocation {
+        if text.hasPrefix("sqlite:") {
+            let path = String(text.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { throw ConfigurationError(variable: "STORE_URL", reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/guidance/notifier.db") }
+            return .sqlite(path: path)
+        }
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            return .postgres(url: text)
+        }
+        throw ConfigurationError(variable: "STORE_URL", reason: "'\(text)' is neither sqlite:<path> nor postgres://…")
+    }
+}
+
+/// Everything guidance-notifier needs, read once from the environment.
+public struct NotifierConfig: Sendable {
+    public var http: HTTPServerConfig
+    public var rosterDirectory: String
+    public var store: StoreLocation
+    public var kafka: KafkaConfig
+    public var groupID: String
+    public var topics: Topics
+    /// Partitions the topics should have (`TOPIC_PARTITIONS`); fewer is warned about.
+    public var partitions: Int
+    /// How often changes to already-sent dates become amendments (`AMENDMENT_INTERVAL_SECONDS`).
+    public var amendmentInterval: Duration
+    /// How often the schedule checks whether a school's digest time has come;
+    /// nil turns the schedule and the amendment tick off (tests drive runs by HTTP).
+    public var scheduleInterval: Duration?
+    /// How long a run waits for the group to catch up with the cutoff.
+    public var cutoffTimeout: Duration = .seconds(30)
+    public var drainPeriod: Duration = .seconds(10)
+    public var maxBatch = 1000
+
+    public init(
+        http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
+        groupID: String = "guidance-notifier", topics: Topics = Topics(), partitions: Int = 12,
+        amendmentInterval: Duration = .seconds(600), scheduleInterval: Duration? = .seconds(15)
+    ) {
+        self.http = http
+        self.rosterDirectory = rosterDirectory
+        self.store = store
+        self.kafka = kafka
+        self.groupID = groupID
+        self.topics = topics
+        self.partitions = partitions
+        self.amendmentInterval = amendmentInterval
+        self.scheduleInterval = scheduleInterval
+    }
+
+    public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> NotifierConfig {
+        _ = try environment.logLevel()
+        return NotifierConfig(
+            http: HTTPServerConfig(port: try environment.port("NOTIFIER_PORT", default: 8081)),
+            rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
+            store: try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db")),
+            kafka: try KafkaConfig.fromEnvironment(environment),
+            groupID: environment.string("NOTIFIER_GROUP_ID", default: "guidance-notifier"),
+            partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000),
+            amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
+    }
+}

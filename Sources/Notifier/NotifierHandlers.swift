@@ -1,0 +1,180 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+import Store
+
+/// The teachers' read side: guidance lists, inboxes, and digest runs.
+struct NotifierHandlers: Sendable {
+    let roster: Roster
+    let store: any GuidanceStore
+    let runner: DigestRunner
+    let logger: Logger
+
+    func routes(into router: inout Router) {
+        router.get("/v1/schools/{schoolId}/guidances", listGuidances)
+        router.get("/v1/teachers/{teacherId}/inbox", inbox)
+        router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", markRead)
+        router.post("/v1/digests/run", runDigests)
+    }
+
+    struct GuidanceItem: Encodable, Sendable {
+        let guidanceId: String
+        let student: StudentRef
+        let reason: ReasonRef
+        let occurredAt: String
+        let recordedBy: String
+    }
+
+    struct GuidanceList: Encodable, Sendable {
+        let schoolId: String
+        let date: String
+        let items: [GuidanceItem]
+    }
+
+    @Sendable func listGuidances(_ request: Request) async throws -> Response {
+        let schoolID = request.parameter("schoolId")
+        let grade = try queryInteger(request, "grade")
+        let classNumber = try queryInteger(request, "classNumber")
+        if classNumber != nil && grade == nil {
+            throw HTTPError.badRequest("classNumber needs grade", errors: [FieldError(field: "grade", message: "is required with classNumber")])
+        }
+        let teacher = try authenticate(request)
+        guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        if let teacher {
+            try mayView(teacher, school: schoolID, grade: grade, classNumber: classNumber)
+        }
+        let date = try queryDate(request) ?? runner.today(for: school)
+        let store = self.store
+        let records = try await blocking { try store.guidances(school: schoolID, date: date, grade: grade, classNumber: classNumber) }
+        let items = records.map { GuidanceItem(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, recordedBy: $0.recordedBy) }
+        return .json(GuidanceList(schoolId: schoolID, date: date, items: items))
+    }
+
+    struct Inbox: Encodable, Sendable {
+        let teacherId: String
+        let unreadCount: Int
+        let items: [Digest]
+    }
+
+    @Sendable func inbox(_ request: Request) async throws -> Response {
+        let teacherID = request.parameter("teacherId")
+        try mayReadInbox(request, of: teacherID)
+        let unreadOnly = request.query["unread"] == "true"
+        let store = self.store
+        let digests = try await blocking { try store.inbox(teacher: teacherID, unreadOnly: false) }
+        let unread = digests.filter { !$0.read }
+        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: unreadOnly ? unread : digests))
+    }
+
+    @Sendable func markRead(_ request: Request) async throws -> Response {
+        let teacherID = request.parameter("teacherId")
+        let digestID = request.parameter("digestId")
+        try mayReadInbox(request, of: teacherID)
+        let store = self.store
+        guard try await blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
+            throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
+        }
+        return .noContent
+    }
+
+    struct RunRequest: Decodable, Sendable {
+        let schoolId: String?
+        let date: String?
+    }
+
+    struct RunResponse: Encodable, Sendable {
+        let runs: [DigestRunner.Run]
+    }
+
+    @Sendable func runDigests(_ request: Request) async throws -> Response {
+        let body = request.body.isEmpty ? RunRequest(schoolId: nil, date: nil) : try request.decode(RunRequest.self)
+        let teacher = try authenticate(request)
+        if let date = body.date, Timestamp.parseDate(date) == nil {
+            throw HTTPError.unprocessable("date must be YYYY-MM-DD", errors: [FieldError(field: "date", message: "must be YYYY-MM-DD")])
+        }
+        var schools: [School]
+        if let schoolID = body.schoolId {
+            guard let school = roster.school(schoolID) else {
+                throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])
+            }
+            schools = [school]
+        } else {
+            schools = roster.schools.values.sorted { $0.id < $1.id }
+        }
+        if let teacher {
+            guard teacher.role == .admin else { throw HTTPError(status: 403, detail: "only an admin may run digests") }
+            if body.schoolId != nil && body.schoolId != teacher.schoolID {
+                throw HTTPError(status: 403, detail: "teacher \(teacher.id) belongs to another school")
+            }
+            schools = schools.filter { $0.id == teacher.schoolID }
+        }
+        var runs: [DigestRunner.Run] = []
+        for school in schools {
+            do {
+                runs.append(try await runner.run(school: school, date: body.date ?? runner.today(for: school)))
+            } catch let timeout as DigestRunner.CutoffTimeout {
+                logger.warning("digest run waited too long for the cutoff", ["school": school.id, "error": timeout.description])
+                throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
+            }
+        }
+        return .json(RunResponse(runs: runs))
+    }
+
+    // MARK: - Access
+
+    private func authenticate(_ request: Request) throws(HTTPError) -> Teacher? {
+        do {
+            return try roster.authenticate(request.header("authorization"))
+        } catch {
+            throw HTTPError(error)
+        }
+    }
+
+    /// A teacher reads their own inbox; an admin, any inbox of their school.
+    private func mayReadInbox(_ request: Request, of teacherID: String) throws(HTTPError) {
+        let teacher = try authenticate(request)
+        guard let owner = roster.teachers[teacherID] else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
+        guard let teacher else { return }
+        guard teacher.id == owner.id || (teacher.role == .admin && teacher.schoolID == owner.schoolID) else {
+            throw HTTPError(status: 403, detail: "teacher \(teacher.id) may not read the inbox of \(teacherID)")
+        }
+    }
+
+    /// Admins see their whole school; homeroom teachers their class;
+    /// volunteer-duty teachers their grade.
+    private func mayView(_ teacher: Teacher, school: String, grade: Int?, classNumber: Int?) throws(HTTPError) {
+        guard teacher.schoolID == school else { throw HTTPError(status: 403, detail: "teacher \(teacher.id) belongs to another school") }
+        switch teacher.role {
+        case .admin:
+            return
+        case .homeroom where grade == teacher.grade && classNumber == teacher.classNumber:
+            return
+        case .volunteerDuty where grade == teacher.grade:
+            return
+        case .homeroom:
+            throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
+        case .volunteerDuty:
+            throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
+        case .gate:
+            throw HTTPError(status: 403, detail: "gate teachers record guidances; the lists are for homeroom, volunteer-duty and admin teachers")
+        }
+    }
+
+    private func queryInteger(_ request: Request, _ name: String) throws(HTTPError) -> Int? {
+        guard let text = request.query[name] else { return nil }
+        guard let value = Int(text), value > 0 else {
+            throw HTTPError.badRequest("\(name) must be a positive whole number", errors: [FieldError(field: name, message: "must be a positive whole number")])
+        }
+        return value
+    }
+
+    private func queryDate(_ request: Request) throws(HTTPError) -> String? {
+        guard let text = request.query["date"] else { return nil }
+        guard Timestamp.parseDate(text) != nil else {
+            throw HTTPError.badRequest("date must be YYYY-MM-DD", errors: [FieldError(field: "date", message: "must be YYYY-MM-DD")])
+        }
+        return text
+    }
+}

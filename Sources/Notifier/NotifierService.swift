@@ -1,0 +1,112 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+import Kafka
+import Store
+import Synchronization
+
+/// guidance-notifier, assembled from its configuration: roster, store,
+/// materializer, digest runner and HTTP server. `main` only wires signals;
+/// tests start it on port 0.
+public final class NotifierService: Sendable {
+    public let config: NotifierConfig
+    public let roster: Roster
+    public let metrics = Metrics()
+    private let store: any GuidanceStore
+    private let producer: Producer
+    private let materializer: Materializer
+    private let runner: DigestRunner
+    private let server: HTTPServer
+    private let logger: Logger
+    private let schedule = ScheduleTask()
+
+    public init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
+        self.config = config
+        self.logger = logger
+        let roster = try roster ?? Roster.load(from: config.rosterDirectory)
+        self.roster = roster
+        store = try NotifierService.openStore(config.store)
+        producer = try Producer(
+            config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
+        materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
+        runner = try DigestRunner(config: config, roster: roster, store: store, metrics: metrics, logger: logger)
+
+        var router = Router()
+        let store = self.store
+        let producer = self.producer
+        let materializer = self.materializer
+        router.addOperationalRoutes(metrics: metrics) {
+            if materializer.storeFailing.load(ordering: .acquiring) { return (false, "store writes are failing") }
+            if (try? await blocking({ try store.ping() })) == nil { return (false, "the store does not answer") }
+            return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
+        }
+        NotifierHandlers(roster: roster, store: store, runner: runner, logger: logger).routes(into: &router)
+        let metrics = self.metrics
+        server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
+            metrics.recordHTTP(record)
+        }
+        if !roster.authenticationEnabled {
+            logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may read every inbox",
+                           ["rosterDir": config.rosterDirectory])
+        }
+    }
+
+    static func openStore(_ location: StoreLocation) throws -> any GuidanceStore {
+        switch location {
+        case .sqlite(let path):
+            return try SQLiteStore(path: path)
+        case .postgres:
+            throw ConfigurationError(variable: "STORE_URL", reason: "the PostgreSQL store is not built yet; use sqlite:<path>")
+        }
+    }
+
+    public var port: Int { server.port }
+
+    /// Joins the consumer group, starts serving and, when configured, the schedule.
+    public func start() async throws {
+        materializer.start()
+        try server.start()
+        if let interval = config.scheduleInterval {
+            let runner = self.runner
+            let amendmentInterval = config.amendmentInterval
+            schedule.start {
+                var lastAmendment = ContinuousClock.now
+                while !Task.isCancelled {
+                    await runner.runDueSchools()
+                    if ContinuousClock.now - lastAmendment >= amendmentInterval {
+                        lastAmendment = .now
+                        await runner.runAmendments()
+                    }
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+        logger.info("notifier started", ["group": config.groupID, "port": String(port)])
+    }
+
+    /// Stops the schedule, drains HTTP, commits and leaves the group.
+    public func shutdown() async {
+        logger.info("shutting down")
+        await schedule.cancel()
+        await server.shutdown(gracePeriod: config.drainPeriod)
+        materializer.stop()
+        producer.close()
+        logger.info("shut down")
+    }
+}
+
+/// The schedule's task, cancelled and awaited at shutdown.
+final class ScheduleTask: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        task.withLock { $0 = Task(operation: body) }
+    }
+
+    func cancel() async {
+        let running = task.withLock { $0 }
+        running?.cancel()
+        await running?.value
+    }
+}

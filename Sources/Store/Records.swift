@@ -1,0 +1,180 @@
+import Guidance
+
+/// A guidance as materialised from the events, with its school-local date.
+public struct GuidanceRecord: Sendable, Equatable, Codable {
+    public let guidanceId: String
+    public let schoolId: String
+    /// `YYYY-MM-DD` in the school's time zone.
+    public let date: String
+    public let student: StudentRef
+    public let reason: ReasonRef
+    /// RFC 3339, UTC.
+    public let occurredAt: String
+    public let recordedBy: String
+
+    public init(guidanceId: String, schoolId: String, date: String, student: StudentRef, reason: ReasonRef, occurredAt: String, recordedBy: String) {
+        self.guidanceId = guidanceId
+        self.schoolId = schoolId
+        self.date = date
+        self.student = student
+        self.reason = reason
+        self.occurredAt = occurredAt
+        self.recordedBy = recordedBy
+    }
+}
+
+/// An event ready for the store; registrations carry their local date.
+public enum StoredEvent: Sendable, Equatable {
+    case registered(GuidanceRecord)
+    case deleted(guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String)
+}
+
+public enum DigestScope: String, Sendable, Codable, Hashable {
+    case `class`
+    case grade
+}
+
+/// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty
+/// teacher for a grade.
+public struct Recipient: Sendable, Hashable {
+    public let teacherId: String
+    public let scope: DigestScope
+    public let grade: Int
+    public let classNumber: Int?
+
+    public init(teacherId: String, scope: DigestScope, grade: Int, classNumber: Int?) {
+        self.teacherId = teacherId
+        self.scope = scope
+        self.grade = grade
+        self.classNumber = classNumber
+    }
+}
+
+public struct DigestEntry: Sendable, Equatable, Codable {
+    public enum Change: String, Sendable, Codable {
+        case added, removed
+    }
+
+    public let guidanceId: String
+    public let student: StudentRef
+    public let reason: ReasonRef
+    public let occurredAt: String
+    public let change: Change
+
+    public init(guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change) {
+        self.guidanceId = guidanceId
+        self.student = student
+        self.reason = reason
+        self.occurredAt = occurredAt
+        self.change = change
+    }
+}
+
+/// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,
+/// revision)` is unique in the store.
+public struct Digest: Sendable, Equatable, Codable {
+    public let digestId: String
+    public let teacherId: String
+    public let schoolId: String
+    public let date: String
+    public let scope: DigestScope
+    public let grade: Int
+    public let classNumber: Int?
+    public let revision: Int
+    public let createdAt: String
+    public var read: Bool
+    public let subject: String
+    public let text: String
+    public let entries: [DigestEntry]
+    public let counts: [String: Int]
+
+    public init(
+        digestId: String, teacherId: String, schoolId: String, date: String, scope: DigestScope, grade: Int, classNumber: Int?,
+        revision: Int, createdAt: String, read: Bool, subject: String, text: String, entries: [DigestEntry], counts: [String: Int]
+    ) {
+        self.digestId = digestId
+        self.teacherId = teacherId
+        self.schoolId = schoolId
+        self.date = date
+        self.scope = scope
+        self.grade = grade
+        self.classNumber = classNumber
+        self.revision = revision
+        self.createdAt = createdAt
+        self.read = read
+        self.subject = subject
+        self.text = text
+        self.entries = entries
+        self.counts = counts
+    }
+
+    public var recipient: Recipient { Recipient(teacherId: teacherId, scope: scope, grade: grade, classNumber: classNumber) }
+
+    /// `classNumber` is written as `null` for grade digests, as the contract shows.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(digestId, forKey: .digestId)
+        try container.encode(teacherId, forKey: .teacherId)
+        try container.encode(schoolId, forKey: .schoolId)
+        try container.encode(date, forKey: .date)
+        try container.encode(scope, forKey: .scope)
+        try container.encode(grade, forKey: .grade)
+        try container.encode(classNumber, forKey: .classNumber)
+        try container.encode(revision, forKey: .revision)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(read, forKey: .read)
+        try container.encode(subject, forKey: .subject)
+        try container.encode(text, forKey: .text)
+        try container.encode(entries, forKey: .entries)
+        try container.encode(counts, forKey: .counts)
+    }
+}
+
+/// What a digest run sees inside its transaction.
+public struct DeliveryState: Sendable {
+    /// Active guidances of the school and date.
+    public let active: [GuidanceRecord]
+    /// What each recipient was already told is active, as records.
+    public let reported: [Recipient: [GuidanceRecord]]
+    /// The newest revision each recipient has for the date.
+    public let revisions: [Recipient: Int]
+
+    public init(active: [GuidanceRecord], reported: [Recipient: [GuidanceRecord]], revisions: [Recipient: Int]) {
+        self.active = active
+        self.reported = reported
+        self.revisions = revisions
+    }
+}
+
+/// The materialised guidances, the digests and the inboxes. Implementations
+/// are blocking: call them from threads of their own, never from Swift's
+/// cooperative pool.
+public protocol GuidanceStore: AnyObject, Sendable {
+    /// Applies a batch of events in one transaction. Replays change nothing;
+    /// a deletion wins over its registration whatever the order.
+    func apply(_ events: [StoredEvent]) throws(StoreError)
+
+    /// Active guidances of a school-local date, ordered by grade, class,
+    /// number and time.
+    func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord]
+
+    /// In one transaction: reads the delivery state of `school` and `date`,
+    /// lets `plan` turn it into new digests, writes them with what they
+    /// reported, and records the run. Returns the digests written.
+    func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest]) throws(StoreError) -> [Digest]
+
+    /// Whether a digest run for `school` and `date` completed.
+    func runCompleted(school: String, date: String) throws(StoreError) -> Bool
+
+    /// School and date pairs changed after their digests went out.
+    func pendingAmendments() throws(StoreError) -> [(school: String, date: String)]
+
+    /// A teacher's digests, newest first.
+    func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest]
+
+    /// Marks a digest read; false when the teacher has no such digest.
+    func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool
+
+    /// Whether the store answers.
+    func ping() throws(StoreError)
+}

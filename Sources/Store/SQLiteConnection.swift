@@ -1,0 +1,145 @@
+import CSQLite
+
+/// A value bound to or read from SQL.
+enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    var int: Int? { if case .integer(let value) = self { Int(value) } else { nil } }
+    var string: String? { if case .text(let value) = self { value } else { nil } }
+    var double: Double? {
+        switch self {
+        case .real(let value): value
+        case .integer(let value): Double(value)
+        default: nil
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    var sql: SQLValue { map(SQLValue.text) ?? .null }
+}
+
+extension Optional where Wrapped == Int {
+    var sql: SQLValue { map { .integer(Int64($0)) } ?? .null }
+}
+
+/// One SQLite connection: the only code that calls `sqlite3_*`. Not
+/// thread-safe; its owner serialises use. Statements are prepared once and
+/// cached by their SQL text.
+final class SQLiteConnection {
+    private let database: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String) throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let result = sqlite3_open_v2(path, &handle, flags, nil)
+        guard result == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw StoreError(.failed, "cannot open SQLite database \(path): \(message)")
+        }
+        database = handle
+        sqlite3_busy_timeout(database, 5000)
+        try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(database)
+    }
+
+    /// Runs SQL without parameters or results; several statements allowed.
+    func execute(_ sql: String) throws(StoreError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(database, sql, nil, nil, &message)
+        if result != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error \(result)"
+            sqlite3_free(message)
+            throw error(result, text)
+        }
+    }
+
+    /// Runs one statement and returns the rows changed.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> Int {
+        let statement = try prepared(sql, parameters)
+        defer { sqlite3_reset(statement) }
+        let result = sqlite3_step(statement)
+        guard result == SQLITE_DONE || result == SQLITE_ROW else {
+            throw error(result, String(cString: sqlite3_errmsg(database)))
+        }
+        return Int(sqlite3_changes(database))
+    }
+
+    /// Runs one query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> [[SQLValue]] {
+        let statement = try prepared(sql, parameters)
+        defer { sqlite3_reset(statement) }
+        var rows: [[SQLValue]] = []
+        while true {
+            let result = sqlite3_step(statement)
+            if result == SQLITE_DONE { break }
+            guard result == SQLITE_ROW else { throw error(result, String(cString: sqlite3_errmsg(database))) }
+            rows.append((0..<sqlite3_column_count(statement)).map { column in
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+                case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+                case SQLITE_NULL: .null
+                default: .text(String(cString: sqlite3_column_text(statement, column)))
+                }
+            })
+        }
+        return rows
+    }
+
+    /// Runs `body` in one write transaction, rolled back when it throws.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            var handle: OpaquePointer?
+            let result = sqlite3_prepare_v2(database, sql, -1, &handle, nil)
+            guard result == SQLITE_OK, let handle else {
+                throw error(result, "\(String(cString: sqlite3_errmsg(database))) in: \(sql)")
+            }
+            statements[sql] = handle
+            statement = handle
+        }
+        sqlite3_clear_bindings(statement)
+        for (offset, parameter) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            switch parameter {
+            case .null: sqlite3_bind_null(statement, index)
+            case .integer(let value): sqlite3_bind_int64(statement, index, value)
+            case .real(let value): sqlite3_bind_double(statement, index, value)
+            case .text(let value): sqlite3_bind_text(statement, index, value, -1, guidance_sqlite_transient())
+            }
+        }
+        return statement
+    }
+
+    private func error(_ result: Int32, _ message: String) -> StoreError {
+        switch result & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED: StoreError(.busy, "SQLite busy: \(message)")
+        case SQLITE_CONSTRAINT: StoreError(.conflict, "SQLite constraint: \(message)")
+        default: StoreError(.failed, "SQLite: \(message)")
+        }
+    }
+}

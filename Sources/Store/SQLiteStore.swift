@@ -1,0 +1,287 @@
+import Foundation
+import Guidance
+import Synchronization
+
+/// The store in one SQLite file (WAL mode): a writer connection for events
+/// and digest runs, a reader connection for the HTTP queries.
+public final class SQLiteStore: GuidanceStore {
+    private let writer: Mutex<SQLiteConnection>
+    private let reader: Mutex<SQLiteConnection>
+    private static let decoder = JSONDecoder()
+    private static let encoder = JSONEncoder()
+
+    public init(path: String) throws(StoreError) {
+        let writing = try SQLiteConnection(path: path)
+        try writing.execute(SQLiteStore.schema)
+        writer = Mutex(writing)
+        reader = Mutex(try SQLiteConnection(path: path))
+    }
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS guidances (
+            guidance_id TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            local_date TEXT,
+            class_number INTEGER,
+            number INTEGER,
+            student_id TEXT,
+            student_name TEXT,
+            reason_code TEXT,
+            reason_label TEXT,
+            reason_detail TEXT,
+            recorded_by TEXT,
+            occurred_at TEXT,
+            registered INTEGER NOT NULL DEFAULT 0,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            deleted_by TEXT,
+            deleted_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS guidances_by_day ON guidances(school_id, local_date, grade, class_number, number, occurred_at);
+        CREATE TABLE IF NOT EXISTS digest_runs (
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            completed_at TEXT NOT NULL,
+            digests INTEGER NOT NULL,
+            PRIMARY KEY (school_id, date)
+        );
+        CREATE TABLE IF NOT EXISTS pending_amendments (
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (school_id, date)
+        );
+        CREATE TABLE IF NOT EXISTS digests (
+            digest_id TEXT PRIMARY KEY,
+            teacher_id TEXT NOT NULL,
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            class_number INTEGER,
+            revision INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            read INTEGER NOT NULL DEFAULT 0,
+            subject TEXT NOT NULL,
+            text TEXT NOT NULL,
+            entries TEXT NOT NULL,
+            counts TEXT NOT NULL,
+            UNIQUE (teacher_id, school_id, date, scope, revision)
+        );
+        CREATE INDEX IF NOT EXISTS digests_by_teacher ON digests(teacher_id, created_at);
+        CREATE TABLE IF NOT EXISTS digest_items (
+            teacher_id TEXT NOT NULL,
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            guidance_id TEXT NOT NULL,
+            active INTEGER NOT NULL,
+            PRIMARY KEY (teacher_id, school_id, date, scope, guidance_id)
+        );
+        CREATE INDEX IF NOT EXISTS digest_items_by_day ON digest_items(school_id, date);
+        """
+
+    public func apply(_ events: [StoredEvent]) throws(StoreError) {
+        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try database.transaction { () throws(StoreError) in
+                for event in events {
+                    try SQLiteStore.apply(event, to: database)
+                }
+            }
+        }
+    }
+
+    private static func apply(_ event: StoredEvent, to database: SQLiteConnection) throws(StoreError) {
+        switch event {
+        case .registered(let record):
+            // Upsert by guidanceId; a tombstone already there stays.
+            try database.run("""
+                INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
+                                       reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 1)
+                ON CONFLICT (guidance_id) DO UPDATE SET
+                    school_id = excluded.school_id, grade = excluded.grade, local_date = excluded.local_date,
+                    class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
+                    student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
+                    reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
+                    registered = 1
+                """, [
+                    .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
+                    .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
+                    .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
+                    .text(record.recordedBy), .text(record.occurredAt),
+                ])
+            try markAmendment(school: record.schoolId, date: record.date, in: database)
+        case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
+            try database.run("""
+                INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
+                VALUES (?1, ?2, ?3, 1, ?4, ?5)
+                ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
+                """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
+            let dates = try database.query(
+                "SELECT local_date FROM guidances WHERE guidance_id = ?1 AND registered = 1", [.text(guidanceId)])
+            if let date = dates.first?.first?.string {
+                try markAmendment(school: schoolId, date: date, in: database)
+            }
+        }
+    }
+
+    /// A change to a date whose digests went out waits for the amendment tick.
+    private static func markAmendment(school: String, date: String, in database: SQLiteConnection) throws(StoreError) {
+        try database.run("""
+            INSERT OR IGNORE INTO pending_amendments (school_id, date)
+            SELECT school_id, date FROM digest_runs WHERE school_id = ?1 AND date = ?2
+            """, [.text(school), .text(date)])
+    }
+
+    private static let recordColumns = """
+        g.guidance_id, g.school_id, g.local_date, g.student_id, g.grade, g.class_number, g.number, g.student_name,
+        g.reason_code, g.reason_label, g.reason_detail, g.occurred_at, g.recorded_by
+        """
+
+    private static func record(_ row: ArraySlice<SQLValue>) -> GuidanceRecord {
+        let values = Array(row)
+        return GuidanceRecord(
+            guidanceId: values[0].string ?? "", schoolId: values[1].string ?? "", date: values[2].string ?? "",
+            student: StudentRef(
+                studentId: values[3].string ?? "", grade: values[4].int ?? 0, classNumber: values[5].int ?? 0,
+                number: values[6].int ?? 0, name: values[7].string ?? ""),
+            reason: ReasonRef(code: values[8].string ?? "", label: values[9].string ?? "", detail: values[10].string),
+            occurredAt: values[11].string ?? "", recordedBy: values[12].string ?? "")
+    }
+
+    public func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
+        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try SQLiteStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
+        }
+    }
+
+    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: SQLiteConnection) throws(StoreError) -> [GuidanceRecord] {
+        try database.query("""
+            SELECT \(recordColumns) FROM guidances g
+            WHERE g.school_id = ?1 AND g.local_date = ?2 AND g.registered = 1 AND g.deleted = 0
+              AND (?3 IS NULL OR g.grade = ?3) AND (?4 IS NULL OR g.class_number = ?4)
+            ORDER BY g.grade, g.class_number, g.number, g.occurred_at, g.guidance_id
+            """, [.text(school), .text(date), grade.sql, classNumber.sql]).map { record($0[...]) }
+    }
+
+    public func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest]) throws(StoreError) -> [Digest] {
+        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> [Digest] in
+                let active = try SQLiteStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
+                var reported: [Recipient: [GuidanceRecord]] = [:]
+                for row in try database.query("""
+                    SELECT i.teacher_id, i.scope, \(SQLiteStore.recordColumns) FROM digest_items i
+                    JOIN guidances g ON g.guidance_id = i.guidance_id
+                    WHERE i.school_id = ?1 AND i.date = ?2 AND i.active = 1
+                    """, [.text(school), .text(date)]) {
+                    let record = SQLiteStore.record(row[2...])
+                    let scope = DigestScope(rawValue: row[1].string ?? "") ?? .class
+                    let recipient = Recipient(
+                        teacherId: row[0].string ?? "", scope: scope, grade: record.student.grade,
+                        classNumber: scope == .class ? record.student.classNumber : nil)
+                    reported[recipient, default: []].append(record)
+                }
+                var revisions: [Recipient: Int] = [:]
+                for row in try database.query("""
+                    SELECT teacher_id, scope, grade, class_number, MAX(revision) FROM digests
+                    WHERE school_id = ?1 AND date = ?2 GROUP BY teacher_id, scope, grade, class_number
+                    """, [.text(school), .text(date)]) {
+                    let recipient = Recipient(
+                        teacherId: row[0].string ?? "", scope: DigestScope(rawValue: row[1].string ?? "") ?? .class,
+                        grade: row[2].int ?? 0, classNumber: row[3].int)
+                    revisions[recipient] = row[4].int ?? 0
+                }
+                let digests = plan(DeliveryState(active: active, reported: reported, revisions: revisions))
+                for digest in digests {
+                    try SQLiteStore.insert(digest, into: database)
+                }
+                try database.run("""
+                    INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES (?1, ?2, ?3, ?4)
+                    ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
+                    """, [.text(school), .text(date), .text(completedAt), .integer(Int64(digests.count))])
+                try database.run("DELETE FROM pending_amendments WHERE school_id = ?1 AND date = ?2", [.text(school), .text(date)])
+                return digests
+            }
+        }
+    }
+
+    private static func insert(_ digest: Digest, into database: SQLiteConnection) throws(StoreError) {
+        let entries: String
+        let counts: String
+        do {
+            entries = String(decoding: try encoder.encode(digest.entries), as: UTF8.self)
+            counts = String(decoding: try encoder.encode(digest.counts), as: UTF8.self)
+        } catch {
+            throw StoreError(.failed, "cannot encode digest \(digest.digestId): \(error)")
+        }
+        try database.run("""
+            INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13)
+            """, [
+                .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
+                .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
+                .text(digest.subject), .text(digest.text), .text(entries), .text(counts),
+            ])
+        for entry in digest.entries {
+            try database.run("""
+                INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                ON CONFLICT (teacher_id, school_id, date, scope, guidance_id) DO UPDATE SET active = excluded.active
+                """, [
+                    .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
+                    .text(entry.guidanceId), .integer(entry.change == .added ? 1 : 0),
+                ])
+        }
+    }
+
+    public func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
+        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try !database.query("SELECT 1 FROM digest_runs WHERE school_id = ?1 AND date = ?2", [.text(school), .text(date)]).isEmpty
+        }
+    }
+
+    public func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
+        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id").map {
+                (school: $0[0].string ?? "", date: $0[1].string ?? "")
+            }
+        }
+    }
+
+    public func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest] {
+        let rows = try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try database.query("""
+                SELECT digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts
+                FROM digests WHERE teacher_id = ?1 AND (?2 = 0 OR read = 0)
+                ORDER BY created_at DESC, date DESC, revision DESC
+                """, [.text(teacher), .integer(unreadOnly ? 1 : 0)])
+        }
+        return try rows.map { (row: [SQLValue]) throws(StoreError) -> Digest in
+            let entries: [DigestEntry]
+            let counts: [String: Int]
+            do {
+                entries = try SQLiteStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
+                counts = try SQLiteStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
+            } catch {
+                throw StoreError(.failed, "digest \(row[0].string ?? "?") is unreadable: \(error)")
+            }
+            return Digest(
+                digestId: row[0].string ?? "", teacherId: row[1].string ?? "", schoolId: row[2].string ?? "", date: row[3].string ?? "",
+                scope: DigestScope(rawValue: row[4].string ?? "") ?? .class, grade: row[5].int ?? 0, classNumber: row[6].int,
+                revision: row[7].int ?? 0, createdAt: row[8].string ?? "", read: row[9].int == 1, subject: row[10].string ?? "",
+                text: row[11].string ?? "", entries: entries, counts: counts)
+        }
+    }
+
+    public func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {
+        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            // SQLite counts every matched row as changed, read before or not.
+            try database.run("UPDATE digests SET read = 1 WHERE teacher_id = ?1 AND digest_id = ?2", [.text(teacher), .text(digestId)]) > 0
+        }
+    }
+
+    public func ping() throws(StoreError) {
+        _ = try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+            try database.query("SELECT 1")
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Guidance
+
+/// What guidance-dev prints once everything runs: the URLs and a walk from a
+/// gate registration to a teacher's inbox, with the sample roster's demo tokens.
+enum DevGuide {
+    static func text(ingestPort: Int, notifierPort: Int, roster: Roster) -> String {
+        let ingest = "http://127.0.0.1:\(ingestPort)"
+        let notifier = "http://127.0.0.1:\(notifierPort)"
+        let auth = roster.authenticationEnabled
+        func bearer(_ teacher: String) -> String { auth ? " -H 'Authorization: Bearer demo-\(teacher)'" : "" }
+        return """
+
+            guidance-ingest    \(ingest)   (healthz, readyz, metrics)
+            guidance-notifier  \(notifier)   (healthz, readyz, metrics)
+            roster: \(roster.schools.count) school(s), \(roster.studentCount) students\(auth ? "; every teacher's demo token is demo-<teacherId>" : "; authentication off")
+
+            1. The gate teacher looks up grade 1, class 3, number 12:
+               curl -s\(bearer("t-gate-01")) \(ingest)/v1/schools/demo-hs/students/1/3/12
+
+            2. ...and records a guidance:
+               curl -s -X POST\(bearer("t-gate-01")) -H 'Content-Type: application/json' \\
+                 -d '{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"spat gum on the road"}}' \\
+                 \(ingest)/v1/schools/demo-hs/guidances
+
+            3. The homeroom teacher's list for today:
+               curl -s\(bearer("t-hr-1-03")) '\(notifier)/v1/schools/demo-hs/guidances?grade=1&classNumber=3'
+
+            4. The admin sends today's digests now (the schedule does it at 08:50 Seoul time):
+               curl -s -X POST\(bearer("t-admin")) -H 'Content-Type: application/json' -d '{"schoolId":"demo-hs"}' \(notifier)/v1/digests/run
+
+            5. The homeroom teacher (class list) and the volunteer-duty teacher (grade list) read their inboxes:
+               curl -s\(bearer("t-hr-1-03")) \(notifier)/v1/teachers/t-hr-1-03/inbox
+               curl -s\(bearer("t-vd-1")) \(notifier)/v1/teachers/t-vd-1/inbox
+
+            Ctrl-C stops everything.
+            """
+    }
+}
