@@ -87,6 +87,8 @@ do {
         await ingest.shutdown()
         await notifier.shutdown()
     }
+    // Release the services' Kafka clients before the cluster they talk to.
+    services = nil
     if let path = options.bootstrapFile { unlink(path) }
     withExtendedLifetime(cluster) {}
 } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -81,4 +82,13 @@ extension AnyCodable {
 
     public var string: String? { if case .string(let value) = self { value } else { nil } }
     public var int: Int? { if case .int(let value) = self { value } else { nil } }
+}
+
+/// `XCTAssertEqual` for an expression that awaits (XCTest's autoclosures cannot).
+public func assertEqualAsync<T: Equatable>(
+    _ expression: @autoclosure () async throws -> T, _ expected: T, _ message: String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let value = try await expression()
+    XCTAssertEqual(value, expected, message, file: file, line: line)
 }

@@ -1,0 +1,59 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// With tokens.csv: teachers read their own inbox and their own class or
+/// grade; admins do everything in their school.
+final class NotifierAccessTests: XCTestCase {
+    var harness: NotifierHarness!
+
+    override func setUp() async throws {
+        harness = try await NotifierHarness(authentication: true)
+    }
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    func status(_ method: String, _ path: String, as teacher: String?, body: String? = nil) async throws -> Int {
+        try await fetch(method, harness.notifierBase + path, body: body, headers: harness.headers(teacher)).status
+    }
+
+    func testInboxListsAndRunsAreScopedToTheTeacher() async throws {
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: nil), 401)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-1-2"), 403)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-b"), 403, "another school")
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-1-1"), 200)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-admin"), 200)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/nobody/inbox", as: "t-admin"), 404)
+
+        let day = "/v1/schools/sa/guidances?date=2026-11-21"
+        try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=1", as: "t-hr-1-1"), 200)
+        try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=2", as: "t-hr-1-1"), 403)
+        try await assertEqualAsync(await status("GET", day, as: "t-hr-1-1"), 403)
+        try await assertEqualAsync(await status("GET", day + "&grade=1", as: "t-vd-1"), 200)
+        try await assertEqualAsync(await status("GET", day + "&grade=2", as: "t-vd-1"), 403)
+        try await assertEqualAsync(await status("GET", day, as: "t-admin"), 200)
+        try await assertEqualAsync(await status("GET", day, as: "t-gate"), 403)
+        try await assertEqualAsync(await status("GET", "/v1/schools/sb/guidances?date=2026-11-21", as: "t-admin"), 403)
+
+        let run = #"{"schoolId":"sa","date":"2026-11-21"}"#
+        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-1", body: run), 403)
+        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-admin", body: #"{"schoolId":"sb","date":"2026-11-21"}"#), 403)
+        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-admin", body: run), 200)
+
+        let inbox = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
+        guard case .array(let items) = inbox.object["items"], let digestID = items.first?["digestId"]?.string else {
+            return XCTFail(inbox.text)
+        }
+        XCTAssertEqual(inbox.object["unreadCount"]?.int, 1)
+        try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-2"), 403)
+        try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-1"), 204)
+        try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/missing/read", as: "t-hr-1-1"), 404)
+        let unread = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox?unread=true", headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(unread.object["unreadCount"]?.int, 0)
+        XCTAssertEqual(unread.object["items"], .array([]))
+    }
+}

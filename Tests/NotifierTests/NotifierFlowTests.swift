@@ -1,0 +1,211 @@
+import Foundation
+import Guidance
+import Kafka
+import TestSupport
+import XCTest
+
+/// From the gate's POST to the teachers' inboxes, through real HTTP and a
+/// mock cluster.
+final class NotifierFlowTests: XCTestCase {
+    var harness: NotifierHarness!
+
+    override func setUp() async throws {
+        harness = try await NotifierHarness()
+    }
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    func testEachTeacherGetsExactlyTheirClassOrGrade() async throws {
+        let a = try await harness.register(grade: 1, classNumber: 1, number: 1, code: "others", detail: "spat gum on the road")
+        let b = try await harness.register(grade: 1, classNumber: 1, number: 2, code: "wrongClothes")
+        let c = try await harness.register(grade: 1, classNumber: 2, number: 1, code: "trespassing")
+        let d = try await harness.register(grade: 2, classNumber: 1, number: 1)
+        let deleted = try await harness.register(grade: 1, classNumber: 2, number: 2)
+        try await harness.delete(grade: 1, guidanceID: deleted)
+        try await assertEqualAsync(Set(await harness.waitForList(count: 4)), [a, b, c, d])
+
+        let run = try await harness.runDigests()
+        XCTAssertEqual(run.status, 200, run.text)
+        guard case .array(let runs) = run.object["runs"] else { return XCTFail(run.text) }
+        XCTAssertEqual(runs.first?["digests"]?.int, 5, "3 homeroom + 2 volunteer-duty digests")
+
+        let class11 = try await harness.inbox("t-hr-1-1")
+        XCTAssertEqual(class11.count, 1)
+        XCTAssertEqual(class11.first?.entryChanges, ["\(a) added", "\(b) added"].sorted())
+        XCTAssertEqual(class11.first?["scope"]?.string, "class")
+        XCTAssertEqual(class11.first?["revision"]?.int, 1)
+        XCTAssertEqual(class11.first?["counts"]?["others"]?.int, 1)
+        let text = class11.first?["text"]?.string ?? ""
+        XCTAssertTrue(text.contains("1번 가가 — 기타 (spat gum on the road), 08:30"), text)
+        XCTAssertTrue(text.contains("2번 가나 — 복장 불량, 08:30"), text)
+        XCTAssertTrue((class11.first?["subject"]?.string ?? "").contains("1학년 1반"))
+
+        try await assertEqualAsync(await harness.inbox("t-hr-1-2").first?.entryChanges, ["\(c) added"])
+        try await assertEqualAsync(await harness.inbox("t-hr-2-1").first?.entryChanges, ["\(d) added"])
+        let grade1 = try await harness.inbox("t-vd-1")
+        XCTAssertEqual(grade1.count, 1)
+        XCTAssertEqual(grade1.first?.entryChanges, ["\(a) added", "\(b) added", "\(c) added"].sorted())
+        XCTAssertEqual(grade1.first?["scope"]?.string, "grade")
+        XCTAssertEqual(grade1.first?["classNumber"], .null)
+        XCTAssertTrue((grade1.first?["text"]?.string ?? "").contains("[2반]"))
+        try await assertEqualAsync(await harness.inbox("t-vd-2").first?.entryChanges, ["\(d) added"])
+        for idle in ["t-hr-3-1", "t-vd-3", "t-gate", "t-admin", "t-hr-b"] {
+            try await assertEqualAsync(await harness.inbox(idle).count, 0, "\(idle) got a digest with nothing to report")
+        }
+    }
+
+    func testRunningTwiceDeliversNothingTwice() async throws {
+        let a = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        _ = try await harness.waitForList(count: 1)
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+        let second = try await harness.runDigests()
+        XCTAssertEqual(second.status, 200)
+        guard case .array(let runs) = second.object["runs"] else { return XCTFail(second.text) }
+        XCTAssertEqual(runs.first?["digests"]?.int, 0)
+        try await assertEqualAsync(await harness.inbox("t-hr-1-1").map(\.entryChanges), [["\(a) added"]])
+        try await assertEqualAsync(await harness.inbox("t-vd-1").count, 1)
+    }
+
+    func testTheSameRegistrationTwiceAndAReplayGiveOneEntry() async throws {
+        let id = "11111111-2222-4333-8444-555555555555"
+        try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: id)
+        try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: id)
+        try await harness.register(grade: 1, classNumber: 2, number: 1)
+        try await assertEqualAsync(await harness.waitForList(count: 2).count, 2)
+
+        // A notifier of a new group replays every event into the same store.
+        await harness.stopNotifier()
+        try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
+        try await Task.sleep(for: .seconds(1))
+        let afterReplay = try await harness.waitForList(count: 2)
+        XCTAssertEqual(afterReplay.count, 2)
+        XCTAssertEqual(afterReplay.filter { $0 == id }.count, 1)
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+        try await assertEqualAsync(await harness.inbox("t-hr-1-1").first?.entryChanges, ["\(id) added"])
+    }
+
+    func testADeletionConsumedBeforeItsRegistrationWins() async throws {
+        let id = "99999999-2222-4333-8444-555555555555"
+        try await harness.delete(grade: 1, guidanceID: id)
+        try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: id)
+        let other = try await harness.register(grade: 1, classNumber: 1, number: 2)
+        try await assertEqualAsync(await harness.waitForList(count: 1), [other])
+        try await Task.sleep(for: .milliseconds(500))
+        try await assertEqualAsync(await harness.waitForList(count: 1), [other])
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+        try await assertEqualAsync(await harness.inbox("t-hr-1-1").first?.entryChanges, ["\(other) added"])
+    }
+
+    func testLateRegistrationAndDeletionEachAmendOnlyTheAffectedTeachers() async throws {
+        let early = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        let other = try await harness.register(grade: 2, classNumber: 1, number: 1)
+        _ = try await harness.waitForList(count: 2)
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+
+        let late = try await harness.register(grade: 1, classNumber: 2, number: 1)
+        _ = try await harness.waitForList(count: 3)
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+        try await harness.delete(grade: 1, guidanceID: early)
+        _ = try await harness.waitForList(count: 2)
+        // Wait for the list to drop the deleted one before the next run.
+        var ids = try await harness.waitForList(count: 2)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ids.contains(early) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            ids = try await harness.waitForList(count: 2)
+        }
+        try await assertEqualAsync(await harness.runDigests().status, 200)
+
+        // Class 1-2 had nothing at first: its first digest is the late one.
+        try await assertEqualAsync(await harness.inbox("t-hr-1-2").map(\.entryChanges), [["\(late) added"]])
+        // Class 1-1: the first digest, then the removal.
+        let class11 = try await harness.inbox("t-hr-1-1")
+        XCTAssertEqual(class11.map(\.entryChanges), [["\(early) removed"], ["\(early) added"]])
+        XCTAssertEqual(class11.map { $0["revision"]?.int }, [2, 1])
+        XCTAssertTrue((class11.first?["subject"]?.string ?? "").contains("정정"))
+        // Grade 1 duty teacher: first, the late addition, the removal.
+        let grade1 = try await harness.inbox("t-vd-1")
+        XCTAssertEqual(grade1.map(\.entryChanges), [["\(early) removed"], ["\(late) added"], ["\(early) added"]])
+        // Grade 2 was untouched.
+        try await assertEqualAsync(await harness.inbox("t-hr-2-1").map(\.entryChanges), [["\(other) added"]])
+        try await assertEqualAsync(await harness.inbox("t-vd-2").count, 1)
+    }
+
+    func testEventsAcknowledgedBeforeTheRunAreInItEvenWhileTheConsumerLags() async throws {
+        for broker in harness.cluster.brokerIDs {
+            harness.cluster.setRoundTripTime(.milliseconds(150), broker: broker)
+        }
+        let harness = self.harness!
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    try await harness.register(grade: 1, classNumber: 1 + index % 2, number: 1 + index / 2 % 2, at: "2026-11-20T23:\(10 + index):00Z")
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        // No waiting for the list: the run itself must wait for the cutoff.
+        let run = try await harness.runDigests()
+        XCTAssertEqual(run.status, 200, run.text)
+        let grade1 = try await harness.inbox("t-vd-1")
+        XCTAssertEqual(grade1.first?.entryChanges, ids.map { "\($0) added" }.sorted())
+    }
+
+    func testAPoisonMessageGoesToTheDeadLetterTopicAndConsumptionGoesOn() async throws {
+        let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("poison"))
+        defer { producer.close() }
+        let poison = OutgoingMessage(topic: harness.topics.registered, key: "sa/1", value: Array("{not json".utf8), headers: [("event-type", "guidance.registered")])
+        _ = try await producer.send(poison)
+        let wrongVersion = #"{"schemaVersion":7,"type":"guidance.registered"}"#
+        _ = try await producer.send(OutgoingMessage(topic: harness.topics.registered, key: "sa/1", value: Array(wrongVersion.utf8)))
+        let good = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        try await assertEqualAsync(await harness.waitForList(count: 1), [good])
+
+        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        defer { consumer.close() }
+        let letters = consumeAll(consumer, count: 2)
+        XCTAssertEqual(letters.count, 2)
+        let first = try XCTUnwrap(letters.first { $0.value == Array("{not json".utf8) })
+        XCTAssertEqual(first.header("dlq-source-topic"), harness.topics.registered)
+        XCTAssertNotNil(first.header("dlq-source-offset"))
+        XCTAssertEqual(first.header("dlq-consumer-group"), harness.groupID)
+        XCTAssertEqual(first.header("event-type"), "guidance.registered", "original headers are kept")
+        XCTAssertTrue((first.header("dlq-reason") ?? "").contains("not a guidance event"), first.header("dlq-reason") ?? "")
+        let second = try XCTUnwrap(letters.first { $0.value == Array(wrongVersion.utf8) })
+        XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7")
+    }
+
+    func testEachSchoolsEventsFallOnItsOwnLocalDate() async throws {
+        // 23:30 UTC on 20 November is the 21st in Seoul and the 20th in Los Angeles.
+        let seoul = try await harness.register(school: "sa", grade: 1, classNumber: 1, number: 1, at: "2026-11-20T23:30:00Z")
+        let la = try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1, at: "2026-11-20T23:30:00Z")
+        try await assertEqualAsync(await harness.waitForList(school: "sa", date: "2026-11-21", count: 1), [seoul])
+        try await assertEqualAsync(await harness.waitForList(school: "sb", date: "2026-11-20", count: 1), [la])
+        try await assertEqualAsync(await harness.waitForList(school: "sa", date: "2026-11-20", count: 0), [])
+        try await assertEqualAsync(await harness.waitForList(school: "sb", date: "2026-11-21", count: 0), [])
+        try await assertEqualAsync(await harness.runDigests(school: "sb", date: "2026-11-20").status, 200)
+        let inbox = try await harness.inbox("t-hr-b")
+        XCTAssertEqual(inbox.first?["date"]?.string, "2026-11-20")
+        XCTAssertTrue((inbox.first?["text"]?.string ?? "").contains("15:30"), "local time in Los Angeles")
+    }
+
+    func testGuidanceListFiltersAndOrders() async throws {
+        let second = try await harness.register(grade: 1, classNumber: 1, number: 2, at: "2026-11-20T23:10:00Z")
+        let first = try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-20T23:20:00Z")
+        let other = try await harness.register(grade: 1, classNumber: 2, number: 1, at: "2026-11-20T23:00:00Z")
+        let upper = try await harness.register(grade: 2, classNumber: 1, number: 1, at: "2026-11-20T22:00:00Z")
+        try await assertEqualAsync(await harness.waitForList(count: 4), [first, second, other, upper], "by grade, class, number")
+        let class11 = try await harness.list(query: "&grade=1&classNumber=1")
+        guard case .array(let items) = class11.object["items"] else { return XCTFail(class11.text) }
+        XCTAssertEqual(items.compactMap { $0["guidanceId"]?.string }, [first, second])
+        XCTAssertEqual(items.first?["student"]?["name"]?.string, "가가")
+        XCTAssertEqual(items.first?["reason"]?["label"]?.string, "실내화 없음")
+        XCTAssertEqual(items.first?["recordedBy"]?.string, "t-gate")
+        try await assertEqualAsync(await harness.list(query: "&classNumber=1").status, 400)
+        try await assertEqualAsync(await harness.list(date: "21-11-2026").status, 400)
+        try await assertEqualAsync(await harness.list(school: "nowhere").status, 404)
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Guidance
+import HTTP
+import Ingest
+import Kafka
+import Notifier
+import TestSupport
+import XCTest
+
+/// A mock cluster with topics of its own, guidance-ingest and
+/// guidance-notifier on random ports, and a fresh SQLite file.
+final class NotifierHarness: @unchecked Sendable {
+    static let schools = """
+        school_id,name,timezone,digest_time
+        sa,서울고,Asia/Seoul,08:50
+        sb,LA High,America/Los_Angeles,07:30
+
+        """
+    static let students = """
+        school_id,student_id,grade,class,number,name,photo_url
+        sa,a111,1,1,1,가가,
+        sa,a112,1,1,2,가나,
+        sa,a121,1,2,1,나가,
+        sa,a122,1,2,2,나나,
+        sa,a211,2,1,1,다가,
+        sa,a311,3,1,1,라가,
+        sb,b111,1,1,1,Ana,
+
+        """
+    static let teachers = """
+        school_id,teacher_id,name,email,role,grade,class
+        sa,t-hr-1-1,담임11,,homeroom,1,1
+        sa,t-hr-1-2,담임12,,homeroom,1,2
+        sa,t-hr-2-1,담임21,,homeroom,2,1
+        sa,t-hr-3-1,담임31,,homeroom,3,1
+        sa,t-vd-1,봉사1,,volunteer_duty,1,
+        sa,t-vd-2,봉사2,,volunteer_duty,2,
+        sa,t-vd-3,봉사3,,volunteer_duty,3,
+        sa,t-gate,교문,,gate,,
+        sa,t-admin,관리,,admin,,
+        sb,t-hr-b,Homeroom B,,homeroom,1,1
+        sb,t-vd-b,Duty B,,volunteer_duty,1,
+        sb,t-gate-b,Gate B,,gate,,
+
+        """
+
+    static func tokens() -> String {
+        "token_sha256,teacher_id\n" + ["t-hr-1-1", "t-hr-1-2", "t-vd-1", "t-gate", "t-admin", "t-gate-b", "t-hr-b"].map {
+            "\(SHA256.hex(SHA256.hash(Array("tok-\($0)".utf8)))),\($0)"
+        }.joined(separator: "\n") + "\n"
+    }
+
+    let cluster: MockCluster
+    let topics: Topics
+    let roster: Roster
+    let directory: URL
+    var ingest: IngestService!
+    var notifier: NotifierService?
+    var ingestBase = ""
+    var notifierBase = ""
+    var groupID: String
+
+    init(authentication: Bool = false) async throws {
+        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
+        topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
+        for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
+        roster = try Roster.parse(
+            schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        groupID = "g-\(UUID().uuidString.prefix(8))"
+        ingest = try IngestService(
+            config: IngestConfig(
+                http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
+                producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
+                topics: topics, partitions: 4),
+            roster: roster, logger: quietLogger("ingest"))
+        try await ingest.start()
+        ingestBase = "http://127.0.0.1:\(ingest.port)"
+        try await startNotifier()
+    }
+
+    func startNotifier(group: String? = nil) async throws {
+        if let group { groupID = group }
+        var config = NotifierConfig(
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
+            store: .sqlite(path: directory.appendingPathComponent("notifier.db").path),
+            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: ["topic.metadata.refresh.interval.ms": "1000"]),
+            groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
+        config.drainPeriod = .seconds(2)
+        let service = try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
+        try await service.start()
+        notifier = service
+        notifierBase = "http://127.0.0.1:\(service.port)"
+    }
+
+    func stopNotifier() async {
+        await notifier?.shutdown()
+        notifier = nil
+    }
+
+    func shutdown() async {
+        await stopNotifier()
+        await ingest.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func headers(_ teacher: String?) -> [String: String] {
+        var headers = ["Content-Type": "application/json"]
+        if let teacher { headers["Authorization"] = "Bearer tok-\(teacher)" }
+        return headers
+    }
+
+    /// Registers through guidance-ingest and returns the guidanceId.
+    @discardableResult
+    func register(school: String = "sa", grade: Int, classNumber: Int, number: Int, code: String = "noShoes", detail: String? = nil,
+                  at occurredAt: String = "2026-11-20T23:30:00Z", guidanceID: String? = nil, as teacher: String? = nil) async throws -> String {
+        var body = #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":\#(number)},"reason":{"code":"\#(code)""#
+        if let detail { body += #","detail":"\#(detail)""# }
+        body += #"},"recordedBy":"\#(school == "sa" ? "t-gate" : "t-gate-b")","occurredAt":"\#(occurredAt)""#
+        if let guidanceID { body += #","guidanceId":"\#(guidanceID)""# }
+        body += "}"
+        let reply = try await fetch("POST", "\(ingestBase)/v1/schools/\(school)/guidances", body: body, headers: headers(teacher))
+        XCTAssertEqual(reply.status, 202, reply.text)
+        return reply.object["guidanceId"]?.string ?? ""
+    }
+
+    func delete(school: String = "sa", grade: Int, guidanceID: String) async throws {
+        let reply = try await fetch("DELETE", "\(ingestBase)/v1/schools/\(school)/grades/\(grade)/guidances/\(guidanceID)")
+        XCTAssertEqual(reply.status, 202, reply.text)
+    }
+
+    func runDigests(school: String? = "sa", date: String = "2026-11-21", as teacher: String? = nil) async throws -> Reply {
+        let body = school.map { #"{"schoolId":"\#($0)","date":"\#(date)"}"# } ?? #"{"date":"\#(date)"}"#
+        return try await fetch("POST", "\(notifierBase)/v1/digests/run", body: body, headers: headers(teacher))
+    }
+
+    /// The digests in a teacher's inbox, newest first.
+    func inbox(_ teacher: String) async throws -> [AnyCodable] {
+        let reply = try await fetch("GET", "\(notifierBase)/v1/teachers/\(teacher)/inbox", headers: headers(nil))
+        XCTAssertEqual(reply.status, 200, reply.text)
+        guard case .array(let items) = reply.object["items"] else { return [] }
+        return items
+    }
+
+    func list(school: String = "sa", date: String = "2026-11-21", query: String = "", as teacher: String? = nil) async throws -> Reply {
+        try await fetch("GET", "\(notifierBase)/v1/schools/\(school)/guidances?date=\(date)\(query)", headers: headers(teacher))
+    }
+
+    /// Guidance ids listed for the date, polled until `count` appear (or 20 s).
+    func waitForList(school: String = "sa", date: String = "2026-11-21", count: Int) async throws -> [String] {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var ids: [String] = []
+        repeat {
+            let reply = try await list(school: school, date: date)
+            if case .array(let items) = reply.object["items"] { ids = items.compactMap { $0["guidanceId"]?.string } }
+            if ids.count >= count { break }
+            try await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < deadline
+        return ids
+    }
+}
+
+extension AnyCodable {
+    /// `entries` of a digest as "guidanceId change" strings, sorted.
+    var entryChanges: [String] {
+        guard case .array(let entries) = self["entries"] else { return [] }
+        return entries.map { "\($0["guidanceId"]?.string ?? "?") \($0["change"]?.string ?? "?")" }.sorted()
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Guidance
+import Store
+import XCTest
+
+/// The behaviour every store must have, shared by each store's test case
+/// (Linux XCTest does not discover inherited test methods, so each case
+/// lists them). PostgreSQL joins with the scale-out work.
+struct StoreSuite {
+    let makeStore: () throws -> any GuidanceStore
+
+    func record(_ id: String, grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30", code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z") -> GuidanceRecord {
+        GuidanceRecord(
+            guidanceId: id, schoolId: "sa", date: date,
+            student: StudentRef(studentId: "s\(grade)\(classNumber)\(number)", grade: grade, classNumber: classNumber, number: number, name: "학생\(number)"),
+            reason: ReasonRef(code: code, label: code, detail: nil), occurredAt: time, recordedBy: "t-gate-01")
+    }
+
+    func deletion(_ id: String, grade: Int = 1) -> StoredEvent {
+        .deleted(guidanceId: id, schoolId: "sa", grade: grade, deletedBy: "t-gate-01", occurredAt: "2026-11-29T23:00:00Z")
+    }
+
+    /// A plan that gives one recipient every change, like the real planner.
+    func simplePlan(_ state: DeliveryState, teacher: String = "t-hr") -> [Digest] {
+        let recipient = Recipient(teacherId: teacher, scope: .class, grade: 1, classNumber: 3)
+        let reported = Set((state.reported[recipient] ?? []).map(\.guidanceId))
+        let active = state.active.filter { $0.student.grade == 1 && $0.student.classNumber == 3 }
+        let activeIDs = Set(active.map(\.guidanceId))
+        let entries = active.filter { !reported.contains($0.guidanceId) }.map {
+            DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .added)
+        } + (state.reported[recipient] ?? []).filter { !activeIDs.contains($0.guidanceId) }.map {
+            DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .removed)
+        }
+        guard !entries.isEmpty else { return [] }
+        let revision = (state.revisions[recipient] ?? 0) + 1
+        return [Digest(
+            digestId: "d-\(teacher)-r\(revision)", teacherId: teacher, schoolId: "sa", date: "2026-11-30", scope: .class, grade: 1,
+            classNumber: 3, revision: revision, createdAt: "2026-11-29T23:50:0\(revision)Z", read: false, subject: "s\(revision)",
+            text: "t", entries: entries, counts: [:])]
+    }
+
+    func registrationsUpsertAndReplaysChangeNothing() throws {
+        let store = try makeStore()
+        try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
+        try store.apply([.registered(record("g1")), .registered(record("g1"))])
+        let listed = try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil)
+        XCTAssertEqual(listed.map(\.guidanceId), ["g2", "g1"], "ordered by number")
+        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: 1, classNumber: 3).count, 2)
+        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: 2, classNumber: nil).count, 0)
+        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-12-01", grade: nil, classNumber: nil).count, 0)
+    }
+
+    func deletionWinsInEitherOrder() throws {
+        let store = try makeStore()
+        try store.apply([deletion("early")])
+        try store.apply([.registered(record("early")), .registered(record("late", number: 5))])
+        try store.apply([deletion("late"), .registered(record("late", number: 5))])
+        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil), [])
+    }
+
+    func digestRunsWriteOnceAndAmendOnlyChanges() throws {
+        let store = try makeStore()
+        try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
+        let first = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }
+        XCTAssertEqual(first.map(\.revision), [1])
+        XCTAssertEqual(Set(first[0].entries.map(\.guidanceId)), ["g1", "g2"])
+        XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-30"))
+
+        let again = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) }
+        XCTAssertEqual(again, [], "a second run repeated a digest")
+        XCTAssertTrue(try store.pendingAmendments().isEmpty)
+
+        try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
+        XCTAssertEqual(try store.pendingAmendments().map { "\($0.school) \($0.date)" }, ["sa 2026-11-30"])
+        let amendment = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) }
+        XCTAssertEqual(amendment.map(\.revision), [2])
+        XCTAssertEqual(amendment[0].entries.map { "\($0.guidanceId) \($0.change)" }.sorted(), ["g1 removed", "g3 added"])
+        XCTAssertTrue(try store.pendingAmendments().isEmpty)
+
+        let inbox = try store.inbox(teacher: "t-hr", unreadOnly: false)
+        XCTAssertEqual(inbox.map(\.revision), [2, 1], "newest first")
+        XCTAssertEqual(inbox.last?.entries.count, 2)
+    }
+
+    func aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
+        let store = try makeStore()
+        try store.apply([.registered(record("g1"))])
+        // Two digests with the same identity: the second write fails after the
+        // first succeeded, as a crash between writing and recording would.
+        XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { state in
+            let digests = self.simplePlan(state)
+            return digests + digests
+        })
+        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false), [])
+        XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
+        let rerun = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) }
+        XCTAssertEqual(rerun.count, 1)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false).count, 1)
+    }
+
+    func inboxReadState() throws {
+        let store = try makeStore()
+        try store.apply([.registered(record("g1"))])
+        let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }.first)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 1)
+        XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
+        XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId), "marking twice is fine")
+        XCTAssertFalse(try store.markRead(teacher: "someone-else", digestId: digest.digestId))
+        XCTAssertFalse(try store.markRead(teacher: "t-hr", digestId: "missing"))
+        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 0)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false).first?.read, true)
+    }
+}
+
+final class SQLiteStoreTests: XCTestCase {
+    var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var suite: StoreSuite {
+        StoreSuite { try SQLiteStore(path: self.directory.appendingPathComponent("test.db").path) }
+    }
+
+    func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
+    func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
+    func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
+    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testInboxReadState() throws { try suite.inboxReadState() }
+
+    func testDataSurvivesReopening() throws {
+        try suite.makeStore().apply([.registered(suite.record("g1"))])
+        XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
+    }
+}
