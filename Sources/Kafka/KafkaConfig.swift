@@ -149,6 +149,10 @@ public struct ConsumerConfig: Sendable {
             ("auto.offset.reset", "earliest"),
             ("session.timeout.ms", String(sessionTimeout.milliseconds)),
             ("heartbeat.interval.ms", String(max(100, sessionTimeout.milliseconds / 5))),
+            // How long a broker may hold an empty fetch. librdkafka's 500 ms
+            // default is the floor of end-to-end latency on the mock cluster,
+            // which does not answer early when data arrives.
+            ("fetch.wait.max.ms", "10"),
             ("log_level", "6"),
         ]
         if let instanceID { defaults.append(("group.instance.id", instanceID)) }

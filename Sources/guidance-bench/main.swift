@@ -1,0 +1,213 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+import Ingest
+import Kafka
+import Notifier
+
+/// Benchmarks that print their numbers. Each starts its own mock cluster on
+/// loopback, runs a bounded amount of work and stops by itself.
+///
+///   guidance-bench kafka  [--messages N] [--inflight C]   producer round trips, awaited
+///   guidance-bench apply  [--events N]                    notifier: backlog → committed store rows
+///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API
+struct Options {
+    var command = "all"
+    var values: [String: Int] = [:]
+
+    init(_ arguments: [String]) {
+        var rest = arguments[...]
+        if let first = rest.first, !first.hasPrefix("--") { command = first; rest = rest.dropFirst() }
+        while let flag = rest.popFirst() {
+            guard flag.hasPrefix("--"), let text = rest.popFirst(), let value = Int(text) else {
+                FileHandle.standardError.write(Data("usage: guidance-bench [kafka|apply|e2e|all] [--messages N] [--inflight C] [--events N] [--samples N]\n".utf8))
+                exit(2)
+            }
+            values[String(flag.dropFirst(2))] = value
+        }
+    }
+
+    func int(_ name: String, _ fallback: Int) -> Int { values[name] ?? fallback }
+}
+
+func report(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+let quiet = Logger(component: "bench", level: .error)
+let roster = try Roster.load(from: ProcessInfo.processInfo.environment["ROSTER_DIR"] ?? "examples/roster")
+
+/// A registration event of the sample roster, as ingest would write it.
+func sampleEvent(_ index: Int, date: Double) -> (key: String, value: [UInt8]) {
+    let students = BenchData.students
+    let student = students[index % students.count]
+    let reasons = ["wrongClothes", "noShoes", "trespassing", "others"]
+    let code = reasons[index % reasons.count]
+    let event = GuidanceRegistered(
+        eventId: UUID().uuidString.lowercased(), guidanceId: UUID().uuidString.lowercased(), schoolId: student.schoolID,
+        student: StudentRef(student), reason: ReasonRef(code: code, label: code, detail: code == "others" ? "bench" : nil),
+        recordedBy: "t-gate-01", occurredAt: Timestamp.format(date), recordedAt: Timestamp.format(date))
+    return (eventKey(school: student.schoolID, grade: student.grade), Array(try! JSONEncoder().encode(event)))
+}
+
+enum BenchData {
+    static let students: [Student] = {
+        var list: [Student] = []
+        for school in roster.schools.keys.sorted() {
+            for grade in 1...3 { for classNumber in 1...12 { for number in 1...32 {
+                if let student = roster.student(school: school, grade: grade, classNumber: classNumber, number: number) { list.append(student) }
+            } } }
+        }
+        return list
+    }()
+}
+
+func newCluster(partitions: Int = 12) throws -> (MockCluster, Topics) {
+    let cluster = try MockCluster(brokers: 3, logger: quiet)
+    let topics = Topics()
+    for topic in topics.all { try cluster.createTopic(topic, partitions: partitions) }
+    return (cluster, topics)
+}
+
+/// Producer alone: `inflight` sends awaited at a time, like concurrent requests.
+func benchKafka() async throws {
+    let messages = options.int("messages", 50_000)
+    let inflight = options.int("inflight", 64)
+    let (cluster, topics) = try newCluster()
+    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers)), logger: quiet)
+    let payloads = (0..<1000).map { sampleEvent($0, date: Timestamp.now()) }
+    let started = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for worker in 0..<inflight {
+            group.addTask {
+                var index = worker
+                while index < messages {
+                    let payload = payloads[index % payloads.count]
+                    _ = try await producer.send(OutgoingMessage(topic: topics.registered, key: payload.key, value: payload.value))
+                    index += inflight
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let seconds = (ContinuousClock.now - started).seconds
+    report(String(format: "kafka: %d messages of ~%d bytes, %d in flight, acks=all, idempotent: %.0f messages/s (%.2f s)",
+                  messages, payloads[0].value.count, inflight, Double(messages) / seconds, seconds))
+    producer.close()
+    withExtendedLifetime(cluster) {}
+}
+
+/// Notifier: a backlog of registrations, then a fresh notifier applies it.
+func benchApply() async throws {
+    let events = options.int("events", 100_000)
+    let (cluster, topics) = try newCluster()
+    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers)), logger: quiet)
+    let now = Timestamp.now()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for worker in 0..<256 {
+            group.addTask {
+                var index = worker
+                while index < events {
+                    let payload = sampleEvent(index, date: now)
+                    _ = try await producer.send(OutgoingMessage(topic: topics.registered, key: payload.key, value: payload.value, headers: [("event-type", "guidance.registered")]))
+                    index += 256
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    producer.close()
+    FileHandle.standardError.write(Data("apply: \(events) events produced\n".utf8))
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let config = NotifierConfig(
+        http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: .sqlite(path: directory.appendingPathComponent("bench.db").path),
+        kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "bench", topics: topics, scheduleInterval: nil)
+    let notifier = try NotifierService(config: config, roster: roster, logger: quiet)
+    let started = ContinuousClock.now
+    try await notifier.start()
+    let deadline = ContinuousClock.now + .seconds(300)
+    var lastReport = ContinuousClock.now
+    var firstApplied: ContinuousClock.Instant?
+    while notifier.metrics.value("notifier_events_applied_total") < Double(events) && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+        if firstApplied == nil && notifier.metrics.value("notifier_events_applied_total") > 0 { firstApplied = .now }
+        if ContinuousClock.now - lastReport > .seconds(5) {
+            lastReport = .now
+            FileHandle.standardError.write(Data("apply: \(Int(notifier.metrics.value("notifier_events_applied_total"))) applied so far\n".utf8))
+        }
+    }
+    let finished = ContinuousClock.now
+    let applied = Int(notifier.metrics.value("notifier_events_applied_total"))
+    let joining = ((firstApplied ?? finished) - started).seconds
+    let applying = (finished - (firstApplied ?? started)).seconds
+    report(String(format: "apply: %d of %d events from topic to committed SQLite rows: %.0f events/s (%.2f s after %.2f s joining the group)",
+                  applied, events, Double(applied) / applying, applying, joining))
+    await notifier.shutdown()
+    withExtendedLifetime(cluster) {}
+}
+
+/// One POST at a time, then the list API polled until the guidance shows.
+func benchEndToEnd() async throws {
+    let samples = options.int("samples", 300)
+    let (cluster, topics) = try newCluster()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
+    let ingest = try IngestService(
+        config: IngestConfig(http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", producer: ProducerConfig(kafka: kafka), topics: topics),
+        roster: roster, logger: quiet)
+    let notifier = try NotifierService(
+        config: NotifierConfig(
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
+            kafka: kafka, groupID: "bench-e2e", topics: topics, scheduleInterval: nil),
+        roster: roster, logger: quiet)
+    try await ingest.start()
+    try await notifier.start()
+    let client = BenchClient()
+    let school = BenchData.students[0].schoolID
+    let token = roster.authenticationEnabled ? "demo-t-gate-01" : nil
+    let reader = roster.authenticationEnabled ? "demo-t-admin" : nil
+    try await Task.sleep(for: .seconds(4))  // group join
+    var latencies: [Double] = []
+    for index in 0..<samples {
+        let student = BenchData.students[index % BenchData.students.count]
+        let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#
+        let (status, reply) = try await client.send("POST", "http://127.0.0.1:\(ingest.port)/v1/schools/\(school)/guidances", body: body, token: token)
+        guard status == 202, let id = (try? JSONSerialization.jsonObject(with: reply)) .flatMap({ ($0 as? [String: Any])?["guidanceId"] as? String }) else {
+            report("e2e: POST answered \(status)")
+            continue
+        }
+        let accepted = ContinuousClock.now
+        let listURL = "http://127.0.0.1:\(notifier.port)/v1/schools/\(school)/guidances?grade=\(student.grade)&classNumber=\(student.classNumber)"
+        while ContinuousClock.now - accepted < .seconds(10) {
+            let (_, list) = try await client.send("GET", listURL, body: nil, token: reader)
+            if String(decoding: list, as: UTF8.self).contains(id) { break }
+        }
+        latencies.append((ContinuousClock.now - accepted).seconds * 1000)
+    }
+    latencies.sort()
+    func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+    report(String(format: "e2e: %d guidances, 202 → visible in the list API: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                  latencies.count, percentile(0.5), percentile(0.99), latencies.last ?? .nan))
+    await ingest.shutdown()
+    await notifier.shutdown()
+    withExtendedLifetime(cluster) {}
+}
+
+switch options.command {
+case "kafka": try await benchKafka()
+case "apply": try await benchApply()
+case "e2e": try await benchEndToEnd()
+case "all":
+    try await benchKafka()
+    try await benchApply()
+    try await benchEndToEnd()
+default:
+    report("unknown benchmark '\(options.command)'; one of kafka, apply, e2e, all")
+    exit(2)
+}
