@@ -15,13 +15,16 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         .target(name: "Common"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Guidance", dependencies: ["Common"]),
 
-        .target(name: "Store", dependencies: ["CSQLite", "Guidance"]),
+        .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance"]),
         .target(name: "ServiceSupport", dependencies: ["HTTP", "Guidance"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Common"]),
         .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Guidance", "Store", "ServiceSupport", "Common"]),

@@ -55,9 +55,9 @@ public final class NotifierService: Sendable {
     static func openStore(_ location: StoreLocation) throws -> any GuidanceStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteStore(path: path)
-        case .postgres:
-            throw ConfigurationError(variable: "STORE_URL", reason: "the PostgreSQL store is not built yet; use sqlite:<path>")
+            return try SQLStore.sqlite(path: path)
+        case .postgres(let url):
+            return try SQLStore.postgres(url: url)
         }
     }
 

@@ -1,35 +1,9 @@
 import CSQLite
 
-/// A value bound to or read from SQL.
-enum SQLValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-
-    var int: Int? { if case .integer(let value) = self { Int(value) } else { nil } }
-    var string: String? { if case .text(let value) = self { value } else { nil } }
-    var double: Double? {
-        switch self {
-        case .real(let value): value
-        case .integer(let value): Double(value)
-        default: nil
-        }
-    }
-}
-
-extension Optional where Wrapped == String {
-    var sql: SQLValue { map(SQLValue.text) ?? .null }
-}
-
-extension Optional where Wrapped == Int {
-    var sql: SQLValue { map { .integer(Int64($0)) } ?? .null }
-}
-
 /// One SQLite connection: the only code that calls `sqlite3_*`. Not
 /// thread-safe; its owner serialises use. Statements are prepared once and
 /// cached by their SQL text.
-final class SQLiteConnection {
+final class SQLiteConnection: SQLDatabase {
     private let database: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
@@ -65,7 +39,7 @@ final class SQLiteConnection {
 
     /// Runs one statement and returns the rows changed.
     @discardableResult
-    func run(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> Int {
+    func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int {
         let statement = try prepared(sql, parameters)
         defer { sqlite3_reset(statement) }
         let result = sqlite3_step(statement)
@@ -76,7 +50,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one query and returns every row.
-    func query(_ sql: String, _ parameters: [SQLValue] = []) throws(StoreError) -> [[SQLValue]] {
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]] {
         let statement = try prepared(sql, parameters)
         defer { sqlite3_reset(statement) }
         var rows: [[SQLValue]] = []
@@ -96,18 +70,11 @@ final class SQLiteConnection {
         return rows
     }
 
-    /// Runs `body` in one write transaction, rolled back when it throws.
-    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let value = try body()
-            try execute("COMMIT")
-            return value
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
-    }
+    /// SQLite has one writer at a time: `BEGIN IMMEDIATE` takes it.
+    func begin() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
+
+    /// The single writer already excludes every other transaction.
+    func lock(_ key: String, exclusive: Bool) throws(StoreError) {}
 
     private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
         let statement: OpaquePointer
@@ -115,7 +82,9 @@ final class SQLiteConnection {
             statement = cached
         } else {
             var handle: OpaquePointer?
-            let result = sqlite3_prepare_v2(database, sql, -1, &handle, nil)
+            // `$1` is a named parameter to SQLite; `?1` is the numbered one.
+            let numbered = sql.replacing(/\$(\d+)/) { "?" + $0.output.1 }
+            let result = sqlite3_prepare_v2(database, numbered, -1, &handle, nil)
             guard result == SQLITE_OK, let handle else {
                 throw error(result, "\(String(cString: sqlite3_errmsg(database))) in: \(sql)")
             }

@@ -1,13 +1,15 @@
+import Dispatch
 import Foundation
 import Guidance
-import Store
+@testable import Store
+import Synchronization
 import XCTest
 
 /// The behaviour every store must have, shared by each store's test case
 /// (Linux XCTest does not discover inherited test methods, so each case
 /// lists them). PostgreSQL joins with the scale-out work.
-struct StoreSuite {
-    let makeStore: () throws -> any GuidanceStore
+struct StoreSuite: Sendable {
+    let makeStore: @Sendable () throws -> any GuidanceStore
 
     func record(_ id: String, grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30", code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z") -> GuidanceRecord {
         GuidanceRecord(
@@ -125,7 +127,8 @@ final class SQLiteStoreTests: XCTestCase {
     }
 
     var suite: StoreSuite {
-        StoreSuite { try SQLiteStore(path: self.directory.appendingPathComponent("test.db").path) }
+        let path = directory.appendingPathComponent("test.db").path
+        return StoreSuite { try SQLStore.sqlite(path: path) }
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
@@ -137,5 +140,58 @@ final class SQLiteStoreTests: XCTestCase {
     func testDataSurvivesReopening() throws {
         try suite.makeStore().apply([.registered(suite.record("g1"))])
         XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
+    }
+}
+
+/// The same suite against PostgreSQL, each test in a schema of its own.
+/// `scripts/test` starts a server and sets `TEST_POSTGRES_URL`.
+final class PostgresStoreTests: XCTestCase {
+    var url = ""
+
+    override func setUpWithError() throws {
+        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else {
+            throw XCTSkip("TEST_POSTGRES_URL is not set (scripts/test sets it)")
+        }
+        let schema = "test_\(UUID().uuidString.prefix(8).lowercased())"
+        try PostgresConnection(url: base).execute("CREATE SCHEMA \(schema)")
+        url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+    }
+
+    var suite: StoreSuite {
+        let url = self.url
+        return StoreSuite { try SQLStore.postgres(url: url) }
+    }
+
+    func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
+    func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
+    func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
+    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testInboxReadState() throws { try suite.inboxReadState() }
+
+    func testReplicasStartingTogetherCreateTheSchemaOnce() throws {
+        let url = self.url
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            do { _ = try SQLStore.postgres(url: url) } catch { failures.withLock { $0.append("\(error)") } }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+    }
+
+    func testConcurrentRunsOfOneDayWriteEachDigestOnce() throws {
+        let url = self.url
+        let suite = self.suite
+        try suite.makeStore().apply([.registered(suite.record("g1")), .registered(suite.record("g2", number: 4))])
+        let written = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            do {
+                let store = try SQLStore.postgres(url: url)
+                let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) }
+                written.withLock { $0.append(digests.count) }
+            } catch {
+                written.withLock { $0.append(-1) }
+            }
+        }
+        XCTAssertEqual(written.withLock { $0 }.sorted(), [0, 0, 0, 1], "exactly one replica wrote the digest")
+        XCTAssertEqual(try suite.makeStore().inbox(teacher: "t-hr", unreadOnly: false).count, 1)
     }
 }

@@ -2,19 +2,34 @@ import Foundation
 import Guidance
 import Synchronization
 
-/// The store in one SQLite file (WAL mode): a writer connection for events
-/// and digest runs, a reader connection for the HTTP queries.
-public final class SQLiteStore: GuidanceStore {
-    private let writer: Mutex<SQLiteConnection>
-    private let reader: Mutex<SQLiteConnection>
+/// The store over SQL, written once for SQLite and PostgreSQL: a writer
+/// connection for events and digest runs, a reader connection for the HTTP
+/// queries. Writers that could race across replicas (a digest run and the
+/// events of its day) serialise on a lock per school and date.
+public final class SQLStore: GuidanceStore {
+    private let writer: Mutex<any SQLDatabase>
+    private let reader: Mutex<any SQLDatabase>
     private static let decoder = JSONDecoder()
     private static let encoder = JSONEncoder()
 
-    public init(path: String) throws(StoreError) {
-        let writing = try SQLiteConnection(path: path)
-        try writing.execute(SQLiteStore.schema)
+    /// One SQLite file in WAL mode.
+    public static func sqlite(path: String) throws(StoreError) -> SQLStore {
+        try SQLStore(writer: SQLiteConnection(path: path), reader: SQLiteConnection(path: path))
+    }
+
+    /// A PostgreSQL database; the schema is created by whichever replica
+    /// gets there first.
+    public static func postgres(url: String) throws(StoreError) -> SQLStore {
+        try SQLStore(writer: PostgresConnection(url: url), reader: PostgresConnection(url: url))
+    }
+
+    private init(writer writing: sending any SQLDatabase, reader reading: sending any SQLDatabase) throws(StoreError) {
+        try writing.transaction { () throws(StoreError) in
+            try writing.lock("schema", exclusive: true)
+            try writing.execute(SQLStore.schema)
+        }
         writer = Mutex(writing)
-        reader = Mutex(try SQLiteConnection(path: path))
+        reader = Mutex(reading)
     }
 
     static let schema = """
@@ -81,23 +96,24 @@ public final class SQLiteStore: GuidanceStore {
         """
 
     public func apply(_ events: [StoredEvent]) throws(StoreError) {
-        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) in
                 for event in events {
-                    try SQLiteStore.apply(event, to: database)
+                    try SQLStore.apply(event, to: database)
                 }
             }
         }
     }
 
-    private static func apply(_ event: StoredEvent, to database: SQLiteConnection) throws(StoreError) {
+    private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) {
         switch event {
         case .registered(let record):
+            try database.lock(dayKey(record.schoolId, record.date), exclusive: false)
             // Upsert by guidanceId; a tombstone already there stays.
             try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
                                        reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 1)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
                 ON CONFLICT (guidance_id) DO UPDATE SET
                     school_id = excluded.school_id, grade = excluded.grade, local_date = excluded.local_date,
                     class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
@@ -114,22 +130,29 @@ public final class SQLiteStore: GuidanceStore {
         case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
             try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
-                VALUES (?1, ?2, ?3, 1, ?4, ?5)
+                VALUES ($1, $2, $3, 1, $4, $5)
                 ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
                 """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
             let dates = try database.query(
-                "SELECT local_date FROM guidances WHERE guidance_id = ?1 AND registered = 1", [.text(guidanceId)])
+                "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
             if let date = dates.first?.first?.string {
+                try database.lock(dayKey(schoolId, date), exclusive: false)
                 try markAmendment(school: schoolId, date: date, in: database)
             }
         }
     }
 
+    /// The lock of a school's day. Event writes hold it shared and digest runs
+    /// exclusively, so a change either is seen by a run or, committed after
+    /// it, finds the run and marks an amendment; never neither.
+    private static func dayKey(_ school: String, _ date: String) -> String { "day/\(school)/\(date)" }
+
     /// A change to a date whose digests went out waits for the amendment tick.
-    private static func markAmendment(school: String, date: String, in database: SQLiteConnection) throws(StoreError) {
+    private static func markAmendment(school: String, date: String, in database: any SQLDatabase) throws(StoreError) {
         try database.run("""
-            INSERT OR IGNORE INTO pending_amendments (school_id, date)
-            SELECT school_id, date FROM digest_runs WHERE school_id = ?1 AND date = ?2
+            INSERT INTO pending_amendments (school_id, date)
+            SELECT school_id, date FROM digest_runs WHERE school_id = $1 AND date = $2
+            ON CONFLICT (school_id, date) DO NOTHING
             """, [.text(school), .text(date)])
     }
 
@@ -150,31 +173,34 @@ public final class SQLiteStore: GuidanceStore {
     }
 
     public func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
-        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
-            try SQLiteStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try SQLStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
         }
     }
 
-    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: SQLiteConnection) throws(StoreError) -> [GuidanceRecord] {
+    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: any SQLDatabase) throws(StoreError) -> [GuidanceRecord] {
         try database.query("""
             SELECT \(recordColumns) FROM guidances g
-            WHERE g.school_id = ?1 AND g.local_date = ?2 AND g.registered = 1 AND g.deleted = 0
-              AND (?3 IS NULL OR g.grade = ?3) AND (?4 IS NULL OR g.class_number = ?4)
+            WHERE g.school_id = $1 AND g.local_date = $2 AND g.registered = 1 AND g.deleted = 0
+              AND (CAST($3 AS INTEGER) IS NULL OR g.grade = CAST($3 AS INTEGER))
+              AND (CAST($4 AS INTEGER) IS NULL OR g.class_number = CAST($4 AS INTEGER))
             ORDER BY g.grade, g.class_number, g.number, g.occurred_at, g.guidance_id
             """, [.text(school), .text(date), grade.sql, classNumber.sql]).map { record($0[...]) }
     }
 
     public func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest]) throws(StoreError) -> [Digest] {
-        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Digest] in
-                let active = try SQLiteStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
+                // One replica runs a day at a time; the next sees its digests.
+                try database.lock(SQLStore.dayKey(school, date), exclusive: true)
+                let active = try SQLStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
                 var reported: [Recipient: [GuidanceRecord]] = [:]
                 for row in try database.query("""
-                    SELECT i.teacher_id, i.scope, \(SQLiteStore.recordColumns) FROM digest_items i
+                    SELECT i.teacher_id, i.scope, \(SQLStore.recordColumns) FROM digest_items i
                     JOIN guidances g ON g.guidance_id = i.guidance_id
-                    WHERE i.school_id = ?1 AND i.date = ?2 AND i.active = 1
+                    WHERE i.school_id = $1 AND i.date = $2 AND i.active = 1
                     """, [.text(school), .text(date)]) {
-                    let record = SQLiteStore.record(row[2...])
+                    let record = SQLStore.record(row[2...])
                     let scope = DigestScope(rawValue: row[1].string ?? "") ?? .class
                     let recipient = Recipient(
                         teacherId: row[0].string ?? "", scope: scope, grade: record.student.grade,
@@ -184,7 +210,7 @@ public final class SQLiteStore: GuidanceStore {
                 var revisions: [Recipient: Int] = [:]
                 for row in try database.query("""
                     SELECT teacher_id, scope, grade, class_number, MAX(revision) FROM digests
-                    WHERE school_id = ?1 AND date = ?2 GROUP BY teacher_id, scope, grade, class_number
+                    WHERE school_id = $1 AND date = $2 GROUP BY teacher_id, scope, grade, class_number
                     """, [.text(school), .text(date)]) {
                     let recipient = Recipient(
                         teacherId: row[0].string ?? "", scope: DigestScope(rawValue: row[1].string ?? "") ?? .class,
@@ -193,19 +219,19 @@ public final class SQLiteStore: GuidanceStore {
                 }
                 let digests = plan(DeliveryState(active: active, reported: reported, revisions: revisions))
                 for digest in digests {
-                    try SQLiteStore.insert(digest, into: database)
+                    try SQLStore.insert(digest, into: database)
                 }
                 try database.run("""
-                    INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES (?1, ?2, ?3, ?4)
+                    INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
                     ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
                     """, [.text(school), .text(date), .text(completedAt), .integer(Int64(digests.count))])
-                try database.run("DELETE FROM pending_amendments WHERE school_id = ?1 AND date = ?2", [.text(school), .text(date)])
+                try database.run("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(school), .text(date)])
                 return digests
             }
         }
     }
 
-    private static func insert(_ digest: Digest, into database: SQLiteConnection) throws(StoreError) {
+    private static func insert(_ digest: Digest, into database: any SQLDatabase) throws(StoreError) {
         let entries: String
         let counts: String
         do {
@@ -216,7 +242,7 @@ public final class SQLiteStore: GuidanceStore {
         }
         try database.run("""
             INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, $12, $13)
             """, [
                 .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
                 .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
@@ -224,7 +250,7 @@ public final class SQLiteStore: GuidanceStore {
             ])
         for entry in digest.entries {
             try database.run("""
-                INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES ($1, $2, $3, $4, $5, $6)
                 ON CONFLICT (teacher_id, school_id, date, scope, guidance_id) DO UPDATE SET active = excluded.active
                 """, [
                     .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
@@ -234,24 +260,24 @@ public final class SQLiteStore: GuidanceStore {
     }
 
     public func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
-        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
-            try !database.query("SELECT 1 FROM digest_runs WHERE school_id = ?1 AND date = ?2", [.text(school), .text(date)]).isEmpty
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try !database.query("SELECT 1 FROM digest_runs WHERE school_id = $1 AND date = $2", [.text(school), .text(date)]).isEmpty
         }
     }
 
     public func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
-        try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
-            try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id").map {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id", []).map {
                 (school: $0[0].string ?? "", date: $0[1].string ?? "")
             }
         }
     }
 
     public func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest] {
-        let rows = try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+        let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts
-                FROM digests WHERE teacher_id = ?1 AND (?2 = 0 OR read = 0)
+                FROM digests WHERE teacher_id = $1 AND (CAST($2 AS INTEGER) = 0 OR read = 0)
                 ORDER BY created_at DESC, date DESC, revision DESC
                 """, [.text(teacher), .integer(unreadOnly ? 1 : 0)])
         }
@@ -259,8 +285,8 @@ public final class SQLiteStore: GuidanceStore {
             let entries: [DigestEntry]
             let counts: [String: Int]
             do {
-                entries = try SQLiteStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
-                counts = try SQLiteStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
+                entries = try SQLStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
+                counts = try SQLStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
             } catch {
                 throw StoreError(.failed, "digest \(row[0].string ?? "?") is unreadable: \(error)")
             }
@@ -273,15 +299,15 @@ public final class SQLiteStore: GuidanceStore {
     }
 
     public func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {
-        try writer.withLock { (database: inout SQLiteConnection) throws(StoreError) in
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             // SQLite counts every matched row as changed, read before or not.
-            try database.run("UPDATE digests SET read = 1 WHERE teacher_id = ?1 AND digest_id = ?2", [.text(teacher), .text(digestId)]) > 0
+            try database.run("UPDATE digests SET read = 1 WHERE teacher_id = $1 AND digest_id = $2", [.text(teacher), .text(digestId)]) > 0
         }
     }
 
     public func ping() throws(StoreError) {
-        _ = try reader.withLock { (database: inout SQLiteConnection) throws(StoreError) in
-            try database.query("SELECT 1")
+        _ = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("SELECT 1", [])
         }
     }
 }

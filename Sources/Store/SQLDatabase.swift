@@ -1,0 +1,77 @@
+/// A value bound to or read from SQL.
+enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    /// PostgreSQL answers in text, so numbers are read from text too.
+    var int: Int? {
+        switch self {
+        case .integer(let value): Int(value)
+        case .text(let value): Int(value)
+        default: nil
+        }
+    }
+
+    var string: String? {
+        switch self {
+        case .text(let value): value
+        case .integer(let value): String(value)
+        default: nil
+        }
+    }
+
+    /// The parameter as PostgreSQL's text format takes it; nil for NULL.
+    var text: String? {
+        switch self {
+        case .null: nil
+        case .integer(let value): String(value)
+        case .real(let value): String(value)
+        case .text(let value): value
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    var sql: SQLValue { map(SQLValue.text) ?? .null }
+}
+
+extension Optional where Wrapped == Int {
+    var sql: SQLValue { map { .integer(Int64($0)) } ?? .null }
+}
+
+/// One connection to a SQL database, as `SQLStore` uses it. Parameters are
+/// written `$1`, `$2`…; SQL is kept to what SQLite and PostgreSQL share.
+/// Not thread-safe: the store serialises each connection's use.
+protocol SQLDatabase: AnyObject {
+    /// Runs one statement and returns the rows changed.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
+    /// Runs one query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]]
+    func execute(_ sql: String) throws(StoreError)
+    /// Starts a write transaction.
+    func begin() throws(StoreError)
+    /// Takes a lock named `key` until the transaction ends: shared locks
+    /// coexist, an exclusive one waits for and excludes them.
+    func lock(_ key: String, exclusive: Bool) throws(StoreError)
+}
+
+extension SQLDatabase {
+    @discardableResult
+    func run(_ sql: String) throws(StoreError) -> Int { try run(sql, []) }
+
+    /// Runs `body` in one transaction, rolled back when it throws.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try begin()
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
