@@ -46,6 +46,28 @@ final class DigestRunner: Sendable {
             logger: logger.with(["part": "cutoff"]))
     }
 
+    /// Warns when a topic has fewer partitions than replicas may need: a
+    /// replica beyond the partition count would sit idle.
+    func checkPartitions(expected: Int) async {
+        let offsets = self.offsets
+        let topics = [self.topics.registered, self.topics.deleted]
+        do {
+            let counts = try await blocking { try offsets.partitionCounts(of: topics) }
+            for topic in topics {
+                guard let count = counts[topic] else {
+                    logger.warning("topic does not exist yet; ingest creates it", ["topic": topic])
+                    continue
+                }
+                if count < expected {
+                    logger.warning("topic has fewer partitions than TOPIC_PARTITIONS; replicas beyond \(count) stay idle",
+                                   ["topic": topic, "partitions": String(count), "wanted": String(expected)])
+                }
+            }
+        } catch {
+            logger.warning("could not read the topics' partition counts", ["error": "\(error)"])
+        }
+    }
+
     /// The school-local date now.
     func today(for school: School) -> String {
         Timestamp.localDate(Timestamp.now(), in: school.timeZone)

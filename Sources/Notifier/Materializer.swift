@@ -37,7 +37,7 @@ final class Materializer: Sendable {
         consumer = try Consumer(
             config: ConsumerConfig(
                 kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
-                clientID: "guidance-notifier"),
+                instanceID: config.instanceID, clientID: "guidance-notifier"),
             logger: logger.with(["part": "consumer"]))
         let consumer = self.consumer
         metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") {

@@ -28,6 +28,10 @@ public struct NotifierConfig: Sendable {
     public var store: StoreLocation
     public var kafka: KafkaConfig
     public var groupID: String
+    /// Static group membership (`group.instance.id`) from the host name, when
+    /// set: a replica restarted under the same name gets its partitions back
+    /// without a rebalance.
+    public var instanceID: String?
     public var topics: Topics
     /// Partitions the topics should have (`TOPIC_PARTITIONS`); fewer is warned about.
     public var partitions: Int
@@ -43,7 +47,7 @@ public struct NotifierConfig: Sendable {
 
     public init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
-        groupID: String = "guidance-notifier", topics: Topics = Topics(), partitions: Int = 12,
+        groupID: String = "guidance-notifier", instanceID: String? = nil, topics: Topics = Topics(), partitions: Int = 12,
         amendmentInterval: Duration = .seconds(600), scheduleInterval: Duration? = .seconds(15)
     ) {
         self.http = http
@@ -51,6 +55,7 @@ public struct NotifierConfig: Sendable {
         self.store = store
         self.kafka = kafka
         self.groupID = groupID
+        self.instanceID = instanceID
         self.topics = topics
         self.partitions = partitions
         self.amendmentInterval = amendmentInterval
@@ -65,6 +70,7 @@ public struct NotifierConfig: Sendable {
             store: try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db")),
             kafka: try KafkaConfig.fromEnvironment(environment),
             groupID: environment.string("NOTIFIER_GROUP_ID", default: "guidance-notifier"),
+            instanceID: environment["HOSTNAME"],
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000),
             amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
     }

@@ -65,6 +65,7 @@ public final class NotifierService: Sendable {
 
     /// Joins the consumer group, starts serving and, when configured, the schedule.
     public func start() async throws {
+        await runner.checkPartitions(expected: config.partitions)
         materializer.start()
         try server.start()
         if let interval = config.scheduleInterval {
@@ -82,7 +83,7 @@ public final class NotifierService: Sendable {
                 }
             }
         }
-        logger.info("notifier started", ["group": config.groupID, "port": String(port)])
+        logger.info("notifier started", ["group": config.groupID, "instance": config.instanceID ?? "(dynamic)", "port": String(port)])
     }
 
     /// Stops the schedule, drains HTTP, commits and leaves the group.

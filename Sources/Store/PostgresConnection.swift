@@ -16,6 +16,8 @@ final class PostgresConnection: SQLDatabase {
             throw StoreError(.busy, "cannot connect to PostgreSQL: \(message)")
         }
         self.connection = connection
+        // NOTICEs ("relation already exists, skipping") are not for operators.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
 
     deinit { PQfinish(connection) }
