@@ -19,8 +19,9 @@ request = function()
     school = string.format("school-%03d", counter % schools + 1)
     gate = school .. "-t-gate-01"
   end
-  local body = string.format('{"student":{"grade":%d,"classNumber":%d,"number":%d},"reason":%s}',
-    grade, class, number, reasons[counter % 4 + 1])
+  -- recordedBy is required when the roster has no tokens.csv.
+  local body = string.format('{"student":{"grade":%d,"classNumber":%d,"number":%d},"reason":%s,"recordedBy":"%s"}',
+    grade, class, number, reasons[counter % 4 + 1], gate)
   return wrk.format("POST", "/v1/schools/" .. school .. "/guidances", {
     ["Content-Type"] = "application/json",
     ["Authorization"] = "Bearer demo-" .. gate,

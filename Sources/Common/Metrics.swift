@@ -22,7 +22,9 @@ public final class Metrics: Sendable {
         var count: Double = 0
     }
 
-    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    public static let latencyBuckets: [Double] = [
+        0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
 
     private let families = Mutex<[String: Family]>([:])
     private let gauges = Mutex<[(name: String, help: String, read: @Sendable () -> [(Labels, Double)])]>([])
@@ -40,16 +42,23 @@ public final class Metrics: Sendable {
     }
 
     public func observe(_ name: String, help: String, labels: Labels = [], value: Double) {
+        observe(name, help: help, labels: labels, values: CollectionOfOne(value))
+    }
+
+    /// Several observations of one series under one lock.
+    public func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>) {
         let key = Metrics.render(labels)
         let buckets = self.buckets
         families.withLock { families in
             var family = families[name] ?? Family(help: help, kind: .histogram)
             var series = family.series[key] ?? Series(buckets: Array(repeating: 0, count: buckets.count))
-            for (index, bound) in buckets.enumerated() where value <= bound {
-                series.buckets[index] += 1
+            for value in values {
+                for (index, bound) in buckets.enumerated() where value <= bound {
+                    series.buckets[index] += 1
+                }
+                series.sum += value
+                series.count += 1
             }
-            series.sum += value
-            series.count += 1
             family.series[key] = series
             families[name] = family
         }

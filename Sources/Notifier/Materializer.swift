@@ -78,6 +78,7 @@ final class Materializer: Sendable {
                 }
             }
             guard apply(events) else { return }
+            let appliedAt = Date().timeIntervalSince1970
             do {
                 try consumer.store(batch)
                 try consumer.commit()
@@ -86,6 +87,9 @@ final class Materializer: Sendable {
                 logger.warning("offset commit failed", ["error": error.message])
             }
             metrics.increment("notifier_events_applied_total", help: "Events written to the store.", by: Double(events.count))
+            metrics.observe(
+                "notifier_event_visibility_seconds", help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
+                values: batch.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
         }
     }
 

@@ -5,30 +5,34 @@ import HTTP
 import Ingest
 import Kafka
 import Notifier
+import Synchronization
 
 /// Benchmarks that print their numbers. Each starts its own mock cluster on
 /// loopback, runs a bounded amount of work and stops by itself.
 ///
-///   guidance-bench kafka  [--messages N] [--inflight C]   producer round trips, awaited
-///   guidance-bench apply  [--events N]                    notifier: backlog → committed store rows
-///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API
+///   guidance-bench kafka  [--messages N] [--inflight C] [--bootstrap B]  producer round trips, awaited
+///   guidance-bench apply  [--events N] [--store URL]      notifier: backlog → committed store rows
+///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API, one at a time
+///   guidance-bench load   --url U [--rate R] [--seconds S] [--schools N]   paced POSTs; 202 latency
+/// `scripts/bench` runs them with wrk and the services as processes and prints the table.
 struct Options {
     var command = "all"
-    var values: [String: Int] = [:]
+    var values: [String: String] = [:]
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
         if let first = rest.first, !first.hasPrefix("--") { command = first; rest = rest.dropFirst() }
         while let flag = rest.popFirst() {
-            guard flag.hasPrefix("--"), let text = rest.popFirst(), let value = Int(text) else {
-                FileHandle.standardError.write(Data("usage: guidance-bench [kafka|apply|e2e|all] [--messages N] [--inflight C] [--events N] [--samples N]\n".utf8))
+            guard flag.hasPrefix("--"), let text = rest.popFirst() else {
+                FileHandle.standardError.write(Data("usage: guidance-bench [kafka|apply|e2e|load|all] [--name value]… (see the source's header)\n".utf8))
                 exit(2)
             }
-            values[String(flag.dropFirst(2))] = value
+            values[String(flag.dropFirst(2))] = text
         }
     }
 
-    func int(_ name: String, _ fallback: Int) -> Int { values[name] ?? fallback }
+    func int(_ name: String, _ fallback: Int) -> Int { values[name].flatMap { Int($0) } ?? fallback }
+    func string(_ name: String) -> String? { values[name] }
 }
 
 func report(_ line: String) {
@@ -53,6 +57,15 @@ func sampleEvent(_ index: Int, date: Double) -> (key: String, value: [UInt8]) {
 }
 
 enum BenchData {
+    /// A gate teacher per school, to sign registrations.
+    static let gate: [String: String] = {
+        var gates: [String: String] = [:]
+        for teacher in roster.teachers.values where teacher.role == .gate {
+            if gates[teacher.schoolID].map({ teacher.id < $0 }) ?? true { gates[teacher.schoolID] = teacher.id }
+        }
+        return gates
+    }()
+
     static let students: [Student] = {
         var list: [Student] = []
         for school in roster.schools.keys.sorted() {
@@ -75,8 +88,13 @@ func newCluster(partitions: Int = 12) throws -> (MockCluster, Topics) {
 func benchKafka() async throws {
     let messages = options.int("messages", 50_000)
     let inflight = options.int("inflight", 64)
-    let (cluster, topics) = try newCluster()
-    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers)), logger: quiet)
+    let external = options.string("bootstrap")
+    let (cluster, topics) = external == nil ? try newCluster() : (nil, Topics(prefix: "bench."))
+    if external != nil {
+        // A topic of its own on the shared broker, created by the first send.
+        try await ensureTopic(topics.registered, bootstrap: external!)
+    }
+    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: external ?? cluster!.bootstrapServers)), logger: quiet)
     let payloads = (0..<1000).map { sampleEvent($0, date: Timestamp.now()) }
     let started = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -97,6 +115,14 @@ func benchKafka() async throws {
                   messages, payloads[0].value.count, inflight, Double(messages) / seconds, seconds))
     producer.close()
     withExtendedLifetime(cluster) {}
+}
+
+/// The mock cluster has no CreateTopics; an auto-created topic comes from a
+/// metadata request, so a first send creates it when the broker allows.
+func ensureTopic(_ topic: String, bootstrap: String) async throws {
+    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: bootstrap)), logger: quiet)
+    defer { producer.close() }
+    _ = try await producer.send(OutgoingMessage(topic: topic, key: "warm-up", value: Array("{}".utf8)))
 }
 
 /// Notifier: a backlog of registrations, then a fresh notifier applies it.
@@ -123,8 +149,9 @@ func benchApply() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try options.string("store").map(StoreLocation.parse) ?? .sqlite(path: directory.appendingPathComponent("bench.db").path)
     let config = NotifierConfig(
-        http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: .sqlite(path: directory.appendingPathComponent("bench.db").path),
+        http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: store,
         kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "bench", topics: topics, scheduleInterval: nil)
     let notifier = try NotifierService(config: config, roster: roster, logger: quiet)
     let started = ContinuousClock.now
@@ -144,8 +171,9 @@ func benchApply() async throws {
     let applied = Int(notifier.metrics.value("notifier_events_applied_total"))
     let joining = ((firstApplied ?? finished) - started).seconds
     let applying = (finished - (firstApplied ?? started)).seconds
-    report(String(format: "apply: %d of %d events from topic to committed SQLite rows: %.0f events/s (%.2f s after %.2f s joining the group)",
-                  applied, events, Double(applied) / applying, applying, joining))
+    let storeName = if case .postgres = store { "PostgreSQL" } else { "SQLite" }
+    report(String(format: "apply: %d of %d events from topic to committed %@ rows: %.0f events/s (%.2f s after %.2f s joining the group)",
+                  applied, events, storeName, Double(applied) / applying, applying, joining))
     await notifier.shutdown()
     withExtendedLifetime(cluster) {}
 }
@@ -199,7 +227,45 @@ func benchEndToEnd() async throws {
     withExtendedLifetime(cluster) {}
 }
 
+final class LoadResults: Sendable {
+    let state = Mutex<(latencies: [Double], errors: Int)>(([], 0))
+}
+
+/// Paced POSTs at `rate` a second for `seconds`, spread over the roster's
+/// schools; prints the count, the errors and the 202 latency.
+func benchLoad() async throws {
+    guard let url = options.string("url") else { report("load needs --url"); exit(2) }
+    let rate = options.int("rate", 1000)
+    let seconds = options.int("seconds", 20)
+    let client = BenchClient()
+    let students = BenchData.students
+    let results = LoadResults()
+    let started = ContinuousClock.now
+    let interval = Duration.seconds(1) / rate
+    await withTaskGroup(of: Void.self) { group in
+        for index in 0..<(rate * seconds) {
+            let due = started + interval * index
+            if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
+            group.addTask {
+                let student = students[(index &* 7919) % students.count]
+                let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
+                let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
+                let sent = ContinuousClock.now
+                let status = (try? await client.send("POST", "\(url)/v1/schools/\(student.schoolID)/guidances", body: body, token: nil).0) ?? 0
+                let took = (ContinuousClock.now - sent).seconds * 1000
+                results.state.withLock { if status == 202 { $0.latencies.append(took) } else { $0.errors += 1 } }
+            }
+        }
+    }
+    let (latencies, errors) = results.state.withLock { ($0.latencies.sorted(), $0.errors) }
+    func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+    let took = (ContinuousClock.now - started).seconds
+    report(String(format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
+                  latencies.count + errors, took, Double(latencies.count + errors) / took, errors, percentile(0.5), percentile(0.99)))
+}
+
 switch options.command {
+case "load": try await benchLoad()
 case "kafka": try await benchKafka()
 case "apply": try await benchApply()
 case "e2e": try await benchEndToEnd()
