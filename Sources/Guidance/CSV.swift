@@ -1,98 +1,148 @@
+import Foundation
+
 /// RFC 4180 CSV: quoted fields with commas, quotes (`""`) and line breaks,
-/// CRLF or LF line ends, an optional UTF-8 byte-order mark.
-enum CSV {
+/// CRLF or LF line ends, an optional UTF-8 byte-order mark. Bytes are fed in
+/// chunks and rows handed out as they end, so a large file is never held
+/// whole: only ASCII delimiters matter, and each field is checked as UTF-8.
+struct CSV {
     struct Row {
         /// 1-based line where the row starts, for error messages.
         let line: Int
         let fields: [String]
     }
 
-    struct ParseError: Error {
-        let line: Int
-        let reason: String
+    private let file: String
+    private var fields: [String] = []
+    private var field: [UInt8] = []
+    private var inQuotes = false
+    private var fieldWasQuoted = false
+    /// A quote inside a quoted field: an escaped quote or the closing one.
+    private var quotePending = false
+    private var crPending = false
+    private var line = 1
+    private var rowLine = 1
+    private var atStart = true
+
+    init(file: String) {
+        self.file = file
     }
 
-    static func parse(_ text: String) throws(ParseError) -> [Row] {
-        var rows: [Row] = []
-        var fields: [String] = []
-        var field = ""
-        var inQuotes = false
-        var fieldWasQuoted = false
-        var line = 1
-        var rowLine = 1
-        var scalars = Substring(text).unicodeScalars[...]
-        if scalars.first == "\u{FEFF}" { scalars = scalars.dropFirst() }
-        var iterator = scalars.makeIterator()
-        var pending: Unicode.Scalar? = nil
-
-        func next() -> Unicode.Scalar? {
-            if let scalar = pending { pending = nil; return scalar }
-            return iterator.next()
+    /// Reads `path` in 64 KiB chunks.
+    static func forEachRow(inFileAt path: String, file: String, _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw RosterError(file: file, line: nil, reason: "cannot read \(path)")
         }
-
-        func endRow() {
-            fields.append(field)
-            // A blank line is no row.
-            if !(fields.count == 1 && fields[0].isEmpty && !fieldWasQuoted) {
-                rows.append(Row(line: rowLine, fields: fields))
+        defer { try? handle.close() }
+        var reader = CSV(file: file)
+        while true {
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: 65_536) ?? Data()
+            } catch {
+                throw RosterError(file: file, line: nil, reason: "cannot read \(path): \(error)")
             }
-            fields = []
-            field = ""
-            fieldWasQuoted = false
+            if chunk.isEmpty { break }
+            var failure: RosterError?
+            chunk.withUnsafeBytes { bytes in
+                do throws(RosterError) { try reader.feed(bytes, body) } catch { failure = error }
+            }
+            if let failure { throw failure }
         }
+        try reader.finish(body)
+    }
 
-        while let scalar = next() {
+    static func forEachRow(in text: String, file: String, _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        var reader = CSV(file: file)
+        var text = text
+        var failure: RosterError?
+        text.withUTF8 { bytes in
+            do throws(RosterError) { try reader.feed(UnsafeRawBufferPointer(bytes), body) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try reader.finish(body)
+    }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        var index = 0
+        if atStart {
+            atStart = false
+            if bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { index = 3 }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if crPending {
+                crPending = false
+                if byte == 0x0A { continue }
+            }
+            if quotePending {
+                quotePending = false
+                if byte == 0x22 {
+                    field.append(0x22)
+                    continue
+                }
+                inQuotes = false
+            }
             if inQuotes {
-                if scalar == "\"" {
-                    if let following = next() {
-                        if following == "\"" {
-                            field.unicodeScalars.append("\"")
-                        } else {
-                            inQuotes = false
-                            pending = following
-                        }
-                    } else {
-                        inQuotes = false
-                    }
+                if byte == 0x22 {
+                    quotePending = true
                 } else {
-                    if scalar == "\n" { line += 1 }
-                    field.unicodeScalars.append(scalar)
+                    if byte == 0x0A { line += 1 }
+                    field.append(byte)
                 }
                 continue
             }
-            switch scalar {
-            case ",":
-                fields.append(field)
-                field = ""
-                fieldWasQuoted = false
-            case "\"":
+            switch byte {
+            case 0x2C:  // ,
+                try endField()
+            case 0x22:  // "
                 guard field.isEmpty && !fieldWasQuoted else {
-                    throw ParseError(line: line, reason: "a quote inside an unquoted field")
+                    throw RosterError(file: file, line: line, reason: "a quote inside an unquoted field")
                 }
                 inQuotes = true
                 fieldWasQuoted = true
-            case "\r":
-                if let following = next(), following != "\n" { pending = following }
-                endRow()
-                line += 1
-                rowLine = line
-            case "\n":
-                endRow()
+            case 0x0D, 0x0A:
+                crPending = byte == 0x0D
+                try endRow(body)
                 line += 1
                 rowLine = line
             default:
                 if fieldWasQuoted {
-                    throw ParseError(line: line, reason: "text after a closing quote")
+                    throw RosterError(file: file, line: line, reason: "text after a closing quote")
                 }
-                field.unicodeScalars.append(scalar)
+                field.append(byte)
             }
         }
+    }
+
+    mutating func finish(_ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        if quotePending {
+            quotePending = false
+            inQuotes = false
+        }
         if inQuotes {
-            throw ParseError(line: rowLine, reason: "a quoted field is never closed")
+            throw RosterError(file: file, line: rowLine, reason: "a quoted field is never closed")
         }
         if !field.isEmpty || !fields.isEmpty || fieldWasQuoted {
-            endRow()
+            try endRow(body)
         }
-        return rows
+    }
+
+    private mutating func endField() throws(RosterError) {
+        guard let text = String(validating: field, as: UTF8.self) else {
+            throw RosterError(file: file, line: line, reason: "not valid UTF-8")
+        }
+        fields.append(text)
+        field.removeAll(keepingCapacity: true)
+        fieldWasQuoted = false
+    }
+
+    private mutating func endRow(_ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        let blank = fields.isEmpty && field.isEmpty && !fieldWasQuoted
+        try endField()
+        if !blank {
+            try body(Row(line: rowLine, fields: fields))
+        }
+        fields.removeAll(keepingCapacity: true)
     }
 }

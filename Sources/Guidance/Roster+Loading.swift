@@ -17,33 +17,58 @@ extension Roster {
     /// header name; the first broken row stops loading.
     public static func load(from directory: String) throws(RosterError) -> Roster {
         let base = URL(fileURLWithPath: directory)
-        func path(_ name: String) -> String { base.appendingPathComponent(name).path }
-        let tokensPresent = FileManager.default.fileExists(atPath: path("tokens.csv"))
-        let reasonsPresent = FileManager.default.fileExists(atPath: path("reasons.csv"))
-        return try parse(
-            schools: read(path("schools.csv")),
-            students: read(path("students.csv")),
-            teachers: read(path("teachers.csv")),
-            tokens: tokensPresent ? read(path("tokens.csv")) : nil,
-            reasons: reasonsPresent ? read(path("reasons.csv")) : nil)
-    }
-
-    private static func read(_ path: String) throws(RosterError) -> String {
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw RosterError(file: name, line: nil, reason: "cannot read \(path)")
+        // Each file is read in chunks as it is parsed: a district's
+        // students.csv is 11 MB and need not sit in memory.
+        let roster = try parse { (name: String) throws(RosterError) -> CSVSource? in
+            let path = base.appendingPathComponent(name).path
+            let optional = name == "tokens.csv" || name == "reasons.csv"
+            if optional && !FileManager.default.fileExists(atPath: path) { return nil }
+            return .file(path)
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw RosterError(file: name, line: nil, reason: "not valid UTF-8")
-        }
-        return text
+        releaseFreedMemory()
+        return roster
     }
 
     /// Builds a roster from file contents; `tokens` nil means authentication is off.
     public static func parse(schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil) throws(RosterError) -> Roster {
+        let files = ["schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons]
+        return try parse { name in (files[name] ?? nil).map(CSVSource.text) }
+    }
+
+    /// Where a roster file's bytes come from.
+    enum CSVSource {
+        case text(String)
+        case file(String)
+
+        /// Bytes and line breaks, read ahead in chunks for a file.
+        var size: (bytes: Int, lines: Int) {
+            switch self {
+            case .text(let text):
+                return (text.utf8.count, text.utf8.reduce(into: 0) { count, byte in if byte == 10 { count += 1 } })
+            case .file(let path):
+                guard let handle = FileHandle(forReadingAtPath: path) else { return (0, 0) }
+                defer { try? handle.close() }
+                var bytes = 0
+                var lines = 0
+                while let chunk = try? handle.read(upToCount: 65_536), !chunk.isEmpty {
+                    bytes += chunk.count
+                    lines += chunk.reduce(into: 0) { count, byte in if byte == 10 { count += 1 } }
+                }
+                return (bytes, lines)
+            }
+        }
+    }
+
+    /// Builds a roster from the files `source` names, each read when its turn
+    /// comes; nil for an absent optional file.
+    private static func parse(_ source: (String) throws(RosterError) -> CSVSource?) throws(RosterError) -> Roster {
+        func required(_ name: String) throws(RosterError) -> CSVSource {
+            guard let found = try source(name) else { throw RosterError(file: name, line: nil, reason: "missing") }
+            return found
+        }
         var reasonsBySchool: [String: [Reason]] = [:]
-        if let reasons {
-            for row in try Table(file: "reasons.csv", text: reasons, columns: ["school_id", "code", "label", "requires_detail"]).rows {
+        if let reasons = try source("reasons.csv") {
+            try Table.forEach(file: "reasons.csv", source: reasons, columns: ["school_id", "code", "label", "requires_detail"]) { (row) throws(RosterError) in
                 let code = try row.nonEmpty("code")
                 guard code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
                     throw row.error("code '\(code)' may hold only letters, digits, '_' and '-'")
@@ -54,7 +79,7 @@ extension Roster {
         }
 
         var schoolMap: [String: School] = [:]
-        for row in try Table(file: "schools.csv", text: schools, columns: ["school_id", "name", "timezone", "digest_time"]).rows {
+        try Table.forEach(file: "schools.csv", source: required("schools.csv"), columns: ["school_id", "name", "timezone", "digest_time"]) { (row) throws(RosterError) in
             let id = try row.identifier("school_id")
             guard schoolMap[id] == nil else { throw row.error("school '\(id)' is listed twice") }
             let zoneName = try row.nonEmpty("timezone")
@@ -74,29 +99,38 @@ extension Roster {
             throw RosterError(file: "reasons.csv", line: nil, reason: "unknown school '\(school)'")
         }
 
-        var studentMap: [StudentKey: Student] = [:]
-        var studentIDs: Set<String> = []
+        let studentsSource = try required("students.csv")
+        // Sized once from the file: growing by doubling would briefly hold two
+        // copies of a district.
+        let (bytes, lines) = studentsSource.size
+        var directory = StudentDirectory(capacity: lines + 1, textBytes: bytes)
         var grades: [String: Set<Int>] = [:]
-        for row in try Table(file: "students.csv", text: students, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]).rows {
+        try Table.forEach(file: "students.csv", source: studentsSource, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
             guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
             let student = Student(
                 schoolID: school, id: try row.identifier("student_id"), grade: try row.positive("grade"),
                 classNumber: try row.positive("class"), number: try row.positive("number"),
                 name: try row.nonEmpty("name"), photoURL: row["photo_url"])
-            guard studentIDs.insert("\(school)/\(student.id)").inserted else {
-                throw row.error("student '\(student.id)' is listed twice")
+            for (part, value) in [("grade", student.grade), ("class", student.classNumber), ("number", student.number)]
+            where value > StudentDirectory.maxSeatPart {
+                throw row.error("\(part) \(value) is too large")
             }
-            let key = StudentKey(schoolID: school, grade: student.grade, classNumber: student.classNumber, number: student.number)
-            if let other = studentMap[key] {
-                throw row.error("grade \(student.grade) class \(student.classNumber) number \(student.number) is already student '\(other.id)'")
+            do throws(StudentDirectory.Conflict) {
+                try directory.insert(student)
+            } catch {
+                switch error {
+                case .idListedTwice:
+                    throw row.error("student '\(student.id)' is listed twice")
+                case .seatTaken(let other):
+                    throw row.error("grade \(student.grade) class \(student.classNumber) number \(student.number) is already student '\(other)'")
+                }
             }
-            studentMap[key] = student
             grades[school, default: []].insert(student.grade)
         }
 
         var teacherMap: [String: Teacher] = [:]
-        for row in try Table(file: "teachers.csv", text: teachers, columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]).rows {
+        try Table.forEach(file: "teachers.csv", source: required("teachers.csv"), columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
             guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
             let id = try row.identifier("teacher_id")
@@ -120,8 +154,9 @@ extension Roster {
         }
 
         var tokenMap: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
+        let tokens = try source("tokens.csv")
         if let tokens {
-            for row in try Table(file: "tokens.csv", text: tokens, columns: ["token_sha256", "teacher_id"]).rows {
+            try Table.forEach(file: "tokens.csv", source: tokens, columns: ["token_sha256", "teacher_id"]) { (row) throws(RosterError) in
                 let hex = try row.nonEmpty("token_sha256")
                 guard let digest = SHA256.digest(fromHex: hex) else {
                     throw row.error("token_sha256 must be 64 hexadecimal digits")
@@ -133,7 +168,7 @@ extension Roster {
         }
 
         return Roster(
-            schools: schoolMap, students: studentMap, teachers: teacherMap, tokens: tokenMap,
+            schools: schoolMap, students: directory, teachers: teacherMap, tokens: tokenMap,
             authenticationEnabled: tokens != nil, grades: grades)
     }
 
@@ -148,14 +183,18 @@ extension Roster {
     }
 }
 
-/// A CSV file with a header row; columns are found by name.
-private struct Table {
+/// A CSV file with a header row; columns are found by name. Rows are handed
+/// out one at a time as the file is read.
+private enum Table {
     struct Row {
         let file: String
         let line: Int
-        let values: [String: String]
+        let fields: [String]
+        let columns: [String: Int]
 
-        subscript(column: String) -> String { values[column] ?? "" }
+        subscript(column: String) -> String {
+            columns[column].map { fields[$0].trimmingCharacters(in: .whitespaces) } ?? ""
+        }
 
         func error(_ reason: String) -> RosterError { RosterError(file: file, line: line, reason: reason) }
 
@@ -195,29 +234,28 @@ private struct Table {
         }
     }
 
-    let rows: [Row]
-
-    init(file: String, text: String, columns: [String]) throws(RosterError) {
-        let parsed: [CSV.Row]
-        do {
-            parsed = try CSV.parse(text)
-        } catch {
-            throw RosterError(file: file, line: error.line, reason: error.reason)
-        }
-        guard let header = parsed.first else { throw RosterError(file: file, line: nil, reason: "no header row") }
-        let names = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        for column in columns where !names.contains(column) {
-            throw RosterError(file: file, line: header.line, reason: "missing column '\(column)'")
-        }
-        rows = try parsed.dropFirst().map { row throws(RosterError) in
-            guard row.fields.count == names.count else {
-                throw RosterError(file: file, line: row.line, reason: "\(row.fields.count) fields, the header has \(names.count)")
+    static func forEach(file: String, source: Roster.CSVSource, columns required: [String], _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+        var columns: [String: Int]?
+        var width = 0
+        let each = { (row: CSV.Row) throws(RosterError) in
+            guard let header = columns else {
+                let names = row.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                for column in required where !names.contains(column) {
+                    throw RosterError(file: file, line: row.line, reason: "missing column '\(column)'")
+                }
+                columns = Dictionary(names.enumerated().map { ($0.element, $0.offset) }) { first, _ in first }
+                width = names.count
+                return
             }
-            var values: [String: String] = [:]
-            for (name, value) in zip(names, row.fields) {
-                values[name] = value.trimmingCharacters(in: .whitespaces)
+            guard row.fields.count == width else {
+                throw RosterError(file: file, line: row.line, reason: "\(row.fields.count) fields, the header has \(width)")
             }
-            return Row(file: file, line: row.line, values: values)
+            try body(Row(file: file, line: row.line, fields: row.fields, columns: header))
         }
+        switch source {
+        case .text(let text): try CSV.forEachRow(in: text, file: file, each)
+        case .file(let path): try CSV.forEachRow(inFileAt: path, file: file, each)
+        }
+        if columns == nil { throw RosterError(file: file, line: nil, reason: "no header row") }
     }
 }

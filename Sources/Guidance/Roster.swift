@@ -42,22 +42,8 @@ public struct Teacher: Sendable, Equatable {
 
 /// The school directory, read once at start from `ROSTER_DIR`.
 public struct Roster: Sendable {
-    public struct StudentKey: Hashable, Sendable {
-        public let schoolID: String
-        public let grade: Int
-        public let classNumber: Int
-        public let number: Int
-
-        public init(schoolID: String, grade: Int, classNumber: Int, number: Int) {
-            self.schoolID = schoolID
-            self.grade = grade
-            self.classNumber = classNumber
-            self.number = number
-        }
-    }
-
     public let schools: [String: School]
-    let students: [StudentKey: Student]
+    let students: StudentDirectory
     public let teachers: [String: Teacher]
     /// Token digests by their first 8 bytes, each with its teacher id. Empty
     /// when `tokens.csv` is absent.
@@ -70,7 +56,7 @@ public struct Roster: Sendable {
     public func school(_ id: String) -> School? { schools[id] }
 
     public func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
-        students[StudentKey(schoolID: school, grade: grade, classNumber: classNumber, number: number)]
+        students.student(school: school, grade: grade, classNumber: classNumber, number: number)
     }
 
     public func hasGrade(_ grade: Int, in school: String) -> Bool {
