@@ -92,9 +92,10 @@ public final class Consumer: @unchecked Sendable {
         }
     }
 
-    /// Commits the stored offsets and waits for the coordinator's answer.
-    public func commit() throws(KafkaError) {
-        let result = rd_kafka_commit(handle, nil, 0)
+    /// Commits the stored offsets. With `wait`, returns once the coordinator
+    /// answered; without, a failed commit is covered by the next one.
+    public func commit(wait: Bool = true) throws(KafkaError) {
+        let result = rd_kafka_commit(handle, nil, wait ? 0 : 1)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__NO_OFFSET {
             throw KafkaError(result, context: "commit offsets")
         }

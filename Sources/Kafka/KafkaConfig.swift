@@ -153,6 +153,10 @@ public struct ConsumerConfig: Sendable {
             // default is the floor of end-to-end latency on the mock cluster,
             // which does not answer early when data arrives.
             ("fetch.wait.max.ms", "10"),
+            // Prefetched messages held in memory. librdkafka's default is 64 MiB;
+            // measured on a 100,000-event backlog: 8 MiB applied 21,700 events/s,
+            // 32 MiB 38,000, 64 MiB 36,600. 32 MiB keeps the notifier in budget.
+            ("queued.max.messages.kbytes", "32768"),
             ("log_level", "6"),
         ]
         if let instanceID { defaults.append(("group.instance.id", instanceID)) }

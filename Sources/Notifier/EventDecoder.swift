@@ -15,6 +15,36 @@ struct EventDecoder: Sendable {
     }
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
+        // The common case in one JSON pass: the event type the topic carries.
+        let data = Data(message.value)
+        if message.topic == topics.registered, let event = try? EventDecoder.decoder.decode(GuidanceRegistered.self, from: data),
+           event.schemaVersion == 1, event.type == .registered {
+            return registered(event)
+        }
+        if message.topic == topics.deleted, let event = try? EventDecoder.decoder.decode(GuidanceDeleted.self, from: data),
+           event.schemaVersion == 1, event.type == .deleted {
+            return .success(.deleted(
+                guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
+                deletedBy: event.deletedBy, occurredAt: event.occurredAt))
+        }
+        return diagnose(message)
+    }
+
+    private func registered(_ event: GuidanceRegistered) -> Result<StoredEvent, DecodeFailure> {
+        guard let occurred = Timestamp.parse(event.occurredAt) else {
+            return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
+        }
+        guard let school = roster.school(event.schoolId) else {
+            return .failure(DecodeFailure(reason: "unknown school '\(event.schoolId)'"))
+        }
+        return .success(.registered(GuidanceRecord(
+            guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
+            date: Timestamp.localDate(occurred, in: school.timeZone), student: event.student, reason: event.reason,
+            occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
+    }
+
+    /// Why a message is not a valid event, for its dead letter.
+    private func diagnose(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
         let envelope: Envelope
         do {
             envelope = try EventDecoder.decoder.decode(Envelope.self, from: Data(message.value))
@@ -31,23 +61,11 @@ struct EventDecoder: Sendable {
         do {
             switch expected {
             case .registered:
-                let event = try EventDecoder.decoder.decode(GuidanceRegistered.self, from: Data(message.value))
-                guard let occurred = Timestamp.parse(event.occurredAt) else {
-                    return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
-                }
-                guard let school = roster.school(event.schoolId) else {
-                    return .failure(DecodeFailure(reason: "unknown school '\(event.schoolId)'"))
-                }
-                return .success(.registered(GuidanceRecord(
-                    guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
-                    date: Timestamp.localDate(occurred, in: school.timeZone), student: event.student, reason: event.reason,
-                    occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
+                _ = try EventDecoder.decoder.decode(GuidanceRegistered.self, from: Data(message.value))
             case .deleted:
-                let event = try EventDecoder.decoder.decode(GuidanceDeleted.self, from: Data(message.value))
-                return .success(.deleted(
-                    guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
-                    deletedBy: event.deletedBy, occurredAt: event.occurredAt))
+                _ = try EventDecoder.decoder.decode(GuidanceDeleted.self, from: Data(message.value))
             }
+            return .failure(DecodeFailure(reason: "the event is valid but could not be applied"))
         } catch {
             return .failure(DecodeFailure(reason: EventDecoder.describe(error)))
         }

@@ -81,7 +81,9 @@ final class Materializer: Sendable {
             let appliedAt = Date().timeIntervalSince1970
             do {
                 try consumer.store(batch)
-                try consumer.commit()
+                // Not waiting keeps the next batch flowing; the rebalance and
+                // the close commit and wait.
+                try consumer.commit(wait: false)
             } catch {
                 // Applied but not committed: a replay will redo it harmlessly.
                 logger.warning("offset commit failed", ["error": error.message])

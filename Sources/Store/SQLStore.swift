@@ -98,8 +98,17 @@ public final class SQLStore: GuidanceStore {
     public func apply(_ events: [StoredEvent]) throws(StoreError) {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) in
+                // Each school day is locked and checked for amendments once
+                // per batch, not once per event.
+                var days: Set<Day> = []
                 for event in events {
+                    if case .registered(let record) = event, days.insert(Day(school: record.schoolId, date: record.date)).inserted {
+                        try database.lock(SQLStore.dayKey(record.schoolId, record.date), exclusive: false)
+                    }
                     try SQLStore.apply(event, to: database)
+                }
+                for day in days {
+                    try SQLStore.markAmendment(school: day.school, date: day.date, in: database)
                 }
             }
         }
@@ -108,7 +117,6 @@ public final class SQLStore: GuidanceStore {
     private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) {
         switch event {
         case .registered(let record):
-            try database.lock(dayKey(record.schoolId, record.date), exclusive: false)
             // Upsert by guidanceId; a tombstone already there stays.
             try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
@@ -126,7 +134,6 @@ public final class SQLStore: GuidanceStore {
                     .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
                     .text(record.recordedBy), .text(record.occurredAt),
                 ])
-            try markAmendment(school: record.schoolId, date: record.date, in: database)
         case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
             try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
@@ -140,6 +147,11 @@ public final class SQLStore: GuidanceStore {
                 try markAmendment(school: schoolId, date: date, in: database)
             }
         }
+    }
+
+    private struct Day: Hashable {
+        let school: String
+        let date: String
     }
 
     /// The lock of a school's day. Event writes hold it shared and digest runs
