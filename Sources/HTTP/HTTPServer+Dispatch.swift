@@ -48,18 +48,21 @@ extension HTTPServer {
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
         inFlight.subtract(1, ordering: .acquiringAndReleasing)
         let duration = ContinuousClock.now - exchange.started
+        observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
+        let failed = reason != .REQUEST_TERMINATED_COMPLETED_OK
+        // The access log is built only when it will be written.
+        guard failed || exchange.status >= 500 || logger.isEnabled(.debug) else { return }
         let fields = [
             "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
             "status": String(exchange.status), "ms": String(format: "%.2f", duration.seconds * 1000),
         ]
-        if reason != .REQUEST_TERMINATED_COMPLETED_OK {
+        if failed {
             logger.info("request ended before its answer was sent", fields.merging(["reason": String(reason.rawValue)]) { $1 })
         } else if exchange.status >= 500 {
             logger.error("request failed", fields)
         } else {
             logger.debug("request", fields)
         }
-        observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
     }
 }
 

@@ -141,11 +141,16 @@ struct IngestHandlers: Sendable {
             }
             throw error
         }
+        guard logger.isEnabled(.info) else { return accepted(guidanceID, eventID, report) }
         logger.info(type == .registered ? "guidance registered" : "guidance deleted", [
             "requestId": request.requestID, "guidanceId": guidanceID, "key": key,
             "partition": String(report.partition), "offset": String(report.offset),
         ])
-        return .json(Accepted(guidanceId: guidanceID, eventId: eventID, topic: report.topic, partition: report.partition, offset: report.offset), status: 202)
+        return accepted(guidanceID, eventID, report)
+    }
+
+    private func accepted(_ guidanceID: String, _ eventID: String, _ report: DeliveryReport) -> Response {
+        .json(Accepted(guidanceId: guidanceID, eventId: eventID, topic: report.topic, partition: report.partition, offset: report.offset), status: 202)
     }
 
     @discardableResult
