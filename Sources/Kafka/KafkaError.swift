@@ -60,7 +60,11 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         let name = String(cString: rd_kafka_err2name(raw))
         let code: Code
         switch raw {
-        case _ where producerFatal, RD_KAFKA_RESP_ERR__FATAL:
+        case _ where producerFatal, RD_KAFKA_RESP_ERR__FATAL,
+             // The idempotent producer's sequence errors precede its fatal state.
+             RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER,
+             RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID,
+             RD_KAFKA_RESP_ERR__INCONSISTENT, RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE:
             code = .producerFailed
         case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
             code = .deliveryTimedOut

@@ -185,8 +185,11 @@ final class ProducerClient: @unchecked Sendable {
     }
 
     /// Called from a delivery report on the polling thread.
+    /// The report can come before the error callback that announces the
+    /// fatal state, so the handle itself is asked too.
     fileprivate func failure(for error: rd_kafka_resp_err_t, topic: String) -> KafkaError {
-        KafkaError(error, context: "delivery to \(topic)", producerFatal: context.fatal.load(ordering: .acquiring))
+        let fatal = context.fatal.load(ordering: .acquiring) || rd_kafka_fatal_error(handle, nil, 0) != RD_KAFKA_RESP_ERR_NO_ERROR
+        return KafkaError(error, context: "delivery to \(topic)", producerFatal: fatal)
     }
 
     func close(drainFor timeout: Duration) {

@@ -5,20 +5,7 @@ import TestSupport
 import XCTest
 
 /// Each test gets a fresh mock cluster and its own topic and group names.
-final class ProducerConsumerTests: XCTestCase {
-    var cluster: MockCluster!
-    var topic = ""
-
-    override func setUpWithError() throws {
-        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
-        topic = "t-\(UUID().uuidString.prefix(8))"
-        try cluster.createTopic(topic, partitions: 4)
-    }
-
-    override func tearDown() {
-        cluster = nil
-    }
-
+final class ProducerConsumerTests: MockClusterTestCase {
     func testRoundTripKeepsKeysHeadersAndOrderPerKey() async throws {
         let producer = try Producer(config: producerConfig(cluster), logger: quietLogger("producer"))
         defer { producer.close() }

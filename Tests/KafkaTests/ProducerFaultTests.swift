@@ -4,20 +4,7 @@ import Kafka
 import TestSupport
 import XCTest
 
-final class ProducerFaultTests: XCTestCase {
-    var cluster: MockCluster!
-    var topic = ""
-
-    override func setUpWithError() throws {
-        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
-        topic = "t-\(UUID().uuidString.prefix(8))"
-        try cluster.createTopic(topic, partitions: 4)
-    }
-
-    override func tearDown() {
-        cluster = nil
-    }
-
+final class ProducerFaultTests: MockClusterTestCase {
     func testSendFailsRetriablyWithinDeliveryTimeoutWhileBrokersAreDownThenRecovers() async throws {
         let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(2)), logger: quietLogger("producer"))
         defer { producer.close() }
@@ -65,6 +52,11 @@ final class ProducerFaultTests: XCTestCase {
         XCTAssertFalse(failures.isEmpty, "no send failed: the fault was not injected")
         for failure in failures {
             XCTAssertTrue(failure.isRetriable, "\(failure)")
+        }
+        // The replacement follows the failed reports on the polling thread.
+        let replacedBy = ContinuousClock.now + .seconds(5)
+        while producer.replacements == 0 && ContinuousClock.now < replacedBy {
+            try await Task.sleep(for: .milliseconds(10))
         }
         XCTAssertGreaterThanOrEqual(producer.replacements, 1, "the fatal producer was not replaced")
 

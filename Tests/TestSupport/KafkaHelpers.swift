@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import XCTest
 
 public func quietLogger(_ component: String) -> Logger {
     Logger(component: component, level: Logger.Level(name: ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "") ?? .error)
@@ -24,4 +25,21 @@ public func consumeAll(_ consumer: Consumer, count: Int) -> [ConsumedMessage] {
         messages += consumer.poll(maxMessages: 500, timeout: .milliseconds(200))
     }
     return messages
+}
+
+/// A test case with a fresh three-broker mock cluster and a 4-partition topic
+/// of its own for every test.
+open class MockClusterTestCase: XCTestCase {
+    public var cluster: MockCluster!
+    public var topic = ""
+
+    open override func setUpWithError() throws {
+        cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
+        topic = "t-\(UUID().uuidString.prefix(8))"
+        try cluster.createTopic(topic, partitions: 4)
+    }
+
+    open override func tearDown() {
+        cluster = nil
+    }
 }
