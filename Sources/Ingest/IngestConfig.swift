@@ -27,12 +27,11 @@ public struct IngestConfig: Sendable {
     public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> IngestConfig {
         _ = try environment.logLevel()
         let kafka = try KafkaConfig.fromEnvironment(environment)
-        var producer = ProducerConfig(kafka: kafka, clientID: "guidance-ingest")
+        let producer = ProducerConfig(kafka: kafka, clientID: "guidance-ingest")
         // The HTTP connection must outlive the longest wait for an acknowledgement.
         let http = HTTPServerConfig(
             port: try environment.port("INGEST_PORT", default: 8080),
             connectionTimeout: max(.seconds(30), producer.deliveryTimeout + .seconds(5)))
-        producer.maxQueuedMessages = 100_000
         return IngestConfig(
             http: http,
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
