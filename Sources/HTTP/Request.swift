@@ -84,7 +84,7 @@ public struct Request: Sendable {
         case is Double.Type, is Float.Type: "a number"
         case is Bool.Type: "a boolean"
         case is [Any].Type: "an array"
-        default: type == [String: Any].self ? "an object" : "an object"
+        default: "an object"
         }
     }
 }
