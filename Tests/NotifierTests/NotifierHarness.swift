@@ -147,6 +147,19 @@ final class NotifierHarness: @unchecked Sendable {
         try await fetch("GET", "\(notifierBase)/v1/schools/\(school)/guidances?date=\(date)\(query)", headers: headers(teacher))
     }
 
+    /// Guidance ids listed for the date, polled until they are `expected` (or
+    /// 20 s): a deletion travels on its own topic and may land after.
+    func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>) async throws -> Set<String> {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var ids: Set<String> = []
+        repeat {
+            ids = Set(try await waitForList(school: school, date: date, count: expected.count))
+            if ids == expected { break }
+            try await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < deadline
+        return ids
+    }
+
     /// Guidance ids listed for the date, polled until `count` appear (or 20 s).
     func waitForList(school: String = "sa", date: String = "2026-11-21", count: Int) async throws -> [String] {
         let deadline = ContinuousClock.now + .seconds(20)
