@@ -47,6 +47,9 @@ final class Materializer: Sendable {
         }
     }
 
+    /// Partitions this replica consumes now.
+    var assignedPartitions: Int { consumer.assignment().count }
+
     func start() {
         let thread = Thread { [self] in
             loop()

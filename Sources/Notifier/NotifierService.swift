@@ -63,6 +63,10 @@ public final class NotifierService: Sendable {
 
     public var port: Int { server.port }
 
+    /// Partitions of the two topics this replica consumes now (0 before it
+    /// joined the group, or when other replicas hold them all).
+    public var assignedPartitions: Int { materializer.assignedPartitions }
+
     /// Joins the consumer group, starts serving and, when configured, the schedule.
     public func start() async throws {
         await runner.checkPartitions(expected: config.partitions)

@@ -92,6 +92,13 @@ final class NotifierHarness: @unchecked Sendable {
         try await service.start()
         notifier = service
         notifierBase = "http://127.0.0.1:\(service.port)"
+        // Tests start once the replica consumes: joining the mock's group
+        // takes about 3 s, and once in CI nothing was applied for 40 s.
+        let joined = ContinuousClock.now + .seconds(60)
+        while service.assignedPartitions == 0 && ContinuousClock.now < joined {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertGreaterThan(service.assignedPartitions, 0, "the notifier never joined its consumer group")
     }
 
     func stopNotifier() async {
