@@ -50,6 +50,13 @@ final class NotifierHarness: @unchecked Sendable {
         }.joined(separator: "\n") + "\n"
     }
 
+    /// `TEST_KAFKA_DEBUG=cgrp` (with `TEST_LOG_LEVEL=debug`) traces the group protocol.
+    static let kafkaProperties: [String: String] = {
+        var properties = ["topic.metadata.refresh.interval.ms": "1000"]
+        if let debug = ProcessInfo.processInfo.environment["TEST_KAFKA_DEBUG"] { properties["debug"] = debug }
+        return properties
+    }()
+
     let cluster: MockCluster
     let topics: Topics
     let roster: Roster
@@ -82,23 +89,34 @@ final class NotifierHarness: @unchecked Sendable {
 
     func startNotifier(group: String? = nil) async throws {
         if let group { groupID = group }
+        // Tests start once the replica consumes. Joining the mock's group
+        // takes about 3 s, but in about one start in thirty under a full test
+        // run the join never completed (no assignment in 60 s; cause not
+        // found). Such a replica is restarted once, as an operator would.
+        for attempt in 1...2 {
+            let service = try makeNotifier()
+            try await service.start()
+            notifier = service
+            notifierBase = "http://127.0.0.1:\(service.port)"
+            let joined = ContinuousClock.now + .seconds(20)
+            while service.assignedPartitions == 0 && ContinuousClock.now < joined {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            if service.assignedPartitions > 0 { return }
+            print("harness: the notifier had no partitions after 20 s (attempt \(attempt)); restarting it")
+            await stopNotifier()
+        }
+        XCTFail("the notifier never joined its consumer group")
+    }
+
+    private func makeNotifier() throws -> NotifierService {
         var config = NotifierConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
             store: .sqlite(path: directory.appendingPathComponent("notifier.db").path),
-            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: ["topic.metadata.refresh.interval.ms": "1000"]),
+            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
-        let service = try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
-        try await service.start()
-        notifier = service
-        notifierBase = "http://127.0.0.1:\(service.port)"
-        // Tests start once the replica consumes: joining the mock's group
-        // takes about 3 s, and once in CI nothing was applied for 40 s.
-        let joined = ContinuousClock.now + .seconds(60)
-        while service.assignedPartitions == 0 && ContinuousClock.now < joined {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        XCTAssertGreaterThan(service.assignedPartitions, 0, "the notifier never joined its consumer group")
+        return try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
     }
 
     func stopNotifier() async {
@@ -110,6 +128,11 @@ final class NotifierHarness: @unchecked Sendable {
         await stopNotifier()
         await ingest.shutdown()
         try? FileManager.default.removeItem(at: directory)
+        if ProcessInfo.processInfo.environment["TEST_THREADS"] != nil,
+           let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) {
+            print("harness: \(line)")
+        }
     }
 
     func headers(_ teacher: String?) -> [String: String] {
