@@ -101,6 +101,15 @@ public final class Consumer: @unchecked Sendable {
         }
     }
 
+    /// The member id the group coordinator gave this client; nil before it
+    /// joined.
+    public var memberID: String? {
+        guard let id = rd_kafka_memberid(handle) else { return nil }
+        defer { rd_kafka_mem_free(handle, id) }
+        let text = String(cString: id)
+        return text.isEmpty ? nil : text
+    }
+
     public func assignment() -> [TopicPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         guard rd_kafka_assignment(handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }

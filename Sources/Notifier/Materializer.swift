@@ -11,7 +11,10 @@ import Synchronization
 /// store and commit the offsets. A crash anywhere replays, and replays are
 /// harmless.
 final class Materializer: Sendable {
-    private let consumer: Consumer
+    /// Replaced by the join watchdog; read by other threads for metrics.
+    private let current: Mutex<Consumer>
+    private var consumer: Consumer { current.withLock { $0 } }
+    private let consumerConfig: ConsumerConfig
     private let store: any GuidanceStore
     private let producer: Producer
     private let decoder: EventDecoder
@@ -34,14 +37,12 @@ final class Materializer: Sendable {
         groupID = config.groupID
         maxBatch = config.maxBatch
         decoder = EventDecoder(roster: roster, topics: config.topics)
-        consumer = try Consumer(
-            config: ConsumerConfig(
-                kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
-                instanceID: config.instanceID, clientID: "guidance-notifier"),
-            logger: logger.with(["part": "consumer"]))
-        let consumer = self.consumer
-        metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") {
-            consumer.lag().sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map {
+        consumerConfig = ConsumerConfig(
+            kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
+            instanceID: config.instanceID, clientID: "guidance-notifier")
+        current = Mutex(try Consumer(config: consumerConfig, logger: logger.with(["part": "consumer"])))
+        metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") { [weak self] in
+            (self?.consumer.lag() ?? [:]).sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map {
                 ([("topic", $0.key.topic), ("partition", String($0.key.partition))], Double($0.value))
             }
         }
@@ -49,6 +50,9 @@ final class Materializer: Sendable {
 
     /// Partitions this replica consumes now.
     var assignedPartitions: Int { consumer.assignment().count }
+
+    /// The replica's member id in the group; nil until it joined.
+    var memberID: String? { consumer.memberID }
 
     func start() {
         let thread = Thread { [self] in
@@ -67,8 +71,14 @@ final class Materializer: Sendable {
     }
 
     private func loop() {
+        var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
         while running.load(ordering: .acquiring) {
+            let consumer = self.consumer
             let batch = consumer.poll(maxMessages: maxBatch, timeout: .milliseconds(200))
+            if watchdog.shouldRestart(joined: consumer.memberID != nil, now: .now) {
+                restartConsumer()
+                continue
+            }
             guard !batch.isEmpty else { continue }
             var events: [StoredEvent] = []
             events.reserveCapacity(batch.count)
@@ -96,6 +106,26 @@ final class Materializer: Sendable {
                 "notifier_event_visibility_seconds", help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
                 values: batch.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
         }
+    }
+
+    /// Replaces a consumer that never joined its group. Seen in tests on the
+    /// mock cluster: about one start in fifteen got no assignment, and a new
+    /// client for the same group joined at once.
+    private func restartConsumer() {
+        logger.warning("the consumer has not joined its group; replacing it", ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+        metrics.increment("notifier_consumer_restarts_total", help: "Consumers replaced because they never joined the group.")
+        let replacement: Consumer
+        do {
+            replacement = try Consumer(config: consumerConfig, logger: logger.with(["part": "consumer"]))
+        } catch {
+            logger.error("could not create a replacement consumer", ["error": error.message])
+            return
+        }
+        let old = current.withLock { current in
+            defer { current = replacement }
+            return current
+        }
+        old.close()
     }
 
     /// Retries until the store takes the batch or the notifier stops; false

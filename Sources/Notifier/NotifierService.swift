@@ -67,6 +67,9 @@ public final class NotifierService: Sendable {
     /// joined the group, or when other replicas hold them all).
     public var assignedPartitions: Int { materializer.assignedPartitions }
 
+    /// The replica's member id in the consumer group; nil until it joined.
+    public var memberID: String? { materializer.memberID }
+
     /// Joins the consumer group, starts serving and, when configured, the schedule.
     public func start() async throws {
         await runner.checkPartitions(expected: config.partitions)
