@@ -36,13 +36,7 @@ public final class Admin: @unchecked Sendable {
 
     /// Brokers in the cluster.
     public func brokerCount(timeout: Duration = .seconds(10)) throws(KafkaError) -> Int {
-        var metadata: UnsafePointer<rd_kafka_metadata>?
-        let result = rd_kafka_metadata(handle, 0, nil, &metadata, Int32(clamping: timeout.milliseconds))
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
-            throw KafkaError(result, context: "read cluster metadata")
-        }
-        defer { rd_kafka_metadata_destroy(metadata) }
-        return Int(metadata.pointee.broker_cnt)
+        try Metadata.brokerCount(handle: handle, timeout: timeout)
     }
 
     /// Creates the topics that do not exist yet and returns every topic's

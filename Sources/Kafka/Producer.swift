@@ -47,10 +47,7 @@ public final class Producer: Sendable {
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 let reachable = client.withLiveHandle { handle in
-                    var metadata: UnsafePointer<rd_kafka_metadata>?
-                    let result = rd_kafka_metadata(handle, 0, nil, &metadata, Int32(clamping: timeout.milliseconds))
-                    if let metadata { rd_kafka_metadata_destroy(metadata) }
-                    return result == RD_KAFKA_RESP_ERR_NO_ERROR && metadata != nil
+                    (try? Metadata.brokerCount(handle: handle, timeout: timeout)) != nil
                 }
                 continuation.resume(returning: reachable ?? false)
             }
