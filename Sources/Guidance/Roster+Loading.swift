@@ -128,6 +128,7 @@ extension Roster {
             }
             grades[school, default: []].insert(student.grade)
         }
+        directory.finishLoading()
 
         var teacherMap: [String: Teacher] = [:]
         try Table.forEach(file: "teachers.csv", source: required("teachers.csv"), columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in

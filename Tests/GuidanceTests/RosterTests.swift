@@ -19,6 +19,21 @@ final class RosterTests: XCTestCase {
         XCTAssertFalse(roster.authenticationEnabled)
     }
 
+    func testPhotoURLsComeBackExactlyAsListed() throws {
+        // Stored as a shared directory plus a file name; every shape must
+        // round-trip unchanged.
+        let urls = [
+            "https://photos.example/sa/s1.jpg", "https://photos.example/sa/s2.jpg", "https://cdn.example/other/s3.png",
+            "s4.jpg", "", "https://photos.example/sa/", "https://photos.example/사진/김.jpg?v=2", "/",
+        ]
+        var students = "school_id,student_id,grade,class,number,name,photo_url\n"
+        for (index, url) in urls.enumerated() { students += "sa,s\(index),1,1,\(index + 1),Kim,\(url)\n" }
+        let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
+        for (index, url) in urls.enumerated() {
+            XCTAssertEqual(roster.student(school: "sa", grade: 1, classNumber: 1, number: index + 1)?.photoURL, url)
+        }
+    }
+
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
         XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers)) { error in
