@@ -25,7 +25,7 @@ public struct HTTPServerConfig: Sendable {
         host: String? = nil, port: Int = 8080,
         threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
         connectionLimit: Int = 1000, perIPConnectionLimit: Int = 500,
-        connectionTimeout: Duration = .seconds(30), connectionMemory: Int = 32 * 1024,
+        connectionTimeout: Duration = .seconds(30), connectionMemory: Int = 16 * 1024,
         maxBodySize: Int = 16 * 1024, backlog: Int = 1024
     ) {
         self.host = host
