@@ -20,6 +20,14 @@ public final class Metrics: Sendable {
         var buckets: [Double] = []
         var sum: Double = 0
         var count: Double = 0
+
+        mutating func observe(_ value: Double, bounds: [Double]) {
+            for (index, bound) in bounds.enumerated() where value <= bound {
+                buckets[index] += 1
+            }
+            sum += value
+            count += 1
+        }
     }
 
     public static let latencyBuckets: [Double] = [
@@ -50,17 +58,13 @@ public final class Metrics: Sendable {
         let key = Metrics.render(labels)
         let buckets = self.buckets
         families.withLock { families in
-            var family = families[name] ?? Family(help: help, kind: .histogram)
-            var series = family.series[key] ?? Series(buckets: Array(repeating: 0, count: buckets.count))
+            // Changed in place: a copy taken out and written back would copy
+            // the family's series on every observation.
             for value in values {
-                for (index, bound) in buckets.enumerated() where value <= bound {
-                    series.buckets[index] += 1
-                }
-                series.sum += value
-                series.count += 1
+                families[name, default: Family(help: help, kind: .histogram)]
+                    .series[key, default: Series(buckets: Array(repeating: 0, count: buckets.count))]
+                    .observe(value, bounds: buckets)
             }
-            family.series[key] = series
-            families[name] = family
         }
     }
 
@@ -111,8 +115,22 @@ public final class Metrics: Sendable {
     private static func join(_ a: String, _ b: String) -> String { a.isEmpty ? b : a + "," + b }
     private static func braces(_ key: String) -> String { key.isEmpty ? "" : "{\(key)}" }
 
+    /// Label values are escaped on every increment, so the common case (no
+    /// backslash, quote or newline) returns the value untouched.
     private static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else {
+            return value
+        }
+        var escaped = ""
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 
     private static func number(_ value: Double) -> String {
