@@ -43,7 +43,7 @@ struct IngestHandlers: Sendable {
         let body = try request.decode(RegisterRequest.self)
 
         var malformed: [FieldError] = []
-        let guidanceID = body.guidanceId.map { $0.lowercased() } ?? UUID().uuidString.lowercased()
+        let guidanceID = body.guidanceId.map { $0.lowercased() } ?? RandomID.uuid()
         if let given = body.guidanceId, UUID(uuidString: given) == nil {
             malformed.append(FieldError(field: "guidanceId", message: "must be a UUID"))
         }
@@ -92,7 +92,7 @@ struct IngestHandlers: Sendable {
         }
 
         let event = GuidanceRegistered(
-            eventId: UUID().uuidString.lowercased(), guidanceId: guidanceID, schoolId: schoolID,
+            eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID,
             student: StudentRef(student), reason: ReasonRef(code: reason.code, label: reason.label, detail: (detail ?? "").isEmpty ? nil : detail),
             recordedBy: recordedBy, occurredAt: Timestamp.format(occurredAt), recordedAt: Timestamp.format(now))
         return try await publish(
@@ -116,7 +116,7 @@ struct IngestHandlers: Sendable {
         }
         let deletedBy = teacher?.id ?? request.query["deletedBy"] ?? "unknown"
         let event = GuidanceDeleted(
-            eventId: UUID().uuidString.lowercased(), guidanceId: guidanceID, schoolId: schoolID, grade: grade,
+            eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, grade: grade,
             deletedBy: deletedBy, occurredAt: Timestamp.format(Timestamp.now()))
         return try await publish(
             event, type: .deleted, topic: topics.deleted, key: eventKey(school: schoolID, grade: grade),

@@ -50,7 +50,7 @@ func sampleEvent(_ index: Int, date: Double) -> (key: String, value: [UInt8]) {
     let reasons = ["wrongClothes", "noShoes", "trespassing", "others"]
     let code = reasons[index % reasons.count]
     let event = GuidanceRegistered(
-        eventId: UUID().uuidString.lowercased(), guidanceId: UUID().uuidString.lowercased(), schoolId: student.schoolID,
+        eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: student.schoolID,
         student: StudentRef(student), reason: ReasonRef(code: code, label: code, detail: code == "others" ? "bench" : nil),
         recordedBy: "t-gate-01", occurredAt: Timestamp.format(date), recordedAt: Timestamp.format(date))
     return (eventKey(school: student.schoolID, grade: student.grade), Array(try! JSONEncoder().encode(event)))
