@@ -1,3 +1,5 @@
+import Common
+
 /// The events on Kafka (DESIGN.md, "Events"). Key `"<schoolId>/<grade>"`;
 /// headers `event-type`, `schema-version: 1`, `content-type: application/json`.
 public enum EventType: String, Sendable, Codable {
@@ -95,6 +97,51 @@ public struct GuidanceDeleted: Codable, Sendable, Equatable {
         self.grade = grade
         self.deletedBy = deletedBy
         self.occurredAt = occurredAt
+    }
+}
+
+extension GuidanceRegistered {
+    /// The event as JSON: what `JSONEncoder` writes for it (a test holds them
+    /// equal), without its cost on the ingest's hot path.
+    public var json: [UInt8] {
+        var writer = JSONWriter()
+        writer.field("schemaVersion", schemaVersion)
+        writer.field("type", type.rawValue)
+        writer.field("eventId", eventId)
+        writer.field("guidanceId", guidanceId)
+        writer.field("schoolId", schoolId)
+        writer.object("student") { student in
+            student.field("studentId", self.student.studentId)
+            student.field("grade", self.student.grade)
+            student.field("classNumber", self.student.classNumber)
+            student.field("number", self.student.number)
+            student.field("name", self.student.name)
+        }
+        writer.object("reason") { reason in
+            reason.field("code", self.reason.code)
+            reason.field("label", self.reason.label)
+            reason.field("detail", self.reason.detail)
+        }
+        writer.field("recordedBy", recordedBy)
+        writer.field("occurredAt", occurredAt)
+        writer.field("recordedAt", recordedAt)
+        return writer.finish()
+    }
+}
+
+extension GuidanceDeleted {
+    /// The event as JSON, like `GuidanceRegistered.json`.
+    public var json: [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.field("schemaVersion", schemaVersion)
+        writer.field("type", type.rawValue)
+        writer.field("eventId", eventId)
+        writer.field("guidanceId", guidanceId)
+        writer.field("schoolId", schoolId)
+        writer.field("grade", grade)
+        writer.field("deletedBy", deletedBy)
+        writer.field("occurredAt", occurredAt)
+        return writer.finish()
     }
 }
 

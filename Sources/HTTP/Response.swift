@@ -13,11 +13,15 @@ public struct Response: Sendable {
 
     public static func json<T: Encodable>(_ value: T, status: Int = 200) -> Response {
         do {
-            let data = try Response.encoder.encode(value)
-            return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(data))
+            return json(written: Array(try Response.encoder.encode(value)), status: status)
         } catch {
             return Response(status: 500, headers: [("Content-Type", "text/plain")], body: Array("could not encode the response\n".utf8))
         }
+    }
+
+    /// A body already written as JSON (see `JSONWriter`).
+    public static func json(written body: [UInt8], status: Int = 200) -> Response {
+        Response(status: status, headers: [("Content-Type", "application/json")], body: body)
     }
 
     public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> Response {

@@ -16,7 +16,6 @@ struct IngestHandlers: Sendable {
     let futureTolerance: Double
 
     private static let gateRoles: Set<Teacher.Role> = [.gate, .admin]
-    private static let encoder = JSONEncoder()
 
     func routes(into router: inout Router) {
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", lookUpStudent)
@@ -96,7 +95,7 @@ struct IngestHandlers: Sendable {
             student: StudentRef(student), reason: ReasonRef(code: reason.code, label: reason.label, detail: (detail ?? "").isEmpty ? nil : detail),
             recordedBy: recordedBy, occurredAt: Timestamp.format(occurredAt), recordedAt: Timestamp.format(now))
         return try await publish(
-            event, type: .registered, topic: topics.registered, key: eventKey(school: schoolID, grade: student.grade),
+            event.json, type: .registered, topic: topics.registered, key: eventKey(school: schoolID, grade: student.grade),
             guidanceID: guidanceID, eventID: event.eventId, request: request)
     }
 
@@ -119,14 +118,13 @@ struct IngestHandlers: Sendable {
             eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, grade: grade,
             deletedBy: deletedBy, occurredAt: Timestamp.format(Timestamp.now()))
         return try await publish(
-            event, type: .deleted, topic: topics.deleted, key: eventKey(school: schoolID, grade: grade),
+            event.json, type: .deleted, topic: topics.deleted, key: eventKey(school: schoolID, grade: grade),
             guidanceID: guidanceID, eventID: event.eventId, request: request)
     }
 
-    private func publish<Event: Encodable>(
-        _ event: Event, type: EventType, topic: String, key: String, guidanceID: String, eventID: String, request: Request
+    private func publish(
+        _ value: [UInt8], type: EventType, topic: String, key: String, guidanceID: String, eventID: String, request: Request
     ) async throws -> Response {
-        let value = try Array(IngestHandlers.encoder.encode(event))
         let message = OutgoingMessage(
             topic: topic, key: key, value: value,
             headers: [(EventHeader.type, type.rawValue), (EventHeader.schemaVersion, "1"), (EventHeader.contentType, "application/json")])
@@ -150,7 +148,13 @@ struct IngestHandlers: Sendable {
     }
 
     private func accepted(_ guidanceID: String, _ eventID: String, _ report: DeliveryReport) -> Response {
-        .json(Accepted(guidanceId: guidanceID, eventId: eventID, topic: report.topic, partition: report.partition, offset: report.offset), status: 202)
+        var body = JSONWriter(capacity: 192)
+        body.field("eventId", eventID)
+        body.field("guidanceId", guidanceID)
+        body.field("offset", report.offset)
+        body.field("partition", report.partition)
+        body.field("topic", report.topic)
+        return .json(written: body.finish(), status: 202)
     }
 
     @discardableResult

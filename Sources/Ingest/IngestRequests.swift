@@ -20,15 +20,6 @@ struct RegisterRequest: Decodable, Sendable {
     let occurredAt: String?
 }
 
-/// The 202 answer to a registration or deletion.
-struct Accepted: Encodable, Sendable {
-    let guidanceId: String
-    let eventId: String
-    let topic: String
-    let partition: Int32
-    let offset: Int64
-}
-
 /// `GET /v1/schools/{schoolId}/students/{grade}/{class}/{number}`.
 struct StudentView: Encodable, Sendable {
     let studentId: String
