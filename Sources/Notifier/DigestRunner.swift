@@ -4,9 +4,10 @@ import Guidance
 import Kafka
 import Store
 
-/// Runs the cutoff procedure of DESIGN.md for a school and date: capture the
+/// Runs the cutoff procedure of DESIGN.md for a batch of schools: capture the
 /// high watermarks of both topics, wait until the group's committed offsets
-/// reach them, then let the store write the digests in one transaction. The
+/// reach them, then let the store write each school's digests in one
+/// transaction. The
 /// store's uniqueness of `(teacher, school, date, scope, revision)` decides
 /// between replicas; a rerun finds nothing new to say.
 final class DigestRunner: Sendable {
@@ -73,12 +74,23 @@ final class DigestRunner: Sendable {
         Timestamp.localDate(Timestamp.now(), in: school.timeZone)
     }
 
-    /// Waits for the cutoff (unless `waitForCutoff` is false, as for
-    /// amendments) and writes the digests.
-    func run(school: School, date: String, waitForCutoff: Bool = true) async throws -> Run {
-        if waitForCutoff {
-            try await self.waitForCutoff()
+    /// Waits once for the cutoff, then writes each school's digests for its
+    /// date. One cutoff serves the whole batch: every event acknowledged
+    /// before it is in the digests, and a later one is either in them too or
+    /// makes an amendment (the store's day locks decide).
+    func run(_ batch: [(school: School, date: String)]) async throws -> [Run] {
+        guard !batch.isEmpty else { return [] }
+        try await waitForCutoff()
+        var runs: [Run] = []
+        for (school, date) in batch {
+            runs.append(try await deliver(school: school, date: date))
         }
+        return runs
+    }
+
+    /// Writes the digests (or amendments) of one school and date, without
+    /// waiting for a cutoff.
+    private func deliver(school: School, date: String) async throws -> Run {
         let planner = self.planner
         let store = self.store
         let digests = try await blocking {
@@ -94,8 +106,10 @@ final class DigestRunner: Sendable {
         return Run(schoolId: school.id, date: date, digests: digests.count)
     }
 
-    /// Every school whose digest time has passed today and that has no run yet.
+    /// Every school whose digest time has passed today and that has no run
+    /// yet, behind one cutoff.
     func runDueSchools() async {
+        var due: [(school: School, date: String)] = []
         for school in roster.schools.values.sorted(by: { $0.id < $1.id }) {
             let now = Timestamp.now()
             let local = now + Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)))
@@ -104,8 +118,21 @@ final class DigestRunner: Sendable {
             let date = today(for: school)
             do {
                 let store = self.store
-                guard try await !blocking({ try store.runCompleted(school: school.id, date: date) }) else { continue }
-                _ = try await run(school: school, date: date)
+                if try await !blocking({ try store.runCompleted(school: school.id, date: date) }) { due.append((school, date)) }
+            } catch {
+                logger.error("could not check for a digest run; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+            }
+        }
+        guard !due.isEmpty else { return }
+        do {
+            try await waitForCutoff()
+        } catch {
+            logger.error("scheduled digest runs wait for the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
+            return
+        }
+        for (school, date) in due {
+            do {
+                _ = try await deliver(school: school, date: date)
             } catch {
                 logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
             }
@@ -118,7 +145,7 @@ final class DigestRunner: Sendable {
             let store = self.store
             for pending in try await blocking({ try store.pendingAmendments() }) {
                 guard let school = roster.school(pending.school) else { continue }
-                _ = try await run(school: school, date: pending.date, waitForCutoff: false)
+                _ = try await deliver(school: school, date: pending.date)
             }
         } catch {
             logger.error("amendment run failed; retrying at the next tick", ["error": "\(error)"])

@@ -110,16 +110,13 @@ struct NotifierHandlers: Sendable {
             }
             schools = schools.filter { $0.id == teacher.schoolID }
         }
-        var runs: [DigestRunner.Run] = []
-        for school in schools {
-            do {
-                runs.append(try await runner.run(school: school, date: body.date ?? runner.today(for: school)))
-            } catch let timeout as DigestRunner.CutoffTimeout {
-                logger.warning("digest run waited too long for the cutoff", ["school": school.id, "error": timeout.description])
-                throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
-            }
+        do {
+            let runs = try await runner.run(schools.map { ($0, body.date ?? runner.today(for: $0)) })
+            return .json(RunResponse(runs: runs))
+        } catch let timeout as DigestRunner.CutoffTimeout {
+            logger.warning("digest run waited too long for the cutoff", ["schools": String(schools.count), "error": timeout.description])
+            throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
         }
-        return .json(RunResponse(runs: runs))
     }
 
     // MARK: - Access
