@@ -1,3 +1,4 @@
+import Common
 import Foundation
 
 /// A complete HTTP request: headers, query and the whole (size-capped) body.
@@ -32,22 +33,30 @@ public struct Request: Sendable {
     }
 
     /// Decodes a JSON body: 415 unless the body is JSON, 400 naming the field
-    /// for malformed JSON, a missing field or a wrong type.
-    public func decode<T: Decodable>(_ type: T.Type) throws(HTTPError) -> T {
+    /// for malformed JSON, a missing field or a wrong type. `plain`, when
+    /// given, builds `T` from the fields `JSONReader` found, faster than
+    /// `JSONDecoder`; when either answers nil, `JSONDecoder` reads the body
+    /// and names what is wrong.
+    public func decode<T: Decodable>(_ type: T.Type, plain: (([String: JSONValue]) -> T?)? = nil) throws(HTTPError) -> T {
         let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         } ?? ""
         guard contentType == "application/json" || (contentType.hasPrefix("application/") && contentType.hasSuffix("+json")) else {
             throw HTTPError(status: 415, detail: "the body must be application/json, got '\(contentType.isEmpty ? "none" : contentType)'")
         }
+        if let plain, let fields = JSONReader.object(body), let value = plain(fields) {
+            return value
+        }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(body))
+            return try Request.decoder.decode(T.self, from: Data(body))
         } catch let error as DecodingError {
             throw Request.describe(error)
         } catch {
             throw HTTPError.badRequest("the body is not valid JSON")
         }
     }
+
+    private static let decoder = JSONDecoder()
 
     static func describe(_ error: DecodingError) -> HTTPError {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {

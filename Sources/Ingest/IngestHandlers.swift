@@ -39,7 +39,7 @@ struct IngestHandlers: Sendable {
     @Sendable func register(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
-        let body = try request.decode(RegisterRequest.self)
+        let body = try request.decode(RegisterRequest.self, plain: RegisterRequest.init(plain:))
 
         var malformed: [FieldError] = []
         let guidanceID = body.guidanceId.map { $0.lowercased() } ?? RandomID.uuid()

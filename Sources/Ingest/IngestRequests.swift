@@ -1,14 +1,15 @@
+import Common
 import Guidance
 
 /// `POST /v1/schools/{schoolId}/guidances` body.
-struct RegisterRequest: Decodable, Sendable {
-    struct StudentSelector: Decodable, Sendable {
+struct RegisterRequest: Decodable, Sendable, Equatable {
+    struct StudentSelector: Decodable, Sendable, Equatable {
         let grade: Int
         let classNumber: Int
         let number: Int
     }
 
-    struct ReasonInput: Decodable, Sendable {
+    struct ReasonInput: Decodable, Sendable, Equatable {
         let code: String
         let detail: String?
     }
@@ -18,6 +19,39 @@ struct RegisterRequest: Decodable, Sendable {
     let reason: ReasonInput
     let recordedBy: String?
     let occurredAt: String?
+}
+
+extension RegisterRequest {
+    private static let fields: Set = ["guidanceId", "student", "reason", "recordedBy", "occurredAt"]
+
+    /// The body as `JSONDecoder` would read it, from `JSONReader`'s fields;
+    /// nil when anything is missing, mistyped or unknown, so that
+    /// `JSONDecoder` reads it again and names the problem.
+    init?(plain body: [String: JSONValue]) {
+        guard body.keys.allSatisfy(RegisterRequest.fields.contains),
+              case .object(let student)? = body["student"], student.count == 3,
+              case .integer(let grade)? = student["grade"], case .integer(let classNumber)? = student["classNumber"],
+              case .integer(let number)? = student["number"],
+              case .object(let reason)? = body["reason"], reason.keys.allSatisfy({ $0 == "code" || $0 == "detail" }),
+              case .string(let code)? = reason["code"],
+              let detail = RegisterRequest.optionalString(reason["detail"]),
+              let guidanceId = RegisterRequest.optionalString(body["guidanceId"]),
+              let recordedBy = RegisterRequest.optionalString(body["recordedBy"]),
+              let occurredAt = RegisterRequest.optionalString(body["occurredAt"])
+        else { return nil }
+        self.init(
+            guidanceId: guidanceId, student: StudentSelector(grade: grade, classNumber: classNumber, number: number),
+            reason: ReasonInput(code: code, detail: detail), recordedBy: recordedBy, occurredAt: occurredAt)
+    }
+
+    /// `.some(nil)` for an absent or null field, nil for one of another type.
+    private static func optionalString(_ value: JSONValue?) -> String?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .string(let text)?: return .some(text)
+        default: return nil
+        }
+    }
 }
 
 /// `GET /v1/schools/{schoolId}/students/{grade}/{class}/{number}`.
