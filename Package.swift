@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
-        .testTarget(name: "GuidanceTests", dependencies: ["Guidance"]),
+        .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
         .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "TestSupport"]),

@@ -129,6 +129,55 @@ extension GuidanceRegistered {
     }
 }
 
+extension GuidanceRegistered {
+    /// The event from `JSONReader`'s fields, as `JSONDecoder` would read it,
+    /// without its cost on the notifier's hot path; nil when anything is
+    /// missing or of another type, for `JSONDecoder` to read and explain.
+    public init?(plain fields: [String: JSONValue]) {
+        guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
+              let type = EventType(rawValue: type),
+              case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],
+              case .string(let schoolId)? = fields["schoolId"],
+              case .object(let student)? = fields["student"],
+              case .string(let studentId)? = student["studentId"], case .integer(let grade)? = student["grade"],
+              case .integer(let classNumber)? = student["classNumber"], case .integer(let number)? = student["number"],
+              case .string(let name)? = student["name"],
+              case .object(let reason)? = fields["reason"],
+              case .string(let code)? = reason["code"], case .string(let label)? = reason["label"],
+              case .string(let recordedBy)? = fields["recordedBy"], case .string(let occurredAt)? = fields["occurredAt"],
+              case .string(let recordedAt)? = fields["recordedAt"]
+        else { return nil }
+        let detail: String?
+        switch reason["detail"] {
+        case nil, .null?: detail = nil
+        case .string(let text)?: detail = text
+        default: return nil
+        }
+        self.init(
+            eventId: eventId, guidanceId: guidanceId, schoolId: schoolId,
+            student: StudentRef(studentId: studentId, grade: grade, classNumber: classNumber, number: number, name: name),
+            reason: ReasonRef(code: code, label: label, detail: detail),
+            recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
+        self.schemaVersion = version
+        self.type = type
+    }
+}
+
+extension GuidanceDeleted {
+    /// The event from `JSONReader`'s fields, like `GuidanceRegistered(plain:)`.
+    public init?(plain fields: [String: JSONValue]) {
+        guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
+              let type = EventType(rawValue: type),
+              case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],
+              case .string(let schoolId)? = fields["schoolId"], case .integer(let grade)? = fields["grade"],
+              case .string(let deletedBy)? = fields["deletedBy"], case .string(let occurredAt)? = fields["occurredAt"]
+        else { return nil }
+        self.init(eventId: eventId, guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt)
+        self.schemaVersion = version
+        self.type = type
+    }
+}
+
 extension GuidanceDeleted {
     /// The event as JSON, like `GuidanceRegistered.json`.
     public var json: [UInt8] {

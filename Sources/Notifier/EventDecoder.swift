@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Guidance
 import Kafka
@@ -15,13 +16,18 @@ struct EventDecoder: Sendable {
     }
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
-        // The common case in one JSON pass: the event type the topic carries.
-        let data = Data(message.value)
-        if message.topic == topics.registered, let event = try? EventDecoder.decoder.decode(GuidanceRegistered.self, from: data),
+        // The common case in one pass: the event type the topic carries, read
+        // by JSONReader when plain, by JSONDecoder otherwise.
+        let fields = JSONReader.object(message.value)
+        if message.topic == topics.registered,
+           let event = fields.flatMap(GuidanceRegistered.init(plain:))
+               ?? (try? EventDecoder.decoder.decode(GuidanceRegistered.self, from: Data(message.value))),
            event.schemaVersion == 1, event.type == .registered {
             return registered(event)
         }
-        if message.topic == topics.deleted, let event = try? EventDecoder.decoder.decode(GuidanceDeleted.self, from: data),
+        if message.topic == topics.deleted,
+           let event = fields.flatMap(GuidanceDeleted.init(plain:))
+               ?? (try? EventDecoder.decoder.decode(GuidanceDeleted.self, from: Data(message.value))),
            event.schemaVersion == 1, event.type == .deleted {
             return .success(.deleted(
                 guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,

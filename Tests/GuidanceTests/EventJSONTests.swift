@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Guidance
 import XCTest
@@ -26,6 +27,39 @@ final class EventJSONTests: XCTestCase {
             deletedBy: awkward, occurredAt: "2026-11-30T07:52:10Z")
         XCTAssertEqual(try JSONDecoder().decode(GuidanceDeleted.self, from: Data(event.json)), event)
         try assertSameJSON(event.json, try JSONEncoder().encode(event))
+    }
+
+    func testPlainEventsAreReadWithoutJSONDecoderAndOthersLeftToIt() throws {
+        let registered = GuidanceRegistered(
+            eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs",
+            student: StudentRef(studentId: "s10312", grade: 1, classNumber: 3, number: 12, name: "김민지"),
+            reason: ReasonRef(code: "others", label: "기타", detail: "체육복 / 운동화"),
+            recordedBy: "t-gate-01", occurredAt: "2026-11-30T07:52:10Z", recordedAt: "2026-11-30T07:52:11Z")
+        XCTAssertEqual(JSONReader.object(registered.json).flatMap(GuidanceRegistered.init(plain:)), registered)
+        let deleted = GuidanceDeleted(
+            eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs", grade: 2,
+            deletedBy: "t-gate-01", occurredAt: "2026-11-30T07:52:10Z")
+        XCTAssertEqual(JSONReader.object(deleted.json).flatMap(GuidanceDeleted.init(plain:)), deleted)
+
+        // A newer schema version is read as it is, for the notifier to refuse.
+        let text = String(decoding: registered.json, as: UTF8.self)
+        let version2 = JSONReader.object(Array(text.replacingOccurrences(of: #""schemaVersion":1"#, with: #""schemaVersion":2"#).utf8))
+        XCTAssertEqual(version2.flatMap(GuidanceRegistered.init(plain:))?.schemaVersion, 2)
+        // Missing or mistyped fields are left to JSONDecoder, which names them.
+        for broken in [
+            text.replacingOccurrences(of: #""recordedAt":"2026-11-30T07:52:11Z","#, with: "").replacingOccurrences(of: #","recordedAt":"2026-11-30T07:52:11Z""#, with: ""),
+            text.replacingOccurrences(of: #""grade":1"#, with: #""grade":"1""#),
+            text.replacingOccurrences(of: #""type":"guidance.registered""#, with: #""type":"guidance.renamed""#),
+            text.replacingOccurrences(of: #""detail":"체육복 / 운동화""#, with: #""detail":3"#),
+        ] {
+            XCTAssertNotEqual(broken, text)
+            XCTAssertNil(JSONReader.object(Array(broken.utf8)).flatMap(GuidanceRegistered.init(plain:)), broken)
+        }
+        // Escaped strings are JSONDecoder's too.
+        let escaped = GuidanceDeleted(
+            eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs", grade: 2,
+            deletedBy: awkward, occurredAt: "2026-11-30T07:52:10Z")
+        XCTAssertNil(JSONReader.object(escaped.json))
     }
 
     private func assertSameJSON(_ written: [UInt8], _ encoded: Data, file: StaticString = #filePath, line: UInt = #line) throws {
