@@ -18,7 +18,11 @@ final class SQLiteConnection: SQLDatabase {
         }
         database = handle
         sqlite3_busy_timeout(database, 5000)
-        try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        // FULL: a commit is on disk before the notifier commits the Kafka
+        // offsets behind it. NORMAL can roll back the last commits on a power
+        // loss, and those events would never be read again. Batches of up to
+        // 1,000 events keep the fsyncs few (apply rate unchanged, measured).
+        try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
     }
 
     deinit {
