@@ -3,7 +3,25 @@ public enum JSONValue: Equatable, Sendable {
     case string(String)
     case integer(Int)
     case null
-    case object([String: JSONValue])
+    case object(JSONObject)
+}
+
+/// An object's fields in document order, found by a linear scan: for the
+/// handful of fields of these bodies, cheaper than building a dictionary.
+public struct JSONObject: Equatable, Sendable {
+    public struct Field: Equatable, Sendable {
+        public let key: String
+        public let value: JSONValue
+    }
+
+    public fileprivate(set) var fields: [Field] = []
+
+    public subscript(key: String) -> JSONValue? {
+        fields.first { $0.key == key }?.value
+    }
+
+    public var keys: [String] { fields.map(\.key) }
+    public var count: Int { fields.count }
 }
 
 /// Reads the small, plain JSON objects of the ingest's hot path, where
@@ -12,7 +30,7 @@ public enum JSONValue: Equatable, Sendable {
 /// and its precise errors: escapes, fractions, exponents, negative numbers,
 /// arrays, booleans, duplicate keys, invalid UTF-8, deep nesting.
 public enum JSONReader {
-    public static func object(_ bytes: [UInt8]) -> [String: JSONValue]? {
+    public static func object(_ bytes: [UInt8]) -> JSONObject? {
         bytes.withUnsafeBufferPointer { buffer in
             var reader = Cursor(bytes: buffer)
             guard case .object(let fields)? = reader.value(depth: 0) else { return nil }
@@ -48,11 +66,12 @@ public enum JSONReader {
 
         private mutating func object(depth: Int) -> JSONValue? {
             position += 1  // {
-            var fields: [String: JSONValue] = [:]
+            var object = JSONObject()
+            object.fields.reserveCapacity(12)
             skipWhitespace()
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
-                return .object(fields)
+                return .object(object)
             }
             while true {
                 skipWhitespace()
@@ -60,13 +79,14 @@ public enum JSONReader {
                 skipWhitespace()
                 guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
                 position += 1
-                guard let value = value(depth: depth + 1), fields.updateValue(value, forKey: key) == nil else { return nil }
+                guard let value = value(depth: depth + 1), object[key] == nil else { return nil }
+                object.fields.append(JSONObject.Field(key: key, value: value))
                 skipWhitespace()
                 guard position < bytes.count else { return nil }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
-                case UInt8(ascii: "}"): return .object(fields)
+                case UInt8(ascii: "}"): return .object(object)
                 default: return nil
                 }
             }

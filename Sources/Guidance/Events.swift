@@ -133,7 +133,7 @@ extension GuidanceRegistered {
     /// The event from `JSONReader`'s fields, as `JSONDecoder` would read it,
     /// without its cost on the notifier's hot path; nil when anything is
     /// missing or of another type, for `JSONDecoder` to read and explain.
-    public init?(plain fields: [String: JSONValue]) {
+    public init?(plain fields: JSONObject) {
         guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
               let type = EventType(rawValue: type),
               case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],
@@ -165,7 +165,7 @@ extension GuidanceRegistered {
 
 extension GuidanceDeleted {
     /// The event from `JSONReader`'s fields, like `GuidanceRegistered(plain:)`.
-    public init?(plain fields: [String: JSONValue]) {
+    public init?(plain fields: JSONObject) {
         guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
               let type = EventType(rawValue: type),
               case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],

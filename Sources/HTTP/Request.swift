@@ -37,7 +37,7 @@ public struct Request: Sendable {
     /// given, builds `T` from the fields `JSONReader` found, faster than
     /// `JSONDecoder`; when either answers nil, `JSONDecoder` reads the body
     /// and names what is wrong.
-    public func decode<T: Decodable>(_ type: T.Type, plain: (([String: JSONValue]) -> T?)? = nil) throws(HTTPError) -> T {
+    public func decode<T: Decodable>(_ type: T.Type, plain: ((JSONObject) -> T?)? = nil) throws(HTTPError) -> T {
         let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         } ?? ""

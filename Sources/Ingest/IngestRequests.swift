@@ -27,7 +27,7 @@ extension RegisterRequest {
     /// The body as `JSONDecoder` would read it, from `JSONReader`'s fields;
     /// nil when anything is missing, mistyped or unknown, so that
     /// `JSONDecoder` reads it again and names the problem.
-    init?(plain body: [String: JSONValue]) {
+    init?(plain body: JSONObject) {
         guard body.keys.allSatisfy(RegisterRequest.fields.contains),
               case .object(let student)? = body["student"], student.count == 3,
               case .integer(let grade)? = student["grade"], case .integer(let classNumber)? = student["classNumber"],
