@@ -43,7 +43,12 @@ public struct NotifierConfig: Sendable {
     /// How long a run waits for the group to catch up with the cutoff.
     public var cutoffTimeout: Duration = .seconds(30)
     public var drainPeriod: Duration = .seconds(10)
-    public var maxBatch = 1000
+    /// Most events applied in one store transaction. A poll takes only what
+    /// is already fetched, so batches are this large only when behind. Random
+    /// guidance ids touch index pages all over, so big batches write each page
+    /// once for many events: on a 100,000-event backlog, 1,000 applied
+    /// 46,700-49,100 events/s to SQLite, 5,000 applied 55,500-60,900.
+    public var maxBatch = 5000
 
     public init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
