@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Guidance", dependencies: ["Common"]),
 
-        .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance"]),
+        .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
         .target(name: "ServiceSupport", dependencies: ["HTTP", "Guidance"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Common"]),
         .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Guidance", "Store", "ServiceSupport", "Common"]),

@@ -33,7 +33,7 @@ public struct Environment: Sendable {
 
     public func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let text = self[name] else { return fallback }
-        guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+        guard let value = Int(text.trimmingWhitespace()) else {
             throw ConfigurationError(variable: name, reason: "'\(text)' is not a whole number")
         }
         guard range.contains(value) else {

@@ -1,3 +1,5 @@
+import Common
+
 /// Why a request may not proceed: no valid token (401), or a teacher acting
 /// outside their school or role (403).
 public enum AccessDenial: Error, Sendable, Equatable {
@@ -13,7 +15,7 @@ extension Roster {
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             throw .unauthenticated("send 'Authorization: Bearer <token>'")
         }
-        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        let token = authorization.dropFirst(7).trimmingWhitespace()
         guard let teacher = teacher(forToken: token) else {
             throw .unauthenticated("the token is not valid")
         }

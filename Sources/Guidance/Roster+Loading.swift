@@ -1,3 +1,4 @@
+import Common
 import Foundation
 
 /// A roster file that cannot be used; start-up stops with this message.
@@ -194,7 +195,7 @@ private enum Table {
         let columns: [String: Int]
 
         subscript(column: String) -> String {
-            columns[column].map { fields[$0].trimmingCharacters(in: .whitespaces) } ?? ""
+            columns[column].map { fields[$0].trimmingWhitespace() } ?? ""
         }
 
         func error(_ reason: String) -> RosterError { RosterError(file: file, line: line, reason: reason) }
@@ -240,7 +241,7 @@ private enum Table {
         var width = 0
         let each = { (row: CSV.Row) throws(RosterError) in
             guard let header = columns else {
-                let names = row.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                let names = row.fields.map { $0.trimmingWhitespace().lowercased() }
                 for column in required where !names.contains(column) {
                     throw RosterError(file: file, line: row.line, reason: "missing column '\(column)'")
                 }

@@ -39,7 +39,7 @@ public struct Request: Sendable {
     /// and names what is wrong.
     public func decode<T: Decodable>(_ type: T.Type, plain: ((JSONObject) -> T?)? = nil) throws(HTTPError) -> T {
         let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingWhitespace().lowercased()
         } ?? ""
         guard contentType == "application/json" || (contentType.hasPrefix("application/") && contentType.hasSuffix("+json")) else {
             throw HTTPError(status: 415, detail: "the body must be application/json, got '\(contentType.isEmpty ? "none" : contentType)'")

@@ -63,7 +63,7 @@ struct IngestHandlers: Sendable {
             invalid.append(FieldError(field: "student", message: "no student at grade \(body.student.grade), class \(body.student.classNumber), number \(body.student.number)"))
         }
         let reason = school.reason(body.reason.code)
-        let detail = body.reason.detail?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let detail = body.reason.detail?.trimmingWhitespace()
         if reason == nil {
             invalid.append(FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
         } else if reason!.requiresDetail && (detail ?? "").isEmpty {

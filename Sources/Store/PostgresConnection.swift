@@ -1,3 +1,4 @@
+import Common
 import CPostgres
 import Foundation
 
@@ -11,7 +12,7 @@ final class PostgresConnection: SQLDatabase {
     init(url: String) throws(StoreError) {
         guard let connection = PQconnectdb(url) else { throw StoreError(.failed, "libpq: out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
             PQfinish(connection)
             throw StoreError(.busy, "cannot connect to PostgreSQL: \(message)")
         }
@@ -81,7 +82,7 @@ final class PostgresConnection: SQLDatabase {
         }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let message = String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
             PQclear(result)
             if PQstatus(connection) == CONNECTION_BAD { inTransaction = false }

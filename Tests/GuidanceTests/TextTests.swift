@@ -1,0 +1,30 @@
+import Common
+import Foundation
+import Guidance
+import XCTest
+
+final class RandomIDTests: XCTestCase {
+    func testIDsAreDistinctLowercaseVersion4UUIDs() throws {
+        let ids = (0..<2000).map { _ in RandomID.uuid() }
+        XCTAssertEqual(Set(ids).count, ids.count)
+        for id in ids {
+            let parsed = try XCTUnwrap(UUID(uuidString: id), id)
+            XCTAssertEqual(parsed.uuidString.lowercased(), id)
+            let characters = Array(id)
+            XCTAssertEqual(characters[14], "4", id)
+            XCTAssertTrue("89ab".contains(characters[19]), id)
+        }
+    }
+}
+
+final class WhitespaceTests: XCTestCase {
+    func testTrimsUnicodeWhiteSpaceAtBothEndsOnly() {
+        XCTAssertEqual("  \t김 민지\r\n".trimmingWhitespace(), "김 민지")
+        XCTAssertEqual("\u{3000}application/json\u{00A0}".trimmingWhitespace(), "application/json")
+        XCTAssertEqual(" é ".trimmingWhitespace(), "é")
+        XCTAssertEqual(" \n\t ".trimmingWhitespace(), "")
+        XCTAssertEqual("".trimmingWhitespace(), "")
+        XCTAssertEqual("a".trimmingWhitespace(), "a")
+        XCTAssertEqual("Bearer abc"[...].dropFirst(6).trimmingWhitespace(), "abc")
+    }
+}
