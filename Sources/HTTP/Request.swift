@@ -32,6 +32,26 @@ public struct Request: Sendable {
         return value
     }
 
+    /// A path parameter that must be a positive whole number; 400 naming it
+    /// otherwise.
+    public func positiveParameter(_ name: String) throws(HTTPError) -> Int {
+        try Request.positive(parameter(name), name)
+    }
+
+    /// A query parameter that, when present, must be a positive whole number;
+    /// 400 naming it otherwise.
+    public func positiveQuery(_ name: String) throws(HTTPError) -> Int? {
+        guard let text = query[name] else { return nil }
+        return try Request.positive(text, name)
+    }
+
+    private static func positive(_ text: String, _ name: String) throws(HTTPError) -> Int {
+        guard let value = Int(text), value > 0 else {
+            throw HTTPError.badRequest("\(name) must be a positive whole number", errors: [FieldError(field: name, message: "must be a positive whole number")])
+        }
+        return value
+    }
+
     /// Decodes a JSON body: 415 unless the body is JSON, 400 naming the field
     /// for malformed JSON, a missing field or a wrong type. `plain`, when
     /// given, builds `T` from the fields `JSONReader` found, faster than

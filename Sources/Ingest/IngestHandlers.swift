@@ -26,9 +26,9 @@ struct IngestHandlers: Sendable {
     @Sendable func lookUpStudent(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         try authorize(request, school: schoolID)
-        let grade = try pathInteger(request, "grade")
-        let classNumber = try pathInteger(request, "class")
-        let number = try pathInteger(request, "number")
+        let grade = try request.positiveParameter("grade")
+        let classNumber = try request.positiveParameter("class")
+        let number = try request.positiveParameter("number")
         guard roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
         guard let student = roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: number) else {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
@@ -102,7 +102,7 @@ struct IngestHandlers: Sendable {
     @Sendable func delete(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
-        let grade = try pathInteger(request, "grade")
+        let grade = try request.positiveParameter("grade")
         let guidanceID = request.parameter("guidanceId").lowercased()
         guard UUID(uuidString: guidanceID) != nil else {
             throw HTTPError.badRequest("guidanceId must be a UUID", errors: [FieldError(field: "guidanceId", message: "must be a UUID")])
@@ -164,13 +164,5 @@ struct IngestHandlers: Sendable {
         } catch {
             throw HTTPError(error)
         }
-    }
-
-    private func pathInteger(_ request: Request, _ name: String) throws(HTTPError) -> Int {
-        let text = request.parameter(name)
-        guard let value = Int(text), value > 0 else {
-            throw HTTPError.badRequest("\(name) must be a positive whole number", errors: [FieldError(field: name, message: "must be a positive whole number")])
-        }
-        return value
     }
 }

@@ -35,8 +35,8 @@ struct NotifierHandlers: Sendable {
 
     @Sendable func listGuidances(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
-        let grade = try queryInteger(request, "grade")
-        let classNumber = try queryInteger(request, "classNumber")
+        let grade = try request.positiveQuery("grade")
+        let classNumber = try request.positiveQuery("classNumber")
         if classNumber != nil && grade == nil {
             throw HTTPError.badRequest("classNumber needs grade", errors: [FieldError(field: "grade", message: "is required with classNumber")])
         }
@@ -157,14 +157,6 @@ struct NotifierHandlers: Sendable {
         case .gate:
             throw HTTPError(status: 403, detail: "gate teachers record guidances; the lists are for homeroom, volunteer-duty and admin teachers")
         }
-    }
-
-    private func queryInteger(_ request: Request, _ name: String) throws(HTTPError) -> Int? {
-        guard let text = request.query[name] else { return nil }
-        guard let value = Int(text), value > 0 else {
-            throw HTTPError.badRequest("\(name) must be a positive whole number", errors: [FieldError(field: name, message: "must be a positive whole number")])
-        }
-        return value
     }
 
     private func queryDate(_ request: Request) throws(HTTPError) -> String? {
