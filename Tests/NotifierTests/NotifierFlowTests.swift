@@ -203,6 +203,10 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(items.first?["reason"]?["label"]?.string, "실내화 없음")
         XCTAssertEqual(items.first?["recordedBy"]?.string, "t-gate")
         try await assertEqualAsync(await harness.list(query: "&classNumber=1").status, 400)
+        let badGrade = try await harness.list(query: "&grade=0")
+        XCTAssertEqual(badGrade.status, 400)
+        guard case .array(let errors) = badGrade.object["errors"] else { return XCTFail(badGrade.text) }
+        XCTAssertEqual(errors.first?["field"]?.string, "grade", badGrade.text)
         try await assertEqualAsync(await harness.list(date: "21-11-2026").status, 400)
         try await assertEqualAsync(await harness.list(school: "nowhere").status, 404)
     }
