@@ -127,9 +127,7 @@ extension GuidanceRegistered {
         writer.field("recordedAt", recordedAt)
         return writer.finish()
     }
-}
 
-extension GuidanceRegistered {
     /// The event from `JSONReader`'s fields, as `JSONDecoder` would read it,
     /// without its cost on the notifier's hot path; nil when anything is
     /// missing or of another type, for `JSONDecoder` to read and explain.
@@ -176,9 +174,7 @@ extension GuidanceDeleted {
         self.schemaVersion = version
         self.type = type
     }
-}
 
-extension GuidanceDeleted {
     /// The event as JSON, like `GuidanceRegistered.json`.
     public var json: [UInt8] {
         var writer = JSONWriter(capacity: 256)

@@ -7,9 +7,8 @@ import Store
 /// Runs the cutoff procedure of DESIGN.md for a batch of schools: capture the
 /// high watermarks of both topics, wait until the group's committed offsets
 /// reach them, then let the store write each school's digests in one
-/// transaction. The
-/// store's uniqueness of `(teacher, school, date, scope, revision)` decides
-/// between replicas; a rerun finds nothing new to say.
+/// transaction. The store's uniqueness of `(teacher, school, date, scope,
+/// revision)` decides between replicas; a rerun finds nothing new to say.
 final class DigestRunner: Sendable {
     struct Run: Codable, Sendable {
         let schoolId: String
@@ -127,7 +126,7 @@ final class DigestRunner: Sendable {
         do {
             try await waitForCutoff()
         } catch {
-            logger.error("scheduled digest runs wait for the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
+            logger.error("scheduled digest runs did not reach the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
             return
         }
         for (school, date) in due {
