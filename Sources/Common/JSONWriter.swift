@@ -48,9 +48,15 @@ public struct JSONWriter {
         bytes.append(contentsOf: "\":".utf8)
     }
 
+    private mutating func string(_ value: String) {
+        JSONWriter.append(quoted: value, to: &bytes)
+    }
+
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private mutating func string(_ value: String) {
+    /// Appends `value` as a JSON string: quoted, with quotes, backslashes and
+    /// control characters escaped. The log lines are written with it too.
+    public static func append(quoted value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {
@@ -61,8 +67,8 @@ public struct JSONWriter {
             case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
             case 0..<0x20:
                 bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(JSONWriter.hexDigits[Int(byte >> 4)])
-                bytes.append(JSONWriter.hexDigits[Int(byte & 0xF)])
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0xF)])
             default: bytes.append(byte)
             }
         }

@@ -74,14 +74,16 @@ public struct Logger: Sendable {
         fields["level"] = level.name
         fields["component"] = component
         fields["msg"] = message()
-        var line = "{"
+        var line: [UInt8] = [UInt8(ascii: "{")]
         for (index, key) in fields.keys.sorted(by: Logger.fieldOrder).enumerated() {
-            if index > 0 { line += "," }
-            line += Logger.quoted(key) + ":" + Logger.quoted(fields[key]!)
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            JSONWriter.append(quoted: key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            JSONWriter.append(quoted: fields[key]!, to: &line)
         }
-        line += "}\n"
+        line.append(contentsOf: "}\n".utf8)
         Logger.output.withLock { _ in
-            FileHandle.standardError.write(Data(line.utf8))
+            FileHandle.standardError.write(Data(line))
         }
     }
 
@@ -92,23 +94,6 @@ public struct Logger: Sendable {
         let ia = leading.firstIndex(of: a) ?? leading.count
         let ib = leading.firstIndex(of: b) ?? leading.count
         return ia != ib ? ia < ib : a < b
-    }
-
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     private static func timestamp() -> String {
