@@ -22,6 +22,16 @@ public struct JSONObject: Equatable, Sendable {
 
     public var keys: [String] { fields.map(\.key) }
     public var count: Int { fields.count }
+
+    /// An optional string field as `Codable` reads it: `.some(nil)` when
+    /// absent or null, `.some(text)` for a string, nil for another type.
+    public func optionalString(_ key: String) -> String?? {
+        switch self[key] {
+        case nil, .null?: return .some(nil)
+        case .string(let text)?: return .some(text)
+        default: return nil
+        }
+    }
 }
 
 /// Reads the small, plain JSON objects of the ingest's hot path, where

@@ -143,14 +143,9 @@ extension GuidanceRegistered {
               case .object(let reason)? = fields["reason"],
               case .string(let code)? = reason["code"], case .string(let label)? = reason["label"],
               case .string(let recordedBy)? = fields["recordedBy"], case .string(let occurredAt)? = fields["occurredAt"],
-              case .string(let recordedAt)? = fields["recordedAt"]
+              case .string(let recordedAt)? = fields["recordedAt"],
+              let detail = reason.optionalString("detail")
         else { return nil }
-        let detail: String?
-        switch reason["detail"] {
-        case nil, .null?: detail = nil
-        case .string(let text)?: detail = text
-        default: return nil
-        }
         self.init(
             eventId: eventId, guidanceId: guidanceId, schoolId: schoolId,
             student: StudentRef(studentId: studentId, grade: grade, classNumber: classNumber, number: number, name: name),

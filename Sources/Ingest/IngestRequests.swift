@@ -34,23 +34,14 @@ extension RegisterRequest {
               case .integer(let number)? = student["number"],
               case .object(let reason)? = body["reason"], reason.keys.allSatisfy({ $0 == "code" || $0 == "detail" }),
               case .string(let code)? = reason["code"],
-              let detail = RegisterRequest.optionalString(reason["detail"]),
-              let guidanceId = RegisterRequest.optionalString(body["guidanceId"]),
-              let recordedBy = RegisterRequest.optionalString(body["recordedBy"]),
-              let occurredAt = RegisterRequest.optionalString(body["occurredAt"])
+              let detail = reason.optionalString("detail"),
+              let guidanceId = body.optionalString("guidanceId"),
+              let recordedBy = body.optionalString("recordedBy"),
+              let occurredAt = body.optionalString("occurredAt")
         else { return nil }
         self.init(
             guidanceId: guidanceId, student: StudentSelector(grade: grade, classNumber: classNumber, number: number),
             reason: ReasonInput(code: code, detail: detail), recordedBy: recordedBy, occurredAt: occurredAt)
-    }
-
-    /// `.some(nil)` for an absent or null field, nil for one of another type.
-    private static func optionalString(_ value: JSONValue?) -> String?? {
-        switch value {
-        case nil, .null?: return .some(nil)
-        case .string(let text)?: return .some(text)
-        default: return nil
-        }
     }
 }
 
