@@ -36,43 +36,27 @@ final class RosterTests: XCTestCase {
 
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:1: missing column 'class'")
-        }
+        assertRejected(students: students, "students.csv:1: missing column 'class'")
     }
 
     func testDuplicateStudentNamesTheLine() {
         let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,1,2,4,Lee,\nsa,s1,1,2,5,Park,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:4: student 's1' is listed twice")
-        }
+        assertRejected(students: students, "students.csv:4: student 's1' is listed twice")
         let sameSeat = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,1,2,3,Lee,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: sameSeat, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:3: grade 1 class 2 number 3 is already student 's1'")
-        }
+        assertRejected(students: sameSeat, "students.csv:3: grade 1 class 2 number 3 is already student 's1'")
     }
 
     func testBadGradeAndBrokenRowsNameTheLine() {
         let badGrade = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,first,2,4,Lee,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: badGrade, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:3: grade 'first' is not a positive whole number")
-        }
+        assertRejected(students: badGrade, "students.csv:3: grade 'first' is not a positive whole number")
         let shortRow = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: shortRow, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:2: 4 fields, the header has 7")
-        }
+        assertRejected(students: shortRow, "students.csv:2: 4 fields, the header has 7")
         let openQuote = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,\"Kim,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: openQuote, teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "students.csv:2: a quoted field is never closed")
-        }
+        assertRejected(students: openQuote, "students.csv:2: a quoted field is never closed")
         let badZone = "school_id,name,timezone,digest_time\nsa,A,Mars/Olympus,08:50\n"
-        XCTAssertThrowsError(try Roster.parse(schools: badZone, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers)) { error in
-            XCTAssertEqual("\(error)", "schools.csv:2: unknown time zone 'Mars/Olympus'")
-        }
+        assertRejected(schools: badZone, students: "school_id,student_id,grade,class,number,name,photo_url\n", "schools.csv:2: unknown time zone 'Mars/Olympus'")
         let homeroomWithoutClass = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,,homeroom,1,\n"
-        XCTAssertThrowsError(try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass)) { error in
-            XCTAssertEqual("\(error)", "teachers.csv:2: a homeroom teacher needs grade and class")
-        }
+        assertRejected(students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass, "teachers.csv:2: a homeroom teacher needs grade and class")
     }
 
     func testTokensAuthenticateByDigestAndScopeToSchoolAndRole() throws {
@@ -102,6 +86,16 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .homeroom).count, 31)
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .volunteerDuty).count, 3)
         XCTAssertEqual(try roster.authenticate("Bearer demo-t-gate-01")?.id, "t-gate-01")
+    }
+
+    /// Parsing fails with exactly `message` (file, line and reason).
+    private func assertRejected(
+        schools: String? = nil, students: String, teachers: String? = nil, _ message: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(try Roster.parse(schools: schools ?? self.schools, students: students, teachers: teachers ?? self.teachers), file: file, line: line) { error in
+            XCTAssertEqual("\(error)", message, file: file, line: line)
+        }
     }
 }
 
