@@ -16,7 +16,8 @@ static inline struct MHD_Daemon *guidance_mhd_start(
     unsigned int per_ip_limit, unsigned int timeout_seconds,
     size_t connection_memory, unsigned int backlog,
     MHD_AccessHandlerCallback handler, void *handler_context,
-    MHD_RequestCompletedCallback completed, void *completed_context) {
+    MHD_RequestCompletedCallback completed, void *completed_context,
+    MHD_NotifyConnectionCallback notify, void *notify_context) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                          MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem options[] = {
@@ -27,6 +28,7 @@ static inline struct MHD_Daemon *guidance_mhd_start(
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory, NULL},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_context},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, notify_context},
         {bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)bind_address},
         {MHD_OPTION_END, 0, NULL},
     };
@@ -37,4 +39,13 @@ static inline struct MHD_Daemon *guidance_mhd_start(
 static inline uint16_t guidance_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
+}
+
+/* The connection's socket, so that a connection too slow to send its request
+ * can be shut down from another thread (shutdown(2), never close(2): the
+ * descriptor stays libmicrohttpd's to close). -1 when unknown. */
+static inline int guidance_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }

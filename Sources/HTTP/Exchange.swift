@@ -22,6 +22,8 @@ final class Exchange: @unchecked Sendable {
     let headers: [String: String]
     let query: [String: String]
     let requestID: String
+    /// Whatever makes the request unanswerable before its body is read.
+    let problem: HTTPError?
     let started = ContinuousClock.now
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
@@ -29,13 +31,41 @@ final class Exchange: @unchecked Sendable {
     var status = 0
     private let phase = Mutex(Phase.receiving)
 
-    init(connection: OpaquePointer, method: String, path: String) {
+    init(connection: OpaquePointer, method: String, path: String, config: HTTPServerConfig) {
         self.connection = connection
         self.method = method
         self.path = path
-        headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
-        query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
-        requestID = Exchange.requestID(from: headers["x-request-id"])
+        let headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
+        let query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
+        self.headers = headers.values
+        self.query = query.values
+        requestID = Exchange.requestID(from: headers.values["x-request-id"])
+        problem = Exchange.problem(path: path, headers: headers, query: query, config: config)
+    }
+
+    /// Answers decided from the request line and headers alone, sent before
+    /// any body is read (libmicrohttpd then closes the connection).
+    private static func problem(path: String, headers: Collected, query: Collected, config: HTTPServerConfig) -> HTTPError? {
+        if headers.bytes > config.maxHeaderBytes {
+            return HTTPError(status: 431, detail: "the request headers take more than \(config.maxHeaderBytes) bytes")
+        }
+        if path.utf8.count + query.bytes > config.maxURIBytes {
+            return HTTPError(status: 414, detail: "the request target is longer than \(config.maxURIBytes) bytes")
+        }
+        if headers.repeated["authorization"] != nil {
+            return .badRequest("send one Authorization header, not several")
+        }
+        if let lengths = headers.repeated["content-length"], Set(lengths).count > 1 {
+            // RFC 9112 §6.3: a message with conflicting lengths is unrecoverable.
+            return .badRequest("conflicting Content-Length headers")
+        }
+        if headers.values["content-length"] != nil && headers.values["transfer-encoding"] != nil {
+            return .badRequest("send Content-Length or Transfer-Encoding, not both")
+        }
+        if let declared = headers.values["content-length"].flatMap({ Int($0) }), declared > config.maxBodySize {
+            return HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes")
+        }
+        return nil
     }
 
     /// Called with each body chunk on libmicrohttpd's thread; past `limit`
@@ -109,25 +139,35 @@ final class Exchange: @unchecked Sendable {
     }
 
     private final class Collected {
+        /// The last value of each name.
         var values: [String: String] = [:]
+        /// Every value of a name sent more than once.
+        var repeated: [String: [String]] = [:]
+        /// Names and values, in bytes.
+        var bytes = 0
         let lowercased: Bool
         init(lowercased: Bool) { self.lowercased = lowercased }
     }
 
-    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> Collected {
         let collected = Collected(lowercased: lowercased)
         withExtendedLifetime(collected) {
             _ = MHD_get_connection_values(connection, kind, collectValue, Unmanaged.passUnretained(collected).toOpaque())
         }
-        return collected.values
+        return collected
     }
 
     // Called synchronously inside MHD_get_connection_values, while `values` keeps the box alive.
     private static let collectValue: MHD_KeyValueIterator = { context, _, key, value in
         guard let context, let key else { return .YES }
         let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-        let name = String(cString: key)
-        collected.values[collected.lowercased ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+        let raw = String(cString: key)
+        let name = collected.lowercased ? raw.lowercased() : raw
+        let text = value.map { String(cString: $0) } ?? ""
+        collected.bytes += name.utf8.count + text.utf8.count + 4
+        if let previous = collected.values.updateValue(text, forKey: name) {
+            collected.repeated[name, default: [previous]].append(text)
+        }
         return .YES
     }
 }
@@ -144,10 +184,12 @@ func accessHandler(
     guard let stored = slot.pointee else {
         let exchange = Exchange(
             connection: connection, method: method.map { String(cString: $0) } ?? "GET",
-            path: url.map { String(cString: $0) } ?? "/")
+            path: url.map { String(cString: $0) } ?? "/", config: server.config)
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         server.inFlight.add(1, ordering: .acquiringAndReleasing)
-        return .YES
+        guard let problem = exchange.problem else { return .YES }
+        server.received(connection)
+        return exchange.queue(problem.response)
     }
     let exchange = Unmanaged<Exchange>.fromOpaque(stored).takeUnretainedValue()
     if uploadSize.pointee > 0 {
@@ -158,6 +200,7 @@ func accessHandler(
     if let answer = exchange.takeAnswer() {
         return exchange.queue(answer)
     }
+    server.received(connection)
     return server.dispatch(exchange)
 }
 
@@ -172,4 +215,20 @@ func completedHandler(
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     let exchange = Unmanaged<Exchange>.fromOpaque(stored).takeRetainedValue()
     server.complete(exchange, reason: reason)
+    // The connection may carry another request: its clock starts now.
+    if let connection { server.receiving(connection) }
+}
+
+// Called by libmicrohttpd when a connection opens and when it closes.
+func connectionHandler(
+    _ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
+) {
+    guard let context, let connection else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    if code == .CONNECTION_NOTIFY_STARTED {
+        server.receiving(connection)
+    } else {
+        server.received(connection)
+    }
 }

@@ -45,6 +45,18 @@ extension HTTPServer {
         }
     }
 
+    /// The connection is sending a request from now on.
+    func receiving(_ connection: OpaquePointer) {
+        let socket = guidance_mhd_connection_fd(connection)
+        let now = ContinuousClock.now
+        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))] = (socket, now) }
+    }
+
+    /// The connection's request is in (or the connection closed).
+    func received(_ connection: OpaquePointer) {
+        _ = receiving.withLock { $0.removeValue(forKey: UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))) }
+    }
+
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
         inFlight.subtract(1, ordering: .acquiringAndReleasing)
         let duration = ContinuousClock.now - exchange.started

@@ -16,9 +16,20 @@ public struct HTTPServerConfig: Sendable {
     /// Idle connections are closed after this; keep it above the longest
     /// handler wait (the Kafka delivery timeout).
     public var connectionTimeout: Duration
-    /// Per-connection buffer; request headers must fit in it.
+    /// Per-connection buffer; request headers must fit in it. Keep it above
+    /// `maxHeaderBytes` and `maxURIBytes`, so that the server, not
+    /// libmicrohttpd, answers a request over them (as problem+json).
     public var connectionMemory: Int
     public var maxBodySize: Int
+    /// Request headers larger than this (names and values) are answered 431.
+    public var maxHeaderBytes: Int
+    /// A request target (path and query) longer than this is answered 414.
+    public var maxURIBytes: Int
+    /// How long a client has to send a whole request, from the connection's
+    /// start or the previous answer: libmicrohttpd's own timeout restarts
+    /// with every byte, so a client trickling bytes would hold a connection
+    /// for ever. Idle keep-alive connections close after it too.
+    public var receiveTimeout: Duration
     public var backlog: Int
 
     public init(
@@ -26,7 +37,8 @@ public struct HTTPServerConfig: Sendable {
         threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
         connectionLimit: Int = 1000, perIPConnectionLimit: Int = 500,
         connectionTimeout: Duration = .seconds(30), connectionMemory: Int = 16 * 1024,
-        maxBodySize: Int = 16 * 1024, backlog: Int = 1024
+        maxBodySize: Int = 16 * 1024, maxHeaderBytes: Int = 8 * 1024, maxURIBytes: Int = 4 * 1024,
+        receiveTimeout: Duration = .seconds(10), backlog: Int = 1024
     ) {
         self.host = host
         self.port = port
@@ -36,6 +48,9 @@ public struct HTTPServerConfig: Sendable {
         self.connectionTimeout = connectionTimeout
         self.connectionMemory = connectionMemory
         self.maxBodySize = maxBodySize
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxURIBytes = maxURIBytes
+        self.receiveTimeout = receiveTimeout
         self.backlog = backlog
     }
 }
@@ -64,6 +79,9 @@ public final class HTTPServer: @unchecked Sendable {
     let inFlight = Atomic<Int>(0)
     let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
+    /// Connections still sending a request, by connection, with their socket
+    /// and since when; the reaper shuts down those past `receiveTimeout`.
+    let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant)]>([:])
     /// The bound port.
     public private(set) var port: Int = 0
 
@@ -96,13 +114,14 @@ public final class HTTPServer: @unchecked Sendable {
                 UInt16(config.port), useAddress ? pointer : nil, UInt32(config.threads),
                 UInt32(config.connectionLimit), UInt32(config.perIPConnectionLimit),
                 UInt32(max(1, config.connectionTimeout.components.seconds)), config.connectionMemory,
-                UInt32(config.backlog), accessHandler, context, completedHandler, context)
+                UInt32(config.backlog), accessHandler, context, completedHandler, context, connectionHandler, context)
         }
         guard let started else {
             throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(errno)))")
         }
         daemon = started
         port = Int(guidance_mhd_bound_port(started))
+        startReaper()
         logger.info("listening", ["port": String(port), "threads": String(config.threads)])
     }
 
@@ -136,6 +155,32 @@ public final class HTTPServer: @unchecked Sendable {
         if listener >= 0 { close(listener) }
         self.daemon = nil
         logger.info("stopped")
+    }
+
+    /// Once a second, shuts down the sockets of connections that took longer
+    /// than `receiveTimeout` to send their request; libmicrohttpd then sees
+    /// the connection fail and closes it.
+    private func startReaper() {
+        let thread = Thread { [weak self] in
+            while let server = self, !server.stopped.load(ordering: .acquiring) {
+                let now = ContinuousClock.now
+                let limit = server.config.receiveTimeout
+                let late = server.receiving.withLock { receiving in
+                    let late = receiving.filter { now - $0.value.since > limit }
+                    for key in late.keys { receiving[key] = nil }
+                    return late.values.map(\.socket)
+                }
+                for socket in late where socket >= 0 {
+                    Glibc.shutdown(socket, Int32(SHUT_RDWR))
+                }
+                if !late.isEmpty {
+                    server.logger.info("closed connections too slow to send their request", ["count": String(late.count)])
+                }
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+        thread.name = "http-reaper"
+        thread.start()
     }
 
     deinit {

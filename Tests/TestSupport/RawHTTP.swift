@@ -1,0 +1,69 @@
+import Foundation
+
+/// A TCP connection to 127.0.0.1 that sends bytes exactly as given, for what
+/// URLSession will not send: repeated headers, lying lengths, slow clients.
+public final class RawConnection {
+    private let socket: Int32
+
+    public init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(socket)
+            throw NSError(domain: "RawConnection", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "connect failed"])
+        }
+    }
+
+    deinit { close(socket) }
+
+    /// Sends the text; false once the server closed the connection.
+    @discardableResult
+    public func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Everything the server sends until it closes the connection or
+    /// `timeout` passes.
+    public func receive(timeout: TimeInterval = 5) -> String {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline {
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { break }
+            guard poller.revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Whether the server closed the connection within `timeout`.
+    public func closedByServer(within timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { return true }
+            guard poller.revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return true }
+        }
+        return false
+    }
+}
+
+/// One request over a fresh connection; the whole answer as text.
+public func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) throws -> String {
+    let connection = try RawConnection(port: port)
+    connection.send(request)
+    return connection.receive(timeout: timeout)
+}
