@@ -35,6 +35,7 @@ let package = Package(
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
+        .testTarget(name: "CommonTests", dependencies: ["Common"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Common"]),

@@ -1,13 +1,29 @@
-/// A JSON value of the plain kind `JSONReader` reads.
+/// A JSON value as `JSONReader` reads it. Whole numbers that fit an `Int`
+/// are `.integer`; every other number keeps its text, so that a field that
+/// must be whole can say what it got.
 public enum JSONValue: Equatable, Sendable {
     case string(String)
     case integer(Int)
+    case number(String)
+    case bool(Bool)
     case null
+    case array([JSONValue])
     case object(JSONObject)
+
+    var typeName: String {
+        switch self {
+        case .string: "a string"
+        case .integer, .number: "a number"
+        case .bool: "a boolean"
+        case .null: "null"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
 }
 
-/// An object's fields in document order, found by a linear scan: for the
-/// handful of fields of these bodies, cheaper than building a dictionary.
+/// An object's fields in document order, each key once, found by a linear
+/// scan: for the handful of fields of these bodies, cheaper than a dictionary.
 public struct JSONObject: Equatable, Sendable {
     public struct Field: Equatable, Sendable {
         public let key: String
@@ -16,37 +32,53 @@ public struct JSONObject: Equatable, Sendable {
 
     public fileprivate(set) var fields: [Field] = []
 
+    public init() {}
+
     public subscript(key: String) -> JSONValue? {
         fields.first { $0.key == key }?.value
     }
 
     public var keys: [String] { fields.map(\.key) }
     public var count: Int { fields.count }
-
-    /// An optional string field as `Codable` reads it: `.some(nil)` when
-    /// absent or null, `.some(text)` for a string, nil for another type.
-    public func optionalString(_ key: String) -> String?? {
-        switch self[key] {
-        case nil, .null?: return .some(nil)
-        case .string(let text)?: return .some(text)
-        default: return nil
-        }
-    }
 }
 
-/// Reads the small, plain JSON objects of the ingest's hot path, where
-/// `JSONDecoder` took 10% of the CPU under load. It answers nil for anything
-/// it leaves to `JSONDecoder`, which then reads the body with the full grammar
-/// and its precise errors: escapes, fractions, exponents, negative numbers,
-/// arrays, booleans, duplicate keys, invalid UTF-8, deep nesting.
+/// What is wrong with one field of a request or event, named by its JSON
+/// path (`student.grade`); an empty field is the document as a whole.
+public struct FieldError: Error, Codable, Equatable, Sendable, CustomStringConvertible {
+    public let field: String
+    public let message: String
+
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { field.isEmpty ? message : "\(field) \(message)" }
+}
+
+/// Strict JSON (RFC 8259) for request bodies and events: no trailing commas,
+/// no duplicate keys, valid UTF-8, no raw control characters in strings,
+/// nesting at most `maxDepth` deep. Errors name the field they concern.
 public enum JSONReader {
-    public static func object(_ bytes: [UInt8]) -> JSONObject? {
-        bytes.withUnsafeBufferPointer { buffer in
-            var reader = Cursor(bytes: buffer)
-            guard case .object(let fields)? = reader.value(depth: 0) else { return nil }
-            reader.skipWhitespace()
-            return reader.position == buffer.count ? fields : nil
+    public static let maxDepth = 32
+
+    public static func parse(_ bytes: [UInt8]) throws(FieldError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(FieldError) -> JSONValue in
+            var cursor = Cursor(bytes: buffer)
+            let value = try cursor.value(path: "", depth: 0)
+            cursor.skipWhitespace()
+            guard cursor.position == buffer.count else { throw cursor.unexpected("after the document", path: "") }
+            return value
         }
+    }
+
+    /// A document that must be an object.
+    public static func object(_ bytes: [UInt8]) throws(FieldError) -> JSONObject {
+        let value = try parse(bytes)
+        guard case .object(let object) = value else {
+            throw FieldError(field: "", message: "the body must be a JSON object, not \(value.typeName)")
+        }
+        return object
     }
 
     private struct Cursor {
@@ -62,80 +94,228 @@ public enum JSONReader {
             }
         }
 
-        mutating func value(depth: Int) -> JSONValue? {
+        func unexpected(_ what: String, path: String) -> FieldError {
+            let found = position < bytes.count ? "unexpected '\(Cursor.show(bytes[position]))'" : "unexpected end"
+            return FieldError(field: path, message: "is not valid JSON: \(found) \(what) at byte \(position)")
+        }
+
+        private static func show(_ byte: UInt8) -> String {
+            byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
+        }
+
+        mutating func value(path: String, depth: Int) throws(FieldError) -> JSONValue {
             skipWhitespace()
-            guard position < bytes.count else { return nil }
+            guard position < bytes.count else { throw unexpected("where a value was expected", path: path) }
             switch bytes[position] {
-            case UInt8(ascii: "{"): return depth < 4 ? object(depth: depth) : nil
-            case UInt8(ascii: "\""): return string().map(JSONValue.string)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return integer().map(JSONValue.integer)
-            case UInt8(ascii: "n"): return literal("null") ? .null : nil
-            default: return nil
+            case UInt8(ascii: "{"):
+                guard depth < JSONReader.maxDepth else { throw FieldError(field: path, message: "is nested too deeply") }
+                return .object(try object(path: path, depth: depth))
+            case UInt8(ascii: "["):
+                guard depth < JSONReader.maxDepth else { throw FieldError(field: path, message: "is nested too deeply") }
+                return .array(try array(path: path, depth: depth))
+            case UInt8(ascii: "\""): return .string(try string(path: path))
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number(path: path)
+            case UInt8(ascii: "t") where literal("true"): return .bool(true)
+            case UInt8(ascii: "f") where literal("false"): return .bool(false)
+            case UInt8(ascii: "n") where literal("null"): return .null
+            default: throw unexpected("where a value was expected", path: path)
             }
         }
 
-        private mutating func object(depth: Int) -> JSONValue? {
+        private mutating func object(path: String, depth: Int) throws(FieldError) -> JSONObject {
             position += 1  // {
             var object = JSONObject()
-            object.fields.reserveCapacity(12)
             skipWhitespace()
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
-                return .object(object)
+                return object
             }
             while true {
                 skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = string() else { return nil }
+                guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                    if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+                        throw FieldError(field: path, message: "is not valid JSON: a trailing comma before '}' at byte \(position)")
+                    }
+                    throw unexpected("where a field name was expected", path: path)
+                }
+                let key = try string(path: path)
+                let fieldPath = path.isEmpty ? key : path + "." + key
+                guard object[key] == nil else { throw FieldError(field: fieldPath, message: "appears more than once") }
                 skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
+                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw unexpected("after a field name", path: fieldPath) }
                 position += 1
-                guard let value = value(depth: depth + 1), object[key] == nil else { return nil }
-                object.fields.append(JSONObject.Field(key: key, value: value))
+                object.fields.append(JSONObject.Field(key: key, value: try value(path: fieldPath, depth: depth + 1)))
                 skipWhitespace()
-                guard position < bytes.count else { return nil }
+                guard position < bytes.count else { throw unexpected("in an object", path: path) }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
-                case UInt8(ascii: "}"): return .object(object)
-                default: return nil
+                case UInt8(ascii: "}"): return object
+                default:
+                    position -= 1
+                    throw unexpected("where ',' or '}' was expected", path: path)
                 }
             }
         }
 
-        /// A string without escapes or control characters, in valid UTF-8.
-        private mutating func string() -> String? {
+        private mutating func array(path: String, depth: Int) throws(FieldError) -> [JSONValue] {
+            position += 1  // [
+            var values: [JSONValue] = []
+            skipWhitespace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                position += 1
+                return values
+            }
+            while true {
+                skipWhitespace()
+                if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                    throw FieldError(field: path, message: "is not valid JSON: a trailing comma before ']' at byte \(position)")
+                }
+                values.append(try value(path: "\(path)[\(values.count)]", depth: depth + 1))
+                skipWhitespace()
+                guard position < bytes.count else { throw unexpected("in an array", path: path) }
+                position += 1
+                switch bytes[position - 1] {
+                case UInt8(ascii: ","): continue
+                case UInt8(ascii: "]"): return values
+                default:
+                    position -= 1
+                    throw unexpected("where ',' or ']' was expected", path: path)
+                }
+            }
+        }
+
+        /// A string in valid UTF-8 with JSON's escapes; raw control
+        /// characters and unpaired surrogates are refused.
+        private mutating func string(path: String) throws(FieldError) -> String {
             position += 1  // opening quote
             let start = position
+            // The common case, no escapes: validate the bytes in place.
             while position < bytes.count {
                 let byte = bytes[position]
                 if byte == UInt8(ascii: "\"") {
                     position += 1
-                    return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position - 1]), as: UTF8.self)
+                    guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position - 1]), as: UTF8.self) else {
+                        throw FieldError(field: path, message: "is not valid UTF-8")
+                    }
+                    return text
                 }
-                if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+                if byte == UInt8(ascii: "\\") { break }
+                if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
                 position += 1
             }
-            return nil
+            guard position < bytes.count else { throw unexpected("inside a string", path: path) }
+            var scalars = Array(bytes[start..<position])
+            while position < bytes.count {
+                let byte = bytes[position]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    position += 1
+                    guard let text = String(validating: scalars, as: UTF8.self) else {
+                        throw FieldError(field: path, message: "is not valid UTF-8")
+                    }
+                    return text
+                case UInt8(ascii: "\\"):
+                    position += 1
+                    guard position < bytes.count else { throw unexpected("inside a string", path: path) }
+                    let escape = bytes[position]
+                    position += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
+                    case UInt8(ascii: "b"): scalars.append(0x08)
+                    case UInt8(ascii: "f"): scalars.append(0x0C)
+                    case UInt8(ascii: "n"): scalars.append(0x0A)
+                    case UInt8(ascii: "r"): scalars.append(0x0D)
+                    case UInt8(ascii: "t"): scalars.append(0x09)
+                    case UInt8(ascii: "u"):
+                        let scalar = try unicodeEscape(path: path)
+                        scalars.append(contentsOf: String(Character(scalar)).utf8)
+                    default:
+                        position -= 1
+                        throw unexpected("after '\\'", path: path)
+                    }
+                default:
+                    if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
+                    scalars.append(byte)
+                    position += 1
+                }
+            }
+            throw unexpected("inside a string", path: path)
         }
 
-        /// A non-negative integer of at most 18 digits, without leading zeros.
-        private mutating func integer() -> Int? {
-            let start = position
-            var value = 0
-            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
-                guard position - start < 18 else { return nil }
-                value = value * 10 + Int(bytes[position] - UInt8(ascii: "0"))
+        /// The scalar of `\uXXXX` (the `\u` already read), or of a
+        /// surrogate pair `\uD83D\uDE00`.
+        private mutating func unicodeEscape(path: String) throws(FieldError) -> Unicode.Scalar {
+            let high = try hex4(path: path)
+            if (0xDC00...0xDFFF).contains(high) { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
+            if (0xD800...0xDBFF).contains(high) {
+                guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
+                    throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))")
+                }
+                position += 2
+                let low = try hex4(path: path)
+                guard (0xDC00...0xDFFF).contains(low) else { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
+                let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                guard let scalar = Unicode.Scalar(value) else { throw FieldError(field: path, message: "has an invalid \\u escape") }
+                return scalar
+            }
+            guard let scalar = Unicode.Scalar(high) else { throw FieldError(field: path, message: "has an invalid \\u escape") }
+            return scalar
+        }
+
+        private mutating func hex4(path: String) throws(FieldError) -> UInt32 {
+            guard position + 4 <= bytes.count else { throw unexpected("in a \\u escape", path: path) }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = bytes[position]
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                default: throw unexpected("in a \\u escape", path: path)
+                }
+                value = value << 4 | UInt32(digit)
                 position += 1
             }
-            guard position - start == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-            // A fraction or exponent is left to JSONDecoder.
-            if position < bytes.count {
-                switch bytes[position] {
-                case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
-                default: break
-                }
-            }
             return value
+        }
+
+        /// A number by JSON's grammar; `.integer` when it is whole and fits.
+        private mutating func number(path: String) throws(FieldError) -> JSONValue {
+            let start = position
+            if bytes[position] == UInt8(ascii: "-") { position += 1 }
+            let integerStart = position
+            skipDigits()
+            guard position > integerStart else { throw unexpected("in a number", path: path) }
+            if bytes[integerStart] == UInt8(ascii: "0") && position - integerStart > 1 {
+                throw FieldError(field: path, message: "is not valid JSON: a number with a leading zero at byte \(integerStart)")
+            }
+            var whole = true
+            if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+                whole = false
+                position += 1
+                let fractionStart = position
+                skipDigits()
+                guard position > fractionStart else { throw unexpected("in a number's fraction", path: path) }
+            }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+                whole = false
+                position += 1
+                if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+                let exponentStart = position
+                skipDigits()
+                guard position > exponentStart else { throw unexpected("in a number's exponent", path: path) }
+            }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+            if whole, let value = Int(text) { return .integer(value) }
+            return .number(text)
+        }
+
+        private mutating func skipDigits() {
+            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+                position += 1
+            }
         }
 
         private mutating func literal(_ word: StaticString) -> Bool {
@@ -147,5 +327,83 @@ public enum JSONReader {
             if matches { position += count }
             return matches
         }
+    }
+}
+
+/// Typed reading of an object's fields, each error naming the field by its
+/// path. Unknown fields are ignored; absent and `null` are the same for
+/// optional fields.
+public struct JSONFields: Sendable {
+    public let object: JSONObject
+    /// The object's own path, empty for the document.
+    public let path: String
+
+    public init(_ object: JSONObject, path: String = "") {
+        self.object = object
+        self.path = path
+    }
+
+    public func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    private func required(_ key: String) throws(FieldError) -> JSONValue {
+        switch object[key] {
+        case nil: throw FieldError(field: name(key), message: "is required")
+        case .null?: throw FieldError(field: name(key), message: "must not be null")
+        case let value?: return value
+        }
+    }
+
+    private func mismatch(_ key: String, _ expected: String, _ value: JSONValue) -> FieldError {
+        FieldError(field: name(key), message: "must be \(expected), not \(value.typeName)")
+    }
+
+    public func string(_ key: String) throws(FieldError) -> String {
+        let value = try required(key)
+        guard case .string(let text) = value else { throw mismatch(key, "a string", value) }
+        return text
+    }
+
+    public func optionalString(_ key: String) throws(FieldError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .string(let text) = value else { throw mismatch(key, "a string", value) }
+        return text
+    }
+
+    /// A whole number within `range`.
+    public func integer(_ key: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(FieldError) -> Int {
+        try integer(key, value: required(key), in: range)
+    }
+
+    private func integer(_ key: String, value: JSONValue, in range: ClosedRange<Int>) throws(FieldError) -> Int {
+        switch value {
+        case .integer(let number) where range.contains(number):
+            return number
+        case .integer, .number:
+            if case .number(let text) = value, !JSONFields.isWhole(text) {
+                throw FieldError(field: name(key), message: "must be a whole number, not \(text)")
+            }
+            let bounds = range == Int.min...Int.max ? "a 64-bit whole number" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
+            throw FieldError(field: name(key), message: "must be \(bounds)")
+        default:
+            throw mismatch(key, "a whole number", value)
+        }
+    }
+
+    /// Whether a number's text has no fraction (`1e3` is whole, `1.5` is not).
+    private static func isWhole(_ text: String) -> Bool {
+        guard let value = Double(text), value.isFinite else { return true }
+        return value.rounded(.towardZero) == value
+    }
+
+    public func object(_ key: String) throws(FieldError) -> JSONFields {
+        let value = try required(key)
+        guard case .object(let nested) = value else { throw mismatch(key, "an object", value) }
+        return JSONFields(nested, path: name(key))
+    }
+
+    public func optionalObject(_ key: String) throws(FieldError) -> JSONFields? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .object(let nested) = value else { throw mismatch(key, "an object", value) }
+        return JSONFields(nested, path: name(key))
     }
 }

@@ -1,15 +1,5 @@
+import Common
 import Foundation
-
-/// One invalid field of a request, named by its JSON path (`student.grade`).
-public struct FieldError: Codable, Sendable, Equatable {
-    public let field: String
-    public let message: String
-
-    public init(field: String, message: String) {
-        self.field = field
-        self.message = message
-    }
-}
 
 /// An error meant for the client, answered as `application/problem+json`.
 /// Any other error thrown by a handler is logged and answered as a bare 500.
@@ -19,13 +9,20 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public let detail: String
     public let errors: [FieldError]
     public let headers: [(String, String)]
+    /// Extension members of the problem (RFC 9457 §3.2), e.g. the
+    /// `guidanceId` a client should retry with.
+    public let members: [(String, String)]
 
-    public init(status: Int, title: String? = nil, detail: String, errors: [FieldError] = [], headers: [(String, String)] = []) {
+    public init(
+        status: Int, title: String? = nil, detail: String, errors: [FieldError] = [], headers: [(String, String)] = [],
+        members: [(String, String)] = []
+    ) {
         self.status = status
         self.title = title ?? HTTPStatus.reason(status)
         self.detail = detail
         self.errors = errors
         self.headers = headers
+        self.members = members
     }
 
     public var description: String { "\(status) \(title): \(detail)" }
@@ -33,31 +30,57 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public static func badRequest(_ detail: String, errors: [FieldError] = []) -> HTTPError {
         HTTPError(status: 400, detail: detail, errors: errors)
     }
+    /// A body that is not the JSON asked for: 400 naming the field.
+    public init(_ error: FieldError) {
+        let detail = error.field.isEmpty ? "the body \(error.message)" : "field '\(error.field)' \(error.message)"
+        self.init(status: 400, detail: detail, errors: error.field.isEmpty ? [] : [FieldError(field: error.field, message: error.message)])
+    }
+
     public static func notFound(_ detail: String) -> HTTPError { HTTPError(status: 404, detail: detail) }
     public static func unprocessable(_ detail: String, errors: [FieldError] = []) -> HTTPError {
         HTTPError(status: 422, detail: detail, errors: errors)
     }
-    public static func unavailable(_ detail: String, retryAfterSeconds: Int) -> HTTPError {
-        HTTPError(status: 503, detail: detail, headers: [("Retry-After", String(retryAfterSeconds))])
+    public static func unavailable(_ detail: String, retryAfterSeconds: Int, members: [(String, String)] = []) -> HTTPError {
+        HTTPError(status: 503, detail: detail, headers: [("Retry-After", String(retryAfterSeconds))], members: members)
     }
 
     /// The RFC 9457 body.
     var response: Response {
         let problem = Problem(
             type: "https://guidance.example/problems/\(HTTPStatus.slug(status))",
-            title: title, status: status, detail: detail, errors: errors.isEmpty ? nil : errors)
+            title: title, status: status, detail: detail, errors: errors.isEmpty ? nil : errors, members: members)
         var response = Response.json(problem, status: status)
         response.headers = [("Content-Type", "application/problem+json")] + headers
         return response
     }
 }
 
-struct Problem: Codable, Sendable {
+struct Problem: Encodable, Sendable {
     let type: String
     let title: String
     let status: Int
     let detail: String
     let errors: [FieldError]?
+    let members: [(String, String)]
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(type, forKey: Key(stringValue: "type"))
+        try container.encode(title, forKey: Key(stringValue: "title"))
+        try container.encode(status, forKey: Key(stringValue: "status"))
+        try container.encode(detail, forKey: Key(stringValue: "detail"))
+        try container.encodeIfPresent(errors, forKey: Key(stringValue: "errors"))
+        for (name, value) in members {
+            try container.encode(value, forKey: Key(stringValue: name))
+        }
+    }
 }
 
 enum HTTPStatus {
@@ -74,9 +97,11 @@ enum HTTPStatus {
         case 405: "Method Not Allowed"
         case 409: "Conflict"
         case 413: "Content Too Large"
+        case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 503: "Service Unavailable"
         default: "HTTP \(status)"

@@ -23,7 +23,9 @@ final class HTTPServerTests: XCTestCase {
             .json(["id": request.parameter("id"), "part": request.parameter("part"), "q": request.query["q"] ?? ""])
         }
         router.post("/greetings") { request in
-            let greeting = try request.decode(Greeting.self)
+            let greeting = try request.json { (body) throws(FieldError) in
+                Greeting(name: try body.string("name"), count: try body.integer("count", in: 0...1000))
+            }
             return .json(greeting, status: 201)
         }
         router.get("/slow") { _ in
@@ -33,7 +35,7 @@ final class HTTPServerTests: XCTestCase {
         router.get("/fast") { _ in .text("fast\n") }
         router.get("/boom") { _ in throw CancellationError() }
         server = HTTPServer(
-            config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024),
+            config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024, receiveTimeout: .seconds(2)),
             router: router, logger: Logger(component: "http-test", level: .error))
         try server.start()
         base = "http://127.0.0.1:\(server.port)"
@@ -85,11 +87,86 @@ final class HTTPServerTests: XCTestCase {
         let wrongType = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a","count":"three"}"#, headers: ["Content-Type": "application/json"])
         XCTAssertEqual(wrongType.status, 400)
         let problem: [String: AnyCodable] = try wrongType.json()
-        XCTAssertEqual(problem["errors"], .array([.object(["field": .string("count"), "message": .string("must be an integer")])]))
+        XCTAssertEqual(problem["errors"], .array([.object(["field": .string("count"), "message": .string("must be a whole number, not a string")])]))
 
         let missing = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a"}"#, headers: ["Content-Type": "application/json"])
         XCTAssertEqual(missing.status, 400)
         XCTAssertTrue(String(decoding: missing.body, as: UTF8.self).contains("\"field\":\"count\""))
+    }
+
+    /// Strict JSON: what a lenient parser lets through is a 400 naming the
+    /// field, never a guess.
+    func testTrailingCommasDuplicateKeysAndNumbersOutOfRangeAre400NamingTheField() async throws {
+        let cases: [(body: String, field: String, message: String)] = [
+            (#"{"name":"a","count":1,}"#, "", "trailing comma"),
+            (#"{"name":"a","count":1,"count":2}"#, "count", "appears more than once"),
+            (#"{"name":"a","count":1.5}"#, "count", "must be a whole number, not 1.5"),
+            (#"{"name":"a","count":1e308}"#, "count", "must be a whole number from 0 to 1000"),
+            (#"{"name":"a","count":9223372036854775808}"#, "count", "must be a whole number from 0 to 1000"),
+            (#"{"name":"a","count":-1}"#, "count", "must be a whole number from 0 to 1000"),
+            (#"{"name":"a","count":[1,]}"#, "count", "trailing comma"),
+        ]
+        for (body, field, message) in cases {
+            let reply = try await fetch("POST", "\(base)/greetings", body: body, headers: ["Content-Type": "application/json"])
+            XCTAssertEqual(reply.status, 400, body)
+            XCTAssertEqual(reply.header("Content-Type"), "application/problem+json", body)
+            let problem: [String: AnyCodable] = try reply.json()
+            let text = String(decoding: reply.body, as: UTF8.self)
+            XCTAssertTrue(text.contains(message), "\(body) → \(text)")
+            if !field.isEmpty {
+                guard case .array(let errors)? = problem["errors"], case .object(let first)? = errors.first else {
+                    return XCTFail("no errors entry for \(body): \(text)")
+                }
+                XCTAssertEqual(first["field"], .string(field), body)
+            }
+        }
+    }
+
+    /// What the HTTP layer decides before any handler runs is problem+json
+    /// with a request id, answered without reading a body.
+    func testRequestsRefusedFromTheirHeadersAreProblemJSONWithARequestID() throws {
+        let port = server.port
+        let cases: [(String, String, Int)] = [
+            ("conflicting Content-Length",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n{\"a\":", 400),
+            ("two Authorization headers",
+             "GET /fast HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", 400),
+            ("Content-Length and Transfer-Encoding",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+            ("declared body over the limit, not sent",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{", 413),
+            ("10 KB of headers",
+             "GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 10_000))\r\n\r\n", 431),
+            ("5 KB request target",
+             "GET /fast?q=\(String(repeating: "q", count: 5_000)) HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+        ]
+        for (name, request, status) in cases {
+            let started = Date()
+            let answer = try rawExchange(port: port, request, timeout: 3)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 \(status) "), "\(name): \(answer.prefix(200))")
+            XCTAssertTrue(answer.contains("Content-Type: application/problem+json"), "\(name): \(answer.prefix(300))")
+            XCTAssertTrue(answer.lowercased().contains("x-request-id: "), "\(name): \(answer.prefix(300))")
+            XCTAssertLessThan(Date().timeIntervalSince(started), 2, "\(name) was not answered at once")
+        }
+    }
+
+    /// libmicrohttpd's own timeout restarts with every byte; the server's
+    /// deadline for a whole request does not.
+    func testAClientTricklingItsHeadersIsDisconnected() throws {
+        let connection = try RawConnection(port: server.port)
+        connection.send("GET /fast HTTP/1.1\r\nHost: x\r\n")
+        let started = Date()
+        var closed = false
+        for _ in 0..<20 {  // at most 8 s: one byte every 400 ms
+            if connection.closedByServer(within: 0.4) || !connection.send("X") {
+                closed = true
+                break
+            }
+        }
+        XCTAssertTrue(closed, "a client trickling header bytes kept its connection")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        // A prompt client is served as before.
+        XCTAssertTrue(try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
     }
 
     func testNonJSONBodyIs415() async throws {
