@@ -128,46 +128,28 @@ extension GuidanceRegistered {
         return writer.finish()
     }
 
-    /// The event from `JSONReader`'s fields, as `JSONDecoder` would read it,
-    /// without its cost on the notifier's hot path; nil when anything is
-    /// missing or of another type, for `JSONDecoder` to read and explain.
-    public init?(plain fields: JSONObject) {
-        guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
-              let type = EventType(rawValue: type),
-              case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],
-              case .string(let schoolId)? = fields["schoolId"],
-              case .object(let student)? = fields["student"],
-              case .string(let studentId)? = student["studentId"], case .integer(let grade)? = student["grade"],
-              case .integer(let classNumber)? = student["classNumber"], case .integer(let number)? = student["number"],
-              case .string(let name)? = student["name"],
-              case .object(let reason)? = fields["reason"],
-              case .string(let code)? = reason["code"], case .string(let label)? = reason["label"],
-              case .string(let recordedBy)? = fields["recordedBy"], case .string(let occurredAt)? = fields["occurredAt"],
-              case .string(let recordedAt)? = fields["recordedAt"],
-              let detail = reason.optionalString("detail")
-        else { return nil }
+    /// The event from its JSON fields; an absent or mistyped field names itself.
+    public init(json fields: JSONFields) throws(FieldError) {
+        let student = try fields.object("student")
+        let reason = try fields.object("reason")
         self.init(
-            eventId: eventId, guidanceId: guidanceId, schoolId: schoolId,
-            student: StudentRef(studentId: studentId, grade: grade, classNumber: classNumber, number: number, name: name),
-            reason: ReasonRef(code: code, label: label, detail: detail),
-            recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
-        self.schemaVersion = version
-        self.type = type
+            eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
+            student: StudentRef(
+                studentId: try student.string("studentId"), grade: try student.integer("grade", in: Student.seatRange),
+                classNumber: try student.integer("classNumber", in: Student.seatRange),
+                number: try student.integer("number", in: Student.seatRange), name: try student.string("name")),
+            reason: ReasonRef(code: try reason.string("code"), label: try reason.string("label"), detail: try reason.optionalString("detail")),
+            recordedBy: try fields.string("recordedBy"), occurredAt: try fields.string("occurredAt"), recordedAt: try fields.string("recordedAt"))
     }
 }
 
 extension GuidanceDeleted {
-    /// The event from `JSONReader`'s fields, like `GuidanceRegistered(plain:)`.
-    public init?(plain fields: JSONObject) {
-        guard case .integer(let version)? = fields["schemaVersion"], case .string(let type)? = fields["type"],
-              let type = EventType(rawValue: type),
-              case .string(let eventId)? = fields["eventId"], case .string(let guidanceId)? = fields["guidanceId"],
-              case .string(let schoolId)? = fields["schoolId"], case .integer(let grade)? = fields["grade"],
-              case .string(let deletedBy)? = fields["deletedBy"], case .string(let occurredAt)? = fields["occurredAt"]
-        else { return nil }
-        self.init(eventId: eventId, guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt)
-        self.schemaVersion = version
-        self.type = type
+    /// The event from its JSON fields, like `GuidanceRegistered(json:)`.
+    public init(json fields: JSONFields) throws(FieldError) {
+        self.init(
+            eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
+            grade: try fields.integer("grade", in: Student.seatRange), deletedBy: try fields.string("deletedBy"),
+            occurredAt: try fields.string("occurredAt"))
     }
 
     /// The event as JSON, like `GuidanceRegistered.json`.

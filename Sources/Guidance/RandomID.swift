@@ -20,4 +20,22 @@ public enum RandomID {
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    /// Whether `text` is a UUID in its 8-4-4-4-12 hex form (any case); ids
+    /// are kept lowercase.
+    public static func isUUID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (position, byte) in bytes.enumerated() {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): continue
+                default: return false
+                }
+            }
+        }
+        return true
+    }
 }

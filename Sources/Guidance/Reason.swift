@@ -1,3 +1,5 @@
+import Common
+
 /// A reason a guidance can be recorded for.
 public struct Reason: Sendable, Equatable, Codable {
     public let code: String
@@ -13,6 +15,45 @@ public struct Reason: Sendable, Equatable, Codable {
     }
 
     public static let maxDetailLength = 200
+
+    /// The detail as kept: trimmed of white space, nil when nothing is left.
+    /// Throws the rule it breaks: at most `maxDetailLength` Unicode code
+    /// points (what JSON Schema's `maxLength` counts), no C0/C1 control
+    /// characters, no bidirectional embeddings, overrides or isolates (they
+    /// reorder the text a teacher reads around them).
+    public static func detail(_ raw: String?) throws(DetailError) -> String? {
+        guard let trimmed = raw?.trimmingWhitespace(), !trimmed.isEmpty else { return nil }
+        var count = 0
+        for scalar in trimmed.unicodeScalars {
+            count += 1
+            switch scalar.value {
+            case 0x00...0x1F, 0x7F...0x9F: throw .controlCharacter(scalar.value)
+            case 0x202A...0x202E, 0x2066...0x2069: throw .bidiControl(scalar.value)
+            default: break
+            }
+        }
+        guard count <= maxDetailLength else { throw .tooLong(count) }
+        return trimmed
+    }
+
+    public enum DetailError: Error, Equatable, CustomStringConvertible {
+        case tooLong(Int)
+        case controlCharacter(UInt32)
+        case bidiControl(UInt32)
+
+        public var description: String {
+            switch self {
+            case .tooLong(let count): "must be at most \(Reason.maxDetailLength) characters (Unicode code points), not \(count)"
+            case .controlCharacter(let value): "must not contain control characters (found U+\(Reason.hex(value)))"
+            case .bidiControl(let value): "must not contain bidirectional control characters (found U+\(Reason.hex(value)))"
+            }
+        }
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
 
     /// The default catalogue; a school may extend it with `reasons.csv`.
     public static let defaults: [Reason] = [

@@ -114,7 +114,7 @@ extension Roster {
                 classNumber: try row.positive("class"), number: try row.positive("number"),
                 name: try row.nonEmpty("name"), photoURL: row["photo_url"])
             for (part, value) in [("grade", student.grade), ("class", student.classNumber), ("number", student.number)]
-            where value > StudentDirectory.maxSeatPart {
+            where !Student.seatRange.contains(value) {
                 throw row.error("\(part) \(value) is too large")
             }
             do throws(StudentDirectory.Conflict) {

@@ -14,6 +14,9 @@ public struct School: Sendable, Equatable {
 }
 
 public struct Student: Sendable, Equatable {
+    /// The grades, classes and numbers a seat can have.
+    public static let seatRange = 1...Int(UInt16.max)
+
     public let schoolID: String
     public let id: String
     public let grade: Int

@@ -40,9 +40,6 @@ struct StudentDirectory: Sendable {
         text.reserveCapacity(textBytes)
     }
 
-    /// The largest grade, class or number a seat can hold.
-    static let maxSeatPart = Int(UInt16.max)
-
     var count: Int { records.count }
 
     enum Conflict: Error {
@@ -98,7 +95,7 @@ struct StudentDirectory: Sendable {
 
     func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
         guard let school = schoolIndex[school],
-              grade <= StudentDirectory.maxSeatPart, classNumber <= StudentDirectory.maxSeatPart, number <= StudentDirectory.maxSeatPart,
+              Student.seatRange.contains(grade), Student.seatRange.contains(classNumber), Student.seatRange.contains(number),
               let index = seats[StudentDirectory.seat(school, grade, classNumber, number)]
         else { return nil }
         let record = records[Int(index)]

@@ -11,8 +11,6 @@ public struct IngestConfig: Sendable {
     public var topics: Topics
     /// Partitions for topics created at start (`TOPIC_PARTITIONS`).
     public var partitions: Int
-    /// How long a registration may lie in the future (clock skew at the gate).
-    public var futureTolerance: Double = 5 * 60
     /// How long SIGTERM waits for in-flight requests.
     public var drainPeriod: Duration = .seconds(10)
 

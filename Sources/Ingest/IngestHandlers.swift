@@ -1,5 +1,4 @@
 import Common
-import Foundation
 import Guidance
 import HTTP
 import ServiceSupport
@@ -13,7 +12,6 @@ struct IngestHandlers: Sendable {
     let topics: Topics
     let metrics: Metrics
     let logger: Logger
-    let futureTolerance: Double
 
     private static let gateRoles: Set<Teacher.Role> = [.gate, .admin]
 
@@ -39,74 +37,51 @@ struct IngestHandlers: Sendable {
     @Sendable func register(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
-        let body = try request.decode(RegisterRequest.self, plain: RegisterRequest.init(plain:))
-
-        var malformed: [FieldError] = []
-        let guidanceID = body.guidanceId.map { $0.lowercased() } ?? RandomID.uuid()
-        if let given = body.guidanceId, UUID(uuidString: given) == nil {
-            malformed.append(FieldError(field: "guidanceId", message: "must be a UUID"))
-        }
-        let occurredAt = body.occurredAt.map(Timestamp.parse) ?? Timestamp.now()
-        if occurredAt == nil {
-            malformed.append(FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
-        }
-        guard malformed.isEmpty, let occurredAt else {
-            throw HTTPError.badRequest(malformed.map { "\($0.field) \($0.message)" }.joined(separator: "; "), errors: malformed)
-        }
-
-        guard let school = roster.school(schoolID) else {
-            throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])
-        }
-        var invalid: [FieldError] = []
-        let student = roster.student(school: schoolID, grade: body.student.grade, classNumber: body.student.classNumber, number: body.student.number)
-        if student == nil {
-            invalid.append(FieldError(field: "student", message: "no student at grade \(body.student.grade), class \(body.student.classNumber), number \(body.student.number)"))
-        }
-        let reason = school.reason(body.reason.code)
-        let detail = body.reason.detail?.trimmingWhitespace()
-        if reason == nil {
-            invalid.append(FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
-        } else if reason!.requiresDetail && (detail ?? "").isEmpty {
-            invalid.append(FieldError(field: "reason.detail", message: "is required for '\(reason!.code)'"))
-        }
-        if let detail, detail.count > Reason.maxDetailLength {
-            invalid.append(FieldError(field: "reason.detail", message: "must be at most \(Reason.maxDetailLength) characters"))
-        }
+        let body = try request.json(RegisterRequest.init(json:))
         let now = Timestamp.now()
-        if occurredAt > now + futureTolerance {
-            invalid.append(FieldError(field: "occurredAt", message: "is more than 5 minutes in the future"))
-        }
-        let recordedBy = body.recordedBy ?? teacher?.id
-        if let recordedBy {
-            if roster.teachers[recordedBy]?.schoolID != schoolID {
-                invalid.append(FieldError(field: "recordedBy", message: "unknown teacher '\(recordedBy)' at this school"))
-            } else if let teacher, teacher.id != recordedBy, teacher.role != .admin {
-                invalid.append(FieldError(field: "recordedBy", message: "must be the authenticated teacher \(teacher.id)"))
+        let guidanceID = try guidanceID(body.guidanceId)
+        let occurredAt = try body.occurredAt.map { (text) throws(HTTPError) -> Double in
+            guard let seconds = Timestamp.parse(text) else {
+                throw HTTPError(FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
             }
-        } else {
-            invalid.append(FieldError(field: "recordedBy", message: "is required"))
+            return seconds
+        } ?? now
+        guard let recordedBy = body.recordedBy ?? teacher?.id else {
+            throw HTTPError.unprocessable("recordedBy is required", errors: [FieldError(field: "recordedBy", message: "is required")])
         }
-        guard invalid.isEmpty, let student, let reason, let recordedBy else {
-            throw HTTPError.unprocessable(invalid.map { "\($0.field) \($0.message)" }.joined(separator: "; "), errors: invalid)
+        if let teacher, teacher.id != recordedBy, teacher.role != .admin {
+            throw HTTPError.unprocessable(
+                "recordedBy must be the authenticated teacher", errors: [FieldError(field: "recordedBy", message: "must be the authenticated teacher \(teacher.id)")])
         }
-
+        let registration: Registration
+        do {
+            registration = try roster.registration(
+                school: schoolID, grade: body.student.grade, classNumber: body.student.classNumber, number: body.student.number,
+                reasonCode: body.reason.code, detail: body.reason.detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: now)
+        } catch {
+            throw HTTPError.unprocessable(error.description, errors: error.problems)
+        }
         let event = GuidanceRegistered(
-            eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID,
-            student: StudentRef(student), reason: ReasonRef(code: reason.code, label: reason.label, detail: (detail ?? "").isEmpty ? nil : detail),
+            eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, student: StudentRef(registration.student),
+            reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
             recordedBy: recordedBy, occurredAt: Timestamp.format(occurredAt), recordedAt: Timestamp.format(now))
         return try await publish(
-            event.json, type: .registered, topic: topics.registered, key: eventKey(school: schoolID, grade: student.grade),
+            event.json, type: .registered, topic: topics.registered, key: eventKey(school: schoolID, grade: registration.student.grade),
             guidanceID: guidanceID, eventID: event.eventId, request: request)
+    }
+
+    /// The client's guidance id, lowercased, or a new one.
+    private func guidanceID(_ given: String?) throws(HTTPError) -> String {
+        guard let given else { return RandomID.uuid() }
+        guard RandomID.isUUID(given) else { throw HTTPError(FieldError(field: "guidanceId", message: "must be a UUID")) }
+        return given.lowercased()
     }
 
     @Sendable func delete(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
         let grade = try request.positiveParameter("grade")
-        let guidanceID = request.parameter("guidanceId").lowercased()
-        guard UUID(uuidString: guidanceID) != nil else {
-            throw HTTPError.badRequest("guidanceId must be a UUID", errors: [FieldError(field: "guidanceId", message: "must be a UUID")])
-        }
+        let guidanceID = try guidanceID(request.parameter("guidanceId"))
         guard roster.school(schoolID) != nil else {
             throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])
         }
@@ -135,7 +110,9 @@ struct IngestHandlers: Sendable {
             metrics.increment("ingest_produce_errors_total", help: "Events the broker did not acknowledge, by reason.", labels: [("code", "\(error.code)")])
             logger.warning("event not acknowledged", ["requestId": request.requestID, "guidanceId": guidanceID, "error": error.message])
             if error.isRetriable {
-                throw HTTPError.unavailable("the event broker did not acknowledge the event; retry with the same guidanceId", retryAfterSeconds: 2)
+                throw HTTPError.unavailable(
+                    "the event broker did not acknowledge the event; retry with the same guidanceId", retryAfterSeconds: 2,
+                    members: [("guidanceId", guidanceID)])
             }
             throw error
         }

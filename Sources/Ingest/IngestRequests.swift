@@ -2,14 +2,14 @@ import Common
 import Guidance
 
 /// `POST /v1/schools/{schoolId}/guidances` body.
-struct RegisterRequest: Decodable, Sendable, Equatable {
-    struct StudentSelector: Decodable, Sendable, Equatable {
+struct RegisterRequest: Sendable, Equatable {
+    struct StudentSelector: Sendable, Equatable {
         let grade: Int
         let classNumber: Int
         let number: Int
     }
 
-    struct ReasonInput: Decodable, Sendable, Equatable {
+    struct ReasonInput: Sendable, Equatable {
         let code: String
         let detail: String?
     }
@@ -22,26 +22,20 @@ struct RegisterRequest: Decodable, Sendable, Equatable {
 }
 
 extension RegisterRequest {
-    private static let fields: Set = ["guidanceId", "student", "reason", "recordedBy", "occurredAt"]
-
-    /// The body as `JSONDecoder` would read it, from `JSONReader`'s fields;
-    /// nil when anything is missing, mistyped or unknown, so that
-    /// `JSONDecoder` reads it again and names the problem.
-    init?(plain body: JSONObject) {
-        guard body.keys.allSatisfy(RegisterRequest.fields.contains),
-              case .object(let student)? = body["student"], student.count == 3,
-              case .integer(let grade)? = student["grade"], case .integer(let classNumber)? = student["classNumber"],
-              case .integer(let number)? = student["number"],
-              case .object(let reason)? = body["reason"], reason.keys.allSatisfy({ $0 == "code" || $0 == "detail" }),
-              case .string(let code)? = reason["code"],
-              let detail = reason.optionalString("detail"),
-              let guidanceId = body.optionalString("guidanceId"),
-              let recordedBy = body.optionalString("recordedBy"),
-              let occurredAt = body.optionalString("occurredAt")
-        else { return nil }
+    /// The body's fields, typed; a wrong type or a seat number outside
+    /// `Student.seatRange` names its field.
+    init(json body: JSONFields) throws(FieldError) {
+        let student = try body.object("student")
+        let reason = try body.object("reason")
         self.init(
-            guidanceId: guidanceId, student: StudentSelector(grade: grade, classNumber: classNumber, number: number),
-            reason: ReasonInput(code: code, detail: detail), recordedBy: recordedBy, occurredAt: occurredAt)
+            guidanceId: try body.optionalString("guidanceId"),
+            student: StudentSelector(
+                grade: try student.integer("grade", in: Student.seatRange),
+                classNumber: try student.integer("classNumber", in: Student.seatRange),
+                number: try student.integer("number", in: Student.seatRange)),
+            reason: ReasonInput(code: try reason.string("code"), detail: try reason.optionalString("detail")),
+            recordedBy: try body.optionalString("recordedBy"),
+            occurredAt: try body.optionalString("occurredAt"))
     }
 }
 

@@ -34,7 +34,7 @@ public final class IngestService: Sendable {
         }
         IngestHandlers(
             roster: roster, producer: producer, topics: config.topics, metrics: metrics,
-            logger: logger, futureTolerance: config.futureTolerance
+            logger: logger
         ).routes(into: &router)
         server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)

@@ -29,37 +29,36 @@ final class EventJSONTests: XCTestCase {
         try assertSameJSON(event.json, try JSONEncoder().encode(event))
     }
 
-    func testPlainEventsAreReadWithoutJSONDecoderAndOthersLeftToIt() throws {
+    func testEventsReadBackAsWrittenAndBrokenOnesNameTheirField() throws {
         let registered = GuidanceRegistered(
             eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs",
             student: StudentRef(studentId: "s10312", grade: 1, classNumber: 3, number: 12, name: "김민지"),
             reason: ReasonRef(code: "others", label: "기타", detail: "체육복 / 운동화"),
             recordedBy: "t-gate-01", occurredAt: "2026-11-30T07:52:10Z", recordedAt: "2026-11-30T07:52:11Z")
-        XCTAssertEqual(JSONReader.object(registered.json).flatMap(GuidanceRegistered.init(plain:)), registered)
+        XCTAssertEqual(try GuidanceRegistered(json: JSONFields(JSONReader.object(registered.json))), registered)
         let deleted = GuidanceDeleted(
             eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs", grade: 2,
             deletedBy: "t-gate-01", occurredAt: "2026-11-30T07:52:10Z")
-        XCTAssertEqual(JSONReader.object(deleted.json).flatMap(GuidanceDeleted.init(plain:)), deleted)
+        XCTAssertEqual(try GuidanceDeleted(json: JSONFields(JSONReader.object(deleted.json))), deleted)
 
-        // A newer schema version is read as it is, for the notifier to refuse.
         let text = String(decoding: registered.json, as: UTF8.self)
-        let version2 = JSONReader.object(Array(text.replacingOccurrences(of: #""schemaVersion":1"#, with: #""schemaVersion":2"#).utf8))
-        XCTAssertEqual(version2.flatMap(GuidanceRegistered.init(plain:))?.schemaVersion, 2)
-        // Missing or mistyped fields are left to JSONDecoder, which names them.
-        for broken in [
-            text.replacingOccurrences(of: #""recordedAt":"2026-11-30T07:52:11Z","#, with: "").replacingOccurrences(of: #","recordedAt":"2026-11-30T07:52:11Z""#, with: ""),
-            text.replacingOccurrences(of: #""grade":1"#, with: #""grade":"1""#),
-            text.replacingOccurrences(of: #""type":"guidance.registered""#, with: #""type":"guidance.renamed""#),
-            text.replacingOccurrences(of: #""detail":"체육복 / 운동화""#, with: #""detail":3"#),
-        ] {
-            XCTAssertNotEqual(broken, text)
-            XCTAssertNil(JSONReader.object(Array(broken.utf8)).flatMap(GuidanceRegistered.init(plain:)), broken)
+        let broken: [(String, String)] = [
+            (text.replacingOccurrences(of: #","recordedAt":"2026-11-30T07:52:11Z""#, with: ""), "recordedAt is required"),
+            (text.replacingOccurrences(of: #""grade":1"#, with: #""grade":"1""#), "student.grade must be a whole number, not a string"),
+            (text.replacingOccurrences(of: #""grade":1"#, with: #""grade":-1"#), "student.grade must be a whole number from 1 to 65535"),
+            (text.replacingOccurrences(of: #""detail":"체육복 / 운동화""#, with: #""detail":3"#), "reason.detail must be a string, not a number"),
+        ]
+        for (body, message) in broken {
+            XCTAssertNotEqual(body, text)
+            XCTAssertThrowsError(try GuidanceRegistered(json: JSONFields(JSONReader.object(Array(body.utf8)))), body) { error in
+                XCTAssertEqual("\(error)", message)
+            }
         }
-        // Escaped strings are JSONDecoder's too.
+        // Escaped strings read back as written.
         let escaped = GuidanceDeleted(
             eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "demo-hs", grade: 2,
             deletedBy: awkward, occurredAt: "2026-11-30T07:52:10Z")
-        XCTAssertNil(JSONReader.object(escaped.json))
+        XCTAssertEqual(try GuidanceDeleted(json: JSONFields(JSONReader.object(escaped.json))), escaped)
     }
 
     private func assertSameJSON(_ written: [UInt8], _ encoded: Data, file: StaticString = #filePath, line: UInt = #line) throws {
