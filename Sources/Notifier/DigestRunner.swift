@@ -68,6 +68,18 @@ final class DigestRunner: Sendable {
         }
     }
 
+    /// Why a digest run may not be asked for `date` (`YYYY-MM-DD`), given the
+    /// school's `today`: it must be a date, at most a day ahead and at most
+    /// `Registration.pastWindowDays` back. Nil when it may.
+    static func dateProblem(_ date: String, today: String) -> String? {
+        guard let asked = Timestamp.parseDate(date), let now = Timestamp.parseDate(today) else { return "must be YYYY-MM-DD" }
+        let days = Timestamp.daysFromCivil(year: asked.year, month: asked.month, day: asked.day)
+            - Timestamp.daysFromCivil(year: now.year, month: now.month, day: now.day)
+        if days > 1 { return "must be at most one day after the school's today (\(today))" }
+        if days < -Registration.pastWindowDays { return "must be at most \(Registration.pastWindowDays) days before the school's today (\(today))" }
+        return nil
+    }
+
     /// The school-local date now.
     func today(for school: School) -> String {
         Timestamp.localDate(Timestamp.now(), in: school.timeZone)

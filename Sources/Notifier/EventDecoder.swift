@@ -1,93 +1,83 @@
 import Common
-import Foundation
 import Guidance
 import Kafka
 import Store
 
-/// Turns consumed messages into store events, or says why it cannot.
+/// Turns consumed messages into store events, or says why it cannot. Every
+/// event is held to the rules ingest applies (the notifier's roster decides,
+/// see the README), so nothing reaches a digest that the gate would have
+/// refused.
 struct EventDecoder: Sendable {
     let roster: Roster
     let topics: Topics
-    private static let decoder = JSONDecoder()
-
-    private struct Envelope: Decodable {
-        let schemaVersion: Int
-        let type: String
-    }
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
-        // The common case in one pass: the event type the topic carries, read
-        // by JSONReader when plain, by JSONDecoder otherwise.
-        let fields = JSONReader.object(message.value)
-        if message.topic == topics.registered,
-           let event = fields.flatMap(GuidanceRegistered.init(plain:))
-               ?? (try? EventDecoder.decoder.decode(GuidanceRegistered.self, from: Data(message.value))),
-           event.schemaVersion == 1, event.type == .registered {
-            return registered(event)
+        do throws(FieldError) {
+            let fields = JSONFields(try JSONReader.object(message.value))
+            let version = try fields.integer("schemaVersion")
+            guard version == 1 else { return .failure(DecodeFailure(reason: "unsupported schemaVersion \(version)")) }
+            let type = try fields.string("type")
+            switch message.topic {
+            case topics.registered where type == EventType.registered.rawValue:
+                return registered(try GuidanceRegistered(json: fields))
+            case topics.deleted where type == EventType.deleted.rawValue:
+                return deleted(try GuidanceDeleted(json: fields))
+            default:
+                return .failure(DecodeFailure(reason: "event type '\(type)' does not belong on \(message.topic)"))
+            }
+        } catch {
+            return .failure(DecodeFailure(reason: message.value.isEmpty ? "the message has no value" : "not a guidance event: \(error)"))
         }
-        if message.topic == topics.deleted,
-           let event = fields.flatMap(GuidanceDeleted.init(plain:))
-               ?? (try? EventDecoder.decoder.decode(GuidanceDeleted.self, from: Data(message.value))),
-           event.schemaVersion == 1, event.type == .deleted {
-            return .success(.deleted(
-                guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
-                deletedBy: event.deletedBy, occurredAt: event.occurredAt))
-        }
-        return diagnose(message)
     }
 
     private func registered(_ event: GuidanceRegistered) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(event.eventId, event.guidanceId) { return .failure(problem) }
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
-        guard let school = roster.school(event.schoolId) else {
-            return .failure(DecodeFailure(reason: "unknown school '\(event.schoolId)'"))
+        guard let recorded = Timestamp.parse(event.recordedAt) else {
+            return .failure(DecodeFailure(reason: "recordedAt '\(event.recordedAt)' is not RFC 3339"))
         }
+        let student = event.student
+        let registration: Registration
+        do {
+            registration = try roster.registration(
+                school: event.schoolId, grade: student.grade, classNumber: student.classNumber, number: student.number,
+                reasonCode: event.reason.code, detail: event.reason.detail, recordedBy: event.recordedBy,
+                occurredAt: occurred, recordedAt: recorded)
+        } catch {
+            return .failure(DecodeFailure(reason: error.description))
+        }
+        guard registration.student.id == student.studentId else {
+            return .failure(DecodeFailure(
+                reason: "student: grade \(student.grade), class \(student.classNumber), number \(student.number) is '\(registration.student.id)' in the roster, not '\(student.studentId)'"))
+        }
+        guard let school = roster.school(event.schoolId) else { return .failure(DecodeFailure(reason: "unknown school '\(event.schoolId)'")) }
         return .success(.registered(GuidanceRecord(
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
-            date: Timestamp.localDate(occurred, in: school.timeZone), student: event.student, reason: event.reason,
+            date: Timestamp.localDate(occurred, in: school.timeZone), student: StudentRef(registration.student),
+            reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
             occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
     }
 
-    /// Why a message is not a valid event, for its dead letter.
-    private func diagnose(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
-        let envelope: Envelope
-        do {
-            envelope = try EventDecoder.decoder.decode(Envelope.self, from: Data(message.value))
-        } catch {
-            return .failure(DecodeFailure(reason: "not a guidance event: \(EventDecoder.describe(error))"))
+    private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(event.eventId, event.guidanceId) { return .failure(problem) }
+        guard roster.school(event.schoolId) != nil else { return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'")) }
+        guard roster.hasGrade(event.grade, in: event.schoolId) else {
+            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)"))
         }
-        guard envelope.schemaVersion == 1 else {
-            return .failure(DecodeFailure(reason: "unsupported schemaVersion \(envelope.schemaVersion)"))
+        guard let occurred = Timestamp.parse(event.occurredAt) else {
+            return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
-        let expected = message.topic == topics.registered ? EventType.registered : message.topic == topics.deleted ? EventType.deleted : nil
-        guard let expected, envelope.type == expected.rawValue else {
-            return .failure(DecodeFailure(reason: "event type '\(envelope.type)' does not belong on \(message.topic)"))
-        }
-        do {
-            switch expected {
-            case .registered:
-                _ = try EventDecoder.decoder.decode(GuidanceRegistered.self, from: Data(message.value))
-            case .deleted:
-                _ = try EventDecoder.decoder.decode(GuidanceDeleted.self, from: Data(message.value))
-            }
-            return .failure(DecodeFailure(reason: "the event is valid but could not be applied"))
-        } catch {
-            return .failure(DecodeFailure(reason: EventDecoder.describe(error)))
-        }
+        return .success(.deleted(
+            guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
+            deletedBy: event.deletedBy, occurredAt: Timestamp.format(occurred)))
     }
 
-    private static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, let context):
-            "missing field '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            "field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
-        case DecodingError.dataCorrupted(let context):
-            context.codingPath.isEmpty ? "malformed JSON" : "field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' is invalid"
-        default:
-            "\(error)"
-        }
+    private func idProblem(_ eventID: String, _ guidanceID: String) -> DecodeFailure? {
+        if !RandomID.isUUID(eventID) { return DecodeFailure(reason: "eventId '\(eventID)' is not a UUID") }
+        if !RandomID.isUUID(guidanceID) { return DecodeFailure(reason: "guidanceId '\(guidanceID)' is not a UUID") }
+        return nil
     }
 }
 

@@ -81,16 +81,25 @@ final class Materializer: Sendable {
             }
             guard !batch.isEmpty else { continue }
             var events: [StoredEvent] = []
+            var sources: [ConsumedMessage] = []
             events.reserveCapacity(batch.count)
+            sources.reserveCapacity(batch.count)
             for message in batch {
                 switch decoder.decode(message) {
                 case .success(let event):
                     events.append(event)
+                    sources.append(message)
                 case .failure(let failure):
                     guard deadLetter(message, reason: failure.reason) else { return }
                 }
             }
-            guard apply(events) else { return }
+            guard let rejections = apply(events) else { return }
+            for rejection in rejections {
+                metrics.increment(
+                    "notifier_events_rejected_total", help: "Events the store kept out: an id of another school, or registered with other content.",
+                    labels: [("reason", rejection.reason.prefix { $0 != ":" }.description)])
+                guard deadLetter(sources[rejection.index], reason: rejection.reason) else { return }
+            }
             let appliedAt = Date().timeIntervalSince1970
             do {
                 try consumer.store(batch)
@@ -128,27 +137,28 @@ final class Materializer: Sendable {
         old.close()
     }
 
-    /// Retries until the store takes the batch or the notifier stops; false
+    /// Retries until the store takes the batch or the notifier stops; nil
     /// means stopping, with the batch neither applied nor committed.
-    private func apply(_ events: [StoredEvent]) -> Bool {
+    private func apply(_ events: [StoredEvent]) -> [Rejection]? {
         var delay = 0.1
         while true {
             do {
-                try store.apply(events)
+                let rejections = try store.apply(events)
                 storeFailing.store(false, ordering: .releasing)
-                return true
+                return rejections
             } catch {
                 storeFailing.store(true, ordering: .releasing)
                 logger.error("store write failed; retrying the batch", ["error": error.message, "events": String(events.count)])
                 metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
             }
-            guard sleepWhileRunning(delay) else { return false }
+            guard sleepWhileRunning(delay) else { return nil }
             delay = min(delay * 2, 5)
         }
     }
 
-    /// Sends an undecodable message to the dead-letter topic and waits for the
-    /// acknowledgement, so its offset is never committed before it is kept.
+    /// Sends a message that is not a valid event, or that the store kept out,
+    /// to the dead-letter topic and waits for the acknowledgement, so its
+    /// offset is never committed before it is kept.
     private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
         var headers = message.headers
         headers += [
@@ -168,7 +178,7 @@ final class Materializer: Sendable {
             done.wait()
             switch outcome.withLock({ $0 })! {
             case .success:
-                logger.warning("undecodable message sent to the dead-letter topic", [
+                logger.warning("message sent to the dead-letter topic", [
                     "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset),
                 ])
                 metrics.increment("notifier_dead_letters_total", help: "Messages sent to the dead-letter topic.")

@@ -1,7 +1,7 @@
 import Common
-import Foundation
 import Guidance
 import HTTP
+import Kafka
 import ServiceSupport
 import Store
 
@@ -35,19 +35,30 @@ struct NotifierHandlers: Sendable {
 
     @Sendable func listGuidances(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
-        let grade = try request.positiveQuery("grade")
-        let classNumber = try request.positiveQuery("classNumber")
+        var grade = try request.positiveQuery("grade")
+        var classNumber = try request.positiveQuery("classNumber")
         if classNumber != nil && grade == nil {
             throw HTTPError.badRequest("classNumber needs grade", errors: [FieldError(field: "grade", message: "is required with classNumber")])
         }
         let teacher = try authenticate(request)
         guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
         if let teacher {
+            // Without a filter, a teacher sees their own scope.
+            if grade == nil && classNumber == nil {
+                switch teacher.role {
+                case .homeroom: (grade, classNumber) = (teacher.grade, teacher.classNumber)
+                case .volunteerDuty: grade = teacher.grade
+                case .admin, .gate: break
+                }
+            }
             try mayView(teacher, school: schoolID, grade: grade, classNumber: classNumber)
         }
         let date = try queryDate(request) ?? runner.today(for: school)
         let store = self.store
-        let records = try await blocking { try store.guidances(school: schoolID, date: date, grade: grade, classNumber: classNumber) }
+        let (scopeGrade, scopeClass) = (grade, classNumber)
+        let records = try await available {
+            try await blocking { try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass) }
+        }
         let items = records.map { GuidanceItem(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, recordedBy: $0.recordedBy) }
         return .json(GuidanceList(schoolId: schoolID, date: date, items: items))
     }
@@ -61,9 +72,9 @@ struct NotifierHandlers: Sendable {
     @Sendable func inbox(_ request: Request) async throws -> Response {
         let teacherID = request.parameter("teacherId")
         try mayReadInbox(request, of: teacherID)
-        let unreadOnly = request.query["unread"] == "true"
+        let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
-        let digests = try await blocking { try store.inbox(teacher: teacherID, unreadOnly: false) }
+        let digests = try await available { try await blocking { try store.inbox(teacher: teacherID, unreadOnly: false) } }
         let unread = digests.filter { !$0.read }
         return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: unreadOnly ? unread : digests))
     }
@@ -73,15 +84,30 @@ struct NotifierHandlers: Sendable {
         let digestID = request.parameter("digestId")
         try mayReadInbox(request, of: teacherID)
         let store = self.store
-        guard try await blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
+        guard try await available({ try await blocking { try store.markRead(teacher: teacherID, digestId: digestID) } }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
         }
         return .noContent
     }
 
-    struct RunRequest: Decodable, Sendable {
+    struct RunRequest: Sendable {
         let schoolId: String?
         let date: String?
+
+        /// Either field may be left out; `null` is refused rather than read
+        /// as "every school" or "today".
+        init(json body: JSONFields) throws(FieldError) {
+            for key in ["schoolId", "date"] where body.object[key] == .null {
+                throw FieldError(field: key, message: "must be a string; leave it out for \(key == "date" ? "today" : "every school")")
+            }
+            schoolId = try body.optionalString("schoolId")
+            date = try body.optionalString("date")
+        }
+
+        init() {
+            schoolId = nil
+            date = nil
+        }
     }
 
     struct RunResponse: Encodable, Sendable {
@@ -89,11 +115,8 @@ struct NotifierHandlers: Sendable {
     }
 
     @Sendable func runDigests(_ request: Request) async throws -> Response {
-        let body = request.body.isEmpty ? RunRequest(schoolId: nil, date: nil) : try request.decode(RunRequest.self)
+        let body = request.body.isEmpty ? RunRequest() : try request.json(RunRequest.init(json:))
         let teacher = try authenticate(request)
-        if let date = body.date, Timestamp.parseDate(date) == nil {
-            throw HTTPError.unprocessable("date must be YYYY-MM-DD", errors: [FieldError(field: "date", message: "must be YYYY-MM-DD")])
-        }
         var schools: [School]
         if let schoolID = body.schoolId {
             guard let school = roster.school(schoolID) else {
@@ -110,12 +133,39 @@ struct NotifierHandlers: Sendable {
             }
             schools = schools.filter { $0.id == teacher.schoolID }
         }
+        var batch: [(School, String)] = []
+        for school in schools {
+            let today = runner.today(for: school)
+            guard let date = body.date else {
+                batch.append((school, today))
+                continue
+            }
+            guard let problem = DigestRunner.dateProblem(date, today: today) else {
+                batch.append((school, date))
+                continue
+            }
+            throw HTTPError.unprocessable("date \(problem)", errors: [FieldError(field: "date", message: problem)])
+        }
         do {
-            let runs = try await runner.run(schools.map { ($0, body.date ?? runner.today(for: $0)) })
+            let runs = try await available { try await runner.run(batch) }
             return .json(RunResponse(runs: runs))
         } catch let timeout as DigestRunner.CutoffTimeout {
             logger.warning("digest run waited too long for the cutoff", ["schools": String(schools.count), "error": timeout.description])
             throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
+        }
+    }
+
+    /// Runs `body`, answering 503 with `Retry-After` when the broker or the
+    /// store cannot be reached: the client should come back, not report a bug.
+    private func available<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as KafkaError {
+            logger.warning("the event broker is unavailable", ["error": error.message])
+            throw HTTPError.unavailable("the event broker cannot be reached; retry shortly", retryAfterSeconds: 5)
+        } catch let error as StoreError where error.isRetriable {
+            logger.warning("the store is unavailable", ["error": error.message])
+            throw HTTPError.unavailable("the store cannot be reached; retry shortly", retryAfterSeconds: 5)
         }
     }
 
@@ -132,10 +182,14 @@ struct NotifierHandlers: Sendable {
     /// A teacher reads their own inbox; an admin, any inbox of their school.
     private func mayReadInbox(_ request: Request, of teacherID: String) throws(HTTPError) {
         let teacher = try authenticate(request)
-        guard let owner = roster.teachers[teacherID] else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
-        guard let teacher else { return }
-        guard teacher.id == owner.id || (teacher.role == .admin && teacher.schoolID == owner.schoolID) else {
-            throw HTTPError(status: 403, detail: "teacher \(teacher.id) may not read the inbox of \(teacherID)")
+        let owner = roster.teachers[teacherID]
+        guard let teacher else {
+            guard owner != nil else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
+            return
+        }
+        // The same answer whether the teacher exists or not, so ids cannot be enumerated.
+        guard let owner, teacher.id == owner.id || (teacher.role == .admin && teacher.schoolID == owner.schoolID) else {
+            throw HTTPError(status: 403, detail: "teacher \(teacher.id) may only read their own inbox")
         }
     }
 

@@ -23,6 +23,19 @@ public struct GuidanceRecord: Sendable, Equatable, Codable {
     }
 }
 
+/// An event of a batch that the store kept out, and why: `conflict` (the id
+/// was registered with other content) or `foreign` (the id belongs to another
+/// school).
+public struct Rejection: Sendable, Equatable {
+    public let index: Int
+    public let reason: String
+
+    public init(index: Int, reason: String) {
+        self.index = index
+        self.reason = reason
+    }
+}
+
 /// An event ready for the store; registrations carry their local date.
 public enum StoredEvent: Sendable, Equatable {
     case registered(GuidanceRecord)
@@ -151,8 +164,11 @@ public struct DeliveryState: Sendable {
 /// cooperative pool.
 public protocol GuidanceStore: AnyObject, Sendable {
     /// Applies a batch of events in one transaction. Replays change nothing;
-    /// a deletion wins over its registration whatever the order.
-    func apply(_ events: [StoredEvent]) throws(StoreError)
+    /// a deletion wins over its registration whatever the order. A guidance
+    /// id belongs to the school that first registered it, with the content
+    /// it was first registered with: events that contradict that change
+    /// nothing and come back as rejections, for the dead-letter topic.
+    func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection]
 
     /// Active guidances of a school-local date, ordered by grade, class,
     /// number and time.

@@ -95,57 +95,87 @@ public final class SQLStore: GuidanceStore {
         CREATE INDEX IF NOT EXISTS digest_items_by_day ON digest_items(school_id, date);
         """
 
-    public func apply(_ events: [StoredEvent]) throws(StoreError) {
-        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
+    public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
+            try database.transaction { () throws(StoreError) -> [Rejection] in
                 // Each school day is locked and checked for amendments once
                 // per batch, not once per event.
                 var days: Set<Day> = []
-                for event in events {
+                var rejections: [Rejection] = []
+                for (index, event) in events.enumerated() {
                     if case .registered(let record) = event, days.insert(Day(school: record.schoolId, date: record.date)).inserted {
                         try database.lock(SQLStore.dayKey(record.schoolId, record.date), exclusive: false)
                     }
-                    try SQLStore.apply(event, to: database)
+                    if let reason = try SQLStore.apply(event, to: database) {
+                        rejections.append(Rejection(index: index, reason: reason))
+                    }
                 }
                 for day in days {
                     try SQLStore.markAmendment(school: day.school, date: day.date, in: database)
                 }
+                return rejections
             }
         }
     }
 
-    private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) {
+    /// Applies one event; returns why it was kept out, or nil.
+    private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) -> String? {
         switch event {
         case .registered(let record):
-            // Upsert by guidanceId; a tombstone already there stays.
-            try database.run("""
+            // Inserts, or completes a tombstone that arrived first. A
+            // tombstone of another school (a deletion naming an id that school
+            // never registered) does not hold the id: the registration takes
+            // the row, undeleted.
+            let written = try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
                                        reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
                 ON CONFLICT (guidance_id) DO UPDATE SET
-                    school_id = excluded.school_id, grade = excluded.grade, local_date = excluded.local_date,
+                    grade = excluded.grade, local_date = excluded.local_date,
                     class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
                     student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
                     reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
-                    registered = 1
+                    registered = 1,
+                    deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
+                    deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
+                    deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
+                    school_id = excluded.school_id
+                WHERE guidances.registered = 0
                 """, [
                     .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
                     .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
                     .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
                     .text(record.recordedBy), .text(record.occurredAt),
                 ])
+            guard written == 0 else { return nil }
+            // Registered before: a replay or retry of the same guidance is a
+            // no-op (its time and recorder stay the first ones); anything
+            // else is kept out.
+            let rows = try database.query(
+                "SELECT school_id, student_id, reason_code, reason_detail FROM guidances WHERE guidance_id = $1", [.text(record.guidanceId)])
+            guard let row = rows.first else { return nil }
+            if row[0].string != record.schoolId {
+                return "foreign: guidance \(record.guidanceId) belongs to another school"
+            }
+            if row[1].string != record.student.studentId || row[2].string != record.reason.code || row[3].string != record.reason.detail {
+                return "conflict: guidance \(record.guidanceId) is already registered for another student or reason"
+            }
+            return nil
         case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
-            try database.run("""
+            let written = try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
                 VALUES ($1, $2, $3, 1, $4, $5)
                 ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
+                WHERE guidances.school_id = excluded.school_id
                 """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
+            guard written > 0 else { return "foreign: guidance \(guidanceId) belongs to another school" }
             let dates = try database.query(
                 "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
             if let date = dates.first?.first?.string {
                 try database.lock(dayKey(schoolId, date), exclusive: false)
                 try markAmendment(school: schoolId, date: date, in: database)
             }
+            return nil
         }
     }
 

@@ -27,12 +27,21 @@ final class NotifierAccessTests: XCTestCase {
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-b"), 403, "another school")
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-1-1"), 200)
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-admin"), 200)
-        try await assertEqualAsync(await status("GET", "/v1/teachers/nobody/inbox", as: "t-admin"), 404)
+        // An id that does not exist answers as one that does: ids cannot be enumerated.
+        try await assertEqualAsync(await status("GET", "/v1/teachers/nobody/inbox", as: "t-admin"), 403)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/nobody/inbox", as: "t-hr-1-2"), 403)
+        try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox?unread=yes", as: "t-hr-1-1"), 400)
 
         let day = "/v1/schools/sa/guidances?date=2026-11-21"
         try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=1", as: "t-hr-1-1"), 200)
         try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=2", as: "t-hr-1-1"), 403)
-        try await assertEqualAsync(await status("GET", day, as: "t-hr-1-1"), 403)
+        // Without a filter, a teacher gets their own scope.
+        for (teacher, count) in [("t-hr-1-1", 1), ("t-hr-1-2", 0), ("t-vd-1", 1)] {
+            let list = try await fetch("GET", harness.notifierBase + day, headers: harness.headers(teacher))
+            XCTAssertEqual(list.status, 200, list.text)
+            guard case .array(let items)? = list.object["items"] else { return XCTFail(list.text) }
+            XCTAssertEqual(items.count, count, "\(teacher): \(list.text)")
+        }
         try await assertEqualAsync(await status("GET", day + "&grade=1", as: "t-vd-1"), 200)
         try await assertEqualAsync(await status("GET", day + "&grade=2", as: "t-vd-1"), 403)
         try await assertEqualAsync(await status("GET", day, as: "t-admin"), 200)
