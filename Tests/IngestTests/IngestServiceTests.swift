@@ -196,6 +196,29 @@ final class IngestServiceTests: XCTestCase {
             ("delete unknown grade", "DELETE", "/v1/schools/sa/grades/7/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "grade"),
             ("delete unknown school", "DELETE", "/v1/schools/nowhere/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "schoolId"),
             ("delete bad id", "DELETE", "/v1/schools/sa/grades/1/guidances/not-a-uuid", nil, [:], 400, "guidanceId"),
+            // Issue 9: each of these once crashed the ingest or slipped through.
+            ("negative number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":-1"#), json, 400, "student.number"),
+            ("negative class", "POST", "/v1/schools/sa/guidances", replacing(#""classNumber":3"#, #""classNumber":-3"#), json, 400, "student.classNumber"),
+            ("negative grade", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":-9223372036854775808"#), json, 400, "student.grade"),
+            ("number zero", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":0"#), json, 400, "student.number"),
+            ("fractional grade", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":1.5"#), json, 400, "student.grade"),
+            ("huge number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":9223372036854775808"#), json, 400, "student.number"),
+            ("exponent number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":1e308"#), json, 400, "student.number"),
+            ("trailing comma", "POST", "/v1/schools/sa/guidances", replacing(#""number":12}"#, #""number":12,}"#), json, 400, "student"),
+            ("duplicate key", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":12,"number":13"#), json, 400, "student.number"),
+            ("NUL in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u0000gum"#), json, 422, "reason.detail"),
+            ("ESC in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u001b[31mgum"#), json, 422, "reason.detail"),
+            ("BEL in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u0007gum"#), json, 422, "reason.detail"),
+            ("C1 in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u009bgum"#), json, 422, "reason.detail"),
+            ("bidi override in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", "spat \u{202E}mug"), json, 422, "reason.detail"),
+            ("5,000 combining marks", "POST", "/v1/schools/sa/guidances",
+             replacing("spat gum on the road", "a" + String(repeating: "\u{0301}", count: 5_000)), json, 422, "reason.detail"),
+            ("blank detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", "   "), json, 422, "reason.detail"),
+            ("occurredAt in year 1", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "0001-01-01T00:00:00Z"), json, 422, "occurredAt"),
+            ("occurredAt 401 days ago", "POST", "/v1/schools/sa/guidances",
+             replacing(Self.occurredAt.seoul, Timestamp.format(Timestamp.now() - 401 * 86_400)), json, 422, "occurredAt"),
+            ("null reason", "POST", "/v1/schools/sa/guidances", replacing(#"{"code":"others","detail":"spat gum on the road"}"#, "null"), json, 400, "reason"),
+            ("array body", "POST", "/v1/schools/sa/guidances", "[" + valid + "]", json, 400, nil),
         ]
         for testCase in cases {
             let reply = try await fetch(testCase.method, base + testCase.path, body: testCase.body, headers: testCase.headers)
@@ -213,6 +236,11 @@ final class IngestServiceTests: XCTestCase {
             }
         }
         XCTAssertEqual(try messageCount([topics.registered, topics.deleted]), 0, "a rejected request produced an event")
+        // Still alive, still accepting.
+        try await expectStatus(202, await register(valid))
+        // 200 code points of detail are fine, counted as code points.
+        try await expectStatus(202, await register(replacing("spat gum on the road", String(repeating: "e\u{0301}", count: 100))))
+        try await expectStatus(422, await register(replacing("spat gum on the road", String(repeating: "e\u{0301}", count: 101))))
     }
 
     func testBrokerDownAnswers503WithRetryAfterWithinTheDeliveryTimeoutThenRecovers() async throws {
@@ -224,6 +252,8 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(down.status, 503, down.text)
         XCTAssertNotNil(down.header("Retry-After"))
         XCTAssertEqual(down.header("Content-Type"), "application/problem+json")
+        // The id the server made, for the client's retry.
+        XCTAssertTrue(RandomID.isUUID(down.object["guidanceId"]?.string ?? ""), down.text)
         XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(3500))
         try await expectStatus(503, await fetch("GET", "\(base)/readyz"))
 

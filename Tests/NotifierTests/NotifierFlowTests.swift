@@ -176,6 +176,93 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7")
     }
 
+    /// Issues 9 and 10: a guidance id names one registration of one school
+    /// for ever, and the notifier holds events to the roster as ingest does.
+    func testEventsThatContradictTheStoreOrTheRosterAreDeadLetteredAndChangeNothing() async throws {
+        let id = "12121212-3434-4565-8787-909090909090"
+        try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: id)
+        // A retry with another time is the same guidance: a no-op, not a move.
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-21T00:10:00Z", guidanceID: id)
+        // Another student under the same id: a conflict.
+        try await harness.register(grade: 1, classNumber: 1, number: 2, guidanceID: id)
+        // Another school deleting or registering the id: foreign.
+        try await harness.delete(school: "sb", grade: 1, guidanceID: id)
+        try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1, guidanceID: id)
+
+        // Events ingest would have refused, produced straight to the topics.
+        let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("invalid"))
+        defer { producer.close() }
+        func registered(guidanceId: String = RandomID.uuid(), school: String = "sa", student: StudentRef, code: String = "noShoes") -> OutgoingMessage {
+            let event = GuidanceRegistered(
+                eventId: RandomID.uuid(), guidanceId: guidanceId, schoolId: school, student: student,
+                reason: ReasonRef(code: code, label: "x", detail: nil), recordedBy: "t-gate",
+                occurredAt: "2026-11-20T23:30:00Z", recordedAt: "2026-11-20T23:30:01Z")
+            return OutgoingMessage(topic: harness.topics.registered, key: "\(school)/1", value: event.json)
+        }
+        let known = StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가")
+        let invalid = [
+            registered(student: StudentRef(studentId: "a199", grade: 1, classNumber: 1, number: 99, name: "누구")),
+            registered(student: StudentRef(studentId: "a999", grade: 1, classNumber: 1, number: 1, name: "가가")),
+            registered(guidanceId: "not-a-uuid", student: known),
+            registered(student: known, code: "rudeness"),
+            OutgoingMessage(topic: harness.topics.deleted, key: "nowhere/1", value: GuidanceDeleted(
+                eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "nowhere", grade: 1,
+                deletedBy: "x", occurredAt: "2026-11-20T23:30:00Z").json),
+        ]
+        for message in invalid { _ = try await producer.send(message) }
+        let good = try await harness.register(grade: 1, classNumber: 2, number: 1)
+        try await assertEqualAsync(await harness.waitForList(equalTo: [id, good]), [id, good])
+
+        let list = try await harness.list()
+        guard case .array(let items) = list.object["items"] else { return XCTFail(list.text) }
+        let kept = try XCTUnwrap(items.first { $0["guidanceId"]?.string == id })
+        XCTAssertEqual(kept["student"]?["studentId"]?.string, "a111", "the first registration wins")
+        XCTAssertEqual(kept["occurredAt"]?.string, "2026-11-20T23:30:00Z", "a retry does not move the guidance")
+        let other = try await harness.list(school: "sb", date: "2026-11-20")
+        XCTAssertEqual(other.object["items"], .array([]), other.text)
+
+        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        defer { consumer.close() }
+        let reasons = consumeAll(consumer, count: 8).compactMap { $0.header("dlq-reason") }.sorted()
+        let expected = [
+            "conflict: guidance \(id)", "eventId", "foreign: guidance \(id)", "foreign: guidance \(id)", "guidanceId 'not-a-uuid' is not a UUID",
+            "reason.code unknown reason", "schoolId unknown school 'nowhere'", "student no student at grade 1, class 1, number 99",
+            "student: grade 1, class 1, number 1 is 'a111' in the roster, not 'a999'",
+        ]
+        XCTAssertEqual(reasons.count, 8, reasons.joined(separator: "\n"))
+        for prefix in expected where prefix != "eventId" {
+            XCTAssertTrue(reasons.contains { $0.hasPrefix(prefix) }, "no dead letter starting '\(prefix)' in:\n" + reasons.joined(separator: "\n"))
+        }
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_rejected_total", labels: [("reason", "foreign")]), 2)
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_rejected_total", labels: [("reason", "conflict")]), 1)
+    }
+
+    func testDigestRunsRefuseNullsAndDatesOutsideTheWindowAndAnswer503WithoutTheBroker() async throws {
+        let run = harness.notifierBase + "/v1/digests/run"
+        let json = ["Content-Type": "application/json"]
+        for (body, status, field) in [
+            (#"{"schoolId":null}"#, 400, "schoolId"), (#"{"schoolId":"sa","date":null}"#, 400, "date"),
+            (#"{"schoolId":"sa","date":"0001-01-01"}"#, 422, "date"), (#"{"schoolId":"sa","date":"9999-12-31"}"#, 422, "date"),
+            (#"{"schoolId":"sa","date":"2026-02-30"}"#, 422, "date"), (#"{"schoolId":7}"#, 400, "schoolId"),
+            (#"{"schoolId":"sa",}"#, 400, ""),
+        ] {
+            let reply = try await fetch("POST", run, body: body, headers: json)
+            XCTAssertEqual(reply.status, status, "\(body): \(reply.text)")
+            if !field.isEmpty {
+                XCTAssertEqual(reply.object["errors"]?[0]?["field"]?.string, field, "\(body): \(reply.text)")
+            }
+        }
+        let today = try await fetch("POST", run, body: #"{"schoolId":"sa"}"#, headers: json)
+        XCTAssertEqual(today.status, 200, today.text)
+
+        harness.cluster.setAllBrokers(up: false)
+        defer { harness.cluster.setAllBrokers(up: true) }
+        let down = try await fetch("POST", run, body: #"{"schoolId":"sa"}"#, headers: json)
+        XCTAssertEqual(down.status, 503, down.text)
+        XCTAssertNotNil(down.header("Retry-After"))
+        XCTAssertEqual(down.header("Content-Type"), "application/problem+json")
+    }
+
     func testEachSchoolsEventsFallOnItsOwnLocalDate() async throws {
         // 23:30 UTC on 20 November is the 21st in Seoul and the 20th in Los Angeles.
         let seoul = try await harness.register(school: "sa", grade: 1, classNumber: 1, number: 1, at: "2026-11-20T23:30:00Z")

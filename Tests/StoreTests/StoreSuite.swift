@@ -11,15 +11,15 @@ import XCTest
 struct StoreSuite: Sendable {
     let makeStore: @Sendable () throws -> any GuidanceStore
 
-    func record(_ id: String, grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30", code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z") -> GuidanceRecord {
+    func record(_ id: String, school: String = "sa", grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30", code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z") -> GuidanceRecord {
         GuidanceRecord(
-            guidanceId: id, schoolId: "sa", date: date,
+            guidanceId: id, schoolId: school, date: date,
             student: StudentRef(studentId: "s\(grade)\(classNumber)\(number)", grade: grade, classNumber: classNumber, number: number, name: "학생\(number)"),
             reason: ReasonRef(code: code, label: code, detail: nil), occurredAt: time, recordedBy: "t-gate-01")
     }
 
-    func deletion(_ id: String, grade: Int = 1) -> StoredEvent {
-        .deleted(guidanceId: id, schoolId: "sa", grade: grade, deletedBy: "t-gate-01", occurredAt: "2026-11-29T23:00:00Z")
+    func deletion(_ id: String, school: String = "sa", grade: Int = 1) -> StoredEvent {
+        .deleted(guidanceId: id, schoolId: school, grade: grade, deletedBy: "t-gate-01", occurredAt: "2026-11-29T23:00:00Z")
     }
 
     /// A plan that gives one recipient every change, like the real planner.
@@ -43,8 +43,8 @@ struct StoreSuite: Sendable {
 
     func registrationsUpsertAndReplaysChangeNothing() throws {
         let store = try makeStore()
-        try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
-        try store.apply([.registered(record("g1")), .registered(record("g1"))])
+        _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
+        _ = try store.apply([.registered(record("g1")), .registered(record("g1"))])
         let listed = try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil)
         XCTAssertEqual(listed.map(\.guidanceId), ["g2", "g1"], "ordered by number")
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: 1, classNumber: 3).count, 2)
@@ -52,17 +52,41 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-12-01", grade: nil, classNumber: nil).count, 0)
     }
 
+    /// The first registration of an id wins; a retry is a no-op; other
+    /// content and other schools are kept out and reported.
+    func aGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws {
+        let store = try makeStore()
+        XCTAssertEqual(try store.apply([.registered(record("g1")), .registered(record("g1", at: "2026-11-29T23:10:00Z"))]), [])
+        let rejected = try store.apply([
+            .registered(record("g1", number: 13)), .registered(record("g1", code: "wrongClothes")),
+            .registered(record("g1", school: "sb")), deletion("g1", school: "sb"), .registered(record("g2")),
+        ])
+        XCTAssertEqual(rejected.map(\.index), [0, 1, 2, 3])
+        XCTAssertEqual(rejected.map { String($0.reason.prefix { $0 != ":" }) }, ["conflict", "conflict", "foreign", "foreign"])
+        let listed = try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil)
+        XCTAssertEqual(listed.map(\.guidanceId), ["g1", "g2"])
+        XCTAssertEqual(listed.first?.student.number, 12)
+        XCTAssertEqual(listed.first?.occurredAt, "2026-11-29T22:52:10Z", "a retry moved the guidance")
+        XCTAssertEqual(try store.guidances(school: "sb", date: "2026-11-30", grade: nil, classNumber: nil), [])
+
+        // A deletion naming an id its school never registered does not hold
+        // the id against the school that registers it.
+        XCTAssertEqual(try store.apply([deletion("g3", school: "sb")]), [])
+        XCTAssertEqual(try store.apply([.registered(record("g3", number: 5))]), [])
+        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g3", "g1", "g2"])
+    }
+
     func deletionWinsInEitherOrder() throws {
         let store = try makeStore()
-        try store.apply([deletion("early")])
-        try store.apply([.registered(record("early")), .registered(record("late", number: 5))])
-        try store.apply([deletion("late"), .registered(record("late", number: 5))])
+        _ = try store.apply([deletion("early")])
+        _ = try store.apply([.registered(record("early")), .registered(record("late", number: 5))])
+        _ = try store.apply([deletion("late"), .registered(record("late", number: 5))])
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil), [])
     }
 
     func digestRunsWriteOnceAndAmendOnlyChanges() throws {
         let store = try makeStore()
-        try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
+        _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
         let first = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }
         XCTAssertEqual(first.map(\.revision), [1])
         XCTAssertEqual(Set(first[0].entries.map(\.guidanceId)), ["g1", "g2"])
@@ -72,7 +96,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(again, [], "a second run repeated a digest")
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
 
-        try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
+        _ = try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
         XCTAssertEqual(try store.pendingAmendments().map { "\($0.school) \($0.date)" }, ["sa 2026-11-30"])
         let amendment = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) }
         XCTAssertEqual(amendment.map(\.revision), [2])
@@ -86,7 +110,7 @@ struct StoreSuite: Sendable {
 
     func aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
         let store = try makeStore()
-        try store.apply([.registered(record("g1"))])
+        _ = try store.apply([.registered(record("g1"))])
         // Two digests with the same identity: the second write fails after the
         // first succeeded, as a crash between writing and recording would.
         XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { state in
@@ -102,7 +126,7 @@ struct StoreSuite: Sendable {
 
     func inboxReadState() throws {
         let store = try makeStore()
-        try store.apply([.registered(record("g1"))])
+        _ = try store.apply([.registered(record("g1"))])
         let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }.first)
         XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 1)
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
@@ -132,13 +156,14 @@ final class SQLiteStoreTests: XCTestCase {
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
+    func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testInboxReadState() throws { try suite.inboxReadState() }
 
     func testDataSurvivesReopening() throws {
-        try suite.makeStore().apply([.registered(suite.record("g1"))])
+        _ = try suite.makeStore().apply([.registered(suite.record("g1"))])
         XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
     }
 }
@@ -163,6 +188,7 @@ final class PostgresStoreTests: XCTestCase {
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
+    func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
@@ -180,7 +206,7 @@ final class PostgresStoreTests: XCTestCase {
     func testConcurrentRunsOfOneDayWriteEachDigestOnce() throws {
         let url = self.url
         let suite = self.suite
-        try suite.makeStore().apply([.registered(suite.record("g1")), .registered(suite.record("g2", number: 4))])
+        _ = try suite.makeStore().apply([.registered(suite.record("g1")), .registered(suite.record("g2", number: 4))])
         let written = Mutex<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do {

@@ -80,6 +80,11 @@ extension AnyCodable {
         return nil
     }
 
+    public subscript(index: Int) -> AnyCodable? {
+        if case .array(let array) = self, array.indices.contains(index) { return array[index] }
+        return nil
+    }
+
     public var string: String? { if case .string(let value) = self { value } else { nil } }
     public var int: Int? { if case .int(let value) = self { value } else { nil } }
 }
