@@ -41,7 +41,7 @@ let package = Package(
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
-        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "TestSupport"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "HTTP", "ServiceSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -103,7 +103,7 @@ public final class HTTPServer: @unchecked Sendable {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(config.port).bigEndian)
             guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-                throw HTTPServerError(message: "'\(host)' is not an IPv4 address")
+                throw HTTPServerError(message: "'\(host)' is not an IPv4 address", code: EINVAL)
             }
         }
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -117,7 +117,8 @@ public final class HTTPServer: @unchecked Sendable {
                 UInt32(config.backlog), accessHandler, context, completedHandler, context, connectionHandler, context)
         }
         guard let started else {
-            throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(errno)))")
+            let code = errno
+            throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(code)))", code: code)
         }
         daemon = started
         port = Int(guidance_mhd_bound_port(started))
@@ -192,5 +193,7 @@ public final class HTTPServer: @unchecked Sendable {
 
 public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
     public let message: String
+    /// The `errno` of the failure (`EADDRINUSE` for a port in use).
+    public let code: Int32
     public var description: String { message }
 }

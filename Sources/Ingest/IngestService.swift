@@ -3,6 +3,7 @@ import Guidance
 import HTTP
 import Foundation
 import Kafka
+import ServiceSupport
 
 /// guidance-ingest, assembled from its configuration: roster, producer and
 /// HTTP server. `main` only wires signals; tests start it on port 0.
@@ -17,7 +18,7 @@ public final class IngestService: Sendable {
     public init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster ?? Roster.load(from: config.rosterDirectory)
+        let roster = try roster ?? Startup.roster(from: config.rosterDirectory)
         self.roster = roster
         producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
         let metrics = self.metrics
@@ -52,7 +53,7 @@ public final class IngestService: Sendable {
     /// Creates missing topics, then starts serving.
     public func start() async throws {
         await ensureTopics()
-        try server.start()
+        try Startup.listen(server, portVariable: "INGEST_PORT", service: "guidance-ingest")
     }
 
     /// Stops accepting, drains in-flight requests, flushes the producer.

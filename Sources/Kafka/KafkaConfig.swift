@@ -15,6 +15,22 @@ public struct KafkaConfig: Sendable {
         self.properties = properties
     }
 
+    /// Why a bootstrap list is unusable, or nil: each comma-separated entry
+    /// must be `host:port` (optionally `protocol://host:port`) with a port
+    /// from 1 to 65535. librdkafka itself reads `localhost:notaport` as port 0
+    /// and only fails to connect.
+    static func bootstrapProblem(_ list: String) -> String? {
+        let entries = list.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
+        guard !list.trimmingWhitespace().isEmpty else { return "must not be empty; e.g. kafka-1:9092,kafka-2:9092" }
+        for entry in entries {
+            let address = entry.range(of: "://").map { String(entry[$0.upperBound...]) } ?? entry
+            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex,
+                  let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port)
+            else { return "'\(entry)' is not host:port with a port from 1 to 65535; e.g. kafka-1:9092,kafka-2:9092" }
+        }
+        return nil
+    }
+
     /// Reads `KAFKA_BOOTSTRAP_SERVERS` and every other `KAFKA_<PROPERTY>`
     /// (`KAFKA_SECURITY_PROTOCOL` → `security.protocol`). Each property is
     /// checked by librdkafka now, so a typo stops the process at launch.
@@ -24,8 +40,8 @@ public struct KafkaConfig: Sendable {
         where variable.hasPrefix("KAFKA_") && variable.count > 6 {
             let property = variable.dropFirst(6).lowercased().replacingOccurrences(of: "_", with: ".")
             if property == "bootstrap.servers" {
-                guard !value.isEmpty else {
-                    throw ConfigurationError(variable: variable, reason: "must not be empty")
+                if let problem = KafkaConfig.bootstrapProblem(value) {
+                    throw ConfigurationError(variable: variable, reason: problem)
                 }
                 config.bootstrapServers = value
                 continue

@@ -17,7 +17,32 @@ public enum StoreLocation: Sendable, Equatable {
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             return .postgres(url: text)
         }
-        throw ConfigurationError(variable: "STORE_URL", reason: "'\(text)' is neither sqlite:<path> nor postgres://…")
+        throw ConfigurationError(variable: "STORE_URL", reason: "'\(redacted(text))' is neither sqlite:<path> nor postgres://user:password@host:5432/db")
+    }
+
+    /// The URL as it may be logged: a password in the user part or the query
+    /// (`password=`) replaced by `***`.
+    public static func redacted(_ url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@"),
+           let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
+            text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+        }
+        if let query = text.firstIndex(of: "?") {
+            let parameters = text[text.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { part in
+                part.lowercased().hasPrefix("password=") ? "password=***" : String(part)
+            }
+            text = String(text[...query]) + parameters.joined(separator: "&")
+        }
+        return text
+    }
+
+    /// The location as it may be logged.
+    public var redacted: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let url): StoreLocation.redacted(url)
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
+import ServiceSupport
 import Store
 import Synchronization
 
@@ -24,7 +25,7 @@ public final class NotifierService: Sendable {
     public init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster ?? Roster.load(from: config.rosterDirectory)
+        let roster = try roster ?? Startup.roster(from: config.rosterDirectory)
         self.roster = roster
         store = try NotifierService.openStore(config.store)
         producer = try Producer(
@@ -52,12 +53,26 @@ public final class NotifierService: Sendable {
         }
     }
 
-    static func openStore(_ location: StoreLocation) throws -> any GuidanceStore {
-        switch location {
-        case .sqlite(let path):
-            return try SQLStore.sqlite(path: path)
-        case .postgres(let url):
-            return try SQLStore.postgres(url: url)
+    /// Opens the store, failing with `STORE_URL` named and its password
+    /// never shown.
+    static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
+        do {
+            switch location {
+            case .sqlite(let path):
+                let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw ConfigurationError(
+                        variable: "STORE_URL", reason: "the folder '\(folder)' of \(location.redacted) does not exist; create it or point STORE_URL elsewhere")
+                }
+                return try SQLStore.sqlite(path: path)
+            case .postgres(let url):
+                return try SQLStore.postgres(url: url)
+            }
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(variable: "STORE_URL", reason: "\(location.redacted): \(error)")
         }
     }
 
@@ -74,7 +89,7 @@ public final class NotifierService: Sendable {
     public func start() async throws {
         await runner.checkPartitions(expected: config.partitions)
         materializer.start()
-        try server.start()
+        try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
         if let interval = config.scheduleInterval {
             let runner = self.runner
             let amendmentInterval = config.amendmentInterval

@@ -1,0 +1,38 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+
+/// Start-up steps both services share, each failing with the variable to
+/// fix and how, never with a bare file or socket error.
+public enum Startup {
+    /// The roster in `directory` (`ROSTER_DIR`).
+    public static func roster(from directory: String) throws(ConfigurationError) -> Roster {
+        let schools = URL(fileURLWithPath: directory).appendingPathComponent("schools.csv").path
+        guard FileManager.default.fileExists(atPath: schools) else {
+            throw ConfigurationError(
+                variable: "ROSTER_DIR",
+                reason: "'\(directory)' has no schools.csv; set ROSTER_DIR to the folder holding schools.csv, students.csv and teachers.csv (examples/roster is the sample)")
+        }
+        do {
+            return try Roster.load(from: directory)
+        } catch {
+            throw ConfigurationError(variable: "ROSTER_DIR", reason: "\(directory)/\(error); fix the file and start again")
+        }
+    }
+
+    /// Starts `server` on the port `variable` names.
+    public static func listen(_ server: HTTPServer, portVariable variable: String, service: String) throws(ConfigurationError) {
+        do {
+            try server.start()
+        } catch {
+            let port = server.config.port
+            let reason = error.code == EADDRINUSE
+                ? "port \(port) is in use: another \(service) or another program listens there; stop it or set \(variable) to a free port"
+                : error.code == EACCES
+                ? "port \(port) needs privileges this process lacks; set \(variable) to a port above 1023"
+                : error.message
+            throw ConfigurationError(variable: variable, reason: reason)
+        }
+    }
+}
