@@ -6,6 +6,39 @@
 #include <microhttpd.h>
 
 /*
+ * Decodes %HH escapes in paths and query values in place, except %00: the
+ * values reach the server as C strings, and a decoded NUL would cut them
+ * short ("12%00abc" read as "12"). Left as the three characters "%00", it
+ * makes the value invalid where a number, date or id is expected.
+ */
+static size_t guidance_mhd_unescape(void *cls, struct MHD_Connection *connection, char *text) {
+    (void)cls;
+    (void)connection;
+    char *read = text, *write = text;
+    while (*read) {
+        if (read[0] == '%' && read[1] && read[2]) {
+            int high = read[1], low = read[2], value = 0, ok = 1;
+            for (int i = 0; i < 2; i++) {
+                int c = i == 0 ? high : low, digit;
+                if (c >= '0' && c <= '9') digit = c - '0';
+                else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+                else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+                else { ok = 0; break; }
+                value = value * 16 + digit;
+            }
+            if (ok && value != 0) {
+                *write++ = (char)value;
+                read += 3;
+                continue;
+            }
+        }
+        *write++ = *read++;
+    }
+    *write = 0;
+    return (size_t)(write - text);
+}
+
+/*
  * MHD_start_daemon is variadic. This shim passes the options we always set,
  * so every limit is explicit (the library defaults are unfit for production).
  * `bind_address` may be NULL for all interfaces.
@@ -29,6 +62,7 @@ static inline struct MHD_Daemon *guidance_mhd_start(
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_context},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, notify_context},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)guidance_mhd_unescape, NULL},
         {bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)bind_address},
         {MHD_OPTION_END, 0, NULL},
     };

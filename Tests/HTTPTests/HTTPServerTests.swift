@@ -150,6 +150,17 @@ final class HTTPServerTests: XCTestCase {
         }
     }
 
+    /// An escaped NUL cannot cut a path or query value short.
+    func testAnEscapedNULStaysInTheValue() async throws {
+        let raw = try rawExchange(port: server.port, "GET /items/12%00abc/parts/%41?q=x%00y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(raw.hasPrefix("HTTP/1.1 200 "), raw)
+        let path = try await fetch("GET", "\(base)/items/12%00abc/parts/%41?q=x%00y")
+        XCTAssertEqual(path.status, 200, path.text)
+        XCTAssertEqual(path.object["id"]?.string, "12%00abc")
+        XCTAssertEqual(path.object["part"]?.string, "A")
+        XCTAssertEqual(path.object["q"]?.string, "x%00y")
+    }
+
     /// libmicrohttpd's own timeout restarts with every byte; the server's
     /// deadline for a whole request does not.
     func testAClientTricklingItsHeadersIsDisconnected() throws {
