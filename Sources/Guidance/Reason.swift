@@ -16,15 +16,16 @@ public struct Reason: Sendable, Equatable, Codable {
 
     public static let maxDetailLength = 200
 
-    /// The detail as kept: trimmed of white space, nil when nothing is left.
-    /// Throws the rule it breaks: at most `maxDetailLength` Unicode code
-    /// points (what JSON Schema's `maxLength` counts), no C0/C1 control
+    /// The detail as kept: trimmed of white space; nil when absent. Throws
+    /// the rule it breaks: at most `maxDetailLength` Unicode code points as
+    /// sent (what JSON Schema's `maxLength` counts), not blank (leave it out
+    /// instead), no C0/C1 control
     /// characters, no bidirectional embeddings, overrides or isolates (they
     /// reorder the text a teacher reads around them).
     public static func detail(_ raw: String?) throws(DetailError) -> String? {
-        guard let trimmed = raw?.trimmingWhitespace(), !trimmed.isEmpty else { return nil }
+        guard let raw else { return nil }
         var count = 0
-        for scalar in trimmed.unicodeScalars {
+        for scalar in raw.unicodeScalars {
             count += 1
             switch scalar.value {
             case 0x00...0x1F, 0x7F...0x9F: throw .controlCharacter(scalar.value)
@@ -33,16 +34,20 @@ public struct Reason: Sendable, Equatable, Codable {
             }
         }
         guard count <= maxDetailLength else { throw .tooLong(count) }
+        let trimmed = raw.trimmingWhitespace()
+        guard !trimmed.isEmpty else { throw .blank }
         return trimmed
     }
 
     public enum DetailError: Error, Equatable, CustomStringConvertible {
+        case blank
         case tooLong(Int)
         case controlCharacter(UInt32)
         case bidiControl(UInt32)
 
         public var description: String {
             switch self {
+            case .blank: "must not be blank; leave it out when there is none"
             case .tooLong(let count): "must be at most \(Reason.maxDetailLength) characters (Unicode code points), not \(count)"
             case .controlCharacter(let value): "must not contain control characters (found U+\(Reason.hex(value)))"
             case .bidiControl(let value): "must not contain bidirectional control characters (found U+\(Reason.hex(value)))"

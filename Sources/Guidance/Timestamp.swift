@@ -17,7 +17,7 @@ public enum Timestamp {
         }
         guard bytes.count >= 20,
               let year = digits(0, 4), bytes[4] == 45, let month = digits(5, 2), bytes[7] == 45, let day = digits(8, 2),
-              bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32,
+              bytes[10] == 84 || bytes[10] == 116,
               let hour = digits(11, 2), bytes[13] == 58, let minute = digits(14, 2), bytes[16] == 58, let second = digits(17, 2),
               (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
               hour < 24, minute < 60, second < 61
@@ -81,6 +81,7 @@ public enum Timestamp {
     public static func parseDate(_ text: String) -> (year: Int, month: Int, day: Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
               let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
               (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
         else { return nil }

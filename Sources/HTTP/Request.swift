@@ -31,17 +31,27 @@ public struct Request: Sendable {
         return value
     }
 
-    /// A path parameter that must be a positive whole number; 400 naming it
-    /// otherwise.
-    public func positiveParameter(_ name: String) throws(HTTPError) -> Int {
-        try Request.positive(parameter(name), name)
+    /// A path parameter that must be a whole number (digits only) within
+    /// `range`; 400 naming it otherwise.
+    public func integerParameter(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int {
+        try Request.integer(parameter(name), name, in: range)
     }
 
-    /// A query parameter that, when present, must be a positive whole number;
-    /// 400 naming it otherwise.
-    public func positiveQuery(_ name: String) throws(HTTPError) -> Int? {
+    /// A query parameter that, when present, must be a whole number (digits
+    /// only) within `range`; 400 naming it otherwise.
+    public func integerQuery(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int? {
         guard let text = query[name] else { return nil }
-        return try Request.positive(text, name)
+        return try Request.integer(text, name, in: range)
+    }
+
+    private static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let value = Int(text), range.contains(value)
+        else {
+            let message = "must be a whole number from \(range.lowerBound) to \(range.upperBound)"
+            throw HTTPError.badRequest("\(name) \(message)", errors: [FieldError(field: name, message: message)])
+        }
+        return value
     }
 
     /// A query parameter that, when present, must be `true` or `false`;
@@ -53,13 +63,6 @@ public struct Request: Sendable {
         case "false": return false
         default: throw HTTPError.badRequest("\(name) must be true or false", errors: [FieldError(field: name, message: "must be true or false")])
         }
-    }
-
-    private static func positive(_ text: String, _ name: String) throws(HTTPError) -> Int {
-        guard let value = Int(text), value > 0 else {
-            throw HTTPError.badRequest("\(name) must be a positive whole number", errors: [FieldError(field: name, message: "must be a positive whole number")])
-        }
-        return value
     }
 
     /// Reads a JSON object body with `read`: 415 unless the body is JSON,

@@ -24,9 +24,9 @@ struct IngestHandlers: Sendable {
     @Sendable func lookUpStudent(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         try authorize(request, school: schoolID)
-        let grade = try request.positiveParameter("grade")
-        let classNumber = try request.positiveParameter("class")
-        let number = try request.positiveParameter("number")
+        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        let classNumber = try request.integerParameter("class", in: Student.seatRange)
+        let number = try request.integerParameter("number", in: Student.seatRange)
         guard roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
         guard let student = roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: number) else {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
@@ -80,7 +80,7 @@ struct IngestHandlers: Sendable {
     @Sendable func delete(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
-        let grade = try request.positiveParameter("grade")
+        let grade = try request.integerParameter("grade", in: Student.seatRange)
         let guidanceID = try guidanceID(request.parameter("guidanceId"))
         guard roster.school(schoolID) != nil else {
             throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])

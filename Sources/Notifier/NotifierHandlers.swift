@@ -35,8 +35,8 @@ struct NotifierHandlers: Sendable {
 
     @Sendable func listGuidances(_ request: Request) async throws -> Response {
         let schoolID = request.parameter("schoolId")
-        var grade = try request.positiveQuery("grade")
-        var classNumber = try request.positiveQuery("classNumber")
+        var grade = try request.integerQuery("grade", in: Student.seatRange)
+        var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
         if classNumber != nil && grade == nil {
             throw HTTPError.badRequest("classNumber needs grade", errors: [FieldError(field: "grade", message: "is required with classNumber")])
         }

@@ -214,6 +214,8 @@ final class IngestServiceTests: XCTestCase {
             ("5,000 combining marks", "POST", "/v1/schools/sa/guidances",
              replacing("spat gum on the road", "a" + String(repeating: "\u{0301}", count: 5_000)), json, 422, "reason.detail"),
             ("blank detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", "   "), json, 422, "reason.detail"),
+            ("empty detail on another reason", "POST", "/v1/schools/sa/guidances",
+             replacing(#"{"code":"others","detail":"spat gum on the road"}"#, #"{"code":"noShoes","detail":""}"#), json, 422, "reason.detail"),
             ("occurredAt in year 1", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "0001-01-01T00:00:00Z"), json, 422, "occurredAt"),
             ("occurredAt 401 days ago", "POST", "/v1/schools/sa/guidances",
              replacing(Self.occurredAt.seoul, Timestamp.format(Timestamp.now() - 401 * 86_400)), json, 422, "occurredAt"),
