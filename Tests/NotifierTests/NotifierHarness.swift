@@ -182,11 +182,11 @@ final class NotifierHarness: @unchecked Sendable {
 
     /// Guidance ids listed for the date, polled until they are `expected` (or
     /// 20 s): a deletion travels on its own topic and may land after.
-    func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>) async throws -> Set<String> {
+    func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>, as teacher: String? = nil) async throws -> Set<String> {
         let deadline = ContinuousClock.now + .seconds(20)
         var ids: Set<String> = []
         repeat {
-            ids = Set(try await waitForList(school: school, date: date, count: expected.count))
+            ids = Set(try await waitForList(school: school, date: date, count: expected.count, as: teacher))
             if ids == expected { break }
             try await Task.sleep(for: .milliseconds(50))
         } while ContinuousClock.now < deadline
@@ -194,11 +194,11 @@ final class NotifierHarness: @unchecked Sendable {
     }
 
     /// Guidance ids listed for the date, polled until `count` appear (or 20 s).
-    func waitForList(school: String = "sa", date: String = "2026-11-21", count: Int) async throws -> [String] {
+    func waitForList(school: String = "sa", date: String = "2026-11-21", count: Int, as teacher: String? = nil) async throws -> [String] {
         let deadline = ContinuousClock.now + .seconds(20)
         var ids: [String] = []
         repeat {
-            let reply = try await list(school: school, date: date)
+            let reply = try await list(school: school, date: date, as: teacher)
             if case .array(let items) = reply.object["items"] { ids = items.compactMap { $0["guidanceId"]?.string } }
             if ids.count >= count { break }
             try await Task.sleep(for: .milliseconds(50))
