@@ -125,6 +125,8 @@ extension Roster {
                     throw row.error("student '\(student.id)' is listed twice")
                 case .seatTaken(let other):
                     throw row.error("grade \(student.grade) class \(student.classNumber) number \(student.number) is already student '\(other)'")
+                case .tooManySchools:
+                    throw row.error("students of more than \(Int(UInt16.max) + 1) schools; split the district")
                 }
             }
             grades[school, default: []].insert(student.grade)

@@ -47,12 +47,15 @@ struct StudentDirectory: Sendable {
         case idListedTwice
         /// Another student, with this id, has the seat.
         case seatTaken(String)
+        /// More schools than a record can name.
+        case tooManySchools
     }
 
     /// Adds a student, unless its id or seat is taken. Only before
     /// `finishLoading`.
     mutating func insert(_ student: Student) throws(Conflict) {
         precondition(isLoading, "StudentDirectory.insert after finishLoading")
+        guard schoolIndex[student.schoolID] != nil || schoolIDs.count <= Int(UInt16.max) else { throw .tooManySchools }
         let school = index(of: student.schoolID)
         let seat = StudentDirectory.seat(school, student.grade, student.classNumber, student.number)
         var hasher = Hasher()
