@@ -39,7 +39,8 @@ public final class NotifierService: Sendable {
         let materializer = self.materializer
         router.addOperationalRoutes(metrics: metrics) {
             if materializer.storeFailing.load(ordering: .acquiring) { return (false, "store writes are failing") }
-            if (try? await blocking({ try store.ping() })) == nil { return (false, "the store does not answer") }
+            // A hung store must not hang the probe: it answers within a second.
+            if await blocking(within: .seconds(1), { try store.ping() }) == nil { return (false, "the store does not answer within 1 s") }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
         NotifierHandlers(roster: roster, store: store, runner: runner, logger: logger).routes(into: &router)
@@ -109,11 +110,16 @@ public final class NotifierService: Sendable {
     }
 
     /// Stops the schedule, drains HTTP, commits and leaves the group.
+    /// Stops the schedule, drains HTTP and stops the materializer at once,
+    /// so that a hung store (each of its waits bounded) delays shutdown by one
+    /// wait, not by one wait per part.
     public func shutdown() async {
         logger.info("shutting down")
-        await schedule.cancel()
-        await server.shutdown(gracePeriod: config.drainPeriod)
-        materializer.stop()
+        let materializer = self.materializer
+        async let scheduleStopped: Void = schedule.cancel()
+        async let drained: Void = server.shutdown(gracePeriod: config.drainPeriod)
+        async let consumerLeft: Void? = try? blocking { materializer.stop() }
+        _ = await (scheduleStopped, drained, consumerLeft)
         producer.close()
         logger.info("shut down")
     }

@@ -5,11 +5,26 @@ import Foundation
 /// One PostgreSQL connection: the only code that calls `PQ*`. Blocking and
 /// not thread-safe; the store serialises its use. A broken connection is
 /// reset once before a statement fails.
+///
+/// Every wait is bounded, so a frozen server (stopped, or a network that
+/// drops packets) costs at most `timeout` per statement rather than hanging
+/// the caller: connecting has libpq's `connect_timeout`, and each statement
+/// is sent asynchronously and waited for with poll(2) on the connection's
+/// socket. A statement past its deadline breaks the connection (the server
+/// may still run it; its transaction never commits), and the next one
+/// reconnects.
 final class PostgresConnection: SQLDatabase {
     private let connection: OpaquePointer
+    private var timeout: Duration
     private var inTransaction = false
+    /// After a statement timed out or a reconnect failed, calls fail at once
+    /// until then, instead of each paying a connect timeout of its own.
+    private var reconnectAfter: ContinuousClock.Instant?
 
-    init(url: String) throws(StoreError) {
+    init(url: String, timeout: Duration = .seconds(5)) throws(StoreError) {
+        self.timeout = timeout
+        let seconds = max(1, timeout.components.seconds)
+        let url = url.contains("connect_timeout=") ? url : url + (url.contains("?") ? "&" : "?") + "connect_timeout=\(seconds)"
         guard let connection = PQconnectdb(url) else { throw StoreError(.failed, "libpq: out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
@@ -24,7 +39,13 @@ final class PostgresConnection: SQLDatabase {
     deinit { PQfinish(connection) }
 
     func execute(_ sql: String) throws(StoreError) {
-        let result = try submit { PQexec(connection, sql) }
+        // A broken connection's transaction is over already: the server
+        // rolls it back. Reconnecting just to say so would cost a connect.
+        if sql == "ROLLBACK" && PQstatus(connection) == CONNECTION_BAD {
+            inTransaction = false
+            return
+        }
+        let result = try submit { PQsendQuery(connection, sql) }
         PQclear(result)
         if sql == "COMMIT" || sql == "ROLLBACK" { inTransaction = false }
     }
@@ -63,22 +84,26 @@ final class PostgresConnection: SQLDatabase {
         let pointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } }
         return try submit {
             pointers.withUnsafeBufferPointer { buffer in
-                PQexecParams(connection, sql, Int32(buffer.count), nil, buffer.baseAddress, nil, nil, 0)
+                PQsendQueryParams(connection, sql, Int32(buffer.count), nil, buffer.baseAddress, nil, nil, 0)
             }
         }
     }
 
-    /// Runs a libpq call, resetting a broken connection once when no
-    /// transaction is open (inside one, the caller retries the whole batch).
-    private func submit(_ call: () -> OpaquePointer?) throws(StoreError) -> OpaquePointer {
-        var result = call()
+    /// Sends a statement with `send` and waits for its result, resetting a
+    /// broken connection once when no transaction is open (inside one, the
+    /// caller retries the whole batch).
+    private func submit(_ send: () -> Int32) throws(StoreError) -> OpaquePointer {
         if PQstatus(connection) == CONNECTION_BAD && !inTransaction {
-            PQclear(result)
-            PQreset(connection)
-            result = call()
+            try reconnect()
+        }
+        var result = send() == 1 ? try awaitResult() : nil
+        if result == nil && PQstatus(connection) == CONNECTION_BAD && !inTransaction {
+            try reconnect()
+            result = send() == 1 ? try awaitResult() : nil
         }
         guard let result else {
-            throw StoreError(.busy, "PostgreSQL: \(String(cString: PQerrorMessage(connection)))")
+            if PQstatus(connection) == CONNECTION_BAD { inTransaction = false }
+            throw StoreError(.busy, "PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
@@ -93,5 +118,55 @@ final class PostgresConnection: SQLDatabase {
             }
         }
         return result
+    }
+
+    private func reconnect() throws(StoreError) {
+        if let reconnectAfter, ContinuousClock.now < reconnectAfter {
+            throw StoreError(.busy, "PostgreSQL is unreachable; the next attempt to reconnect is at most \(timeout) away")
+        }
+        PQreset(connection)
+        guard PQstatus(connection) == CONNECTION_OK else {
+            reconnectAfter = ContinuousClock.now + timeout
+            throw StoreError(.busy, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+        }
+        reconnectAfter = nil
+    }
+
+    /// Whether the server answers a trivial query within a second: for
+    /// readiness, which must not hang with the server.
+    func probe() throws(StoreError) {
+        let usual = timeout
+        timeout = .seconds(1)
+        defer { timeout = usual }
+        _ = try query("SELECT 1", [])
+    }
+
+    /// The last result of the statement sent, waiting at most `timeout`;
+    /// nil when the connection failed. Past the deadline the connection is
+    /// shut down so that libpq sees it broken.
+    private func awaitResult() throws(StoreError) -> OpaquePointer? {
+        let deadline = ContinuousClock.now + timeout
+        while PQisBusy(connection) == 1 {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else {
+                let socket = PQsocket(connection)
+                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+                _ = PQconsumeInput(connection)
+                while let stale = PQgetResult(connection) { PQclear(stale) }
+                inTransaction = false
+                reconnectAfter = ContinuousClock.now + timeout
+                throw StoreError(.busy, "PostgreSQL did not answer within \(timeout)")
+            }
+            var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
+            if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { return nil }
+            guard PQconsumeInput(connection) == 1 else { return nil }
+        }
+        var last: OpaquePointer?
+        while let next = PQgetResult(connection) {
+            if let previous = last { PQclear(previous) }
+            last = next
+        }
+        return last
     }
 }

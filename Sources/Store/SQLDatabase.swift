@@ -56,6 +56,8 @@ protocol SQLDatabase: AnyObject {
     /// Takes a lock named `key` until the transaction ends: shared locks
     /// coexist, an exclusive one waits for and excludes them.
     func lock(_ key: String, exclusive: Bool) throws(StoreError)
+    /// Whether the database answers a trivial query, within about a second.
+    func probe() throws(StoreError)
 }
 
 extension SQLDatabase {

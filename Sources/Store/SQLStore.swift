@@ -348,8 +348,8 @@ public final class SQLStore: GuidanceStore {
     }
 
     public func ping() throws(StoreError) {
-        _ = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query("SELECT 1", [])
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.probe()
         }
     }
 }

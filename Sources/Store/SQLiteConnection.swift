@@ -53,6 +53,11 @@ final class SQLiteConnection: SQLDatabase {
         return Int(sqlite3_changes(database))
     }
 
+    /// A local file answers or fails at once.
+    func probe() throws(StoreError) {
+        _ = try query("SELECT 1", [])
+    }
+
     /// Runs one query and returns every row.
     func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]] {
         let statement = try prepared(sql, parameters)

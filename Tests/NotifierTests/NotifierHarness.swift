@@ -66,8 +66,11 @@ final class NotifierHarness: @unchecked Sendable {
     var ingestBase = ""
     var notifierBase = ""
     var groupID: String
+    /// The notifier's store; a fresh SQLite file when nil.
+    let store: StoreLocation?
 
-    init(authentication: Bool = false) async throws {
+    init(authentication: Bool = false, store: StoreLocation? = nil) async throws {
+        self.store = store
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
@@ -115,7 +118,7 @@ final class NotifierHarness: @unchecked Sendable {
     private func makeNotifier() throws -> NotifierService {
         var config = NotifierConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
-            store: .sqlite(path: directory.appendingPathComponent("notifier.db").path),
+            store: store ?? .sqlite(path: directory.appendingPathComponent("notifier.db").path),
             kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)

@@ -1,0 +1,88 @@
+import Foundation
+import Notifier
+import TestSupport
+import XCTest
+
+/// A PostgreSQL that stops answering (its processes stopped, as a frozen VM
+/// or a black-holed network looks): readiness says so within a second, the
+/// API answers 503 within its store deadline, shutdown does not wait for
+/// the store, and everything works again once the server answers.
+final class StoreFaultTests: XCTestCase {
+    var harness: NotifierHarness?
+    var dataDirectory = ""
+    var frozen = false
+
+    override func setUp() async throws {
+        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"],
+              let directory = ProcessInfo.processInfo.environment["TEST_POSTGRES_DIR"] else {
+            throw XCTSkip("TEST_POSTGRES_URL and TEST_POSTGRES_DIR are not set (scripts/test sets them)")
+        }
+        dataDirectory = directory
+        let schema = "fault_\(UUID().uuidString.prefix(8).lowercased())"
+        try postgres(["psql", base, "-qc", "CREATE SCHEMA \(schema)"], direct: true)
+        harness = try await NotifierHarness(store: .postgres(url: base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"))
+    }
+
+    override func tearDown() async throws {
+        if frozen { try? freeze(false) }
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    private func postgres(_ arguments: [String], direct: Bool = false) throws {
+        let process = Process()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        process.executableURL = direct ? URL(fileURLWithPath: "/usr/bin/env") : root.appendingPathComponent("scripts/postgres")
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "\(arguments)")
+    }
+
+    private func freeze(_ on: Bool) throws {
+        try postgres([on ? "freeze" : "thaw", dataDirectory])
+        frozen = on
+    }
+
+    func testAFrozenDatabaseIsReportedPromptlyAndShutdownDoesNotWaitForIt() async throws {
+        let harness = try XCTUnwrap(harness)
+        let id = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        try await assertEqualAsync(await harness.waitForList(equalTo: [id]), [id])
+
+        try freeze(true)
+        var started = ContinuousClock.now
+        let ready = try await fetch("GET", harness.notifierBase + "/readyz")
+        XCTAssertEqual(ready.status, 503, ready.text)
+        print("StoreFaultTests: /readyz answered \(ready.status) in \(ContinuousClock.now - started) with the database frozen")
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(1_800), "readiness waited for the store")
+
+        started = ContinuousClock.now
+        let list = try await harness.list()
+        XCTAssertEqual(list.status, 503, list.text)
+        XCTAssertNotNil(list.header("Retry-After"))
+        print("StoreFaultTests: the list answered \(list.status) in \(ContinuousClock.now - started)")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(8), "the list waited past the store's deadline")
+
+        // Back: the connections come back by themselves.
+        try freeze(false)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var status = 0
+        while status != 200 && ContinuousClock.now < deadline {
+            status = try await harness.list().status
+            if status != 200 { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        XCTAssertEqual(status, 200, "the notifier did not recover after the database answered again")
+        try await assertEqualAsync(await harness.waitForList(equalTo: [id]), [id])
+
+        // Frozen while it shuts down, with a read in flight.
+        try freeze(true)
+        let reader = Task { try? await harness.list() }
+        try await Task.sleep(for: .milliseconds(300))
+        started = ContinuousClock.now
+        await harness.stopNotifier()
+        print("StoreFaultTests: shutdown took \(ContinuousClock.now - started) with the database frozen and a read in flight")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(20), "shutdown waited for the frozen database")
+        _ = await reader.value
+        try freeze(false)
+    }
+}
