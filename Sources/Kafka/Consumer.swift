@@ -181,7 +181,7 @@ public final class Consumer: @unchecked Sendable {
     private static func convert(_ raw: UnsafeMutablePointer<rd_kafka_message_t>) -> ConsumedMessage {
         let message = raw.pointee
         let key = message.key.map { Array(UnsafeRawBufferPointer(start: $0, count: message.key_len)) }
-        let value = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: message.len)) } ?? []
+        let value = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: message.len)) }
         var headers: [(name: String, value: [UInt8])] = []
         var headerList: OpaquePointer?
         if rd_kafka_message_headers(raw, &headerList) == RD_KAFKA_RESP_ERR_NO_ERROR, let headerList {

@@ -3,10 +3,12 @@
 public struct OutgoingMessage: Sendable {
     public var topic: String
     public var key: [UInt8]
-    public var value: [UInt8]
+    /// nil produces a null value (a tombstone in Kafka's terms), distinct
+    /// from an empty one.
+    public var value: [UInt8]?
     public var headers: [(name: String, value: [UInt8])]
 
-    public init(topic: String, key: [UInt8], value: [UInt8], headers: [(name: String, value: [UInt8])] = []) {
+    public init(topic: String, key: [UInt8], value: [UInt8]?, headers: [(name: String, value: [UInt8])] = []) {
         self.topic = topic
         self.key = key
         self.value = value
@@ -33,13 +35,14 @@ public struct ConsumedMessage: Sendable {
     public let partition: Int32
     public let offset: Int64
     public let key: [UInt8]?
-    public let value: [UInt8]
+    /// nil for a null value, which is not the same as an empty one.
+    public let value: [UInt8]?
     public let headers: [(name: String, value: [UInt8])]
     /// Milliseconds since the epoch, as the producer or broker stamped it.
     public let timestampMilliseconds: Int64?
 
     public init(
-        topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8],
+        topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8]?,
         headers: [(name: String, value: [UInt8])], timestampMilliseconds: Int64?
     ) {
         self.topic = topic

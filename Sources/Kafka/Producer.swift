@@ -162,9 +162,8 @@ final class ProducerClient: @unchecked Sendable {
         let box = Unmanaged.passRetained(delivery).toOpaque()
         let result = withLiveHandle { handle in
             message.key.withUnsafeBytes { key in
-                message.value.withUnsafeBytes { value in
-                    guidance_kafka_produce(
-                        handle, message.topic, key.baseAddress, key.count, value.baseAddress, value.count, headers, box)
+                Producer.withValue(message.value) { value, count in
+                    guidance_kafka_produce(handle, message.topic, key.baseAddress, key.count, value, count, headers, box)
                 }
             }
         } ?? RD_KAFKA_RESP_ERR__DESTROY
@@ -315,5 +314,18 @@ private func deliveryReportCallback(_ handle: OpaquePointer?, _ message: UnsafeP
         box.finish(.success(DeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset)))
     } else {
         box.finish(.failure(box.client.failure(for: message.pointee.err, topic: topic)))
+    }
+}
+
+extension Producer {
+    /// The value as librdkafka takes it: NULL for a null value, a non-NULL
+    /// pointer with length 0 for an empty one.
+    static func withValue<R>(_ value: [UInt8]?, _ body: (UnsafeRawPointer?, Int) -> R) -> R {
+        guard let value else { return body(nil, 0) }
+        guard !value.isEmpty else {
+            var byte: UInt8 = 0
+            return withUnsafeBytes(of: &byte) { body($0.baseAddress, 0) }
+        }
+        return value.withUnsafeBytes { body($0.baseAddress, $0.count) }
     }
 }

@@ -12,8 +12,10 @@ struct EventDecoder: Sendable {
     let topics: Topics
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
+        guard let value = message.value else { return .failure(DecodeFailure(reason: "the message's value is null")) }
+        guard !value.isEmpty else { return .failure(DecodeFailure(reason: "the message's value is empty")) }
         do throws(FieldError) {
-            let fields = JSONFields(try JSONReader.object(message.value))
+            let fields = JSONFields(try JSONReader.object(value))
             let version = try fields.integer("schemaVersion")
             guard version == 1 else { return .failure(DecodeFailure(reason: "unsupported schemaVersion \(version)")) }
             let type = try fields.string("type")
@@ -26,7 +28,7 @@ struct EventDecoder: Sendable {
                 return .failure(DecodeFailure(reason: "event type '\(type)' does not belong on \(message.topic)"))
             }
         } catch {
-            return .failure(DecodeFailure(reason: message.value.isEmpty ? "the message has no value" : "not a guidance event: \(error)"))
+            return .failure(DecodeFailure(reason: "not a guidance event: \(error)"))
         }
     }
 

@@ -32,10 +32,10 @@ final class ProducerConsumerTests: MockClusterTestCase {
             XCTAssertEqual(message.header("event-type"), "guidance.registered")
             XCTAssertEqual(message.header("schema-version"), "1")
             let key = try XCTUnwrap(message.keyString)
-            XCTAssertTrue(String(decoding: message.value, as: UTF8.self).hasPrefix(key + "#"))
+            XCTAssertTrue(String(decoding: message.value ?? [], as: UTF8.self).hasPrefix(key + "#"))
         }
         for key in keys {
-            let sequence = messages.filter { $0.keyString == key }.map { Int(String(decoding: $0.value, as: UTF8.self).split(separator: "#")[1])! }
+            let sequence = messages.filter { $0.keyString == key }.map { Int(String(decoding: $0.value ?? [], as: UTF8.self).split(separator: "#")[1])! }
             XCTAssertEqual(sequence, sequence.sorted(), "order lost for \(key)")
             XCTAssertEqual(sequence.count, 20)
         }
@@ -76,7 +76,7 @@ final class ProducerConsumerTests: MockClusterTestCase {
         while Date() < consumeDeadline, try Set(seen).count < 200 || first.committedOffsets(partitions) != watermarks {
             for member in [first, second] {
                 let batch = member.poll(maxMessages: 50, timeout: .milliseconds(100))
-                seen += batch.map { String(decoding: $0.value, as: UTF8.self) }
+                seen += batch.map { String(decoding: $0.value ?? [], as: UTF8.self) }
                 try member.store(batch)
                 try? member.commit()
             }
@@ -95,7 +95,7 @@ final class ProducerConsumerTests: MockClusterTestCase {
         let tailDeadline = Date().addingTimeInterval(30)
         while Date() < tailDeadline && (Set(tail).count < 100 || first.assignment().count < 4) {
             let batch = first.poll(maxMessages: 100, timeout: .milliseconds(100))
-            tail += batch.map { String(decoding: $0.value, as: UTF8.self) }
+            tail += batch.map { String(decoding: $0.value ?? [], as: UTF8.self) }
             try first.store(batch)
             try? first.commit()
         }

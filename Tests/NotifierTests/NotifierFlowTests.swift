@@ -159,13 +159,20 @@ final class NotifierFlowTests: XCTestCase {
         _ = try await producer.send(poison)
         let wrongVersion = #"{"schemaVersion":7,"type":"guidance.registered"}"#
         _ = try await producer.send(OutgoingMessage(topic: harness.topics.registered, key: "sa/1", value: Array(wrongVersion.utf8)))
+        // A null value and an empty one are different things, and stay so.
+        _ = try await producer.send(OutgoingMessage(topic: harness.topics.registered, key: Array("sa/1".utf8), value: nil))
+        _ = try await producer.send(OutgoingMessage(topic: harness.topics.deleted, key: Array("sa/1".utf8), value: []))
         let good = try await harness.register(grade: 1, classNumber: 1, number: 1)
         try await assertEqualAsync(await harness.waitForList(count: 1), [good])
 
         let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
         defer { consumer.close() }
-        let letters = consumeAll(consumer, count: 2)
-        XCTAssertEqual(letters.count, 2)
+        let letters = consumeAll(consumer, count: 4)
+        XCTAssertEqual(letters.count, 4)
+        let null = try XCTUnwrap(letters.first { $0.value == nil }, "the null value came back as something else")
+        XCTAssertEqual(null.header("dlq-reason"), "the message's value is null")
+        let empty = try XCTUnwrap(letters.first { $0.value == [] })
+        XCTAssertEqual(empty.header("dlq-reason"), "the message's value is empty")
         let first = try XCTUnwrap(letters.first { $0.value == Array("{not json".utf8) })
         XCTAssertEqual(first.header("dlq-source-topic"), harness.topics.registered)
         XCTAssertNotNil(first.header("dlq-source-offset"))
