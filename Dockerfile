@@ -20,7 +20,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/guidance guidance
 COPY --from=build /out/ /usr/local/bin/
-COPY examples/roster /roster
+# No roster is baked in: mount the school's own at /roster (compose does, from
+# ROSTER_PATH). Without one the services stop with a message naming ROSTER_DIR.
 ENV ROSTER_DIR=/roster
 USER guidance
 WORKDIR /var/lib/guidance
