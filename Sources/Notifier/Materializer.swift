@@ -137,8 +137,11 @@ final class Materializer: Sendable {
         old.close()
     }
 
-    /// Retries until the store takes the batch or the notifier stops; nil
-    /// means stopping, with the batch neither applied nor committed.
+    /// Applies the batch, retrying while the store's errors are retriable
+    /// (busy, unreachable). An error that would repeat for ever (a value the
+    /// store cannot hold) is narrowed down by halving the batch, and the
+    /// event it comes from is returned as a rejection, so one bad event
+    /// cannot wedge the group. Nil means stopping, with nothing committed.
     private func apply(_ events: [StoredEvent]) -> [Rejection]? {
         var delay = 0.1
         while true {
@@ -146,6 +149,15 @@ final class Materializer: Sendable {
                 let rejections = try store.apply(events)
                 storeFailing.store(false, ordering: .releasing)
                 return rejections
+            } catch where !error.isRetriable {
+                metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
+                guard events.count > 1 else {
+                    logger.error("the store refuses an event; dead-lettering it", ["error": error.message])
+                    return [Rejection(index: 0, reason: "store: \(error.message)")]
+                }
+                let half = events.count / 2
+                guard let first = apply(Array(events[..<half])), let second = apply(Array(events[half...])) else { return nil }
+                return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }
             } catch {
                 storeFailing.store(true, ordering: .releasing)
                 logger.error("store write failed; retrying the batch", ["error": error.message, "events": String(events.count)])

@@ -78,6 +78,11 @@ final class PostgresConnection: SQLDatabase {
 
     private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
         let texts = parameters.map(\.text)
+        // Parameters travel as C strings, and PostgreSQL's text cannot hold a
+        // NUL anyway: refuse the value rather than store it cut short.
+        if texts.contains(where: { $0?.utf8.contains(0) == true }) {
+            throw StoreError(.failed, "PostgreSQL cannot store text containing a NUL character")
+        }
         // strdup'd copies live until the call returns.
         let values: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
         defer { for value in values { free(value) } }

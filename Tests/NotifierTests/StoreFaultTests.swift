@@ -1,4 +1,6 @@
 import Foundation
+import Guidance
+import Kafka
 import Notifier
 import TestSupport
 import XCTest
@@ -84,5 +86,31 @@ final class StoreFaultTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(20), "shutdown waited for the frozen database")
         _ = await reader.value
         try freeze(false)
+    }
+
+    /// PostgreSQL refuses a NUL in text, whatever the retries: such an event
+    /// is found by halving its batch and dead-lettered, and the rest of the
+    /// batch is applied. It used to wedge consumption for good.
+    func testAnEventTheStoreRefusesIsDeadLetteredAndTheRestApplied() async throws {
+        let harness = try XCTUnwrap(harness)
+        let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("refused"))
+        defer { producer.close() }
+        // Stopped, so that the refused event and the good ones share a batch.
+        await harness.stopNotifier()
+        let good = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        let refused = GuidanceDeleted(
+            eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "sa", grade: 1,
+            deletedBy: "t-gate\u{0}x", occurredAt: "2026-11-20T23:30:00Z")
+        _ = try await producer.send(OutgoingMessage(topic: harness.topics.deleted, key: "sa/1", value: refused.json))
+        let after = try await harness.register(grade: 1, classNumber: 2, number: 1)
+        try await harness.startNotifier()
+        try await assertEqualAsync(await harness.waitForList(equalTo: [good, after]), [good, after])
+
+        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        defer { consumer.close() }
+        let letters = consumeAll(consumer, count: 1)
+        XCTAssertEqual(letters.count, 1)
+        XCTAssertEqual(letters.first?.value, refused.json)
+        XCTAssertTrue((letters.first?.header("dlq-reason") ?? "").hasPrefix("store: "), letters.first?.header("dlq-reason") ?? "none")
     }
 }
