@@ -71,8 +71,21 @@ do {
         // mock cluster and a local SQLite file as defaults.
         var values = environment.values
         values["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
-        values["STORE_URL"] = values["STORE_URL"] ?? "sqlite:var/guidance-dev.db"
         try FileManager.default.createDirectory(atPath: "var", withIntermediateDirectories: true)
+        // One instance per folder: a second would share (and reset) the first's state.
+        let lock = open("var/guidance-dev.lock", O_CREAT | O_RDWR, 0o644)
+        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            throw ConfigurationError(variable: "guidance-dev", reason: "another guidance-dev runs from this folder (var/guidance-dev.lock); stop it first")
+        }
+        if values["STORE_URL"] == nil {
+            // The mock cluster starts empty, so the store does too: old
+            // digests beside a new cluster's offsets would mix two histories.
+            for suffix in ["", "-wal", "-shm"] { unlink("var/guidance-dev.db" + suffix) }
+            values["STORE_URL"] = "sqlite:var/guidance-dev.db"
+            say("state: the mock cluster is in memory and the SQLite store \(FileManager.default.currentDirectoryPath)/var/guidance-dev.db starts empty on every run, so both begin together; set STORE_URL to keep a store of your own")
+        } else {
+            say("state: STORE_URL is set, so its data stays, while the mock cluster starts empty: events and offsets begin again at 0 (replays are harmless); the store's old digests stay")
+        }
         let serviceEnvironment = Environment(values)
         let ingest = try IngestService(config: try IngestConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "ingest"))
         let notifier = try NotifierService(config: try NotifierConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "notifier"))
