@@ -12,7 +12,7 @@ COPY Tests ./Tests
 COPY scripts ./scripts
 RUN scripts/build-release \
  && mkdir -p /out \
- && cp .build/release/guidance-ingest .build/release/guidance-notifier /out/
+ && cp .build/release/guidance-ingest .build/release/guidance-notifier .build/release/guidance-admin /out/
 
 FROM swift:6.3-noble-slim
 RUN apt-get update \

@@ -1,0 +1,77 @@
+import Common
+import Foundation
+import Guidance
+
+/// Operator commands that change the roster folder (`ROSTER_DIR`):
+///
+///     guidance-admin token issue TEACHER_ID    prints a new token once; tokens.csv keeps its SHA-256
+///     guidance-admin token revoke TEACHER_ID   removes every token of that teacher
+///
+/// The services read tokens.csv at start; restart them (or, once roster
+/// reload lands, send SIGHUP) for a change to take effect.
+let usage = """
+    usage: guidance-admin token issue TEACHER_ID
+           guidance-admin token revoke TEACHER_ID
+    (ROSTER_DIR names the roster folder; default examples/roster)
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("guidance-admin: \(message)\n".utf8))
+    exit(1)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count == 3, arguments[0] == "token", ["issue", "revoke"].contains(arguments[1]) else { fail(usage) }
+let teacherID = arguments[2]
+let directory = Environment()["ROSTER_DIR"] ?? "examples/roster"
+let roster: Roster
+do {
+    roster = try Roster.load(from: directory)
+} catch {
+    fail("ROSTER_DIR=\(directory): \(error)")
+}
+guard let teacher = roster.teachers[teacherID] else { fail("no teacher '\(teacherID)' in \(directory)/teachers.csv") }
+let file = URL(fileURLWithPath: directory).appendingPathComponent("tokens.csv")
+let existing = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+var lines = existing.split(whereSeparator: \.isNewline).map(String.init)
+let header = lines.first ?? "token_sha256,teacher_id"
+let columns = header.split(separator: ",").map { $0.trimmingWhitespace() }
+guard let teacherColumn = columns.firstIndex(of: "teacher_id"), columns.contains("token_sha256") else {
+    fail("\(file.path) has no token_sha256,teacher_id header")
+}
+let rows = lines.dropFirst().filter { !$0.trimmingWhitespace().isEmpty }
+
+/// Writes the file whole and renames it into place, so that a service
+/// starting meanwhile reads the old file or the new one, never half.
+func write(_ rows: [String]) {
+    let temporary = file.path + ".tmp"
+    do {
+        try Data(([header] + rows).joined(separator: "\n").appending("\n").utf8).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, file.path) == 0 else { fail("cannot replace \(file.path): \(String(cString: strerror(errno)))") }
+    } catch {
+        fail("cannot write \(temporary): \(error)")
+    }
+}
+
+switch arguments[1] {
+case "issue":
+    var generator = SystemRandomNumberGenerator()
+    let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    let token = Data(bytes).base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    write(rows + ["\(SHA256.hex(SHA256.hash(Array(token.utf8)))),\(teacherID)"])
+    if existing.isEmpty {
+        FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
+    }
+    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.role.rawValue), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Restart the services to use it.\n".utf8))
+    print(token)
+case "revoke":
+    let kept = rows.filter { row in
+        let fields = row.split(separator: ",", omittingEmptySubsequences: false)
+        return fields.count <= teacherColumn || fields[teacherColumn].trimmingWhitespace() != teacherID
+    }
+    write(kept)
+    print("revoked \(rows.count - kept.count) token(s) of \(teacherID); restart the services for it to take effect")
+default:
+    fail(usage)
+}
