@@ -32,7 +32,7 @@ let package = Package(
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
-        .executableTarget(name: "guidance-admin", dependencies: ["Guidance", "Common"]),
+        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),

@@ -1,18 +1,24 @@
 import Common
 import Foundation
 import Guidance
+import Kafka
+import Notifier
 
-/// Operator commands that change the roster folder (`ROSTER_DIR`):
+/// Operator commands:
 ///
 ///     guidance-admin token issue TEACHER_ID    prints a new token once; tokens.csv keeps its SHA-256
 ///     guidance-admin token revoke TEACHER_ID   removes every token of that teacher
+///     guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
+///                                              re-publishes dead letters to the topic they came from
 ///
-/// The services read tokens.csv at start; restart them (or, once roster
-/// reload lands, send SIGHUP) for a change to take effect.
+/// Token commands change the roster folder (`ROSTER_DIR`); the services read
+/// tokens.csv at start, so restart them for a change to take effect. The
+/// replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
 let usage = """
     usage: guidance-admin token issue TEACHER_ID
            guidance-admin token revoke TEACHER_ID
-    (ROSTER_DIR names the roster folder; default examples/roster)
+           guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
+    (ROSTER_DIR names the roster folder, default examples/roster; KAFKA_BOOTSTRAP_SERVERS the brokers)
     """
 
 func fail(_ message: String) -> Never {
@@ -21,6 +27,10 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "dlq" {
+    await replayDeadLetters(Array(arguments.dropFirst()))
+    exit(0)
+}
 guard arguments.count == 3, arguments[0] == "token", ["issue", "revoke"].contains(arguments[1]) else { fail(usage) }
 let teacherID = arguments[2]
 let directory = Environment()["ROSTER_DIR"] ?? "examples/roster"
@@ -74,4 +84,40 @@ case "revoke":
     print("revoked \(rows.count - kept.count) token(s) of \(teacherID); restart the services for it to take effect")
 default:
     fail(usage)
+}
+
+/// `dlq replay …`: shows (with --dry-run) or re-publishes the chosen letters.
+func replayDeadLetters(_ arguments: [String]) async {
+    guard arguments.first == "replay" else { fail(usage) }
+    var selection = DeadLetterReplay.Selection()
+    var dryRun = false
+    var rest = arguments.dropFirst()[...]
+    while let option = rest.popFirst() {
+        func value() -> String {
+            guard let value = rest.popFirst() else { fail("\(option) needs a value\n\(usage)") }
+            return value
+        }
+        func number(_ text: String) -> Int64 {
+            guard let number = Int64(text), number >= 0 else { fail("\(option) takes a whole number, not '\(text)'") }
+            return number
+        }
+        switch option {
+        case "--dry-run": dryRun = true
+        case "--reason": selection.reasonContains = value()
+        case "--partition": selection.partition = Int32(clamping: number(value()))
+        case "--from": selection.fromOffset = number(value())
+        case "--to": selection.toOffset = number(value())
+        default: fail("unknown option \(option)\n\(usage)")
+        }
+    }
+    guard selection.fromOffset <= selection.toOffset else { fail("--from is after --to") }
+    do {
+        let kafka = try KafkaConfig.fromEnvironment(Environment())
+        let replay = DeadLetterReplay(kafka: kafka, logger: Logger(component: "dlq-replay", level: .warning))
+        let letters = try await replay.run(selection, dryRun: dryRun)
+        for letter in letters { print(letter) }
+        print(dryRun ? "\(letters.count) dead letter(s) would be replayed (dry run: nothing sent)" : "\(letters.count) dead letter(s) replayed")
+    } catch {
+        fail("\(error)")
+    }
 }

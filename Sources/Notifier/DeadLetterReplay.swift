@@ -1,0 +1,103 @@
+import Common
+import Foundation
+import Guidance
+import Kafka
+
+/// Re-publishes chosen dead letters to the topic they came from, after an
+/// operator fixed what made them fail (usually the roster). Replaying is
+/// idempotent because consumption is: a registration already stored, or
+/// replayed twice, changes nothing.
+public struct DeadLetterReplay: Sendable {
+    /// Which letters to take: by offset range (every partition, or one) and
+    /// by a piece of their `dlq-reason`.
+    public struct Selection: Sendable {
+        public var partition: Int32?
+        public var fromOffset: Int64
+        public var toOffset: Int64
+        public var reasonContains: String?
+
+        public init(partition: Int32? = nil, fromOffset: Int64 = 0, toOffset: Int64 = .max, reasonContains: String? = nil) {
+            self.partition = partition
+            self.fromOffset = fromOffset
+            self.toOffset = toOffset
+            self.reasonContains = reasonContains
+        }
+
+        func contains(_ letter: ConsumedMessage) -> Bool {
+            (partition == nil || partition == letter.partition)
+                && (fromOffset...toOffset).contains(letter.offset)
+                && (reasonContains.map { (letter.header("dlq-reason") ?? "").contains($0) } ?? true)
+        }
+    }
+
+    /// One letter chosen, and where it goes back to.
+    public struct Letter: Sendable, CustomStringConvertible {
+        public let partition: Int32
+        public let offset: Int64
+        public let sourceTopic: String
+        public let reason: String
+
+        public var description: String { "dlq[\(partition)]@\(offset) → \(sourceTopic): \(reason)" }
+    }
+
+    let kafka: KafkaConfig
+    let topics: Topics
+    let logger: Logger
+
+    public init(kafka: KafkaConfig, topics: Topics = Topics(), logger: Logger) {
+        self.kafka = kafka
+        self.topics = topics
+        self.logger = logger
+    }
+
+    /// Reads the dead-letter topic up to its end, and unless `dryRun`
+    /// re-publishes the selected letters (without their `dlq-*` headers, with
+    /// `dlq-replayed-from`), each acknowledged before the next. Returns the
+    /// letters selected.
+    public func run(_ selection: Selection, dryRun: Bool, timeout: Duration = .seconds(60)) async throws -> [Letter] {
+        let letters = try await blocking { [self] in try read(selection, timeout: timeout) }
+        guard !dryRun else { return letters.map(\.letter) }
+        let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-dlq-replay"), logger: logger)
+        defer { producer.close() }
+        for (letter, message) in letters {
+            let headers = message.headers.filter { !$0.name.hasPrefix("dlq-") }
+                + [(name: "dlq-replayed-from", value: Array("\(topics.deadLetters)/\(letter.partition)/\(letter.offset)".utf8))]
+            _ = try await producer.send(OutgoingMessage(topic: letter.sourceTopic, key: message.key ?? [], value: message.value, headers: headers))
+            logger.info("dead letter replayed", ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
+        }
+        return letters.map(\.letter)
+    }
+
+    /// Every selected letter from the start of the topic to its end, as the
+    /// end stood when reading began.
+    private func read(_ selection: Selection, timeout: Duration) throws -> [(letter: Letter, message: ConsumedMessage)] {
+        let consumer = try Consumer(
+            config: ConsumerConfig(kafka: kafka, groupID: "guidance-dlq-replay-\(RandomID.uuid())", topics: [topics.deadLetters], clientID: "guidance-dlq-replay"),
+            logger: logger)
+        defer { consumer.close() }
+        let count = try consumer.partitionCounts(of: [topics.deadLetters])[topics.deadLetters] ?? 0
+        var remaining: [Int32: Int64] = [:]
+        for partition in 0..<Int32(count) {
+            let end = try consumer.highWatermark(of: TopicPartition(topic: topics.deadLetters, partition: partition))
+            if end > 0 { remaining[partition] = end }
+        }
+        let deadline = ContinuousClock.now + timeout
+        var chosen: [(letter: Letter, message: ConsumedMessage)] = []
+        while !remaining.isEmpty {
+            guard ContinuousClock.now < deadline else {
+                throw KafkaError(.deliveryTimedOut, "the dead-letter topic was not read to its end within \(timeout)")
+            }
+            for message in consumer.poll(maxMessages: 500, timeout: .milliseconds(200)) {
+                if let end = remaining[message.partition], message.offset + 1 >= end { remaining[message.partition] = nil }
+                guard selection.contains(message) else { continue }
+                let source = message.header("dlq-source-topic") ?? ""
+                guard source == topics.registered || source == topics.deleted else {
+                    logger.warning("dead letter without a known source topic; left alone", ["partition": String(message.partition), "offset": String(message.offset)])
+                    continue
+                }
+                chosen.append((Letter(partition: message.partition, offset: message.offset, sourceTopic: source, reason: message.header("dlq-reason") ?? ""), message))
+            }
+        }
+        return chosen.sorted { ($0.letter.partition, $0.letter.offset) < ($1.letter.partition, $1.letter.offset) }
+    }
+}
