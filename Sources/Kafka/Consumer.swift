@@ -41,7 +41,8 @@ public final class Consumer: @unchecked Sendable {
         defer { rd_kafka_topic_partition_list_destroy(topics) }
         let result = rd_kafka_subscribe(handle, topics)
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            rd_kafka_destroy(handle)
+            // Every stored property is set, so deinit runs and frees the
+            // handle; freeing it here too was a double free.
             throw KafkaError(result, context: "subscribe to \(config.topics.joined(separator: ","))")
         }
     }

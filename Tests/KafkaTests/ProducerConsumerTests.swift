@@ -127,5 +127,13 @@ final class ProducerConsumerTests: MockClusterTestCase {
         let counts = try admin.ensureTopics([TopicSpec(name: topic, partitions: 4)])
         XCTAssertEqual(counts, [topic: 4])
     }
-}
 
+    /// A subscription librdkafka refuses (an invalid topic pattern) fails
+    /// the initializer, and the handle is freed once: it used to be freed by
+    /// the failing init and again by deinit.
+    func testARefusedSubscriptionThrowsAndFreesTheClientOnce() throws {
+        for _ in 0..<3 {
+            XCTAssertThrowsError(try Consumer(config: ConsumerConfig(groupID: "refused-\(UUID())", topics: ["^(["]), logger: quietLogger("refused")))
+        }
+    }
+}

@@ -77,9 +77,15 @@ final class NotifierFlowTests: XCTestCase {
         try await assertEqualAsync(await harness.waitForList(count: 2).count, 2)
 
         // A notifier of a new group replays every event into the same store.
+        // The list looked right before the replay too, so wait until the new
+        // group has applied all three events before looking again.
         await harness.stopNotifier()
         try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
-        try await Task.sleep(for: .seconds(1))
+        let replayed = ContinuousClock.now + .seconds(30)
+        while (harness.notifier?.metrics.value("notifier_events_applied_total") ?? 0) < 3 && ContinuousClock.now < replayed {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_applied_total"), 3, "the new group did not replay every event")
         let afterReplay = try await harness.waitForList(count: 2)
         XCTAssertEqual(afterReplay.count, 2)
         XCTAssertEqual(afterReplay.filter { $0 == id }.count, 1)
