@@ -11,6 +11,8 @@ public struct IngestConfig: Sendable {
     public var topics: Topics
     /// Partitions for topics created at start (`TOPIC_PARTITIONS`).
     public var partitions: Int
+    /// How often the roster folder is checked for changes (SIGHUP reloads at once).
+    public var rosterCheckInterval: Duration = .seconds(5)
     /// How long SIGTERM waits for in-flight requests.
     public var drainPeriod: Duration = .seconds(10)
 

@@ -7,13 +7,16 @@ import Kafka
 /// The gate app's endpoints: validate against the roster, produce the event,
 /// answer 202 only once the broker acknowledged it.
 struct IngestHandlers: Sendable {
-    let roster: Roster
+    let rosters: LiveRoster
     let producer: Producer
     let topics: Topics
     let metrics: Metrics
     let logger: Logger
 
     private static let gateRoles: Set<Teacher.Role> = [.gate, .admin]
+
+    /// The roster now; a handler reads it once and keeps it to its answer.
+    private var roster: Roster { rosters.current }
 
     func routes(into router: inout Router) {
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", lookUpStudent)
@@ -22,6 +25,7 @@ struct IngestHandlers: Sendable {
     }
 
     @Sendable func lookUpStudent(_ request: Request) async throws -> Response {
+        let roster = self.roster
         let schoolID = request.parameter("schoolId")
         try authorize(request, school: schoolID)
         let grade = try request.integerParameter("grade", in: Student.seatRange)
@@ -35,6 +39,7 @@ struct IngestHandlers: Sendable {
     }
 
     @Sendable func register(_ request: Request) async throws -> Response {
+        let roster = self.roster
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
         let body = try request.json(RegisterRequest.init(json:))
@@ -78,6 +83,7 @@ struct IngestHandlers: Sendable {
     }
 
     @Sendable func delete(_ request: Request) async throws -> Response {
+        let roster = self.roster
         let schoolID = request.parameter("schoolId")
         let teacher = try authorize(request, school: schoolID)
         let grade = try request.integerParameter("grade", in: Student.seatRange)

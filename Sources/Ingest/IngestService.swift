@@ -9,7 +9,7 @@ import ServiceSupport
 /// HTTP server. `main` only wires signals; tests start it on port 0.
 public final class IngestService: Sendable {
     public let config: IngestConfig
-    public let roster: Roster
+    public let roster: LiveRoster
     public let metrics = Metrics()
     private let producer: Producer
     private let server: HTTPServer
@@ -18,7 +18,7 @@ public final class IngestService: Sendable {
     public init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster ?? Startup.roster(from: config.rosterDirectory)
+        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
         self.roster = roster
         producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
         let metrics = self.metrics
@@ -34,17 +34,18 @@ public final class IngestService: Sendable {
             await producer.brokersReachable() ? (true, "broker reachable") : (false, "no Kafka broker answers")
         }
         IngestHandlers(
-            roster: roster, producer: producer, topics: config.topics, metrics: metrics,
+            rosters: roster, producer: producer, topics: config.topics, metrics: metrics,
             logger: logger
         ).routes(into: &router)
         server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
-        if !roster.authenticationEnabled {
+        if !roster.current.authenticationEnabled {
             logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may record and delete guidances",
                            ["rosterDir": config.rosterDirectory])
         }
-        logger.info("roster loaded", ["schools": String(roster.schools.count), "students": String(roster.studentCount), "teachers": String(roster.teachers.count)])
+        let loaded = roster.current
+        logger.info("roster loaded", ["schools": String(loaded.schools.count), "students": String(loaded.studentCount), "teachers": String(loaded.teachers.count)])
     }
 
     /// The bound HTTP port (useful with port 0).
@@ -54,6 +55,7 @@ public final class IngestService: Sendable {
     public func start() async throws {
         await ensureTopics()
         try Startup.listen(server, portVariable: "INGEST_PORT", service: "guidance-ingest")
+        roster.watch(every: config.rosterCheckInterval)
     }
 
     /// Stops accepting, drains in-flight requests, flushes the producer.

@@ -23,24 +23,22 @@ final class DigestRunner: Sendable {
         }
     }
 
-    private let roster: Roster
+    private let rosters: LiveRoster
     private let store: any GuidanceStore
     /// A group client that never joins: it only reads offsets and watermarks.
     private let offsets: Consumer
     private let topics: Topics
-    private let planner: DigestPlanner
     private let cutoffTimeout: Duration
     private let metrics: Metrics
     private let logger: Logger
 
-    init(config: NotifierConfig, roster: Roster, store: any GuidanceStore, metrics: Metrics, logger: Logger) throws(KafkaError) {
-        self.roster = roster
+    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger) throws(KafkaError) {
+        rosters = roster
         self.store = store
         self.metrics = metrics
         self.logger = logger
         topics = config.topics
         cutoffTimeout = config.cutoffTimeout
-        planner = DigestPlanner(roster: roster)
         offsets = try Consumer(
             config: ConsumerConfig(kafka: config.kafka, groupID: config.groupID, topics: [], clientID: "guidance-notifier-cutoff"),
             logger: logger.with(["part": "cutoff"]))
@@ -102,7 +100,8 @@ final class DigestRunner: Sendable {
     /// Writes the digests (or amendments) of one school and date, without
     /// waiting for a cutoff.
     private func deliver(school: School, date: String) async throws -> Run {
-        let planner = self.planner
+        // The recipients of the roster in service now.
+        let planner = DigestPlanner(roster: rosters.current)
         let store = self.store
         let digests = try await blocking {
             try store.deliver(school: school.id, date: date, completedAt: Timestamp.format(Timestamp.now())) { state in
@@ -121,7 +120,7 @@ final class DigestRunner: Sendable {
     /// yet, behind one cutoff.
     func runDueSchools() async {
         var due: [(school: School, date: String)] = []
-        for school in roster.schools.values.sorted(by: { $0.id < $1.id }) {
+        for school in rosters.current.schools.values.sorted(by: { $0.id < $1.id }) {
             let now = Timestamp.now()
             let local = now + Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)))
             let minuteOfDay = Int((local / 60).rounded(.down)) % 1440
@@ -155,7 +154,7 @@ final class DigestRunner: Sendable {
         do {
             let store = self.store
             for pending in try await blocking({ try store.pendingAmendments() }) {
-                guard let school = roster.school(pending.school) else { continue }
+                guard let school = rosters.current.school(pending.school) else { continue }
                 _ = try await deliver(school: school, date: pending.date)
             }
         } catch {

@@ -17,7 +17,7 @@ final class Materializer: Sendable {
     private let consumerConfig: ConsumerConfig
     private let store: any GuidanceStore
     private let producer: Producer
-    private let decoder: EventDecoder
+    private let roster: LiveRoster
     private let topics: Topics
     private let groupID: String
     private let maxBatch: Int
@@ -28,7 +28,7 @@ final class Materializer: Sendable {
     /// Whether the last store write failed (readiness reports it).
     let storeFailing = Atomic<Bool>(false)
 
-    init(config: NotifierConfig, roster: Roster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger) throws(KafkaError) {
+    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger) throws(KafkaError) {
         self.store = store
         self.producer = producer
         self.metrics = metrics
@@ -36,7 +36,7 @@ final class Materializer: Sendable {
         topics = config.topics
         groupID = config.groupID
         maxBatch = config.maxBatch
-        decoder = EventDecoder(roster: roster, topics: config.topics)
+        self.roster = roster
         consumerConfig = ConsumerConfig(
             kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
             instanceID: config.instanceID, clientID: "guidance-notifier")
@@ -80,6 +80,8 @@ final class Materializer: Sendable {
                 continue
             }
             guard !batch.isEmpty else { continue }
+            // One roster for the whole batch, even if it is reloaded meanwhile.
+            let decoder = EventDecoder(roster: roster.current, topics: topics)
             var events: [StoredEvent] = []
             var sources: [ConsumedMessage] = []
             events.reserveCapacity(batch.count)

@@ -7,10 +7,13 @@ import Store
 
 /// The teachers' read side: guidance lists, inboxes, and digest runs.
 struct NotifierHandlers: Sendable {
-    let roster: Roster
+    let rosters: LiveRoster
     let store: any GuidanceStore
     let runner: DigestRunner
     let logger: Logger
+
+    /// The roster now; a handler reads it once and keeps it to its answer.
+    private var roster: Roster { rosters.current }
 
     func routes(into router: inout Router) {
         router.get("/v1/schools/{schoolId}/guidances", listGuidances)
@@ -34,6 +37,7 @@ struct NotifierHandlers: Sendable {
     }
 
     @Sendable func listGuidances(_ request: Request) async throws -> Response {
+        let roster = self.roster
         let schoolID = request.parameter("schoolId")
         var grade = try request.integerQuery("grade", in: Student.seatRange)
         var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
@@ -115,6 +119,7 @@ struct NotifierHandlers: Sendable {
     }
 
     @Sendable func runDigests(_ request: Request) async throws -> Response {
+        let roster = self.roster
         let body = request.body.isEmpty ? RunRequest() : try request.json(RunRequest.init(json:))
         let teacher = try authenticate(request)
         var schools: [School]

@@ -12,7 +12,7 @@ import Synchronization
 /// tests start it on port 0.
 public final class NotifierService: Sendable {
     public let config: NotifierConfig
-    public let roster: Roster
+    public let roster: LiveRoster
     public let metrics = Metrics()
     private let store: any GuidanceStore
     private let producer: Producer
@@ -25,7 +25,7 @@ public final class NotifierService: Sendable {
     public init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster ?? Startup.roster(from: config.rosterDirectory)
+        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
         self.roster = roster
         store = try NotifierService.openStore(config.store)
         producer = try Producer(
@@ -43,12 +43,12 @@ public final class NotifierService: Sendable {
             if await blocking(within: .seconds(1), { try store.ping() }) == nil { return (false, "the store does not answer within 1 s") }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
-        NotifierHandlers(roster: roster, store: store, runner: runner, logger: logger).routes(into: &router)
+        NotifierHandlers(rosters: roster, store: store, runner: runner, logger: logger).routes(into: &router)
         let metrics = self.metrics
         server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
-        if !roster.authenticationEnabled {
+        if !roster.current.authenticationEnabled {
             logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may read every inbox",
                            ["rosterDir": config.rosterDirectory])
         }
@@ -91,6 +91,7 @@ public final class NotifierService: Sendable {
         await runner.checkPartitions(expected: config.partitions)
         materializer.start()
         try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
+        roster.watch(every: config.rosterCheckInterval)
         if let interval = config.scheduleInterval {
             let runner = self.runner
             let amendmentInterval = config.amendmentInterval

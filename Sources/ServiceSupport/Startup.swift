@@ -21,6 +21,12 @@ public enum Startup {
         }
     }
 
+    /// The roster of `directory`, served live: reloaded when its files change
+    /// or on SIGHUP once the service calls `watch`.
+    public static func liveRoster(from directory: String, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
+        LiveRoster(directory: directory, roster: try roster(from: directory), logger: logger.with(["part": "roster"]), metrics: metrics)
+    }
+
     /// Starts `server` on the port `variable` names.
     public static func listen(_ server: HTTPServer, portVariable variable: String, service: String) throws(ConfigurationError) {
         do {

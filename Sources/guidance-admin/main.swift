@@ -11,9 +11,8 @@ import Notifier
 ///     guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
 ///                                              re-publishes dead letters to the topic they came from
 ///
-/// Token commands change the roster folder (`ROSTER_DIR`); the services read
-/// tokens.csv at start, so restart them for a change to take effect. The
-/// replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
+/// Token commands change the roster folder (`ROSTER_DIR`); running services
+/// pick the change up within seconds (or at once on SIGHUP). The replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
 let usage = """
     usage: guidance-admin token issue TEACHER_ID
            guidance-admin token revoke TEACHER_ID
@@ -73,7 +72,7 @@ case "issue":
     if existing.isEmpty {
         FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
     }
-    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.role.rawValue), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Restart the services to use it.\n".utf8))
+    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.role.rawValue), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n".utf8))
     print(token)
 case "revoke":
     let kept = rows.filter { row in
@@ -81,7 +80,7 @@ case "revoke":
         return fields.count <= teacherColumn || fields[teacherColumn].trimmingWhitespace() != teacherID
     }
     write(kept)
-    print("revoked \(rows.count - kept.count) token(s) of \(teacherID); restart the services for it to take effect")
+    print("revoked \(rows.count - kept.count) token(s) of \(teacherID); running services drop it within 5 s (kill -HUP: at once)")
 default:
     fail(usage)
 }

@@ -92,7 +92,7 @@ do {
         try await ingest.start()
         try await notifier.start()
         services = (ingest, notifier)
-        say(DevGuide.text(ingestPort: ingest.port, notifierPort: notifier.port, roster: ingest.roster))
+        say(DevGuide.text(ingestPort: ingest.port, notifierPort: notifier.port, roster: ingest.roster.current))
     }
     let signal = await waitForTerminationSignal()
     logger.info("stopping", ["signal": String(signal)])
