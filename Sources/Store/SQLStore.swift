@@ -24,14 +24,39 @@ public final class SQLStore: GuidanceStore {
     }
 
     private init(writer writing: sending any SQLDatabase, reader reading: sending any SQLDatabase) throws(StoreError) {
-        try writing.transaction { () throws(StoreError) in
-            try writing.lock("schema", exclusive: true)
-            try writing.execute(SQLStore.schema)
-        }
+        try SQLStore.migrate(writing)
         writer = Mutex(writing)
         reader = Mutex(reading)
     }
 
+    /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
+    /// release that changes the schema appends a step and never edits one.
+    static let migrations = [schema]
+
+    /// Brings the schema to the newest version, under the schema lock so
+    /// that replicas starting together apply each step once. A store whose
+    /// schema is newer than this release knows is refused: running an older
+    /// release on it could misread what a newer one wrote.
+    static func migrate(_ database: any SQLDatabase, migrations: [String] = SQLStore.migrations) throws(StoreError) {
+        try database.transaction { () throws(StoreError) in
+            try database.lock("schema", exclusive: true)
+            try database.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+            let current = try database.query("SELECT MAX(version) FROM schema_migrations", []).first?.first?.int ?? 0
+            guard current <= migrations.count else {
+                throw StoreError(.failed, "the store's schema is version \(current), newer than this release knows (\(migrations.count)); run a newer release or restore a backup")
+            }
+            for (index, step) in migrations.enumerated() where index + 1 > current {
+                try database.execute(step)
+                try database.run(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                    [.integer(Int64(index + 1)), .text(Timestamp.format(Timestamp.now()))])
+            }
+        }
+    }
+
+    /// Version 1. Stores made before numbered migrations have these tables
+    /// already; every statement is IF NOT EXISTS, so they are recorded as
+    /// version 1 without a change.
     static let schema = """
         CREATE TABLE IF NOT EXISTS guidances (
             guidance_id TEXT PRIMARY KEY,

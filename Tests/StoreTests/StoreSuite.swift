@@ -76,6 +76,23 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g3", "g1", "g2"])
     }
 
+    /// Numbered steps, each applied once, in order, and a schema newer than
+    /// the release refused.
+    static func migrationsAreAppliedOnceAndANewerSchemaIsRefused(_ connect: () throws -> any SQLDatabase) throws {
+        let database = try connect()
+        try SQLStore.migrate(database)
+        try SQLStore.migrate(database)
+        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, [1])
+        // A second release adds a step; a step that is not idempotent shows it runs once.
+        let next = SQLStore.migrations + ["CREATE TABLE delivery_test (id INTEGER PRIMARY KEY)"]
+        try SQLStore.migrate(database, migrations: next)
+        try SQLStore.migrate(try connect(), migrations: next)
+        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, [1, 2])
+        XCTAssertThrowsError(try SQLStore.migrate(try connect())) { error in
+            XCTAssertTrue("\(error)".contains("schema is version 2, newer than this release knows (1)"), "\(error)")
+        }
+    }
+
     func deletionWinsInEitherOrder() throws {
         let store = try makeStore()
         _ = try store.apply([deletion("early")])
@@ -155,6 +172,11 @@ final class SQLiteStoreTests: XCTestCase {
         return StoreSuite { try SQLStore.sqlite(path: path) }
     }
 
+    func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
+        let path = directory.appendingPathComponent("migrations.db").path
+        try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try SQLiteConnection(path: path) }
+    }
+
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
@@ -185,6 +207,11 @@ final class PostgresStoreTests: XCTestCase {
     var suite: StoreSuite {
         let url = self.url
         return StoreSuite { try SQLStore.postgres(url: url) }
+    }
+
+    func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
+        let url = self.url
+        try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
