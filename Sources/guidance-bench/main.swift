@@ -43,7 +43,9 @@ let options = Options(Array(CommandLine.arguments.dropFirst()))
 let quiet = Logger(component: "bench", level: .error)
 let roster = try Roster.load(from: ProcessInfo.processInfo.environment["ROSTER_DIR"] ?? "examples/roster")
 
-/// A registration event of the sample roster, as ingest would write it.
+/// A registration event of the sample roster, as ingest would write it: the
+/// notifier holds events to the roster, so each is signed by a gate teacher
+/// of the student's own school.
 func sampleEvent(_ index: Int, date: Double) -> (key: String, value: [UInt8]) {
     let students = BenchData.students
     let student = students[index % students.count]
@@ -52,7 +54,7 @@ func sampleEvent(_ index: Int, date: Double) -> (key: String, value: [UInt8]) {
     let event = GuidanceRegistered(
         eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: student.schoolID,
         student: StudentRef(student), reason: ReasonRef(code: code, label: code, detail: code == "others" ? "bench" : nil),
-        recordedBy: "t-gate-01", occurredAt: Timestamp.format(date), recordedAt: Timestamp.format(date))
+        recordedBy: BenchData.gate[student.schoolID] ?? "t-gate-01", occurredAt: Timestamp.format(date), recordedAt: Timestamp.format(date))
     return (eventKey(school: student.schoolID, grade: student.grade), Array(try! JSONEncoder().encode(event)))
 }
 
