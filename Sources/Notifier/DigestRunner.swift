@@ -29,6 +29,8 @@ final class DigestRunner: Sendable {
     private let offsets: Consumer
     private let topics: Topics
     private let cutoffTimeout: Duration
+    /// Seconds since the epoch now; tests move it across days and DST.
+    private let clock: @Sendable () -> Double
     private let metrics: Metrics
     private let logger: Logger
 
@@ -39,6 +41,7 @@ final class DigestRunner: Sendable {
         self.logger = logger
         topics = config.topics
         cutoffTimeout = config.cutoffTimeout
+        clock = config.clock
         offsets = try Consumer(
             config: ConsumerConfig(kafka: config.kafka, groupID: config.groupID, topics: [], clientID: "guidance-notifier-cutoff"),
             logger: logger.with(["part": "cutoff"]))
@@ -80,7 +83,7 @@ final class DigestRunner: Sendable {
 
     /// The school-local date now.
     func today(for school: School) -> String {
-        Timestamp.localDate(Timestamp.now(), in: school.timeZone)
+        Timestamp.localDate(clock(), in: school.timeZone)
     }
 
     /// Waits once for the cutoff, then writes each school's digests for its
@@ -116,16 +119,18 @@ final class DigestRunner: Sendable {
         return Run(schoolId: school.id, date: date, digests: digests.count)
     }
 
-    /// Every school whose digest time has passed today and that has no run
-    /// yet, behind one cutoff.
-    func runDueSchools() async {
+    /// Every school whose digest time has passed today (in its own time
+    /// zone) and that has no run yet, behind one cutoff. Returns the school
+    /// and date of each run it made.
+    @discardableResult
+    func runDueSchools() async -> [(school: String, date: String)] {
         var due: [(school: School, date: String)] = []
         for school in rosters.current.schools.values.sorted(by: { $0.id < $1.id }) {
-            let now = Timestamp.now()
+            let now = clock()
             let local = now + Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)))
             let minuteOfDay = Int((local / 60).rounded(.down)) % 1440
             guard minuteOfDay >= school.digestMinute else { continue }
-            let date = today(for: school)
+            let date = Timestamp.localDate(now, in: school.timeZone)
             do {
                 let store = self.store
                 if try await !blocking({ try store.runCompleted(school: school.id, date: date) }) { due.append((school, date)) }
@@ -133,20 +138,23 @@ final class DigestRunner: Sendable {
                 logger.error("could not check for a digest run; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
             }
         }
-        guard !due.isEmpty else { return }
+        guard !due.isEmpty else { return [] }
         do {
             try await waitForCutoff()
         } catch {
             logger.error("scheduled digest runs did not reach the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
-            return
+            return []
         }
+        var ran: [(school: String, date: String)] = []
         for (school, date) in due {
             do {
                 _ = try await deliver(school: school, date: date)
+                ran.append((school.id, date))
             } catch {
                 logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
             }
         }
+        return ran
     }
 
     /// Amendments for every date changed after its digests went out.

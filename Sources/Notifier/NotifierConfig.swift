@@ -68,6 +68,8 @@ public struct NotifierConfig: Sendable {
     /// How long a run waits for the group to catch up with the cutoff.
     public var cutoffTimeout: Duration = .seconds(30)
     public var drainPeriod: Duration = .seconds(10)
+    /// Seconds since the epoch now, for the schedule and "today"; tests move it.
+    public var clock: @Sendable () -> Double = Timestamp.now
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
     public var rosterCheckInterval: Duration = .seconds(5)
     /// Most events applied in one store transaction. A poll takes only what

@@ -17,7 +17,7 @@ public final class NotifierService: Sendable {
     private let store: any GuidanceStore
     private let producer: Producer
     private let materializer: Materializer
-    private let runner: DigestRunner
+    let runner: DigestRunner
     private let server: HTTPServer
     private let logger: Logger
     private let schedule = ScheduleTask()

@@ -68,9 +68,12 @@ final class NotifierHarness: @unchecked Sendable {
     var groupID: String
     /// The notifier's store; a fresh SQLite file when nil.
     let store: StoreLocation?
+    /// The notifier's clock; the real one when nil.
+    let clock: (@Sendable () -> Double)?
 
-    init(authentication: Bool = false, store: StoreLocation? = nil) async throws {
+    init(authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil) async throws {
         self.store = store
+        self.clock = clock
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
@@ -122,6 +125,7 @@ final class NotifierHarness: @unchecked Sendable {
             kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
+        if let clock { config.clock = clock }
         return try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
     }
 
