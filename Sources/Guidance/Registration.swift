@@ -4,6 +4,7 @@ import Common
 /// ingest applies to a request and the notifier to an event, so that nothing
 /// the notifier stores could not have been accepted at the gate.
 public struct Registration: Sendable, Equatable {
+    public let school: School
     public let student: Student
     public let reason: Reason
     /// Trimmed; nil when the reason has none.
@@ -68,6 +69,6 @@ extension Roster {
             problems.append(FieldError(field: "occurredAt", message: problem))
         }
         guard problems.isEmpty, let student, let reason else { throw Registration.Invalid(problems: problems) }
-        return Registration(student: student, reason: reason, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt)
+        return Registration(school: school, student: student, reason: reason, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt)
     }
 }

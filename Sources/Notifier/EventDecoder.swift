@@ -54,10 +54,9 @@ struct EventDecoder: Sendable {
             return .failure(DecodeFailure(
                 reason: "student: grade \(student.grade), class \(student.classNumber), number \(student.number) is '\(registration.student.id)' in the roster, not '\(student.studentId)'"))
         }
-        guard let school = roster.school(event.schoolId) else { return .failure(DecodeFailure(reason: "unknown school '\(event.schoolId)'")) }
         return .success(.registered(GuidanceRecord(
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
-            date: Timestamp.localDate(occurred, in: school.timeZone), student: StudentRef(registration.student),
+            date: Timestamp.localDate(occurred, in: registration.school.timeZone), student: StudentRef(registration.student),
             reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
             occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
     }
