@@ -27,13 +27,15 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(status) \(title): \(detail)" }
 
-    public static func badRequest(_ detail: String, errors: [FieldError] = []) -> HTTPError {
-        HTTPError(status: 400, detail: detail, errors: errors)
+    /// A request malformed as a whole; one naming a field is `init(_: FieldError)`.
+    public static func badRequest(_ detail: String) -> HTTPError {
+        HTTPError(status: 400, detail: detail)
     }
-    /// A body that is not the JSON asked for: 400 naming the field.
-    public init(_ error: FieldError) {
+    /// One thing wrong with the request, named by its field: 400 for the
+    /// request's form (the default), 422 for what the rules refuse.
+    public init(_ error: FieldError, status: Int = 400) {
         let detail = error.field.isEmpty ? "the body \(error.message)" : "field '\(error.field)' \(error.message)"
-        self.init(status: 400, detail: detail, errors: error.field.isEmpty ? [] : [FieldError(field: error.field, message: error.message)])
+        self.init(status: status, detail: detail, errors: error.field.isEmpty ? [] : [error])
     }
 
     public static func notFound(_ detail: String) -> HTTPError { HTTPError(status: 404, detail: detail) }

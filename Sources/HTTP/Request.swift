@@ -48,8 +48,7 @@ public struct Request: Sendable {
         guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
               let value = Int(text), range.contains(value)
         else {
-            let message = "must be a whole number from \(range.lowerBound) to \(range.upperBound)"
-            throw HTTPError.badRequest("\(name) \(message)", errors: [FieldError(field: name, message: message)])
+            throw HTTPError(FieldError(field: name, message: "must be a whole number from \(range.lowerBound) to \(range.upperBound)"))
         }
         return value
     }
@@ -61,7 +60,7 @@ public struct Request: Sendable {
         case nil: return nil
         case "true": return true
         case "false": return false
-        default: throw HTTPError.badRequest("\(name) must be true or false", errors: [FieldError(field: name, message: "must be true or false")])
+        default: throw HTTPError(FieldError(field: name, message: "must be true or false"))
         }
     }
 

@@ -52,11 +52,10 @@ struct IngestHandlers: Sendable {
             return seconds
         } ?? now
         guard let recordedBy = body.recordedBy ?? teacher?.id else {
-            throw HTTPError.unprocessable("recordedBy is required", errors: [FieldError(field: "recordedBy", message: "is required")])
+            throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
         }
         if let teacher, teacher.id != recordedBy, teacher.role != .admin {
-            throw HTTPError.unprocessable(
-                "recordedBy must be the authenticated teacher", errors: [FieldError(field: "recordedBy", message: "must be the authenticated teacher \(teacher.id)")])
+            throw HTTPError(FieldError(field: "recordedBy", message: "must be the authenticated teacher \(teacher.id)"), status: 422)
         }
         let registration: Registration
         do {
@@ -89,10 +88,10 @@ struct IngestHandlers: Sendable {
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         let guidanceID = try guidanceID(request.parameter("guidanceId"))
         guard roster.school(schoolID) != nil else {
-            throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])
+            throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
         }
         guard roster.hasGrade(grade, in: schoolID) else {
-            throw HTTPError.unprocessable("school '\(schoolID)' has no grade \(grade)", errors: [FieldError(field: "grade", message: "unknown grade")])
+            throw HTTPError(FieldError(field: "grade", message: "school '\(schoolID)' has no grade \(grade)"), status: 422)
         }
         let deletedBy = teacher?.id ?? request.query["deletedBy"] ?? "unknown"
         let event = GuidanceDeleted(

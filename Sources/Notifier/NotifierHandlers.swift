@@ -42,7 +42,7 @@ struct NotifierHandlers: Sendable {
         var grade = try request.integerQuery("grade", in: Student.seatRange)
         var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
         if classNumber != nil && grade == nil {
-            throw HTTPError.badRequest("classNumber needs grade", errors: [FieldError(field: "grade", message: "is required with classNumber")])
+            throw HTTPError(FieldError(field: "grade", message: "is required with classNumber"))
         }
         let teacher = try authenticate(request)
         guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
@@ -125,7 +125,7 @@ struct NotifierHandlers: Sendable {
         var schools: [School]
         if let schoolID = body.schoolId {
             guard let school = roster.school(schoolID) else {
-                throw HTTPError.unprocessable("unknown school '\(schoolID)'", errors: [FieldError(field: "schoolId", message: "unknown school")])
+                throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
             }
             schools = [school]
         } else {
@@ -149,7 +149,7 @@ struct NotifierHandlers: Sendable {
                 batch.append((school, date))
                 continue
             }
-            throw HTTPError.unprocessable("date \(problem)", errors: [FieldError(field: "date", message: problem)])
+            throw HTTPError(FieldError(field: "date", message: problem), status: 422)
         }
         do {
             let runs = try await available { try await runner.run(batch) }
@@ -221,7 +221,7 @@ struct NotifierHandlers: Sendable {
     private func queryDate(_ request: Request) throws(HTTPError) -> String? {
         guard let text = request.query["date"] else { return nil }
         guard Timestamp.parseDate(text) != nil else {
-            throw HTTPError.badRequest("date must be YYYY-MM-DD", errors: [FieldError(field: "date", message: "must be YYYY-MM-DD")])
+            throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD"))
         }
         return text
     }
