@@ -18,31 +18,40 @@ let package = Package(
         .systemLibrary(
             name: "CPostgres", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
 
         .target(name: "Common"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
-        .target(name: "Guidance", dependencies: ["Common"]),
+        .target(name: "Crypto", dependencies: ["CCrypto"]),
+        .target(name: "Curl", dependencies: ["CCurl", "Common"]),
+        .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
         .target(name: "ServiceSupport", dependencies: ["HTTP", "Guidance"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Common"]),
-        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Guidance", "Store", "ServiceSupport", "Common"]),
+        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Common"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
-        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Common"]),
+        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "CommonTests", dependencies: ["Common"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
-        .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Common"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "TestSupport"]),
+        .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
-        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "HTTP", "ServiceSupport", "TestSupport"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "Crypto", "HTTP", "ServiceSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

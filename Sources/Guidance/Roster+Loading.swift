@@ -1,4 +1,5 @@
 import Common
+import Crypto
 import Foundation
 
 /// A roster file that cannot be used; start-up stops with this message.

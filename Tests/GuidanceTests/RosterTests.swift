@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Guidance
 import XCTest
@@ -100,13 +101,6 @@ final class RosterTests: XCTestCase {
 }
 
 final class PrimitiveTests: XCTestCase {
-    func testSHA256KnownVectors() {
-        XCTAssertEqual(SHA256.hex(SHA256.hash([])), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        XCTAssertEqual(SHA256.hex(SHA256.hash(Array("abc".utf8))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        let long = Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
-        XCTAssertEqual(SHA256.hex(SHA256.hash(long)), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-    }
-
     func testTimestampsParseWithOffsetsAndFormatInUTC() throws {
         let seoul = try XCTUnwrap(Timestamp.parse("2026-11-30T07:52:10+09:00"))
         XCTAssertEqual(Timestamp.format(seoul), "2026-11-29T22:52:10Z")

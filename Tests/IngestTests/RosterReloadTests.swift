@@ -1,4 +1,5 @@
 import Common
+import Crypto
 import Foundation
 import Guidance
 import HTTP

@@ -1,0 +1,56 @@
+import CCrypto
+
+/// SHA-256 from OpenSSL's libcrypto (loaded anyway through librdkafka and
+/// libpq), for hashing bearer tokens.
+public enum SHA256 {
+    public static func hash(_ message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let ok = message.withUnsafeBytes { bytes in
+            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_sha256(), nil)
+        }
+        // EVP_Digest fails only when allocation fails.
+        precondition(ok == 1, "EVP_Digest(SHA-256) failed")
+        return digest
+    }
+
+    public static func hex(_ digest: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(digest.count * 2)
+        for byte in digest {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// A digest from 64 hexadecimal digits; nil for anything else.
+    public static func digest(fromHex text: String) -> [UInt8]? {
+        let digits = Array(text.lowercased().utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    /// Equal-length digests compared in constant time (`CRYPTO_memcmp`).
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { left in
+            b.withUnsafeBytes { right in CRYPTO_memcmp(left.baseAddress, right.baseAddress, a.count) == 0 }
+        }
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}
