@@ -11,7 +11,14 @@ public final class Metrics: Sendable {
     private struct Family {
         let help: String
         let kind: Kind
+        /// Histogram only: the upper bounds of its buckets.
+        var bounds: [Double] = []
         var series: [String: Series] = [:]
+
+        mutating func observe(_ value: Double, key: String) {
+            let bounds = self.bounds
+            series[key, default: Series(buckets: Array(repeating: 0, count: bounds.count))].observe(value, bounds: bounds)
+        }
     }
 
     private struct Series {
@@ -49,21 +56,22 @@ public final class Metrics: Sendable {
         }
     }
 
-    public func observe(_ name: String, help: String, labels: Labels = [], value: Double) {
-        observe(name, help: help, labels: labels, values: CollectionOfOne(value))
+    /// One observation; `buckets` (the registry's latency buckets when nil)
+    /// are fixed by a family's first observation.
+    public func observe(_ name: String, help: String, labels: Labels = [], value: Double, buckets: [Double]? = nil) {
+        observe(name, help: help, labels: labels, values: CollectionOfOne(value), buckets: buckets)
     }
 
     /// Several observations of one series under one lock.
-    public func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>) {
+    public func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>, buckets: [Double]? = nil) {
         let key = Metrics.render(labels)
-        let buckets = self.buckets
+        let bounds = buckets ?? self.buckets
         families.withLock { families in
             // Changed in place: a copy taken out and written back would copy
             // the family's series on every observation.
             for value in values {
-                families[name, default: Family(help: help, kind: .histogram)]
-                    .series[key, default: Series(buckets: Array(repeating: 0, count: buckets.count))]
-                    .observe(value, bounds: buckets)
+                families[name, default: Family(help: help, kind: .histogram, bounds: bounds)]
+                    .observe(value, key: key)
             }
         }
     }
@@ -90,7 +98,7 @@ public final class Metrics: Sendable {
                 case .counter, .gauge:
                     out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"
                 case .histogram:
-                    for (index, bound) in buckets.enumerated() {
+                    for (index, bound) in family.bounds.enumerated() {
                         out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"\(Metrics.number(bound))\""))) \(Metrics.number(series.buckets[index]))\n"
                     }
                     out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"+Inf\""))) \(Metrics.number(series.count))\n"

@@ -32,7 +32,7 @@ public final class LiveRoster: @unchecked Sendable {
     /// The hangups already answered (see `hangups`).
     private let hangupsSeen = Atomic<Int>(0)
 
-    static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv"]
+    static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv"]
 
     /// A roster that never changes.
     public init(_ roster: Roster) {

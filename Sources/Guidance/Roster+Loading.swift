@@ -15,7 +15,7 @@ public struct RosterError: Error, CustomStringConvertible, Sendable {
 
 extension Roster {
     /// Reads `schools.csv`, `students.csv`, `teachers.csv` and the optional
-    /// `tokens.csv` and `reasons.csv` from `directory`. Columns are found by
+    /// `tokens.csv`, `reasons.csv` and `webhooks.csv` from `directory`. Columns are found by
     /// header name; the first broken row stops loading.
     public static func load(from directory: String) throws(RosterError) -> Roster {
         let base = URL(fileURLWithPath: directory)
@@ -23,7 +23,7 @@ extension Roster {
         // students.csv is 11 MB and need not sit in memory.
         let roster = try parse { (name: String) throws(RosterError) -> CSVSource? in
             let path = base.appendingPathComponent(name).path
-            let optional = name == "tokens.csv" || name == "reasons.csv"
+            let optional = name == "tokens.csv" || name == "reasons.csv" || name == "webhooks.csv"
             if optional && !FileManager.default.fileExists(atPath: path) { return nil }
             return .file(path)
         }
@@ -32,8 +32,13 @@ extension Roster {
     }
 
     /// Builds a roster from file contents; `tokens` nil means authentication is off.
-    public static func parse(schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil) throws(RosterError) -> Roster {
-        let files = ["schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons]
+    public static func parse(
+        schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil, webhooks: String? = nil
+    ) throws(RosterError) -> Roster {
+        let files = [
+            "schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons,
+            "webhooks.csv": webhooks,
+        ]
         return try parse { name in (files[name] ?? nil).map(CSVSource.text) }
     }
 
@@ -172,9 +177,29 @@ extension Roster {
             }
         }
 
+        var webhookMap: [String: Webhook] = [:]
+        if let webhooks = try source("webhooks.csv") {
+            try Table.forEach(file: "webhooks.csv", source: webhooks, columns: ["school_id", "url", "secret"]) { (row) throws(RosterError) in
+                let school = try row.identifier("school_id")
+                guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
+                guard webhookMap[school] == nil else { throw row.error("school '\(school)' has a webhook already; one per school") }
+                let url = try row.nonEmpty("url")
+                guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                      let host = parsed.host, !host.isEmpty, !url.contains(where: \.isWhitespace) else {
+                    throw row.error("url '\(url)' is not an http:// or https:// URL")
+                }
+                let secret = try row.nonEmpty("secret")
+                guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))), key.count >= 16 else {
+                    // The secret itself is never echoed.
+                    throw row.error("secret must be whsec_ followed by the base64 of at least 16 random bytes")
+                }
+                webhookMap[school] = Webhook(schoolID: school, url: url, secret: Array(key))
+            }
+        }
+
         return Roster(
             schools: schoolMap, students: directory, teachers: teacherMap, tokens: tokenMap,
-            authenticationEnabled: tokens != nil, grades: grades)
+            authenticationEnabled: tokens != nil, grades: grades, webhooks: webhookMap)
     }
 
     /// "08:50" → 530.

@@ -44,6 +44,15 @@ public struct Teacher: Sendable, Equatable {
     public let classNumber: Int?
 }
 
+/// Where a school's digests are POSTed (`webhooks.csv`), signed per Standard
+/// Webhooks with `secret`.
+public struct Webhook: Sendable, Equatable {
+    public let schoolID: String
+    public let url: String
+    /// The decoded bytes of `whsec_<base64>`; never logged.
+    public let secret: [UInt8]
+}
+
 /// The school directory, read once at start from `ROSTER_DIR`.
 public struct Roster: Sendable {
     public let schools: [String: School]
@@ -56,6 +65,8 @@ public struct Roster: Sendable {
     public let authenticationEnabled: Bool
     /// Grades that have at least one class, per school.
     let grades: [String: Set<Int>]
+    /// Each school's webhook, from the optional `webhooks.csv`.
+    public let webhooks: [String: Webhook]
 
     public func school(_ id: String) -> School? { schools[id] }
 

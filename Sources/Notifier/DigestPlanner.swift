@@ -32,7 +32,7 @@ struct DigestPlanner: Sendable {
             }
             let text = DigestText(school: school, date: date, recipient: recipient, revision: revision, entries: entries, counts: counts)
             return Digest(
-                digestId: "\(school.id).\(date).\(recipient.teacherId).\(recipient.scope.rawValue).r\(revision)",
+                digestId: Digest.id(school: school.id, date: date, recipient: recipient, revision: revision),
                 teacherId: recipient.teacherId, schoolId: school.id, date: date, scope: recipient.scope,
                 grade: recipient.grade, classNumber: recipient.classNumber, revision: revision, createdAt: createdAt,
                 read: false, subject: text.subject, text: text.body, entries: entries, counts: counts)

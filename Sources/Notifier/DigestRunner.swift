@@ -25,6 +25,7 @@ final class DigestRunner: Sendable {
 
     private let rosters: LiveRoster
     private let store: any GuidanceStore
+    private let dispatcher: Dispatcher
     /// A group client that never joins: it only reads offsets and watermarks.
     private let offsets: Consumer
     private let topics: Topics
@@ -34,9 +35,10 @@ final class DigestRunner: Sendable {
     private let metrics: Metrics
     private let logger: Logger
 
-    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger) throws(KafkaError) {
+    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, metrics: Metrics, logger: Logger) throws(KafkaError) {
         rosters = roster
         self.store = store
+        self.dispatcher = dispatcher
         self.metrics = metrics
         self.logger = logger
         topics = config.topics
@@ -104,13 +106,18 @@ final class DigestRunner: Sendable {
     /// waiting for a cutoff.
     private func deliver(school: School, date: String) async throws -> Run {
         // The recipients of the roster in service now.
-        let planner = DigestPlanner(roster: rosters.current)
+        let roster = rosters.current
+        let planner = DigestPlanner(roster: roster)
         let store = self.store
+        let dispatcher = self.dispatcher
         let digests = try await blocking {
             try store.deliver(school: school.id, date: date, completedAt: Timestamp.format(Timestamp.now())) { state in
                 planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(Timestamp.now()))
+            } targets: { digest in
+                dispatcher.targets(for: digest, roster: roster)
             }
         }
+        dispatcher.written(digests, roster: roster)
         metrics.increment("notifier_digests_written_total", help: "Digests written to inboxes.", by: Double(digests.count))
         logger.info("digest run", [
             "school": school.id, "date": date, "digests": String(digests.count),

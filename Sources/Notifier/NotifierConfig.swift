@@ -58,6 +58,8 @@ public struct NotifierConfig: Sendable {
     /// without a rebalance.
     public var instanceID: String?
     public var topics: Topics
+    /// E-mail and webhooks.
+    public var delivery = DeliveryConfig()
     /// Partitions the topics should have (`TOPIC_PARTITIONS`); fewer is warned about.
     public var partitions: Int
     /// How often changes to already-sent dates become amendments (`AMENDMENT_INTERVAL_SECONDS`).
@@ -98,7 +100,7 @@ public struct NotifierConfig: Sendable {
 
     public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> NotifierConfig {
         _ = try environment.logLevel()
-        return NotifierConfig(
+        var config = NotifierConfig(
             http: HTTPServerConfig(port: try environment.port("NOTIFIER_PORT", default: 8081)),
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
             store: try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db")),
@@ -107,5 +109,7 @@ public struct NotifierConfig: Sendable {
             instanceID: environment["HOSTNAME"],
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000),
             amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
+        config.delivery = try DeliveryConfig.fromEnvironment(environment)
+        return config
     }
 }

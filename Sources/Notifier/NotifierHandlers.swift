@@ -160,9 +160,13 @@ struct NotifierHandlers: Sendable {
         }
     }
 
+    private func available<T>(_ body: () async throws -> T) async throws -> T {
+        try await NotifierHandlers.available(logger: logger, body)
+    }
+
     /// Runs `body`, answering 503 with `Retry-After` when the broker or the
     /// store cannot be reached: the client should come back, not report a bug.
-    private func available<T>(_ body: () async throws -> T) async throws -> T {
+    static func available<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as KafkaError {

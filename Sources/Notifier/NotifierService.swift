@@ -18,6 +18,7 @@ public final class NotifierService: Sendable {
     private let producer: Producer
     private let materializer: Materializer
     let runner: DigestRunner
+    private let dispatcher: Dispatcher
     private let server: HTTPServer
     private let logger: Logger
     private let schedule = ScheduleTask()
@@ -31,7 +32,8 @@ public final class NotifierService: Sendable {
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
-        runner = try DigestRunner(config: config, roster: roster, store: store, metrics: metrics, logger: logger)
+        dispatcher = try Dispatcher(config: config.delivery, roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
+        runner = try DigestRunner(config: config, roster: roster, store: store, dispatcher: dispatcher, metrics: metrics, logger: logger)
 
         var router = Router()
         let store = self.store
@@ -44,6 +46,7 @@ public final class NotifierService: Sendable {
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
         NotifierHandlers(rosters: roster, store: store, runner: runner, logger: logger).routes(into: &router)
+        DeliveryHandlers(rosters: roster, store: store, clock: config.clock, logger: logger).routes(into: &router)
         let metrics = self.metrics
         server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
@@ -92,6 +95,7 @@ public final class NotifierService: Sendable {
         materializer.start()
         try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
         roster.watch(every: config.rosterCheckInterval)
+        dispatcher.start()
         if let interval = config.scheduleInterval {
             let runner = self.runner
             let amendmentInterval = config.amendmentInterval
@@ -120,7 +124,8 @@ public final class NotifierService: Sendable {
         async let scheduleStopped: Void = schedule.cancel()
         async let drained: Void = server.shutdown(gracePeriod: config.drainPeriod)
         async let consumerLeft: Void? = try? blocking { materializer.stop() }
-        _ = await (scheduleStopped, drained, consumerLeft)
+        async let dispatcherStopped: Void = dispatcher.stop(within: config.drainPeriod)
+        _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
         producer.close()
         logger.info("shut down")
     }

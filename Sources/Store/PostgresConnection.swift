@@ -55,6 +55,8 @@ final class PostgresConnection: SQLDatabase {
         inTransaction = true
     }
 
+    var skipLocked: String { " FOR UPDATE SKIP LOCKED" }
+
     func lock(_ key: String, exclusive: Bool) throws(StoreError) {
         _ = try query(exclusive ? "SELECT pg_advisory_xact_lock(hashtext($1))" : "SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text(key)])
     }

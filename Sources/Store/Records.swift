@@ -176,8 +176,10 @@ public protocol GuidanceStore: AnyObject, Sendable {
 
     /// In one transaction: reads the delivery state of `school` and `date`,
     /// lets `plan` turn it into new digests, writes them with what they
-    /// reported, and records the run. Returns the digests written.
-    func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest]) throws(StoreError) -> [Digest]
+    /// reported and one pending delivery per target `targets` names (the
+    /// outbox), and records the run. Returns the digests written.
+    func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest],
+                 targets: (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest]
 
     /// Whether a digest run for `school` and `date` completed.
     func runCompleted(school: String, date: String) throws(StoreError) -> Bool
@@ -193,4 +195,114 @@ public protocol GuidanceStore: AnyObject, Sendable {
 
     /// Whether the store answers.
     func ping() throws(StoreError)
+
+    // MARK: Outbox
+
+    /// Claims up to `limit` due deliveries of `channel` for `owner` until
+    /// `leaseUntil`: pending, due by `now`, and not leased by a live claim.
+    /// Two dispatchers never hold the same delivery at once.
+    func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery]
+
+    /// Records an attempt's outcome and ends `owner`'s lease. A `sent` is
+    /// recorded even if the lease was lost meanwhile (the message went out);
+    /// a retry or failure only while the delivery is still pending.
+    func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double) throws(StoreError)
+
+    /// Gives back claims that were never attempted (a stopping dispatcher).
+    func release(deliveryIds: [String], owner: String) throws(StoreError)
+
+    /// A school's deliveries, newest first, at most `limit`.
+    func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery]
+
+    /// Puts a failed delivery of `school` back in the queue, due at `now`.
+    func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult
+
+    /// Pending deliveries per channel.
+    func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog]
+}
+
+extension Digest {
+    /// The id of a recipient's revision of a day: the same on every replica
+    /// and every rerun, so the store's uniqueness decides between them.
+    public static func id(school: String, date: String, recipient: Recipient, revision: Int) -> String {
+        "\(school).\(date).\(recipient.teacherId).\(recipient.scope.rawValue).r\(revision)"
+    }
+}
+
+/// How a digest reaches a teacher besides the inbox.
+public enum Channel: String, Sendable, Codable, CaseIterable {
+    case email
+    case webhook
+}
+
+/// Where one digest revision must be sent: an e-mail address or a webhook URL.
+public struct DeliveryTarget: Sendable, Equatable {
+    public let channel: Channel
+    public let target: String
+
+    public init(channel: Channel, target: String) {
+        self.channel = channel
+        self.target = target
+    }
+}
+
+/// One digest revision on its way through one channel: the outbox row.
+public struct Delivery: Sendable, Equatable {
+    public enum Status: String, Sendable, Codable, CaseIterable {
+        case pending, sent, failed
+    }
+
+    /// `<digestId>.<channel>`: the same on every attempt, so receivers dedupe by it.
+    public let deliveryId: String
+    public let digestId: String
+    public let schoolId: String
+    public let teacherId: String
+    public let channel: Channel
+    public let target: String
+    public let status: Status
+    /// Attempts that ended (sent, refused or unreachable).
+    public let attempts: Int
+    public let lastError: String?
+    /// Seconds since the epoch; when the digest was written.
+    public let createdAt: Double
+    /// When a pending delivery is due next.
+    public let nextAttemptAt: Double?
+    public let sentAt: Double?
+
+    public static func id(digest: String, channel: Channel) -> String { "\(digest).\(channel.rawValue)" }
+}
+
+/// A delivery claimed by one dispatcher until `leaseUntil`, with its digest.
+public struct ClaimedDelivery: Sendable {
+    public let delivery: Delivery
+    public let digest: Digest
+    /// When the delivery was (re)queued; retries stop a maximum age after it.
+    public let queuedAt: Double
+    /// Another sender claimed it before and never reported back (killed, or
+    /// stuck past its lease): it may have been sent already.
+    public let takenOver: Bool
+}
+
+/// What one attempt came to.
+public enum DeliveryOutcome: Sendable, Equatable {
+    case sent
+    /// Transient failure: try again at `at` (seconds since the epoch).
+    case retry(error: String, at: Double)
+    case failed(error: String)
+}
+
+/// What asking to send a failed delivery again found.
+public enum RequeueResult: Sendable, Equatable {
+    case requeued
+    case notFound
+    /// Only a failed delivery goes back in the queue.
+    case notFailed(Delivery.Status)
+}
+
+/// The pending deliveries of one channel, for the metrics.
+public struct DeliveryBacklog: Sendable, Equatable {
+    public let channel: Channel
+    public let pending: Int
+    /// Seconds since the epoch of the oldest pending delivery's digest.
+    public let oldestCreatedAt: Double?
 }

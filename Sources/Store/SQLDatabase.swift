@@ -58,6 +58,10 @@ protocol SQLDatabase: AnyObject {
     func lock(_ key: String, exclusive: Bool) throws(StoreError)
     /// Whether the database answers a trivial query, within about a second.
     func probe() throws(StoreError)
+    /// Appended to a claiming sub-select: rows another transaction has
+    /// locked are skipped rather than waited for. Empty where a database has
+    /// one writer at a time.
+    var skipLocked: String { get }
 }
 
 extension SQLDatabase {

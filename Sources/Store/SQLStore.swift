@@ -4,34 +4,37 @@ import Synchronization
 
 /// The store over SQL, written once for SQLite and PostgreSQL: a writer
 /// connection for events and digest runs, a reader connection for the HTTP
-/// queries. Writers that could race across replicas (a digest run and the
+/// queries, and an outbox connection for the dispatcher, so that sending
+/// never waits behind a batch of events. Writers that could race across replicas (a digest run and the
 /// events of its day) serialise on a lock per school and date.
 public final class SQLStore: GuidanceStore {
     private let writer: Mutex<any SQLDatabase>
-    private let reader: Mutex<any SQLDatabase>
-    private static let decoder = JSONDecoder()
+    let reader: Mutex<any SQLDatabase>
+    let outbox: Mutex<any SQLDatabase>
+    static let decoder = JSONDecoder()
     private static let encoder = JSONEncoder()
 
     /// One SQLite file in WAL mode.
     public static func sqlite(path: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: SQLiteConnection(path: path), reader: SQLiteConnection(path: path))
+        try SQLStore(writer: SQLiteConnection(path: path), reader: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path))
     }
 
     /// A PostgreSQL database; the schema is created by whichever replica
     /// gets there first.
     public static func postgres(url: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: PostgresConnection(url: url), reader: PostgresConnection(url: url))
+        try SQLStore(writer: PostgresConnection(url: url), reader: PostgresConnection(url: url), outbox: PostgresConnection(url: url))
     }
 
-    private init(writer writing: sending any SQLDatabase, reader reading: sending any SQLDatabase) throws(StoreError) {
+    private init(writer writing: sending any SQLDatabase, reader reading: sending any SQLDatabase, outbox sending: sending any SQLDatabase) throws(StoreError) {
         try SQLStore.migrate(writing)
         writer = Mutex(writing)
         reader = Mutex(reading)
+        outbox = Mutex(sending)
     }
 
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
-    static let migrations = [schema]
+    static let migrations = [schema, outboxSchema]
 
     /// Brings the schema to the newest version, under the schema lock so
     /// that replicas starting together apply each step once. A store whose
@@ -118,6 +121,32 @@ public final class SQLStore: GuidanceStore {
             PRIMARY KEY (teacher_id, school_id, date, scope, guidance_id)
         );
         CREATE INDEX IF NOT EXISTS digest_items_by_day ON digest_items(school_id, date);
+        """
+
+    /// Version 2: the outbox, one row per digest revision and channel. Times
+    /// are milliseconds since the epoch, so that both databases compare them
+    /// as numbers.
+    static let outboxSchema = """
+        CREATE TABLE IF NOT EXISTS deliveries (
+            delivery_id TEXT PRIMARY KEY,
+            digest_id TEXT NOT NULL REFERENCES digests(digest_id),
+            school_id TEXT NOT NULL,
+            teacher_id TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            target TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            claims INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_ms BIGINT NOT NULL,
+            queued_ms BIGINT NOT NULL,
+            next_attempt_ms BIGINT NOT NULL,
+            lease_owner TEXT,
+            lease_until_ms BIGINT,
+            sent_ms BIGINT
+        );
+        CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(channel, status, next_attempt_ms);
+        CREATE INDEX IF NOT EXISTS deliveries_by_school ON deliveries(school_id, status, created_ms);
         """
 
     public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
@@ -255,7 +284,8 @@ public final class SQLStore: GuidanceStore {
             """, [.text(school), .text(date), grade.sql, classNumber.sql]).map { record($0[...]) }
     }
 
-    public func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest]) throws(StoreError) -> [Digest] {
+    public func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest],
+                        targets: (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Digest] in
                 // One replica runs a day at a time; the next sees its digests.
@@ -287,6 +317,7 @@ public final class SQLStore: GuidanceStore {
                 let digests = plan(DeliveryState(active: active, reported: reported, revisions: revisions))
                 for digest in digests {
                     try SQLStore.insert(digest, into: database)
+                    try SQLStore.enqueue(digest, to: targets(digest), in: database)
                 }
                 try database.run("""
                     INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
@@ -340,29 +371,35 @@ public final class SQLStore: GuidanceStore {
         }
     }
 
+    static let digestColumns = "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
+
     public func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest] {
         let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
-                SELECT digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts
+                SELECT \(SQLStore.digestColumns)
                 FROM digests WHERE teacher_id = $1 AND (CAST($2 AS INTEGER) = 0 OR read = 0)
                 ORDER BY created_at DESC, date DESC, revision DESC
                 """, [.text(teacher), .integer(unreadOnly ? 1 : 0)])
         }
-        return try rows.map { (row: [SQLValue]) throws(StoreError) -> Digest in
-            let entries: [DigestEntry]
-            let counts: [String: Int]
-            do {
-                entries = try SQLStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
-                counts = try SQLStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
-            } catch {
-                throw StoreError(.failed, "digest \(row[0].string ?? "?") is unreadable: \(error)")
-            }
-            return Digest(
-                digestId: row[0].string ?? "", teacherId: row[1].string ?? "", schoolId: row[2].string ?? "", date: row[3].string ?? "",
-                scope: DigestScope(rawValue: row[4].string ?? "") ?? .class, grade: row[5].int ?? 0, classNumber: row[6].int,
-                revision: row[7].int ?? 0, createdAt: row[8].string ?? "", read: row[9].int == 1, subject: row[10].string ?? "",
-                text: row[11].string ?? "", entries: entries, counts: counts)
+        return try rows.map { (row: [SQLValue]) throws(StoreError) -> Digest in try SQLStore.digest(row[...]) }
+    }
+
+    /// A digest from the columns `digestColumns` names.
+    static func digest(_ row: ArraySlice<SQLValue>) throws(StoreError) -> Digest {
+        let row = Array(row)
+        let entries: [DigestEntry]
+        let counts: [String: Int]
+        do {
+            entries = try SQLStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
+            counts = try SQLStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
+        } catch {
+            throw StoreError(.failed, "digest \(row[0].string ?? "?") is unreadable: \(error)")
         }
+        return Digest(
+            digestId: row[0].string ?? "", teacherId: row[1].string ?? "", schoolId: row[2].string ?? "", date: row[3].string ?? "",
+            scope: DigestScope(rawValue: row[4].string ?? "") ?? .class, grade: row[5].int ?? 0, classNumber: row[6].int,
+            revision: row[7].int ?? 0, createdAt: row[8].string ?? "", read: row[9].int == 1, subject: row[10].string ?? "",
+            text: row[11].string ?? "", entries: entries, counts: counts)
     }
 
     public func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {

@@ -85,6 +85,9 @@ final class SQLiteConnection: SQLDatabase {
     /// The single writer already excludes every other transaction.
     func lock(_ key: String, exclusive: Bool) throws(StoreError) {}
 
+    /// One writer at a time: a claim is alone anyway.
+    var skipLocked: String { "" }
+
     private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
         let statement: OpaquePointer
         if let cached = statements[sql] {

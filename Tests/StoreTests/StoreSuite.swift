@@ -82,14 +82,15 @@ struct StoreSuite: Sendable {
         let database = try connect()
         try SQLStore.migrate(database)
         try SQLStore.migrate(database)
-        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, [1])
-        // A second release adds a step; a step that is not idempotent shows it runs once.
-        let next = SQLStore.migrations + ["CREATE TABLE delivery_test (id INTEGER PRIMARY KEY)"]
+        let versions = Array(1...SQLStore.migrations.count)
+        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions)
+        // A next release adds a step; a step that is not idempotent shows it runs once.
+        let next = SQLStore.migrations + ["CREATE TABLE migration_test (id INTEGER PRIMARY KEY)"]
         try SQLStore.migrate(database, migrations: next)
         try SQLStore.migrate(try connect(), migrations: next)
-        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, [1, 2])
+        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions + [versions.count + 1])
         XCTAssertThrowsError(try SQLStore.migrate(try connect())) { error in
-            XCTAssertTrue("\(error)".contains("schema is version 2, newer than this release knows (1)"), "\(error)")
+            XCTAssertTrue("\(error)".contains("schema is version \(versions.count + 1), newer than this release knows (\(versions.count))"), "\(error)")
         }
     }
 
@@ -104,18 +105,18 @@ struct StoreSuite: Sendable {
     func digestRunsWriteOnceAndAmendOnlyChanges() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
-        let first = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }
+        let first = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(first.map(\.revision), [1])
         XCTAssertEqual(Set(first[0].entries.map(\.guidanceId)), ["g1", "g2"])
         XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-30"))
 
-        let again = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) }
+        let again = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(again, [], "a second run repeated a digest")
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
 
         _ = try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
         XCTAssertEqual(try store.pendingAmendments().map { "\($0.school) \($0.date)" }, ["sa 2026-11-30"])
-        let amendment = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) }
+        let amendment = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(amendment.map(\.revision), [2])
         XCTAssertEqual(amendment[0].entries.map { "\($0.guidanceId) \($0.change)" }.sorted(), ["g1 removed", "g3 added"])
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
@@ -130,21 +131,81 @@ struct StoreSuite: Sendable {
         _ = try store.apply([.registered(record("g1"))])
         // Two digests with the same identity: the second write fails after the
         // first succeeded, as a crash between writing and recording would.
-        XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { state in
+        let email = { (_: Digest) in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
+        XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
             let digests = self.simplePlan(state)
             return digests + digests
-        })
+        }, targets: email))
         XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false), [])
+        XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 10), [], "a delivery outlived its digest's failed write")
         XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
-        let rerun = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) }
+        let rerun = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
         XCTAssertEqual(rerun.count, 1)
         XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false).count, 1)
+        XCTAssertEqual(try store.deliveries(school: "sa", status: .pending, limit: 10).map(\.digestId), [rerun[0].digestId])
+    }
+
+    func outboxLeasesRetriesAndRequeues() throws {
+        let store = try makeStore()
+        _ = try store.apply([.registered(record("g1"))])
+        let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in
+            [DeliveryTarget(channel: .email, target: "hr@school.example"), DeliveryTarget(channel: .webhook, target: "https://hooks.example/x")]
+        }
+        let digest = try XCTUnwrap(digests.first)
+        let created = try XCTUnwrap(Timestamp.parse(digest.createdAt))
+        XCTAssertEqual(try store.deliveryBacklog().sorted { $0.channel.rawValue < $1.channel.rawValue },
+                       [DeliveryBacklog(channel: .email, pending: 1, oldestCreatedAt: created), DeliveryBacklog(channel: .webhook, pending: 1, oldestCreatedAt: created)])
+        let now = created + 1
+
+        // One claim at a time: B finds nothing while A holds the lease.
+        let claimed = try store.claimDeliveries(channel: .email, limit: 10, owner: "A", now: now, leaseUntil: now + 60)
+        XCTAssertEqual(claimed.map(\.delivery.deliveryId), ["\(digest.digestId).email"])
+        XCTAssertEqual(claimed.first?.digest, digest)
+        XCTAssertEqual(claimed.first?.takenOver, false)
+        XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now, leaseUntil: now + 60).count, 0)
+
+        // A retry is not due before its time, and its next claim is no takeover.
+        try store.record(.retry(error: "451 try later", at: now + 30), deliveryId: "\(digest.digestId).email", owner: "A", now: now)
+        XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now + 10, leaseUntil: now + 70).count, 0)
+        let retried = try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now + 31, leaseUntil: now + 91)
+        XCTAssertEqual(retried.map(\.takenOver), [false])
+        XCTAssertEqual(retried.first?.delivery.attempts, 1)
+        XCTAssertEqual(retried.first?.delivery.lastError, "451 try later")
+
+        // B never reports back: after its lease, A takes the delivery over.
+        XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "A", now: now + 60, leaseUntil: now + 120).count, 0)
+        let takenOver = try store.claimDeliveries(channel: .email, limit: 10, owner: "A", now: now + 92, leaseUntil: now + 152)
+        XCTAssertEqual(takenOver.map(\.takenOver), [true])
+        // B's late failure report changes nothing; A's success is recorded.
+        try store.record(.failed(error: "late"), deliveryId: "\(digest.digestId).email", owner: "B", now: now + 93)
+        try store.record(.sent, deliveryId: "\(digest.digestId).email", owner: "A", now: now + 94)
+        let sent = try XCTUnwrap(try store.deliveries(school: "sa", status: .sent, limit: 10).first)
+        XCTAssertEqual(sent.attempts, 2)
+        XCTAssertEqual(sent.sentAt, now + 94)
+        XCTAssertNil(sent.nextAttemptAt)
+        XCTAssertEqual(try store.requeue(school: "sa", deliveryId: sent.deliveryId, now: now + 95), .notFailed(.sent))
+
+        // A released claim is claimed again without counting as a takeover.
+        XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "A", now: now, leaseUntil: now + 60).count, 1)
+        try store.release(deliveryIds: ["\(digest.digestId).webhook"], owner: "A")
+        let webhook = try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now, leaseUntil: now + 60)
+        XCTAssertEqual(webhook.map(\.takenOver), [false])
+
+        // A failure stays until an admin queues it again.
+        try store.record(.failed(error: "HTTP 410: gone"), deliveryId: "\(digest.digestId).webhook", owner: "B", now: now + 1)
+        XCTAssertEqual(try store.deliveries(school: "sa", status: .failed, limit: 10).map(\.lastError), ["HTTP 410: gone"])
+        XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 3600, leaseUntil: now + 3660).count, 0)
+        XCTAssertEqual(try store.requeue(school: "sb", deliveryId: "\(digest.digestId).webhook", now: now + 2), .notFound, "another school's delivery")
+        XCTAssertEqual(try store.requeue(school: "sa", deliveryId: "missing", now: now + 2), .notFound)
+        XCTAssertEqual(try store.requeue(school: "sa", deliveryId: "\(digest.digestId).webhook", now: now + 2), .requeued)
+        XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 2, leaseUntil: now + 62).count, 1)
+        XCTAssertEqual(try store.deliveryBacklog().map(\.channel), [.webhook])
     }
 
     func inboxReadState() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
-        let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) }.first)
+        let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }.first)
         XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 1)
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId), "marking twice is fine")
@@ -183,6 +244,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testInboxReadState() throws { try suite.inboxReadState() }
+    func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     func testDataSurvivesReopening() throws {
         _ = try suite.makeStore().apply([.registered(suite.record("g1"))])
@@ -220,6 +282,7 @@ final class PostgresStoreTests: XCTestCase {
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testInboxReadState() throws { try suite.inboxReadState() }
+    func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     func testReplicasStartingTogetherCreateTheSchemaOnce() throws {
         let url = self.url
@@ -238,7 +301,7 @@ final class PostgresStoreTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do {
                 let store = try SQLStore.postgres(url: url)
-                let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) }
+                let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) } targets: { _ in [] }
                 written.withLock { $0.append(digests.count) }
             } catch {
                 written.withLock { $0.append(-1) }

@@ -1,0 +1,124 @@
+import Common
+import Guidance
+import HTTP
+import ServiceSupport
+import Store
+
+/// The operators' view of the outbox: a school's deliveries, and sending a
+/// failed one again. Admins of the school only (anyone when authentication is off).
+struct DeliveryHandlers: Sendable {
+    let rosters: LiveRoster
+    let store: any GuidanceStore
+    let clock: @Sendable () -> Double
+    let logger: Logger
+
+    func routes(into router: inout Router) {
+        router.get("/v1/schools/{schoolId}/deliveries", list)
+        router.post("/v1/schools/{schoolId}/deliveries/{deliveryId}/retry", retry)
+    }
+
+    struct Item: Encodable, Sendable {
+        let deliveryId: String
+        let digestId: String
+        let teacherId: String
+        let channel: Channel
+        let target: String
+        let status: Delivery.Status
+        let attempts: Int
+        let lastError: String?
+        let nextAttemptAt: String?
+        let sentAt: String?
+
+        init(_ delivery: Delivery) {
+            deliveryId = delivery.deliveryId
+            digestId = delivery.digestId
+            teacherId = delivery.teacherId
+            channel = delivery.channel
+            target = delivery.target
+            status = delivery.status
+            attempts = delivery.attempts
+            lastError = delivery.lastError
+            nextAttemptAt = delivery.nextAttemptAt.map(Timestamp.format)
+            sentAt = delivery.sentAt.map(Timestamp.format)
+        }
+
+        /// Absent values are written as `null`, as the contract shows.
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(deliveryId, forKey: .deliveryId)
+            try container.encode(digestId, forKey: .digestId)
+            try container.encode(teacherId, forKey: .teacherId)
+            try container.encode(channel, forKey: .channel)
+            try container.encode(target, forKey: .target)
+            try container.encode(status, forKey: .status)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(lastError, forKey: .lastError)
+            try container.encode(nextAttemptAt, forKey: .nextAttemptAt)
+            try container.encode(sentAt, forKey: .sentAt)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deliveryId, digestId, teacherId, channel, target, status, attempts, lastError, nextAttemptAt, sentAt
+        }
+    }
+
+    struct List: Encodable, Sendable {
+        let items: [Item]
+    }
+
+    @Sendable func list(_ request: Request) async throws -> Response {
+        let schoolID = request.parameter("schoolId")
+        let text = request.query["status"]
+        let status = text.flatMap(Delivery.Status.init(rawValue:))
+        if text != nil && status == nil {
+            throw HTTPError(FieldError(field: "status", message: "must be one of pending, sent, failed"))
+        }
+        let limit = try request.integerQuery("limit", in: 1...1000) ?? 100
+        try authorize(request, school: schoolID)
+        let store = self.store
+        let deliveries = try await NotifierHandlers.available(logger: logger) {
+            try await blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
+        }
+        return .json(List(items: deliveries.map(Item.init)))
+    }
+
+    struct Requeued: Encodable, Sendable {
+        let deliveryId: String
+        let status: Delivery.Status
+    }
+
+    @Sendable func retry(_ request: Request) async throws -> Response {
+        let schoolID = request.parameter("schoolId")
+        let deliveryID = request.parameter("deliveryId")
+        let teacher = try authorize(request, school: schoolID)
+        let store = self.store
+        let now = clock()
+        let result = try await NotifierHandlers.available(logger: logger) {
+            try await blocking { try store.requeue(school: schoolID, deliveryId: deliveryID, now: now) }
+        }
+        switch result {
+        case .requeued:
+            logger.info("delivery queued again by hand", ["delivery": deliveryID, "by": teacher?.id ?? "(authentication off)"])
+            return .json(Requeued(deliveryId: deliveryID, status: .pending), status: 202)
+        case .notFound:
+            throw HTTPError.notFound("school \(schoolID) has no delivery \(deliveryID)")
+        case .notFailed(let status):
+            throw HTTPError(status: 409, detail: "delivery \(deliveryID) is \(status.rawValue); only a failed delivery is queued again")
+        }
+    }
+
+    /// An admin of the school, or anyone when authentication is off; an
+    /// unknown school is 404 only once the caller may ask.
+    @discardableResult
+    private func authorize(_ request: Request, school: String) throws(HTTPError) -> Teacher? {
+        let roster = rosters.current
+        let teacher: Teacher?
+        do {
+            teacher = try roster.authorize(request.header("authorization"), school: school, roles: [.admin])
+        } catch {
+            throw HTTPError(error)
+        }
+        guard roster.school(school) != nil else { throw HTTPError.notFound("unknown school '\(school)'") }
+        return teacher
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import Guidance
+import Store
+
+/// A digest revision as an e-mail: RFC 5322 headers (non-ASCII encoded per
+/// RFC 2047) and a `multipart/alternative` body with the digest text and an
+/// HTML table of the same entries. Pure: the same digest gives the same
+/// message but for its `Date`.
+struct DigestMail {
+    let digest: Digest
+    let school: School
+    let to: MailAddress
+    let from: MailAddress
+    /// `PUBLIC_NOTIFIER_URL`, for a link to the digest in the web inbox.
+    let publicURL: String?
+
+    /// Stable across attempts and replicas, so mail clients and servers
+    /// drop a second copy: `<digest id@sender's domain>`.
+    static func messageID(digestId: String, domain: String) -> String {
+        var local = ""
+        for byte in digestId.utf8 {
+            let safe = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            // A dot may not start or end the part, nor follow another.
+            if safe || (byte == UInt8(ascii: ".") && !local.isEmpty && !local.hasSuffix(".")) {
+                local.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                local += "=" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        if local.hasSuffix(".") { local = String(local.dropLast()) + "=2E" }
+        return "<\(local)@\(domain)>"
+    }
+
+    var link: String? {
+        publicURL.map { "\($0)/digests/\(digest.digestId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? digest.digestId)" }
+    }
+
+    func render(date: Double) -> [UInt8] {
+        let boundary = "=_guidance_alternative"
+        var headers = [
+            "From: " + MailHeader.address(from),
+            "To: " + MailHeader.address(to),
+            "Subject: " + MailHeader.encode(digest.subject),
+            "Date: " + MailHeader.date(date),
+            "Message-ID: " + DigestMail.messageID(digestId: digest.digestId, domain: from.domain),
+        ]
+        if digest.revision > 1 {
+            let first = Digest.id(school: digest.schoolId, date: digest.date, recipient: digest.recipient, revision: 1)
+            let original = DigestMail.messageID(digestId: first, domain: from.domain)
+            headers += ["In-Reply-To: " + original, "References: " + original]
+        }
+        headers += [
+            "X-Guidance-Digest-Id: " + MailHeader.encode(digest.digestId),
+            "MIME-Version: 1.0",
+            "Content-Type: multipart/alternative; boundary=\"\(boundary)\"",
+        ]
+        var plain = digest.text
+        if let link { plain += "\n\n웹에서 보기: \(link)" }
+        let lines = headers + [
+            "",
+            "--\(boundary)",
+            "Content-Type: text/plain; charset=utf-8",
+            "Content-Transfer-Encoding: base64",
+            "",
+            MailHeader.base64(plain.replacingOccurrences(of: "\n", with: "\r\n")),
+            "--\(boundary)",
+            "Content-Type: text/html; charset=utf-8",
+            "Content-Transfer-Encoding: base64",
+            "",
+            MailHeader.base64(html),
+            "--\(boundary)--",
+            "",
+        ]
+        return Array(lines.joined(separator: "\r\n").utf8)
+    }
+
+    /// The digest as a table, grouped by class.
+    var html: String {
+        let added = digest.entries.filter { $0.change == .added }
+        let removed = digest.entries.filter { $0.change == .removed }
+        var out = """
+            <!DOCTYPE html>
+            <html lang="ko"><head><meta charset="utf-8"><title>\(escape(digest.subject))</title></head>
+            <body style="font-family:sans-serif">
+            <h1 style="font-size:1.2em">\(escape(digest.subject))</h1>
+
+            """
+        for paragraph in digest.text.split(separator: "\n", omittingEmptySubsequences: false).prefix(while: { !$0.isEmpty }) {
+            out += "<p>\(escape(String(paragraph)))</p>\n"
+        }
+        for (title, part) in [("추가", added), ("취소", removed)] where !part.isEmpty {
+            if digest.revision > 1 { out += "<h2 style=\"font-size:1em\">\(title) \(part.count)건</h2>\n" }
+            out += "<table style=\"border-collapse:collapse\" border=\"1\" cellpadding=\"4\">\n"
+            out += "<thead><tr><th>반</th><th>번호</th><th>이름</th><th>사유</th><th>시각</th></tr></thead>\n<tbody>\n"
+            var currentClass: Int?
+            for entry in part {
+                if digest.scope == .grade && entry.student.classNumber != currentClass {
+                    currentClass = entry.student.classNumber
+                    out += "<tr><th colspan=\"5\" style=\"text-align:left\">\(entry.student.grade)학년 \(entry.student.classNumber)반</th></tr>\n"
+                }
+                var reason = entry.reason.label
+                if let detail = entry.reason.detail, !detail.isEmpty { reason += " (\(detail))" }
+                out += "<tr><td>\(entry.student.classNumber)반</td><td>\(entry.student.number)번</td><td>\(escape(entry.student.name))</td>"
+                out += "<td>\(escape(reason))</td><td>\(DigestText.localTime(entry.occurredAt, school: school))</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+        if let summary = digest.text.split(separator: "\n").last(where: { $0.hasPrefix("사유별:") }) {
+            out += "<p>\(escape(String(summary)))</p>\n"
+        }
+        if let link { out += "<p><a href=\"\(escape(link))\">웹에서 보기</a></p>\n" }
+        return out + "</body></html>\n"
+    }
+
+    private func escape(_ text: String) -> String { HTMLText.escape(text) }
+}
+
+/// Text made safe inside HTML elements and attribute values.
+enum HTMLText {
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(character)
+            }
+        }
+        return out
+    }
+}
+
+/// Header encodings of RFC 5322 and RFC 2047.
+enum MailHeader {
+    /// Printable ASCII stays as it is; anything else becomes UTF-8 encoded
+    /// words of at most 75 characters, folded onto lines of their own, each
+    /// cut at a character boundary.
+    static func encode(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) && !text.contains("=?") { return text }
+        var words: [String] = []
+        var chunk: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let bytes = Array(String(scalar).utf8)
+            // 45 bytes are 60 base64 characters: 72 with "=?UTF-8?B?" and "?=".
+            if chunk.count + bytes.count > 45 {
+                words.append(word(chunk))
+                chunk = []
+            }
+            chunk += bytes
+        }
+        if !chunk.isEmpty { words.append(word(chunk)) }
+        return words.joined(separator: "\r\n ")
+    }
+
+    private static func word(_ bytes: [UInt8]) -> String {
+        "=?UTF-8?B?\(Data(bytes).base64EncodedString())?="
+    }
+
+    /// `name <address>`, the name encoded or quoted as needed.
+    static func address(_ address: MailAddress) -> String {
+        guard let name = address.name, !name.isEmpty else { return "<\(address.address)>" }
+        if name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
+            let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            return "\"\(quoted)\" <\(address.address)>"
+        }
+        return "\(encode(name)) <\(address.address)>"
+    }
+
+    /// RFC 5322 date in UTC: "Mon, 30 Nov 2026 02:30:00 +0000".
+    static func date(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.down))
+        let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
+        let secondOfDay = whole - days * 86_400
+        let (year, month, day) = Timestamp.civilFromDays(days)
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekdays[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
+    }
+
+    /// Base64 in lines of 76 characters, as MIME bodies need.
+    static func base64(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

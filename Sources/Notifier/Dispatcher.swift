@@ -1,0 +1,376 @@
+import Common
+import Curl
+import Foundation
+import Guidance
+import HTTP
+import Store
+import Synchronization
+
+/// Sends the outbox. On every replica, one loop per channel claims due
+/// deliveries under a lease, sends them over `concurrency` connections, and
+/// records each outcome: sent, retried with backoff, or failed. A replica
+/// killed mid-send loses its lease and another sends again: at-least-once,
+/// with the same Message-ID / webhook-id for the receiver to drop a copy.
+final class Dispatcher: Sendable {
+    private let config: DeliveryConfig
+    private let rosters: LiveRoster
+    private let store: any GuidanceStore
+    private let metrics: Metrics
+    private let logger: Logger
+    private let clock: @Sendable () -> Double
+    /// This process's name on its leases.
+    private let owner = "\(ProcessInfo.processInfo.hostName)-\(RandomID.uuid().prefix(8))"
+    /// One sender per connection and channel; a worker holds one at a time.
+    private let mailSenders: [Connection<MailSender>]
+    private let webhookSessions: [Connection<HTTPSession>]
+    /// Bumped to wake idle loops (a digest run on this replica).
+    private let doorbell = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let loops = Mutex<[Task<Void, Never>]>([])
+    /// Channels whose last attempt failed transiently: logged once per change.
+    private let failing = Mutex<Set<Channel>>([])
+    private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
+
+    enum MailSender {
+        case smtp(SMTPSession)
+        case directory(String)
+    }
+
+    /// Deliveries claimed per connection at a time.
+    static let batchPerConnection = 16
+
+    init(config: DeliveryConfig, roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger,
+         clock: @escaping @Sendable () -> Double = Timestamp.now) throws(ConfigurationError) {
+        self.config = config
+        rosters = roster
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger.with(["part": "dispatcher"])
+        self.clock = clock
+        do {
+            mailSenders = try (0..<(config.mail == nil ? 0 : config.concurrency)).map { (_) throws(CurlError) -> Connection<MailSender> in
+                switch config.mail?.transport {
+                case .smtp(let server): Connection(.smtp(try SMTPSession(server: server)))
+                case .directory(let path): Connection(.directory(path))
+                case nil: Connection(.directory(""))
+                }
+            }
+            webhookSessions = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(try HTTPSession(timeout: config.webhookTimeout)) }
+        } catch {
+            throw ConfigurationError(variable: "SMTP_URL", reason: "libcurl cannot send: \(error)")
+        }
+        if case .directory(let path) = config.mail?.transport {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw ConfigurationError(variable: "mail folder", reason: "cannot create \(path): \(error)")
+            }
+        }
+        registerGauges()
+    }
+
+    /// Where a digest revision must go: the teacher's e-mail when e-mail is
+    /// on and the address is usable, the school's webhook when it has one.
+    func targets(for digest: Digest, roster: Roster) -> [DeliveryTarget] {
+        var targets: [DeliveryTarget] = []
+        if config.mail != nil, let email = roster.teachers[digest.teacherId]?.email, MailAddress.isAddress(email) {
+            targets.append(DeliveryTarget(channel: .email, target: email))
+        }
+        if let webhook = roster.webhooks[digest.schoolId] {
+            targets.append(DeliveryTarget(channel: .webhook, target: webhook.url))
+        }
+        return targets
+    }
+
+    /// Counts teachers e-mail skipped and wakes the loops: the new
+    /// deliveries go out now, not at the next poll.
+    func written(_ digests: [Digest], roster: Roster) {
+        if config.mail != nil {
+            let skipped = digests.filter { digest in !MailAddress.isAddress(roster.teachers[digest.teacherId]?.email ?? "") }.count
+            if skipped > 0 {
+                metrics.increment("notifier_deliveries_skipped_total", help: "Digests not e-mailed because the teacher has no usable address in teachers.csv.",
+                                  labels: [("channel", "email")], by: Double(skipped))
+                logger.info("digests not e-mailed: teachers without a usable address in teachers.csv", ["digests": String(skipped)])
+            }
+        }
+        doorbell.add(1, ordering: .releasing)
+    }
+
+    func start() {
+        var channels: [Channel] = [.webhook]
+        if config.mail != nil { channels.append(.email) }
+        loops.withLock { loops in
+            loops = channels.map { channel in Task { [self] in await run(channel) } }
+        }
+        logger.info("dispatcher started", [
+            "email": config.mail.map { mail in
+                switch mail.transport {
+                case .smtp(let server): server.url
+                case .directory(let path): "files in \(path)"
+                }
+            } ?? "off (SMTP_URL not set)",
+            "connections": String(config.concurrency),
+        ])
+    }
+
+    /// Stops claiming, lets each connection finish its message and gives the
+    /// rest back. Waits at most `limit`: a send stuck longer is left to its
+    /// lease, and another replica sends it.
+    func stop(within limit: Duration) async {
+        stopping.store(true, ordering: .releasing)
+        let running = loops.withLock { $0 }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for loop in running { await loop.value }
+            }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: - The loop of one channel
+
+    private func run(_ channel: Channel) async {
+        let connections = channel == .email ? mailSenders.count : webhookSessions.count
+        while !stopping.load(ordering: .acquiring) {
+            await refreshBacklog()
+            let now = clock()
+            let leaseUntil = now + config.lease.seconds
+            let store = self.store
+            let owner = self.owner
+            let claims: [ClaimedDelivery]
+            do {
+                claims = try await blocking {
+                    try store.claimDeliveries(
+                        channel: channel, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
+                }
+            } catch {
+                logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.rawValue, "error": "\(error)"])
+                await idle()
+                continue
+            }
+            guard !claims.isEmpty else {
+                await idle()
+                continue
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for connection in 0..<min(connections, claims.count) {
+                    let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
+                    group.addTask { [self] in
+                        _ = try? await blocking { self.send(share, over: connection, leaseUntil: leaseUntil) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for the poll interval, or less when rung.
+    private func idle() async {
+        let rung = doorbell.load(ordering: .acquiring)
+        let until = ContinuousClock.now + config.pollInterval
+        while ContinuousClock.now < until, doorbell.load(ordering: .acquiring) == rung, !stopping.load(ordering: .acquiring) {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Sends claimed deliveries one after another over one connection. Runs
+    /// on a thread of its own (libcurl blocks).
+    private func send(_ claims: [ClaimedDelivery], over connection: Int, leaseUntil: Double) {
+        // A send must end inside the lease, or another replica could send the
+        // same delivery at the same time.
+        let longest = (claims.first?.delivery.channel == .email ? 30 : config.webhookTimeout.seconds) + 5
+        for (index, claim) in claims.enumerated() {
+            if stopping.load(ordering: .acquiring) || clock() + longest > leaseUntil {
+                let rest = claims[index...].map(\.delivery.deliveryId)
+                do { try store.release(deliveryIds: rest, owner: owner) } catch {
+                    logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
+                }
+                return
+            }
+            let channel = claim.delivery.channel
+            if claim.takenOver {
+                metrics.increment("notifier_delivery_lease_takeovers_total", help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
+                                  labels: [("channel", channel.rawValue)])
+                logger.warning("delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
+                               ["delivery": claim.delivery.deliveryId])
+            }
+            let (outcome, retryAfter) = attempt(claim, over: connection)
+            let now = clock()
+            let recorded: DeliveryOutcome
+            switch outcome {
+            case .sent, .failed:
+                recorded = outcome
+            case .retry(let error, _):
+                let policy = RetryPolicy(base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
+                if let at = policy.next(attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter, random: Double.random(in: 0...1)) {
+                    recorded = .retry(error: error, at: at)
+                } else {
+                    recorded = .failed(error: "gave up after \(claim.delivery.attempts + 1) attempts over \(Int(config.maxAge.seconds / 3600)) h: \(error)")
+                }
+            }
+            report(recorded, of: claim, now: now)
+            do {
+                try store.record(recorded, deliveryId: claim.delivery.deliveryId, owner: owner, now: now)
+            } catch {
+                logger.error("could not record a delivery's outcome; it is sent again after its lease", ["delivery": claim.delivery.deliveryId, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// One attempt: the outcome, and the receiver's `Retry-After` in seconds if it gave one.
+    private func attempt(_ claim: ClaimedDelivery, over connection: Int) -> (DeliveryOutcome, Double?) {
+        let roster = rosters.current
+        let delivery = claim.delivery
+        switch delivery.channel {
+        case .email:
+            guard let mail = config.mail else { return (.retry(error: "e-mail is off on this replica (SMTP_URL not set)", at: 0), nil) }
+            guard let school = roster.school(delivery.schoolId) else {
+                return (.failed(error: "school \(delivery.schoolId) is no longer in the roster"), nil)
+            }
+            guard let to = MailAddress(delivery.target) else { return (.failed(error: "'\(delivery.target)' is not an e-mail address"), nil) }
+            let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
+            let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: config.publicNotifierURL)
+                .render(date: clock())
+            return mailSenders[connection].withLock { sender in
+                switch sender {
+                case .smtp(let session):
+                    switch session.send(from: mail.from.address, to: to.address, message: message) {
+                    case .accepted: return (.sent, nil)
+                    case .refused(let code, let reply) where code >= 500: return (.failed(error: reply), nil)
+                    case .refused(_, let reply): return (.retry(error: reply, at: 0), nil)
+                    case .unreachable(let reason): return (.retry(error: reason, at: 0), nil)
+                    }
+                case .directory(let path):
+                    let file = URL(fileURLWithPath: path).appendingPathComponent("\(delivery.deliveryId).eml")
+                    do {
+                        try Data(message).write(to: file, options: .atomic)
+                        return (.sent, nil)
+                    } catch {
+                        return (.retry(error: "cannot write \(file.path): \(error)", at: 0), nil)
+                    }
+                }
+            }
+        case .webhook:
+            guard let webhook = roster.webhooks[delivery.schoolId] else {
+                return (.failed(error: "school \(delivery.schoolId) has no webhook in webhooks.csv any more"), nil)
+            }
+            let body = WebhookMessage.body(claim.digest)
+            let headers = WebhookMessage.headers(id: delivery.deliveryId, timestamp: Int(clock()), body: body, secret: webhook.secret)
+            let result = webhookSessions[connection].withLock { $0.post(webhook.url, headers: headers, body: body) }
+            switch result {
+            case .answered(let status, _, _) where (200..<300).contains(status):
+                return (.sent, nil)
+            case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
+                return (.retry(error: "HTTP \(status): \(text.prefix(200))", at: 0), retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+            case .answered(let status, _, let text):
+                return (.failed(error: "HTTP \(status): \(text.prefix(200))"), nil)
+            case .unreachable(let reason):
+                return (.retry(error: reason, at: 0), nil)
+            }
+        }
+    }
+
+    /// Metrics for every outcome; logs once per change of a channel's health.
+    private func report(_ outcome: DeliveryOutcome, of claim: ClaimedDelivery, now: Double) {
+        let channel = claim.delivery.channel
+        let name: String
+        switch outcome {
+        case .sent:
+            name = "sent"
+            metrics.observe("notifier_delivery_seconds", help: "Time from a digest's creation to its delivery.",
+                            labels: [("channel", channel.rawValue)], value: max(0, now - claim.delivery.createdAt), buckets: Dispatcher.ageBuckets)
+            if failing.withLock({ $0.remove(channel) }) != nil {
+                logger.info("\(channel.rawValue) delivery works again", ["channel": channel.rawValue])
+            }
+        case .retry(let error, let at):
+            name = "retry"
+            if failing.withLock({ $0.insert(channel).inserted }) {
+                logger.warning("\(channel.rawValue) delivery is failing; retrying with backoff (logged again when it works)",
+                               ["channel": channel.rawValue, "error": error, "nextAttemptIn": "\(Int(at - now)) s"])
+            }
+        case .failed(let error):
+            name = "failed"
+            logger.warning("delivery failed for good; an admin can retry it (POST …/deliveries/{id}/retry)",
+                           ["delivery": claim.delivery.deliveryId, "channel": channel.rawValue, "error": error])
+        }
+        metrics.increment("notifier_deliveries_total", help: "Delivery attempts by channel and outcome.",
+                          labels: [("channel", channel.rawValue), ("outcome", name)])
+    }
+
+    static let ageBuckets: [Double] = [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21_600, 86_400]
+
+    // MARK: - Backlog gauges
+
+    private func registerGauges() {
+        let clock = self.clock
+        // Weak: the registry outlives no one, but must not keep the dispatcher.
+        metrics.gauge("notifier_deliveries_pending", help: "Deliveries waiting to be sent, per channel (read every few seconds).") { [weak self] in
+            let items = self?.backlog.withLock { $0.items } ?? []
+            return Channel.allCases.map { channel in ([("channel", channel.rawValue)], Double(items.first { $0.channel == channel }?.pending ?? 0)) }
+        }
+        metrics.gauge("notifier_delivery_oldest_pending_seconds", help: "Age of the oldest pending delivery's digest, per channel.") { [weak self] in
+            let items = self?.backlog.withLock { $0.items } ?? []
+            let now = clock()
+            return Channel.allCases.map { channel in
+                ([("channel", channel.rawValue)], items.first { $0.channel == channel }?.oldestCreatedAt.map { max(0, now - $0) } ?? 0)
+            }
+        }
+    }
+
+    /// Reads the backlog at most every 5 s, for the gauges.
+    private func refreshBacklog() async {
+        let now = clock()
+        let due = backlog.withLock { backlog in
+            guard now - backlog.readAt >= 5 else { return false }
+            backlog.readAt = now
+            return true
+        }
+        guard due else { return }
+        let store = self.store
+        if let items = try? await blocking({ try store.deliveryBacklog() }) {
+            backlog.withLock { $0.items = items }
+        }
+    }
+}
+
+/// One connection's sender, used by one worker at a time.
+final class Connection<Value>: Sendable {
+    private let value: Mutex<Value>
+
+    init(_ value: sending Value) {
+        self.value = Mutex(value)
+    }
+
+    func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+        value.withLock(body)
+    }
+}
+
+/// When to try a failed delivery again: exponential backoff with jitter,
+/// until a maximum age.
+struct RetryPolicy {
+    let base: Double
+    let maxBackoff: Double
+    let maxAge: Double
+
+    /// The next attempt's time after `attempts` attempts, or nil when the
+    /// delivery is too old to try again. A receiver's `Retry-After` wins
+    /// over the backoff.
+    func next(attempts: Int, now: Double, queuedAt: Double, retryAfter: Double?, random: Double) -> Double? {
+        let backoff = min(base * pow(2, Double(min(max(attempts - 1, 0), 30))), maxBackoff)
+        let delay = retryAfter.map { min(max($0, 1), maxAge) } ?? backoff * (0.5 + 0.5 * random)
+        let at = now + delay
+        return at > queuedAt + maxAge ? nil : at
+    }
+
+    /// `Retry-After` as seconds or an HTTP date.
+    static func seconds(retryAfter text: String, now: Double = Timestamp.now()) -> Double? {
+        if let seconds = Int(text), seconds >= 0 { return Double(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text).map { max(0, $0.timeIntervalSince1970 - now) }
+    }
+}

@@ -1,0 +1,40 @@
+import Crypto
+import Foundation
+import Guidance
+import Store
+
+/// A digest revision as a Standard Webhooks message: the body
+/// `{"type":"digest.created","timestamp":…,"data":<the digest as the inbox
+/// API returns it>}` and the headers that sign it.
+enum WebhookMessage {
+    private struct Envelope: Encodable {
+        let type = "digest.created"
+        /// When the digest was written: the same body on every attempt.
+        let timestamp: String
+        let data: Digest
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return encoder
+    }()
+
+    static func body(_ digest: Digest) -> [UInt8] {
+        // Encoding a Digest of strings and numbers cannot fail.
+        (try? Array(encoder.encode(Envelope(timestamp: digest.createdAt, data: digest)))) ?? []
+    }
+
+    /// `webhook-id`, `webhook-timestamp` (this attempt, Unix seconds) and
+    /// `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+    static func headers(id: String, timestamp: Int, body: [UInt8], secret: [UInt8]) -> [(String, String)] {
+        let signed = Array("\(id).\(timestamp).".utf8) + body
+        let signature = Data(HMAC.sha256(key: secret, message: signed)).base64EncodedString()
+        return [
+            ("Content-Type", "application/json"),
+            ("webhook-id", id),
+            ("webhook-timestamp", String(timestamp)),
+            ("webhook-signature", "v1,\(signature)"),
+        ]
+    }
+}

@@ -1,0 +1,143 @@
+import Common
+import Guidance
+
+/// The outbox: deliveries written with their digests, claimed by the
+/// dispatchers of every replica under a lease, and their outcomes.
+extension SQLStore {
+    private static let deliveryColumns = """
+        d.delivery_id, d.digest_id, d.school_id, d.teacher_id, d.channel, d.target, d.status, d.attempts,
+        d.last_error, d.created_ms, d.next_attempt_ms, d.sent_ms
+        """
+
+    /// Writes a digest's pending deliveries; called inside the digest's transaction.
+    static func enqueue(_ digest: Digest, to targets: [DeliveryTarget], in database: any SQLDatabase) throws(StoreError) {
+        let created = milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now())
+        for target in targets {
+            try database.run("""
+                INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms)
+                VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7)
+                """, [
+                    .text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId), .text(digest.schoolId),
+                    .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .integer(created),
+                ])
+        }
+    }
+
+    public func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [ClaimedDelivery] in
+            try database.transaction { () throws(StoreError) -> [ClaimedDelivery] in
+                // PostgreSQL skips rows another replica is claiming right now;
+                // SQLite has one writer, so its claim is alone anyway.
+                let claimed = try database.query("""
+                    UPDATE deliveries SET lease_owner = $1, lease_until_ms = $2, claims = claims + 1
+                    WHERE delivery_id IN (
+                        SELECT delivery_id FROM deliveries
+                        WHERE channel = $3 AND status = 'pending' AND next_attempt_ms <= $4
+                          AND (lease_until_ms IS NULL OR lease_until_ms < $4)
+                        ORDER BY next_attempt_ms, delivery_id LIMIT $5\(database.skipLocked))
+                    RETURNING delivery_id
+                    """, [.text(owner), .integer(milliseconds(leaseUntil)), .text(channel.rawValue), .integer(milliseconds(now)), .integer(Int64(limit))])
+                guard !claimed.isEmpty else { return [] }
+                let placeholders = (1...claimed.count).map { "$\($0)" }.joined(separator: ", ")
+                let rows = try database.query("""
+                    SELECT \(SQLStore.deliveryColumns), d.queued_ms, d.claims, \(SQLStore.digestColumns.split(separator: ",").map { "g." + $0.trimmingWhitespace() }.joined(separator: ", "))
+                    FROM deliveries d JOIN digests g ON g.digest_id = d.digest_id
+                    WHERE d.delivery_id IN (\(placeholders))
+                    ORDER BY d.next_attempt_ms, d.delivery_id
+                    """, claimed.map { $0[0] })
+                return try rows.map { (row: [SQLValue]) throws(StoreError) -> ClaimedDelivery in
+                    let delivery = SQLStore.delivery(row[0..<12])
+                    // Each ended attempt was counted; a claim more than that
+                    // is one whose sender never reported back.
+                    let claims = row[13].int ?? 0
+                    return ClaimedDelivery(
+                        delivery: delivery, digest: try SQLStore.digest(row[14...]), queuedAt: seconds(row[12]),
+                        takenOver: claims - 1 > delivery.attempts)
+                }
+            }
+        }
+    }
+
+    public func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double) throws(StoreError) {
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            switch outcome {
+            case .sent:
+                try database.run("""
+                    UPDATE deliveries SET status = 'sent', attempts = attempts + 1, sent_ms = $2, lease_owner = NULL, lease_until_ms = NULL
+                    WHERE delivery_id = $1 AND status <> 'sent'
+                    """, [.text(deliveryId), .integer(milliseconds(now))])
+            case .retry(let error, let at):
+                try database.run("""
+                    UPDATE deliveries SET attempts = attempts + 1, last_error = $3, next_attempt_ms = $4, lease_owner = NULL, lease_until_ms = NULL
+                    WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
+                    """, [.text(deliveryId), .text(owner), .text(error), .integer(milliseconds(at))])
+            case .failed(let error):
+                try database.run("""
+                    UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = $3, lease_owner = NULL, lease_until_ms = NULL
+                    WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
+                    """, [.text(deliveryId), .text(owner), .text(error)])
+            }
+        }
+    }
+
+    public func release(deliveryIds: [String], owner: String) throws(StoreError) {
+        guard !deliveryIds.isEmpty else { return }
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            let placeholders = (2...deliveryIds.count + 1).map { "$\($0)" }.joined(separator: ", ")
+            try database.run("""
+                UPDATE deliveries SET lease_owner = NULL, lease_until_ms = NULL, claims = claims - 1
+                WHERE lease_owner = $1 AND status = 'pending' AND delivery_id IN (\(placeholders))
+                """, [.text(owner)] + deliveryIds.map(SQLValue.text))
+        }
+    }
+
+    public func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("""
+                SELECT \(SQLStore.deliveryColumns) FROM deliveries d
+                WHERE d.school_id = $1 AND (CAST($2 AS TEXT) IS NULL OR d.status = CAST($2 AS TEXT))
+                ORDER BY d.created_ms DESC, d.delivery_id LIMIT $3
+                """, [.text(school), status.map { .text($0.rawValue) } ?? .null, .integer(Int64(limit))]).map { SQLStore.delivery($0[...]) }
+        }
+    }
+
+    public func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult {
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> RequeueResult in
+            let changed = try database.run("""
+                UPDATE deliveries SET status = 'pending', next_attempt_ms = $3, queued_ms = $3, lease_owner = NULL, lease_until_ms = NULL
+                WHERE school_id = $1 AND delivery_id = $2 AND status = 'failed'
+                """, [.text(school), .text(deliveryId), .integer(milliseconds(now))])
+            if changed > 0 { return .requeued }
+            let rows = try database.query(
+                "SELECT status FROM deliveries WHERE school_id = $1 AND delivery_id = $2", [.text(school), .text(deliveryId)])
+            guard let status = rows.first?.first?.string.flatMap(Delivery.Status.init(rawValue:)) else { return .notFound }
+            return .notFailed(status)
+        }
+    }
+
+    public func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog] {
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query(
+                "SELECT channel, COUNT(*), MIN(created_ms) FROM deliveries WHERE status = 'pending' GROUP BY channel", []
+            ).compactMap { row in
+                guard let channel = row[0].string.flatMap(Channel.init(rawValue:)) else { return nil }
+                return DeliveryBacklog(channel: channel, pending: row[1].int ?? 0, oldestCreatedAt: row[2] == .null ? nil : seconds(row[2]))
+            }
+        }
+    }
+
+    /// A delivery from the columns `deliveryColumns` names.
+    private static func delivery(_ row: ArraySlice<SQLValue>) -> Delivery {
+        let row = Array(row)
+        let status = row[6].string.flatMap(Delivery.Status.init(rawValue:)) ?? .pending
+        return Delivery(
+            deliveryId: row[0].string ?? "", digestId: row[1].string ?? "", schoolId: row[2].string ?? "", teacherId: row[3].string ?? "",
+            channel: row[4].string.flatMap(Channel.init(rawValue:)) ?? .email, target: row[5].string ?? "", status: status,
+            attempts: row[7].int ?? 0, lastError: row[8].string, createdAt: seconds(row[9]),
+            nextAttemptAt: status == .pending ? seconds(row[10]) : nil, sentAt: row[11] == .null ? nil : seconds(row[11]))
+    }
+
+}
+
+private func milliseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1000).rounded()) }
+private func seconds(_ value: SQLValue) -> Double { Double(value.int ?? 0) / 1000 }
