@@ -46,6 +46,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "CommonTests", dependencies: ["Common"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),

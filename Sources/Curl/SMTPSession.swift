@@ -71,9 +71,10 @@ public final class SMTPSession {
         let failure = curl.perform()
         _ = try? curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_MAIL_RCPT, nil))
         guard let failure else { return .accepted }
-        // The server's last reply says why, when it answered with an error.
-        if let reply = curl.transfer.lines.last, let code = Int(reply.prefix(3)), (400..<600).contains(code) {
-            return .refused(code: code, reply: reply)
+        // libcurl hands the server's replies to the header function. The
+        // last error reply says why (a "221 Bye" to QUIT may follow it).
+        if let reply = curl.transfer.lines.last(where: { (400..<600).contains(Int($0.prefix(3)) ?? 0) }) {
+            return .refused(code: Int(reply.prefix(3)) ?? 0, reply: reply)
         }
         return .unreachable(failure)
     }

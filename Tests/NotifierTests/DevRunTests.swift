@@ -6,7 +6,7 @@ import XCTest
 /// in-memory cluster, and a second instance in the same folder refuses to
 /// share (and reset) the first one's state.
 final class DevRunTests: XCTestCase {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = repositoryRoot
 
     private func start(in folder: URL, ports: (Int, Int), log: URL) throws -> Process {
         let binary = root.appendingPathComponent(".build/debug/guidance-dev")
@@ -25,8 +25,6 @@ final class DevRunTests: XCTestCase {
         try process.run()
         return process
     }
-
-    private func freePort() throws -> Int { try HTTPProbe().freePort() }
 
     func testTheStoreStartsFreshAndASecondInstanceRefuses() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("dev-\(UUID())")
@@ -60,20 +58,5 @@ final class DevRunTests: XCTestCase {
         XCTAssertNotEqual(second.terminationStatus, 0)
         XCTAssertTrue(secondLog.contains("another guidance-dev runs from this folder"), secondLog.suffix(1500).description)
         XCTAssertTrue(first.isRunning, "the second instance stopped the first")
-    }
-}
-
-/// A port nobody listens on, from the kernel.
-private struct HTTPProbe {
-    func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

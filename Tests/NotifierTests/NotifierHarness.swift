@@ -30,17 +30,17 @@ final class NotifierHarness: @unchecked Sendable {
         """
     static let teachers = """
         school_id,teacher_id,name,email,role,grade,class
-        sa,t-hr-1-1,담임11,,homeroom,1,1
-        sa,t-hr-1-2,담임12,,homeroom,1,2
-        sa,t-hr-2-1,담임21,,homeroom,2,1
-        sa,t-hr-3-1,담임31,,homeroom,3,1
-        sa,t-vd-1,봉사1,,volunteer_duty,1,
+        sa,t-hr-1-1,담임11,t-hr-1-1@sa.school.example,homeroom,1,1
+        sa,t-hr-1-2,담임12,t-hr-1-2@sa.school.example,homeroom,1,2
+        sa,t-hr-2-1,담임21,t-hr-2-1@sa.school.example,homeroom,2,1
+        sa,t-hr-3-1,담임31,t-hr-3-1@sa.school.example,homeroom,3,1
+        sa,t-vd-1,봉사1,t-vd-1@sa.school.example,volunteer_duty,1,
         sa,t-vd-2,봉사2,,volunteer_duty,2,
-        sa,t-vd-3,봉사3,,volunteer_duty,3,
+        sa,t-vd-3,봉사3,t-vd-3@sa.school.example,volunteer_duty,3,
         sa,t-gate,교문,,gate,,
         sa,t-admin,관리,,admin,,
-        sb,t-hr-b,Homeroom B,,homeroom,1,1
-        sb,t-vd-b,Duty B,,volunteer_duty,1,
+        sb,t-hr-b,Homeroom B,hr@sb.school.example,homeroom,1,1
+        sb,t-vd-b,Duty B,vd@sb.school.example,volunteer_duty,1,
         sb,t-gate-b,Gate B,,gate,,
 
         """
@@ -71,15 +71,22 @@ final class NotifierHarness: @unchecked Sendable {
     let store: StoreLocation?
     /// The notifier's clock; the real one when nil.
     let clock: (@Sendable () -> Double)?
+    /// E-mail and webhooks; both off by default.
+    let delivery: DeliveryConfig
 
-    init(authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil) async throws {
+    init(
+        authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
+        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil
+    ) async throws {
         self.store = store
         self.clock = clock
+        self.delivery = delivery
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         roster = try Roster.parse(
-            schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil)
+            schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
+            webhooks: webhooks)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         groupID = "g-\(UUID().uuidString.prefix(8))"
@@ -126,6 +133,7 @@ final class NotifierHarness: @unchecked Sendable {
             kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
+        config.delivery = delivery
         if let clock { config.clock = clock }
         return try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
     }

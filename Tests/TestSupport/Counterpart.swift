@@ -1,0 +1,101 @@
+import Foundation
+import XCTest
+
+/// The repository's root, for scripts and binaries.
+public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A port nobody listens on, from the kernel.
+public func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A real server a test talks to (the SMTP sink, the webhook receiver of
+/// `scripts/testing`), run as a process on a fixed port so that it can be
+/// stopped and started again. It appends one JSON line per thing it received.
+public final class Counterpart: @unchecked Sendable {
+    public let port: Int
+    public let log: URL
+    private let interpreter: String
+    private let script: String
+    private var process: Process?
+
+    /// `interpreter` runs `scripts/testing/<script>` with `--port`, `--log` and `arguments`.
+    public init(interpreter: String, script: String, port: Int? = nil) throws {
+        self.interpreter = interpreter
+        self.script = script
+        self.port = try port ?? freePort()
+        log = FileManager.default.temporaryDirectory.appendingPathComponent("\(script)-\(UUID()).jsonl")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+    }
+
+    /// Starts it and waits until its port accepts connections.
+    public func start(_ arguments: [String] = []) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: interpreter)
+        process.arguments = [repositoryRoot.appendingPathComponent("scripts/testing/\(script)").path, "--port", String(port), "--log", log.path] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if accepts() { return }
+            guard process.isRunning else { throw CounterpartError("\(script) exited with \(process.terminationStatus)") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw CounterpartError("\(script) did not listen on \(port) within 15 s")
+    }
+
+    public func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: log)
+    }
+
+    /// Every line logged so far, as JSON objects.
+    public var records: [[String: Any]] {
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Polls `records` until `done` holds, or `timeout` passes.
+    public func waitFor(_ timeout: TimeInterval = 30, _ done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var seen = records
+        while !done(seen) && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            seen = records
+        }
+        return seen
+    }
+
+    private func accepts() -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+public struct CounterpartError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""A real SMTP server for the delivery tests and the benchmark (aiosmtpd from
+Debian's python3-aiosmtpd; run with /usr/bin/python3, which has it).
+
+Each accepted message is parsed with Python's own `email` package (from
+bytes, see PITFALLS) and one JSON line is appended to --log:
+{"messageId", "digestId", "to", "from", "subject", "plain", "html",
+"inReplyTo", "references", "contentType"}. With --fast nothing is parsed or
+written, only counted (the benchmark); the count is in --log's last line.
+
+--reject ADDRESS  answers 550 to RCPT TO for that address (repeatable)
+--defer-first     answers 451 to the first DATA of every Message-ID
+--delay-ms N      waits N ms before answering DATA (a slow server)
+Stops on SIGTERM.
+"""
+import argparse
+import asyncio
+import email
+import email.policy
+import json
+import os
+import signal
+import sys
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--log", required=True)
+parser.add_argument("--reject", action="append", default=[])
+parser.add_argument("--defer-first", action="store_true")
+parser.add_argument("--delay-ms", type=int, default=0)
+parser.add_argument("--fast", action="store_true")
+args = parser.parse_args()
+
+
+class Handler:
+    def __init__(self):
+        self.deferred = set()
+        self.count = 0
+        self.log = open(args.log, "a", encoding="utf-8")
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in args.reject:
+            return f"550 5.1.1 <{address}>: Recipient address rejected: no such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        if args.delay_ms:
+            await asyncio.sleep(args.delay_ms / 1000)
+        self.count += 1
+        if args.fast:
+            if self.count % 500 == 0:
+                self.log.write(f"{self.count}\n")
+                self.log.flush()
+            return "250 Message accepted for delivery"
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        message_id = str(message["Message-ID"])
+        if args.defer_first and message_id not in self.deferred:
+            self.deferred.add(message_id)
+            return "451 4.3.0 Temporary failure, try again later"
+        plain = message.get_body(preferencelist=("plain",))
+        html = message.get_body(preferencelist=("html",))
+        record = {
+            "messageId": message_id,
+            "digestId": str(message["X-Guidance-Digest-Id"]),
+            "to": envelope.rcpt_tos,
+            "from": envelope.mail_from,
+            "toHeader": str(message["To"]),
+            "fromHeader": str(message["From"]),
+            "subject": str(message["Subject"]),
+            "plain": plain.get_content() if plain else None,
+            "html": html.get_content() if html else None,
+            "inReplyTo": str(message["In-Reply-To"]) if message["In-Reply-To"] else None,
+            "references": str(message["References"]) if message["References"] else None,
+            "contentType": message.get_content_type(),
+            "date": str(message["Date"]),
+        }
+        self.log.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.log.flush()
+        return "250 Message accepted for delivery"
+
+
+# A parent that handles SIGTERM itself (the Swift test process) may have it
+# blocked, and a child inherits the mask: unblock it, or SIGTERM never arrives.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+handler = Handler()
+controller = Controller(handler, hostname="127.0.0.1", port=args.port, decode_data=False)
+controller.start()
+print(f"smtp-sink: listening on 127.0.0.1:{args.port}", flush=True)
+
+
+def finish(*_):
+    # Not controller.stop(): called from a signal handler it can wait for ever.
+    if args.fast:
+        handler.log.write(f"{handler.count}\n")
+    handler.log.close()
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, finish)
+signal.signal(signal.SIGINT, finish)
+signal.pause()
