@@ -88,7 +88,14 @@ do {
         }
         let serviceEnvironment = Environment(values)
         let ingest = try IngestService(config: try IngestConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "ingest"))
-        let notifier = try NotifierService(config: try NotifierConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "notifier"))
+        var notifierConfig = try NotifierConfig.fromEnvironment(serviceEnvironment)
+        if notifierConfig.delivery.mail == nil {
+            // No mail server here: each e-mail is written where a mail client opens it.
+            let folder = FileManager.default.currentDirectoryPath + "/var/mail"
+            notifierConfig.delivery.mail = .init(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
+            say("e-mail: no SMTP_URL, so each digest e-mail is written as an .eml file (open it with a mail client) into \(folder)")
+        }
+        let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier"))
         try await ingest.start()
         try await notifier.start()
         services = (ingest, notifier)
