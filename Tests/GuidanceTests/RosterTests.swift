@@ -35,6 +35,30 @@ final class RosterTests: XCTestCase {
         }
     }
 
+    func testWebhooksAreReadPerSchoolAndBadRowsNameTheLineWithoutTheSecret() throws {
+        let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\n"
+        let key = Data((0..<24).map { UInt8($0) })
+        let secret = "whsec_" + key.base64EncodedString()
+        let roster = try Roster.parse(
+            schools: schools, students: students, teachers: teachers, webhooks: "school_id,url,secret\nsa,https://hooks.example/guidance,\(secret)\n")
+        XCTAssertEqual(roster.webhooks["sa"]?.url, "https://hooks.example/guidance")
+        XCTAssertEqual(roster.webhooks["sa"]?.secret, Array(key))
+        XCTAssertNil(roster.webhooks["sb"])
+        let cases = [
+            ("sa,ftp://hooks.example/x,\(secret)", "webhooks.csv:2: url 'ftp://hooks.example/x' is not an http:// or https:// URL"),
+            ("sx,https://hooks.example/x,\(secret)", "webhooks.csv:2: unknown school 'sx'"),
+            ("sa,https://hooks.example/x,whsec_c2hvcnQ=", "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"),
+            ("sa,https://hooks.example/x,\(secret.dropFirst(6))", "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"),
+            ("sa,https://hooks.example/x,\(secret)\nsa,https://hooks.example/y,\(secret)", "webhooks.csv:3: school 'sa' has a webhook already; one per school"),
+        ]
+        for (rows, message) in cases {
+            XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers, webhooks: "school_id,url,secret\n\(rows)\n")) { error in
+                XCTAssertEqual("\(error)", message)
+                XCTAssertFalse("\(error)".contains(key.base64EncodedString()), "the secret was echoed")
+            }
+        }
+    }
+
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
         assertRejected(students: students, "students.csv:1: missing column 'class'")

@@ -1,0 +1,75 @@
+import Common
+import Foundation
+@testable import Notifier
+import XCTest
+
+/// The pure parts of delivery: header encoding, backoff, configuration.
+final class DeliveryUnitTests: XCTestCase {
+    func testLongKoreanSubjectsBecomeEncodedWordsOfAtMost75CharactersCutAtCharacters() throws {
+        let subject = "[서울고등학교] [정정 2판] 11월 30일(월) 1학년 3반 교문 지도 추가 2건, 취소 1건 😀 끝"
+        let encoded = MailHeader.encode(subject)
+        let words = encoded.components(separatedBy: "\r\n ")
+        XCTAssertGreaterThan(words.count, 1)
+        var decoded = Data()
+        for word in words {
+            XCTAssertLessThanOrEqual(word.count, 75, word)
+            XCTAssertTrue(word.hasPrefix("=?UTF-8?B?") && word.hasSuffix("?="), word)
+            let bytes = try XCTUnwrap(Data(base64Encoded: String(word.dropFirst(10).dropLast(2))))
+            XCTAssertNotNil(String(data: bytes, encoding: .utf8), "a word ends inside a character: \(word)")
+            decoded += bytes
+        }
+        XCTAssertEqual(String(decoding: decoded, as: UTF8.self), subject)
+        XCTAssertEqual(MailHeader.encode("Plain ASCII"), "Plain ASCII")
+        XCTAssertTrue(MailHeader.encode("looks =?like?= a word").hasPrefix("=?UTF-8?B?"), "text that looks encoded is encoded")
+        XCTAssertEqual(MailHeader.address(MailAddress(name: "Kim \"K\"", address: "k@s.example")), #""Kim \"K\"" <k@s.example>"#)
+        XCTAssertEqual(MailHeader.date(1795996800), "Mon, 30 Nov 2026 00:00:00 +0000")
+    }
+
+    func testAddressesRefuseWhatCouldEndAHeader() {
+        XCTAssertEqual(MailAddress("학생부 알림 <guidance@school.example>"), MailAddress(name: "학생부 알림", address: "guidance@school.example"))
+        XCTAssertEqual(MailAddress("guidance@school.example"), MailAddress(name: nil, address: "guidance@school.example"))
+        for bad in ["", "no-at-sign", "a@b", "a@@b.example", "a b@c.example", "a@b.example\r\nBcc: x@y.example", "Na\r\nme <a@b.example>", "<a@b.example"] {
+            XCTAssertNil(MailAddress(bad), bad)
+        }
+        XCTAssertEqual(DigestMail.messageID(digestId: "s.2026-11-30.t<1>..x.class.r1", domain: "school.example"), "<s.2026-11-30.t=3C1=3E.=2Ex.class.r1@school.example>")
+    }
+
+    func testBackoffDoublesWithJitterUpToTheCapHonoursRetryAfterAndStopsAtTheMaximumAge() {
+        let policy = RetryPolicy(base: 30, maxBackoff: 900, maxAge: 86_400)
+        XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: nil, random: 1), 1030)
+        XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: nil, random: 0), 1015, "jitter halves at most")
+        XCTAssertEqual(policy.next(attempts: 3, now: 1000, queuedAt: 1000, retryAfter: nil, random: 1), 1120)
+        XCTAssertEqual(policy.next(attempts: 40, now: 1000, queuedAt: 1000, retryAfter: nil, random: 1), 1900, "capped at 15 minutes")
+        XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: 120, random: 1), 1120)
+        XCTAssertNil(policy.next(attempts: 9, now: 1000 + 86_000, queuedAt: 1000, retryAfter: nil, random: 1), "past 24 h: failed")
+        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "17"), 17)
+        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "Mon, 30 Nov 2026 00:01:00 GMT", now: 1795996800), 60)
+        XCTAssertNil(RetryPolicy.seconds(retryAfter: "soon"))
+    }
+
+    func testSMTPSettingsFailAtLaunchNamingTheVariable() throws {
+        func problem(_ values: [String: String]) -> String? {
+            do {
+                _ = try DeliveryConfig.fromEnvironment(Environment(values))
+                return nil
+            } catch {
+                return error.variable
+            }
+        }
+        XCTAssertNil(problem([:]))
+        XCTAssertNil(problem(["SMTP_URL": "smtps://mail.school.example:465", "SMTP_FROM": "학생부 <g@school.example>"]))
+        XCTAssertEqual(problem(["SMTP_URL": "smtp://mail.school.example:25"]), "SMTP_FROM")
+        XCTAssertEqual(problem(["SMTP_URL": "smtp://mail.school.example:25", "SMTP_FROM": "nobody"]), "SMTP_FROM")
+        XCTAssertEqual(problem(["SMTP_URL": "http://mail.school.example", "SMTP_FROM": "g@school.example"]), "SMTP_URL")
+        XCTAssertEqual(problem(["SMTP_URL": "smtp://user:pw@mail.school.example", "SMTP_FROM": "g@school.example"]), "SMTP_URL")
+        XCTAssertEqual(problem(["SMTP_URL": "smtp://mail.school.example", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "maybe"]), "SMTP_STARTTLS")
+        XCTAssertEqual(problem(["SMTP_FROM": "g@school.example"]), "SMTP_URL")
+        XCTAssertEqual(problem(["PUBLIC_NOTIFIER_URL": "notifier"]), "PUBLIC_NOTIFIER_URL")
+        XCTAssertEqual(problem(["DELIVERY_RETRY_BASE_SECONDS": "0"]), "DELIVERY_RETRY_BASE_SECONDS")
+        let config = try DeliveryConfig.fromEnvironment(Environment(["SMTP_URL": "smtp://m.example:2525", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "required"]))
+        guard case .smtp(let server) = config.mail?.transport else { return XCTFail("no SMTP") }
+        XCTAssertEqual(server.startTLS, .required)
+        XCTAssertEqual(config.retryBase, .seconds(30))
+        XCTAssertEqual(config.maxAge, .seconds(86_400))
+    }
+}
