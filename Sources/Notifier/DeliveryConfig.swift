@@ -1,6 +1,7 @@
 import Common
 import Curl
 import Foundation
+import Store
 
 /// An e-mail address with an optional display name, as in `SMTP_FROM`
 /// (`학생부 알림 <guidance@school.example>`) or a teacher's `email`.
@@ -83,6 +84,19 @@ public struct DeliveryConfig: Sendable {
     public var pollInterval: Duration = .seconds(1)
     /// Most time a webhook POST may take.
     public var webhookTimeout: Duration = .seconds(10)
+
+    /// Most time one attempt over `channel` may take: its own limit (30 s for
+    /// a message over SMTP, 10 s for a webhook), and never more than a third
+    /// of the lease, so that a claim always outlasts the send it covers.
+    func sendTimeout(_ channel: Channel) -> Duration {
+        let own: Duration = switch channel {
+        case .email:
+            if case .smtp(let server) = mail?.transport { server.timeout } else { .seconds(30) }
+        case .webhook:
+            webhookTimeout
+        }
+        return min(own, lease / 3)
+    }
 
     public init(mail: Mail? = nil, publicNotifierURL: String? = nil) {
         self.mail = mail

@@ -50,12 +50,14 @@ final class Dispatcher: Sendable {
         do {
             mailSenders = try (0..<(config.mail == nil ? 0 : config.concurrency)).map { (_) throws(CurlError) -> Connection<MailSender> in
                 switch config.mail?.transport {
-                case .smtp(let server): Connection(.smtp(try SMTPSession(server: server)))
-                case .directory(let path): Connection(.directory(path))
-                case nil: Connection(.directory(""))
+                case .smtp(var server):
+                    server.timeout = config.sendTimeout(.email)
+                    return Connection(.smtp(try SMTPSession(server: server)))
+                case .directory(let path): return Connection(.directory(path))
+                case nil: return Connection(.directory(""))
                 }
             }
-            webhookSessions = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(try HTTPSession(timeout: config.webhookTimeout)) }
+            webhookSessions = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(try HTTPSession(timeout: config.sendTimeout(.webhook))) }
         } catch {
             throw ConfigurationError(variable: "SMTP_URL", reason: "libcurl cannot send: \(error)")
         }
@@ -179,7 +181,7 @@ final class Dispatcher: Sendable {
     private func send(_ claims: [ClaimedDelivery], over connection: Int, leaseUntil: Double) {
         // A send must end inside the lease, or another replica could send the
         // same delivery at the same time.
-        let longest = (claims.first?.delivery.channel == .email ? 30 : config.webhookTimeout.seconds) + 5
+        let longest = config.sendTimeout(claims.first?.delivery.channel ?? .email).seconds + 1
         for (index, claim) in claims.enumerated() {
             if stopping.load(ordering: .acquiring) || clock() + longest > leaseUntil {
                 let rest = claims[index...].map(\.delivery.deliveryId)
