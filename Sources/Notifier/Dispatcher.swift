@@ -36,6 +36,14 @@ final class Dispatcher: Sendable {
         case directory(String)
     }
 
+    /// What one attempt came to, before the retry policy decides when again.
+    enum Attempt {
+        case sent
+        /// Worth trying again; the receiver's `Retry-After` in seconds if it gave one.
+        case transient(String, retryAfter: Double? = nil)
+        case permanent(String)
+    }
+
     /// Deliveries claimed per connection at a time.
     static let batchPerConnection = 16
 
@@ -197,13 +205,15 @@ final class Dispatcher: Sendable {
                 logger.warning("delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
                                ["delivery": claim.delivery.deliveryId])
             }
-            let (outcome, retryAfter) = attempt(claim, over: connection)
+            let outcome = attempt(claim, over: connection)
             let now = clock()
             let recorded: DeliveryOutcome
             switch outcome {
-            case .sent, .failed:
-                recorded = outcome
-            case .retry(let error, _):
+            case .sent:
+                recorded = .sent
+            case .permanent(let error):
+                recorded = .failed(error: error)
+            case .transient(let error, let retryAfter):
                 let policy = RetryPolicy(base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
                 if let at = policy.next(attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter, random: Double.random(in: 0...1)) {
                     recorded = .retry(error: error, at: at)
@@ -220,17 +230,17 @@ final class Dispatcher: Sendable {
         }
     }
 
-    /// One attempt: the outcome, and the receiver's `Retry-After` in seconds if it gave one.
-    private func attempt(_ claim: ClaimedDelivery, over connection: Int) -> (DeliveryOutcome, Double?) {
+    /// One attempt over the connection's sender.
+    private func attempt(_ claim: ClaimedDelivery, over connection: Int) -> Attempt {
         let roster = rosters.current
         let delivery = claim.delivery
         switch delivery.channel {
         case .email:
-            guard let mail = config.mail else { return (.retry(error: "e-mail is off on this replica (SMTP_URL not set)", at: 0), nil) }
+            guard let mail = config.mail else { return .transient("e-mail is off on this replica (SMTP_URL not set)") }
             guard let school = roster.school(delivery.schoolId) else {
-                return (.failed(error: "school \(delivery.schoolId) is no longer in the roster"), nil)
+                return .permanent("school \(delivery.schoolId) is no longer in the roster")
             }
-            guard let to = MailAddress(delivery.target) else { return (.failed(error: "'\(delivery.target)' is not an e-mail address"), nil) }
+            guard let to = MailAddress(delivery.target) else { return .permanent("'\(delivery.target)' is not an e-mail address") }
             let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
             let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: config.publicNotifierURL)
                 .render(date: clock())
@@ -238,37 +248,37 @@ final class Dispatcher: Sendable {
                 switch sender {
                 case .smtp(let session):
                     switch session.send(from: mail.from.address, to: to.address, message: message) {
-                    case .accepted: return (.sent, nil)
-                    case .refused(let code, let reply) where code >= 500: return (.failed(error: reply), nil)
-                    case .refused(_, let reply): return (.retry(error: reply, at: 0), nil)
-                    case .unreachable(let reason): return (.retry(error: reason, at: 0), nil)
+                    case .accepted: return .sent
+                    case .refused(let code, let reply) where code >= 500: return .permanent(reply)
+                    case .refused(_, let reply): return .transient(reply)
+                    case .unreachable(let reason): return .transient(reason)
                     }
                 case .directory(let path):
                     let file = URL(fileURLWithPath: path).appendingPathComponent("\(delivery.deliveryId).eml")
                     do {
                         try Data(message).write(to: file, options: .atomic)
-                        return (.sent, nil)
+                        return .sent
                     } catch {
-                        return (.retry(error: "cannot write \(file.path): \(error)", at: 0), nil)
+                        return .transient("cannot write \(file.path): \(error)")
                     }
                 }
             }
         case .webhook:
             guard let webhook = roster.webhooks[delivery.schoolId] else {
-                return (.failed(error: "school \(delivery.schoolId) has no webhook in webhooks.csv any more"), nil)
+                return .permanent("school \(delivery.schoolId) has no webhook in webhooks.csv any more")
             }
             let body = WebhookMessage.body(claim.digest)
             let headers = WebhookMessage.headers(id: delivery.deliveryId, timestamp: Int(clock()), body: body, secret: webhook.secret)
             let result = webhookSessions[connection].withLock { $0.post(webhook.url, headers: headers, body: body) }
             switch result {
             case .answered(let status, _, _) where (200..<300).contains(status):
-                return (.sent, nil)
+                return .sent
             case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-                return (.retry(error: "HTTP \(status): \(text.prefix(200))", at: 0), retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+                return .transient("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
             case .answered(let status, _, let text):
-                return (.failed(error: "HTTP \(status): \(text.prefix(200))"), nil)
+                return .permanent("HTTP \(status): \(text.prefix(200))")
             case .unreachable(let reason):
-                return (.retry(error: reason, at: 0), nil)
+                return .transient(reason)
             }
         }
     }
