@@ -190,8 +190,15 @@ final class Dispatcher: Sendable {
         // A send must end inside the lease, or another replica could send the
         // same delivery at the same time.
         let longest = config.sendTimeout(claims.first?.delivery.channel ?? .email).seconds + 1
+        // Outcomes are written together every 50 ms rather than one
+        // transaction (and fsync) a message; a replica killed in between
+        // sends those again after their lease.
+        var outcomes: [(deliveryId: String, outcome: DeliveryOutcome)] = []
+        var recordedAt = clock()
+        defer { record(&outcomes) }
         for (index, claim) in claims.enumerated() {
             if stopping.load(ordering: .acquiring) || clock() + longest > leaseUntil {
+                record(&outcomes)
                 let rest = claims[index...].map(\.delivery.deliveryId)
                 do { try store.release(deliveryIds: rest, owner: owner) } catch {
                     logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
@@ -222,12 +229,24 @@ final class Dispatcher: Sendable {
                 }
             }
             report(recorded, of: claim, now: now)
-            do {
-                try store.record(recorded, deliveryId: claim.delivery.deliveryId, owner: owner, now: now)
-            } catch {
-                logger.error("could not record a delivery's outcome; it is sent again after its lease", ["delivery": claim.delivery.deliveryId, "error": "\(error)"])
+            outcomes.append((claim.delivery.deliveryId, recorded))
+            if now - recordedAt >= 0.05 {
+                record(&outcomes)
+                recordedAt = now
             }
         }
+    }
+
+    /// Writes the outcomes gathered so far and empties the list.
+    private func record(_ outcomes: inout [(deliveryId: String, outcome: DeliveryOutcome)]) {
+        guard !outcomes.isEmpty else { return }
+        do {
+            try store.record(outcomes, owner: owner, now: clock())
+        } catch {
+            logger.error("could not record deliveries' outcomes; they are sent again after their lease",
+                         ["deliveries": outcomes.map(\.deliveryId).joined(separator: ","), "error": "\(error)"])
+        }
+        outcomes.removeAll()
     }
 
     /// One attempt over the connection's sender.

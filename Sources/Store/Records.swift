@@ -203,10 +203,11 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// Two dispatchers never hold the same delivery at once.
     func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery]
 
-    /// Records an attempt's outcome and ends `owner`'s lease. A `sent` is
-    /// recorded even if the lease was lost meanwhile (the message went out);
-    /// a retry or failure only while the delivery is still pending.
-    func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double) throws(StoreError)
+    /// Records attempts' outcomes in one transaction and ends `owner`'s
+    /// leases on them. A `sent` is recorded even if the lease was lost
+    /// meanwhile (the message went out); a retry or failure only while the
+    /// delivery is still pending.
+    func record(_ outcomes: [(deliveryId: String, outcome: DeliveryOutcome)], owner: String, now: Double) throws(StoreError)
 
     /// Gives back claims that were never attempted (a stopping dispatcher).
     func release(deliveryIds: [String], owner: String) throws(StoreError)

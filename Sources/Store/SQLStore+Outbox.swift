@@ -58,25 +58,34 @@ extension SQLStore {
         }
     }
 
-    public func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double) throws(StoreError) {
+    public func record(_ outcomes: [(deliveryId: String, outcome: DeliveryOutcome)], owner: String, now: Double) throws(StoreError) {
+        guard !outcomes.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            switch outcome {
-            case .sent:
-                try database.run("""
-                    UPDATE deliveries SET status = 'sent', attempts = attempts + 1, sent_ms = $2, lease_owner = NULL, lease_until_ms = NULL
-                    WHERE delivery_id = $1 AND status <> 'sent'
-                    """, [.text(deliveryId), .integer(milliseconds(now))])
-            case .retry(let error, let at):
-                try database.run("""
-                    UPDATE deliveries SET attempts = attempts + 1, last_error = $3, next_attempt_ms = $4, lease_owner = NULL, lease_until_ms = NULL
-                    WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
-                    """, [.text(deliveryId), .text(owner), .text(error), .integer(milliseconds(at))])
-            case .failed(let error):
-                try database.run("""
-                    UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = $3, lease_owner = NULL, lease_until_ms = NULL
-                    WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
-                    """, [.text(deliveryId), .text(owner), .text(error)])
+            try database.transaction { () throws(StoreError) in
+                for (deliveryId, outcome) in outcomes {
+                    try SQLStore.record(outcome, deliveryId: deliveryId, owner: owner, now: now, in: database)
+                }
             }
+        }
+    }
+
+    private static func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double, in database: any SQLDatabase) throws(StoreError) {
+        switch outcome {
+        case .sent:
+            try database.run("""
+                UPDATE deliveries SET status = 'sent', attempts = attempts + 1, sent_ms = $2, lease_owner = NULL, lease_until_ms = NULL
+                WHERE delivery_id = $1 AND status <> 'sent'
+                """, [.text(deliveryId), .integer(milliseconds(now))])
+        case .retry(let error, let at):
+            try database.run("""
+                UPDATE deliveries SET attempts = attempts + 1, last_error = $3, next_attempt_ms = $4, lease_owner = NULL, lease_until_ms = NULL
+                WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
+                """, [.text(deliveryId), .text(owner), .text(error), .integer(milliseconds(at))])
+        case .failed(let error):
+            try database.run("""
+                UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = $3, lease_owner = NULL, lease_until_ms = NULL
+                WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
+                """, [.text(deliveryId), .text(owner), .text(error)])
         }
     }
 

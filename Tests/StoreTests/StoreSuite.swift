@@ -165,7 +165,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now, leaseUntil: now + 60).count, 0)
 
         // A retry is not due before its time, and its next claim is no takeover.
-        try store.record(.retry(error: "451 try later", at: now + 30), deliveryId: "\(digest.digestId).email", owner: "A", now: now)
+        try store.record([("\(digest.digestId).email", .retry(error: "451 try later", at: now + 30))], owner: "A", now: now)
         XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now + 10, leaseUntil: now + 70).count, 0)
         let retried = try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now + 31, leaseUntil: now + 91)
         XCTAssertEqual(retried.map(\.takenOver), [false])
@@ -177,8 +177,8 @@ struct StoreSuite: Sendable {
         let takenOver = try store.claimDeliveries(channel: .email, limit: 10, owner: "A", now: now + 92, leaseUntil: now + 152)
         XCTAssertEqual(takenOver.map(\.takenOver), [true])
         // B's late failure report changes nothing; A's success is recorded.
-        try store.record(.failed(error: "late"), deliveryId: "\(digest.digestId).email", owner: "B", now: now + 93)
-        try store.record(.sent, deliveryId: "\(digest.digestId).email", owner: "A", now: now + 94)
+        try store.record([("\(digest.digestId).email", .failed(error: "late"))], owner: "B", now: now + 93)
+        try store.record([("\(digest.digestId).email", .sent)], owner: "A", now: now + 94)
         let sent = try XCTUnwrap(try store.deliveries(school: "sa", status: .sent, limit: 10).first)
         XCTAssertEqual(sent.attempts, 2)
         XCTAssertEqual(sent.sentAt, now + 94)
@@ -192,7 +192,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(webhook.map(\.takenOver), [false])
 
         // A failure stays until an admin queues it again.
-        try store.record(.failed(error: "HTTP 410: gone"), deliveryId: "\(digest.digestId).webhook", owner: "B", now: now + 1)
+        try store.record([("\(digest.digestId).webhook", .failed(error: "HTTP 410: gone"))], owner: "B", now: now + 1)
         XCTAssertEqual(try store.deliveries(school: "sa", status: .failed, limit: 10).map(\.lastError), ["HTTP 410: gone"])
         XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 3600, leaseUntil: now + 3660).count, 0)
         XCTAssertEqual(try store.requeue(school: "sb", deliveryId: "\(digest.digestId).webhook", now: now + 2), .notFound, "another school's delivery")
