@@ -18,9 +18,9 @@ public struct MailAddress: Sendable, Equatable {
         let text = text.trimmingWhitespace()
         if text.hasSuffix(">"), let open = text.lastIndex(of: "<") {
             let name = String(text[..<open]).trimmingWhitespace()
-            guard MailAddress.isAddress(String(text[text.index(after: open)..<text.index(before: text.endIndex)])) else { return nil }
-            address = String(text[text.index(after: open)..<text.index(before: text.endIndex)])
-            guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
+            let address = String(text[text.index(after: open)..<text.index(before: text.endIndex)])
+            guard MailAddress.isAddress(address), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
+            self.address = address
             self.name = name.isEmpty ? nil : name.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         } else {
             guard MailAddress.isAddress(text) else { return nil }

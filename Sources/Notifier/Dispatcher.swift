@@ -56,14 +56,14 @@ final class Dispatcher: Sendable {
         self.logger = logger.with(["part": "dispatcher"])
         self.clock = clock
         do {
-            mailSenders = try (0..<(config.mail == nil ? 0 : config.concurrency)).map { (_) throws(CurlError) -> Connection<MailSender> in
-                switch config.mail?.transport {
-                case .smtp(var server):
-                    server.timeout = config.sendTimeout(.email)
-                    return Connection(.smtp(try SMTPSession(server: server)))
-                case .directory(let path): return Connection(.directory(path))
-                case nil: return Connection(.directory(""))
-                }
+            switch config.mail?.transport {
+            case .smtp(var server)?:
+                server.timeout = config.sendTimeout(.email)
+                mailSenders = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(.smtp(try SMTPSession(server: server))) }
+            case .directory(let path)?:
+                mailSenders = (0..<config.concurrency).map { _ in Connection(.directory(path)) }
+            case nil:
+                mailSenders = []
             }
             webhookSessions = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(try HTTPSession(timeout: config.sendTimeout(.webhook))) }
         } catch {
