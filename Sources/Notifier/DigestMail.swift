@@ -55,6 +55,7 @@ struct DigestMail {
             "MIME-Version: 1.0",
             "Content-Type: multipart/alternative; boundary=\"\(boundary)\"",
         ]
+        let link = self.link
         var plain = digest.text
         if let link { plain += "\n\n웹에서 보기: \(link)" }
         let lines = headers + [
@@ -68,7 +69,7 @@ struct DigestMail {
             "Content-Type: text/html; charset=utf-8",
             "Content-Transfer-Encoding: base64",
             "",
-            MailHeader.base64(html),
+            MailHeader.base64(html(link: link)),
             "--\(boundary)--",
             "",
         ]
@@ -76,7 +77,7 @@ struct DigestMail {
     }
 
     /// The digest as a table, grouped by class.
-    var html: String {
+    func html(link: String?) -> String {
         let added = digest.entries.filter { $0.change == .added }
         let removed = digest.entries.filter { $0.change == .removed }
         var out = """
