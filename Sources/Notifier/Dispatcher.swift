@@ -83,7 +83,7 @@ final class Dispatcher: Sendable {
     /// on and the address is usable, the school's webhook when it has one.
     func targets(for digest: Digest, roster: Roster) -> [DeliveryTarget] {
         var targets: [DeliveryTarget] = []
-        if config.mail != nil, let email = roster.teachers[digest.teacherId]?.email, MailAddress.isAddress(email) {
+        if config.mail != nil, let email = Dispatcher.address(of: digest.teacherId, in: roster) {
             targets.append(DeliveryTarget(channel: .email, target: email))
         }
         if let webhook = roster.webhooks[digest.schoolId] {
@@ -92,11 +92,17 @@ final class Dispatcher: Sendable {
         return targets
     }
 
+    /// A teacher's e-mail address from teachers.csv, when it is one mail can go to.
+    private static func address(of teacherID: String, in roster: Roster) -> String? {
+        guard let email = roster.teachers[teacherID]?.email, MailAddress.isAddress(email) else { return nil }
+        return email
+    }
+
     /// Counts teachers e-mail skipped and wakes the loops: the new
     /// deliveries go out now, not at the next poll.
     func written(_ digests: [Digest], roster: Roster) {
         if config.mail != nil {
-            let skipped = digests.filter { digest in !MailAddress.isAddress(roster.teachers[digest.teacherId]?.email ?? "") }.count
+            let skipped = digests.filter { Dispatcher.address(of: $0.teacherId, in: roster) == nil }.count
             if skipped > 0 {
                 metrics.increment("notifier_deliveries_skipped_total", help: "Digests not e-mailed because the teacher has no usable address in teachers.csv.",
                                   labels: [("channel", "email")], by: Double(skipped))

@@ -11,6 +11,13 @@ import XCTest
 final class DeliveryTests: XCTestCase {
     /// Debian's Python, which has python3-aiosmtpd.
     static let systemPython = "/usr/bin/python3"
+    /// The test's harness, shut down however the test ends.
+    var running: NotifierHarness?
+
+    override func tearDown() async throws {
+        await running?.shutdown()
+        running = nil
+    }
 
     override func setUp() async throws {
         guard FileManager.default.isExecutableFile(atPath: Self.systemPython) else { throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd (scripts/setup)") }
@@ -51,148 +58,133 @@ final class DeliveryTests: XCTestCase {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start()
         let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
-        do {
-            let first = try await harness.register(grade: 1, classNumber: 1, number: 1)
-            try await harness.register(grade: 1, classNumber: 2, number: 1, code: "others", detail: "길에 껌을 뱉음 <b>&</b>")
-            try await harness.register(grade: 2, classNumber: 1, number: 1, code: "trespassing")
-            _ = try await harness.waitForList(count: 3)
-            let run = try await harness.runDigests()
-            XCTAssertEqual(run.status, 200, run.text)
+        running = harness
+        let first = try await harness.register(grade: 1, classNumber: 1, number: 1)
+        try await harness.register(grade: 1, classNumber: 2, number: 1, code: "others", detail: "길에 껌을 뱉음 <b>&</b>")
+        try await harness.register(grade: 2, classNumber: 1, number: 1, code: "trespassing")
+        _ = try await harness.waitForList(count: 3)
+        let run = try await harness.runDigests()
+        XCTAssertEqual(run.status, 200, run.text)
 
-            // Five digests: t-hr-1-1, t-hr-1-2, t-hr-2-1, t-vd-1 and t-vd-2,
-            // who has no address and is skipped.
-            let mails = try await sink.waitFor { $0.count >= 4 }
-            XCTAssertEqual(mails.count, 4)
-            XCTAssertEqual(Set(mails.flatMap { $0["to"] as? [String] ?? [] }),
-                           ["t-hr-1-1@sa.school.example", "t-hr-1-2@sa.school.example", "t-hr-2-1@sa.school.example", "t-vd-1@sa.school.example"])
-            for mail in mails {
-                let recipient = try XCTUnwrap((mail["to"] as? [String])?.first)
-                let teacher = String(recipient.prefix { $0 != "@" })
-                let inbox = try await harness.inbox(teacher)
-                let digest = try XCTUnwrap(inbox.first)
-                let digestID = try XCTUnwrap(digest["digestId"]?.string)
-                XCTAssertEqual(mail["digestId"] as? String, digestID)
-                XCTAssertEqual(mail["messageId"] as? String, "<\(digestID)@school.example>")
-                XCTAssertEqual(mail["subject"] as? String, digest["subject"]?.string, "the subject decodes to the digest's")
-                let plain = (mail["plain"] as? String ?? "").replacingOccurrences(of: "\r\n", with: "\n")
-                XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n웹에서 보기: https://notifier.school.example/digests/\(digestID)")
-                XCTAssertEqual(mail["contentType"] as? String, "multipart/alternative")
-                XCTAssertEqual(mail["from"] as? String, "guidance@school.example")
-                XCTAssertTrue((mail["fromHeader"] as? String ?? "").contains("학생부 알림"), "\(mail)")
-                XCTAssertNil(mail["inReplyTo"] as? String)
-            }
-            let hr12 = try XCTUnwrap(mails.first { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] })
-            XCTAssertTrue((hr12["toHeader"] as? String ?? "").contains("담임12"))
-            XCTAssertTrue((hr12["plain"] as? String ?? "").contains("길에 껌을 뱉음 <b>&</b>"), "Korean and markup intact in the text")
-            XCTAssertTrue((hr12["html"] as? String ?? "").contains("길에 껌을 뱉음 &lt;b&gt;&amp;&lt;/b&gt;"), "escaped in the HTML")
-            XCTAssertTrue((hr12["html"] as? String ?? "").contains("<table"))
-
-            let sent = try await waitForDeliveries(harness) { $0.filter { $0["status"]?.string == "sent" }.count == 4 }
-            XCTAssertEqual(sent.count, 4, "\(sent)")
-            XCTAssertEqual(Set(sent.compactMap { $0["channel"]?.string }), ["email"])
-            XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_skipped_total", labels: [("channel", "email")]), 1)
-
-            // A deletion after the run: the amendment replies to revision 1.
-            try await harness.delete(grade: 1, guidanceID: first)
-            _ = try await harness.waitForList(count: 2)
-            let amendment = try await harness.runDigests()
-            XCTAssertEqual(amendment.status, 200, amendment.text)
-            let all = try await sink.waitFor { $0.count >= 6 }
-            XCTAssertEqual(all.count, 6, "\(all.map { $0["digestId"] ?? "" })")
-            let revised = try XCTUnwrap(all.first { ($0["digestId"] as? String) == "sa.2026-11-21.t-hr-1-1.class.r2" })
-            XCTAssertEqual(revised["inReplyTo"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
-            XCTAssertEqual(revised["references"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
-            XCTAssertTrue((revised["subject"] as? String ?? "").contains("[정정 2판]"))
-            XCTAssertEqual(Set(messageIDs(all)).count, 6, "one message per revision and recipient")
-        } catch {
-            await harness.shutdown()
-            throw error
+        // Five digests: t-hr-1-1, t-hr-1-2, t-hr-2-1, t-vd-1 and t-vd-2,
+        // who has no address and is skipped.
+        let mails = try await sink.waitFor { $0.count >= 4 }
+        XCTAssertEqual(mails.count, 4)
+        XCTAssertEqual(Set(mails.flatMap { $0["to"] as? [String] ?? [] }),
+                       ["t-hr-1-1@sa.school.example", "t-hr-1-2@sa.school.example", "t-hr-2-1@sa.school.example", "t-vd-1@sa.school.example"])
+        for mail in mails {
+            let recipient = try XCTUnwrap((mail["to"] as? [String])?.first)
+            let teacher = String(recipient.prefix { $0 != "@" })
+            let inbox = try await harness.inbox(teacher)
+            let digest = try XCTUnwrap(inbox.first)
+            let digestID = try XCTUnwrap(digest["digestId"]?.string)
+            XCTAssertEqual(mail["digestId"] as? String, digestID)
+            XCTAssertEqual(mail["messageId"] as? String, "<\(digestID)@school.example>")
+            XCTAssertEqual(mail["subject"] as? String, digest["subject"]?.string, "the subject decodes to the digest's")
+            let plain = (mail["plain"] as? String ?? "").replacingOccurrences(of: "\r\n", with: "\n")
+            XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n웹에서 보기: https://notifier.school.example/digests/\(digestID)")
+            XCTAssertEqual(mail["contentType"] as? String, "multipart/alternative")
+            XCTAssertEqual(mail["from"] as? String, "guidance@school.example")
+            XCTAssertTrue((mail["fromHeader"] as? String ?? "").contains("학생부 알림"), "\(mail)")
+            XCTAssertNil(mail["inReplyTo"] as? String)
         }
-        await harness.shutdown()
+        let hr12 = try XCTUnwrap(mails.first { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] })
+        XCTAssertTrue((hr12["toHeader"] as? String ?? "").contains("담임12"))
+        XCTAssertTrue((hr12["plain"] as? String ?? "").contains("길에 껌을 뱉음 <b>&</b>"), "Korean and markup intact in the text")
+        XCTAssertTrue((hr12["html"] as? String ?? "").contains("길에 껌을 뱉음 &lt;b&gt;&amp;&lt;/b&gt;"), "escaped in the HTML")
+        XCTAssertTrue((hr12["html"] as? String ?? "").contains("<table"))
+
+        let sent = try await waitForDeliveries(harness) { $0.filter { $0["status"]?.string == "sent" }.count == 4 }
+        XCTAssertEqual(sent.count, 4, "\(sent)")
+        XCTAssertEqual(Set(sent.compactMap { $0["channel"]?.string }), ["email"])
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_skipped_total", labels: [("channel", "email")]), 1)
+
+        // A deletion after the run: the amendment replies to revision 1.
+        try await harness.delete(grade: 1, guidanceID: first)
+        _ = try await harness.waitForList(count: 2)
+        let amendment = try await harness.runDigests()
+        XCTAssertEqual(amendment.status, 200, amendment.text)
+        let all = try await sink.waitFor { $0.count >= 6 }
+        XCTAssertEqual(all.count, 6, "\(all.map { $0["digestId"] ?? "" })")
+        let revised = try XCTUnwrap(all.first { ($0["digestId"] as? String) == "sa.2026-11-21.t-hr-1-1.class.r2" })
+        XCTAssertEqual(revised["inReplyTo"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
+        XCTAssertEqual(revised["references"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
+        XCTAssertTrue((revised["subject"] as? String ?? "").contains("[정정 2판]"))
+        XCTAssertEqual(Set(messageIDs(all)).count, 6, "one message per revision and recipient")
     }
 
     func testAServerOutageAndA451AreRetriedUntilEachMessageArrivesOnce() async throws {
         // Nobody listens on the port while the digests are written.
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
-        do {
-            try await harness.register(grade: 1, classNumber: 1, number: 1)
-            _ = try await harness.waitForList(count: 1)
-            let run = try await harness.runDigests()
-            XCTAssertEqual(run.status, 200, run.text)
-            let failing = try await waitForDeliveries(harness) { items in items.count == 2 && items.allSatisfy { ($0["attempts"]?.int ?? 0) >= 1 } }
-            XCTAssertEqual(failing.compactMap { $0["status"]?.string }, ["pending", "pending"])
-            XCTAssertTrue(failing.allSatisfy { $0["lastError"]?.string?.isEmpty == false && $0["nextAttemptAt"]?.string != nil }, "\(failing)")
-            let status1 = try await fetch("GET", "\(harness.notifierBase)/readyz").status
-            XCTAssertEqual(status1, 200, "an SMTP outage must not make the notifier unready")
+        running = harness
+        try await harness.register(grade: 1, classNumber: 1, number: 1)
+        _ = try await harness.waitForList(count: 1)
+        let run = try await harness.runDigests()
+        XCTAssertEqual(run.status, 200, run.text)
+        let failing = try await waitForDeliveries(harness) { items in items.count == 2 && items.allSatisfy { ($0["attempts"]?.int ?? 0) >= 1 } }
+        XCTAssertEqual(failing.compactMap { $0["status"]?.string }, ["pending", "pending"])
+        XCTAssertTrue(failing.allSatisfy { $0["lastError"]?.string?.isEmpty == false && $0["nextAttemptAt"]?.string != nil }, "\(failing)")
+        let status1 = try await fetch("GET", "\(harness.notifierBase)/readyz").status
+        XCTAssertEqual(status1, 200, "an SMTP outage must not make the notifier unready")
 
-            // Back, but deferring every message's first DATA with 451.
-            try sink.start(["--defer-first"])
-            let mails = try await sink.waitFor { $0.count >= 2 }
-            let sent = try await waitForDeliveries(harness) { $0.allSatisfy { $0["status"]?.string == "sent" } }
-            XCTAssertEqual(sent.count, 2)
-            XCTAssertTrue(sent.allSatisfy { ($0["attempts"]?.int ?? 0) >= 3 }, "refused connection, 451, then accepted: \(sent)")
-            try await Task.sleep(for: .seconds(2))
-            XCTAssertEqual(messageIDs(sink.records).sorted(), messageIDs(mails).sorted())
-            XCTAssertEqual(Set(messageIDs(sink.records)).count, 2, "each message once")
-            XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "sent")]), 2)
-            XCTAssertGreaterThanOrEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "retry")]) ?? 0, 4)
-        } catch {
-            await harness.shutdown()
-            throw error
-        }
-        await harness.shutdown()
+        // Back, but deferring every message's first DATA with 451.
+        try sink.start(["--defer-first"])
+        let mails = try await sink.waitFor { $0.count >= 2 }
+        let sent = try await waitForDeliveries(harness) { $0.allSatisfy { $0["status"]?.string == "sent" } }
+        XCTAssertEqual(sent.count, 2)
+        XCTAssertTrue(sent.allSatisfy { ($0["attempts"]?.int ?? 0) >= 3 }, "refused connection, 451, then accepted: \(sent)")
+        try await Task.sleep(for: .seconds(2))
+        XCTAssertEqual(messageIDs(sink.records).sorted(), messageIDs(mails).sorted())
+        XCTAssertEqual(Set(messageIDs(sink.records)).count, 2, "each message once")
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "sent")]), 2)
+        XCTAssertGreaterThanOrEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "retry")]) ?? 0, 4)
     }
 
     func testA550FailsOnlyThatRecipientAndAnAdminQueuesItAgain() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start(["--reject", "t-hr-1-2@sa.school.example"])
         let harness = try await NotifierHarness(authentication: true, delivery: delivery(smtpPort: sink.port))
-        do {
-            try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
-            try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
-            _ = try await harness.waitForList(count: 2, as: "t-admin")
-            let status2 = try await harness.runDigests(as: "t-admin").status
-            XCTAssertEqual(status2, 200)
-            let settled = try await waitForDeliveries(harness, as: "t-admin") { items in
-                items.count == 3 && items.allSatisfy { $0["status"]?.string != "pending" }
-            }
-            let failed = try XCTUnwrap(settled.first { $0["status"]?.string == "failed" }, "\(settled)")
-            XCTAssertEqual(failed["teacherId"]?.string, "t-hr-1-2")
-            XCTAssertEqual(failed["target"]?.string, "t-hr-1-2@sa.school.example")
-            XCTAssertEqual(failed["attempts"]?.int, 1, "a 5xx is not retried")
-            XCTAssertTrue(failed["lastError"]?.string?.contains("550 5.1.1") == true && failed["lastError"]?.string?.contains("Recipient address rejected") == true, "\(failed)")
-            XCTAssertEqual(settled.filter { $0["status"]?.string == "sent" }.count, 2)
-            XCTAssertEqual(Set(messageIDs(sink.records)).count, 2)
-            XCTAssertEqual(messageIDs(sink.records).count, 2)
-
-            let deliveryID = try XCTUnwrap(failed["deliveryId"]?.string)
-            let retryURL = "\(harness.notifierBase)/v1/schools/sa/deliveries/\(deliveryID)/retry"
-            let status3 = try await fetch("POST", retryURL, headers: harness.headers("t-hr-1-2")).status
-            XCTAssertEqual(status3, 403, "only an admin")
-            let status4 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries", headers: harness.headers("t-hr-1-1")).status
-            XCTAssertEqual(status4, 403)
-            let status5 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries?status=lost", headers: harness.headers("t-admin")).status
-            XCTAssertEqual(status5, 400)
-            let status6 = try await fetch("POST", "\(harness.notifierBase)/v1/schools/sa/deliveries/nope/retry", headers: harness.headers("t-admin")).status
-            XCTAssertEqual(status6, 404)
-            // The mailbox exists now.
-            sink.stop()
-            try sink.start()
-            let requeued = try await fetch("POST", retryURL, headers: harness.headers("t-admin"))
-            XCTAssertEqual(requeued.status, 202, requeued.text)
-            let all = try await sink.waitFor { $0.count >= 3 }
-            XCTAssertEqual(messageIDs(all).count, 3)
-            XCTAssertTrue(all.contains { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] })
-            let after = try await waitForDeliveries(harness, as: "t-admin") { $0.allSatisfy { $0["status"]?.string == "sent" } }
-            XCTAssertTrue(after.allSatisfy { $0["status"]?.string == "sent" }, "\(after)")
-            let status7 = try await fetch("POST", retryURL, headers: harness.headers("t-admin")).status
-            XCTAssertEqual(status7, 409, "a sent delivery is not sent again")
-        } catch {
-            await harness.shutdown()
-            throw error
+        running = harness
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 2, as: "t-admin")
+        let status2 = try await harness.runDigests(as: "t-admin").status
+        XCTAssertEqual(status2, 200)
+        let settled = try await waitForDeliveries(harness, as: "t-admin") { items in
+            items.count == 3 && items.allSatisfy { $0["status"]?.string != "pending" }
         }
-        await harness.shutdown()
+        let failed = try XCTUnwrap(settled.first { $0["status"]?.string == "failed" }, "\(settled)")
+        XCTAssertEqual(failed["teacherId"]?.string, "t-hr-1-2")
+        XCTAssertEqual(failed["target"]?.string, "t-hr-1-2@sa.school.example")
+        XCTAssertEqual(failed["attempts"]?.int, 1, "a 5xx is not retried")
+        XCTAssertTrue(failed["lastError"]?.string?.contains("550 5.1.1") == true && failed["lastError"]?.string?.contains("Recipient address rejected") == true, "\(failed)")
+        XCTAssertEqual(settled.filter { $0["status"]?.string == "sent" }.count, 2)
+        XCTAssertEqual(Set(messageIDs(sink.records)).count, 2)
+        XCTAssertEqual(messageIDs(sink.records).count, 2)
+
+        let deliveryID = try XCTUnwrap(failed["deliveryId"]?.string)
+        let retryURL = "\(harness.notifierBase)/v1/schools/sa/deliveries/\(deliveryID)/retry"
+        let status3 = try await fetch("POST", retryURL, headers: harness.headers("t-hr-1-2")).status
+        XCTAssertEqual(status3, 403, "only an admin")
+        let status4 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries", headers: harness.headers("t-hr-1-1")).status
+        XCTAssertEqual(status4, 403)
+        let status5 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries?status=lost", headers: harness.headers("t-admin")).status
+        XCTAssertEqual(status5, 400)
+        let status6 = try await fetch("POST", "\(harness.notifierBase)/v1/schools/sa/deliveries/nope/retry", headers: harness.headers("t-admin")).status
+        XCTAssertEqual(status6, 404)
+        // The mailbox exists now.
+        sink.stop()
+        try sink.start()
+        let requeued = try await fetch("POST", retryURL, headers: harness.headers("t-admin"))
+        XCTAssertEqual(requeued.status, 202, requeued.text)
+        let all = try await sink.waitFor { $0.count >= 3 }
+        XCTAssertEqual(messageIDs(all).count, 3)
+        XCTAssertTrue(all.contains { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] })
+        let after = try await waitForDeliveries(harness, as: "t-admin") { $0.allSatisfy { $0["status"]?.string == "sent" } }
+        XCTAssertTrue(after.allSatisfy { $0["status"]?.string == "sent" }, "\(after)")
+        let status7 = try await fetch("POST", retryURL, headers: harness.headers("t-admin")).status
+        XCTAssertEqual(status7, 409, "a sent delivery is not sent again")
     }
 
     func testWebhooksAreSignedPerStandardWebhooksRetriedAfterA500AndAWrongSecretIsCaught() async throws {
@@ -214,43 +206,38 @@ final class DeliveryTests: XCTestCase {
         config.maxBackoff = .seconds(2)
         config.pollInterval = .milliseconds(200)
         let harness = try await NotifierHarness(delivery: config, webhooks: webhooks)
-        do {
-            try await harness.register(grade: 1, classNumber: 1, number: 1)
-            try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1)
-            _ = try await harness.waitForList(count: 1)
-            // 23:30 UTC is still the 20th in Los Angeles.
-            _ = try await harness.waitForList(school: "sb", date: "2026-11-20", count: 1)
-            let runA = try await harness.runDigests()
-            XCTAssertEqual(runA.status, 200, runA.text)
-            let runB = try await harness.runDigests(school: "sb", date: "2026-11-20")
-            XCTAssertEqual(runB.status, 200, runB.text)
+        running = harness
+        try await harness.register(grade: 1, classNumber: 1, number: 1)
+        try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1)
+        _ = try await harness.waitForList(count: 1)
+        // 23:30 UTC is still the 20th in Los Angeles.
+        _ = try await harness.waitForList(school: "sb", date: "2026-11-20", count: 1)
+        let runA = try await harness.runDigests()
+        XCTAssertEqual(runA.status, 200, runA.text)
+        let runB = try await harness.runDigests(school: "sb", date: "2026-11-20")
+        XCTAssertEqual(runB.status, 200, runB.text)
 
-            // sa: two digests, each refused once with 500, then accepted.
-            let received = try await receiver.waitFor { $0.filter { ($0["status"] as? Int) == 204 }.count >= 2 }
-            XCTAssertTrue(received.allSatisfy { $0["verified"] as? Bool == true }, "\(received)")
-            let byID = Dictionary(grouping: received) { $0["id"] as? String ?? "" }
-            XCTAssertEqual(Set(byID.keys), ["sa.2026-11-21.t-hr-1-1.class.r1.webhook", "sa.2026-11-21.t-vd-1.grade.r1.webhook"])
-            for (id, attempts) in byID {
-                XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [500, 204], id)
-                XCTAssertEqual(attempts.last?["type"] as? String, "digest.created")
-                XCTAssertEqual((attempts.last?["digestId"] as? String).map { $0 + ".webhook" }, id)
-            }
-            let inbox = try await harness.inbox("t-hr-1-1")
-            XCTAssertEqual(byID["sa.2026-11-21.t-hr-1-1.class.r1.webhook"]?.last?["teacherId"] as? String, inbox.first?["teacherId"]?.string)
-
-            // sb's receiver holds another secret: every signature fails its check.
-            let forged = try await impostor.waitFor { $0.count >= 2 }
-            XCTAssertEqual(forged.count, 2)
-            XCTAssertTrue(forged.allSatisfy { $0["verified"] as? Bool == false && ($0["error"] as? String ?? "").contains("signature") }, "\(forged)")
-            try await Task.sleep(for: .seconds(1))
-            let sbItems = try await deliveries(harness, school: "sb")
-            let failed = sbItems.filter { $0["status"]?.string == "failed" }
-            XCTAssertEqual(failed.count, 2, "a 400 fails at once: \(sbItems)")
-            XCTAssertTrue(failed.allSatisfy { $0["lastError"]?.string?.hasPrefix("HTTP 400") == true })
-        } catch {
-            await harness.shutdown()
-            throw error
+        // sa: two digests, each refused once with 500, then accepted.
+        let received = try await receiver.waitFor { $0.filter { ($0["status"] as? Int) == 204 }.count >= 2 }
+        XCTAssertTrue(received.allSatisfy { $0["verified"] as? Bool == true }, "\(received)")
+        let byID = Dictionary(grouping: received) { $0["id"] as? String ?? "" }
+        XCTAssertEqual(Set(byID.keys), ["sa.2026-11-21.t-hr-1-1.class.r1.webhook", "sa.2026-11-21.t-vd-1.grade.r1.webhook"])
+        for (id, attempts) in byID {
+            XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [500, 204], id)
+            XCTAssertEqual(attempts.last?["type"] as? String, "digest.created")
+            XCTAssertEqual((attempts.last?["digestId"] as? String).map { $0 + ".webhook" }, id)
         }
-        await harness.shutdown()
+        let inbox = try await harness.inbox("t-hr-1-1")
+        XCTAssertEqual(byID["sa.2026-11-21.t-hr-1-1.class.r1.webhook"]?.last?["teacherId"] as? String, inbox.first?["teacherId"]?.string)
+
+        // sb's receiver holds another secret: every signature fails its check.
+        let forged = try await impostor.waitFor { $0.count >= 2 }
+        XCTAssertEqual(forged.count, 2)
+        XCTAssertTrue(forged.allSatisfy { $0["verified"] as? Bool == false && ($0["error"] as? String ?? "").contains("signature") }, "\(forged)")
+        try await Task.sleep(for: .seconds(1))
+        let sbItems = try await deliveries(harness, school: "sb")
+        let failed = sbItems.filter { $0["status"]?.string == "failed" }
+        XCTAssertEqual(failed.count, 2, "a 400 fails at once: \(sbItems)")
+        XCTAssertTrue(failed.allSatisfy { $0["lastError"]?.string?.hasPrefix("HTTP 400") == true })
     }
 }
