@@ -43,6 +43,16 @@ public struct Environment: Sendable {
         return value
     }
 
+    /// A service's public address (`https://gate.school.example`), without a
+    /// trailing slash; nil when unset.
+    public func publicURL(_ name: String) throws(ConfigurationError) -> String? {
+        guard let text = self[name] else { return nil }
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+            throw ConfigurationError(variable: name, reason: "'\(text)' is not an http:// or https:// URL")
+        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
     public func port(_ name: String, default fallback: Int) throws(ConfigurationError) -> Int {
         try int(name, default: fallback, range: 0...65535)
     }

@@ -8,14 +8,13 @@ public enum AccessDenial: Error, Sendable, Equatable {
 }
 
 extension Roster {
-    /// The teacher behind an `Authorization: Bearer <token>` header, or nil when
-    /// authentication is off (no `tokens.csv`).
-    public func authenticate(_ authorization: String?) throws(AccessDenial) -> Teacher? {
+    /// The teacher `token` belongs to, or nil when authentication is off (no
+    /// `tokens.csv`). `token` is nil when the request carried none.
+    public func authenticate(token: String?) throws(AccessDenial) -> Teacher? {
         guard authenticationEnabled else { return nil }
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            throw .unauthenticated("send 'Authorization: Bearer <token>'")
+        guard let token, !token.isEmpty else {
+            throw .unauthenticated("send 'Authorization: Bearer <token>', or sign in on the service's page")
         }
-        let token = authorization.dropFirst(7).trimmingWhitespace()
         guard let teacher = teacher(forToken: token) else {
             throw .unauthenticated("the token is not valid")
         }
@@ -25,8 +24,8 @@ extension Roster {
     /// Authenticates and checks that the teacher belongs to `school` and has
     /// one of `roles`. Returns nil when authentication is off.
     @discardableResult
-    public func authorize(_ authorization: String?, school: String, roles: Set<Teacher.Role>) throws(AccessDenial) -> Teacher? {
-        guard let teacher = try authenticate(authorization) else { return nil }
+    public func authorize(token: String?, school: String, roles: Set<Teacher.Role>) throws(AccessDenial) -> Teacher? {
+        guard let teacher = try authenticate(token: token) else { return nil }
         guard teacher.schoolID == school else {
             throw .forbidden("teacher \(teacher.id) belongs to another school")
         }

@@ -74,6 +74,11 @@ public struct Roster: Sendable {
         students.student(school: school, grade: grade, classNumber: classNumber, number: number)
     }
 
+    /// The school's seats as grade → class → numbers, each level sorted.
+    public func seats(school: String) -> [(grade: Int, classes: [(classNumber: Int, numbers: [Int])])] {
+        students.seats(school: school)
+    }
+
     public func hasGrade(_ grade: Int, in school: String) -> Bool {
         grades[school]?.contains(grade) ?? false
     }

@@ -108,6 +108,18 @@ struct StudentDirectory: Sendable {
             photoURL: string(photoDirectories[Int(record.photoDirectory)]) + string(record.photoFile))
     }
 
+    /// The school's seats as grade → class → numbers, each level sorted.
+    func seats(school: String) -> [(grade: Int, classes: [(classNumber: Int, numbers: [Int])])] {
+        guard let school = schoolIndex[school] else { return [] }
+        var byGrade: [Int: [Int: [Int]]] = [:]
+        for record in records where record.school == school {
+            byGrade[Int(record.grade), default: [:]][Int(record.classNumber), default: []].append(Int(record.number))
+        }
+        return byGrade.sorted { $0.key < $1.key }.map { grade, classes in
+            (grade, classes.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sorted()) })
+        }
+    }
+
     private mutating func index(of school: String) -> UInt16 {
         if let index = schoolIndex[school] { return index }
         let index = UInt16(schoolIDs.count)

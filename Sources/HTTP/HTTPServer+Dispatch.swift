@@ -11,37 +11,22 @@ extension HTTPServer {
         if exchange.bodyTooLarge {
             return exchange.queue(HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes").response)
         }
-        switch router.match(method: exchange.method, path: exchange.path) {
-        case .notFound:
-            return exchange.queue(HTTPError.notFound("no resource at \(exchange.path)").response)
-        case .methodNotAllowed(let allowed):
-            var response = HTTPError(status: 405, detail: "\(exchange.method) is not allowed on \(exchange.path)").response
-            response.headers.append(("Allow", allowed.joined(separator: ", ")))
-            return exchange.queue(response)
-        case .found(let pattern, let parameters, let handler):
-            exchange.route = pattern
+        switch router.resolve(method: exchange.method, path: exchange.path) {
+        case .failure(let error):
+            return exchange.queue(error.response)
+        case .success(let route):
+            exchange.route = route.pattern
             var request = Request(
                 method: exchange.method, path: exchange.path, headers: exchange.headers,
                 query: exchange.query, body: exchange.body, requestID: exchange.requestID)
-            request.parameters = parameters
-            request.route = pattern
+            request.parameters = route.parameters
+            request.route = route.pattern
             exchange.suspend(in: self)
             Task { [self] in
-                let response = await respond(to: request, with: handler)
+                let response = await Router.run(route.handler, request, logger: logger)
                 exchange.finish(response, in: self)
             }
             return .YES
-        }
-    }
-
-    private func respond(to request: Request, with handler: Handler) async -> Response {
-        do {
-            return try await handler(request)
-        } catch let error as HTTPError {
-            return error.response
-        } catch {
-            logger.error("handler failed", ["requestId": request.requestID, "route": request.route, "error": String(describing: error)])
-            return HTTPError(status: 500, detail: "internal error; quote request id \(request.requestID)").response
         }
     }
 

@@ -1,3 +1,5 @@
+import Common
+
 /// Handles a request; throw `HTTPError` for answers meant for the client.
 public typealias Handler = @Sendable (Request) async throws -> Response
 
@@ -59,5 +61,45 @@ public struct Router: Sendable {
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+    }
+
+    /// The route for `method` on `path`, or the answer when there is none:
+    /// 404, or 405 with `Allow`.
+    func resolve(method: String, path: String) -> Result<(pattern: String, parameters: [String: String], handler: Handler), HTTPError> {
+        switch match(method: method, path: path) {
+        case .notFound:
+            return .failure(.notFound("no resource at \(path)"))
+        case .methodNotAllowed(let allowed):
+            return .failure(HTTPError(status: 405, detail: "\(method) is not allowed on \(path)", headers: [("Allow", allowed.joined(separator: ", "))]))
+        case .found(let pattern, let parameters, let handler):
+            return .success((pattern, parameters, handler))
+        }
+    }
+
+    /// Runs `handler`: an `HTTPError` becomes its problem, anything else a
+    /// logged 500 that quotes the request id.
+    static func run(_ handler: Handler, _ request: Request, logger: Logger) async -> Response {
+        do {
+            return try await handler(request)
+        } catch let error as HTTPError {
+            return error.response
+        } catch {
+            logger.error("handler failed", ["requestId": request.requestID, "route": request.route, "error": String(describing: error)])
+            return HTTPError(status: 500, detail: "internal error; quote request id \(request.requestID)").response
+        }
+    }
+
+    /// What the server answers `request`, without a socket: for tests of
+    /// handlers and their access rules.
+    public func respond(to request: Request, logger: Logger = Logger(component: "router")) async -> Response {
+        switch resolve(method: request.method, path: request.path) {
+        case .failure(let error):
+            return error.response
+        case .success(let route):
+            var request = request
+            request.parameters = route.parameters
+            request.route = route.pattern
+            return await Router.run(route.handler, request, logger: logger)
+        }
     }
 }

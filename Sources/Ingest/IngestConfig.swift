@@ -15,6 +15,10 @@ public struct IngestConfig: Sendable {
     public var rosterCheckInterval: Duration = .seconds(5)
     /// How long SIGTERM waits for in-flight requests.
     public var drainPeriod: Duration = .seconds(10)
+    /// `PUBLIC_INGEST_URL`: where teachers open the gate page; https makes
+    /// the session cookie `Secure`, and its origin is the one page requests
+    /// must come from.
+    public var publicURL: String?
 
     public init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
         self.http = http
@@ -32,10 +36,12 @@ public struct IngestConfig: Sendable {
         let http = HTTPServerConfig(
             port: try environment.port("INGEST_PORT", default: 8080),
             connectionTimeout: max(.seconds(30), producer.deliveryTimeout + .seconds(5)))
-        return IngestConfig(
+        var config = IngestConfig(
             http: http,
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
             producer: producer,
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000))
+        config.publicURL = try environment.publicURL("PUBLIC_INGEST_URL")
+        return config
     }
 }

@@ -7,7 +7,6 @@ import Kafka
 /// The gate app's endpoints: validate against the roster, produce the event,
 /// answer 202 only once the broker acknowledged it.
 struct IngestHandlers: Sendable {
-    let rosters: LiveRoster
     let producer: Producer
     let topics: Topics
     let metrics: Metrics
@@ -15,19 +14,54 @@ struct IngestHandlers: Sendable {
 
     private static let gateRoles: Set<Teacher.Role> = [.gate, .admin]
 
-    /// The roster now; a handler reads it once and keeps it to its answer.
-    private var roster: Roster { rosters.current }
-
-    func routes(into router: inout Router) {
-        router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", lookUpStudent)
-        router.post("/v1/schools/{schoolId}/guidances", register)
-        router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", delete)
+    func routes(into router: inout GuardedRouter) {
+        let gate = Access.school(roles: IngestHandlers.gateRoles)
+        router.get("/v1/schools/{schoolId}/classes", gate, classes)
+        router.get("/v1/schools/{schoolId}/reasons", gate, reasons)
+        router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
+        router.post("/v1/schools/{schoolId}/guidances", gate, register)
+        router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
     }
 
-    @Sendable func lookUpStudent(_ request: Request) async throws -> Response {
-        let roster = self.roster
+    struct Classes: Encodable, Sendable {
+        struct Grade: Encodable, Sendable {
+            let grade: Int
+            let classes: [Class]
+        }
+        struct Class: Encodable, Sendable {
+            let classNumber: Int
+            let numbers: [Int]
+        }
+        let schoolId: String
+        let grades: [Grade]
+    }
+
+    /// The school's grades, classes and student numbers, for the gate page's
+    /// 학년 / 반 / 번호 controls (names come one at a time, by look-up).
+    @Sendable func classes(_ request: Request, _ caller: Caller) async throws -> Response {
         let schoolID = request.parameter("schoolId")
-        try authorize(request, school: schoolID)
+        guard caller.roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let grades = caller.roster.seats(school: schoolID).map { grade, classes in
+            Classes.Grade(grade: grade, classes: classes.map { Classes.Class(classNumber: $0.classNumber, numbers: $0.numbers) })
+        }
+        return .json(Classes(schoolId: schoolID, grades: grades))
+    }
+
+    struct Reasons: Encodable, Sendable {
+        let schoolId: String
+        let items: [Reason]
+    }
+
+    /// The school's reason catalogue in its order, with the Korean labels.
+    @Sendable func reasons(_ request: Request, _ caller: Caller) async throws -> Response {
+        let schoolID = request.parameter("schoolId")
+        guard let school = caller.roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        return .json(Reasons(schoolId: schoolID, items: school.reasonOrder.compactMap { school.reasons[$0] }))
+    }
+
+    @Sendable func lookUpStudent(_ request: Request, _ caller: Caller) async throws -> Response {
+        let roster = caller.roster
+        let schoolID = request.parameter("schoolId")
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         let classNumber = try request.integerParameter("class", in: Student.seatRange)
         let number = try request.integerParameter("number", in: Student.seatRange)
@@ -38,10 +72,9 @@ struct IngestHandlers: Sendable {
         return .json(StudentView(student))
     }
 
-    @Sendable func register(_ request: Request) async throws -> Response {
-        let roster = self.roster
+    @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
-        let teacher = try authorize(request, school: schoolID)
         let body = try request.json(RegisterRequest.init(json:))
         let now = Timestamp.now()
         let guidanceID = try guidanceID(body.guidanceId)
@@ -81,10 +114,9 @@ struct IngestHandlers: Sendable {
         return given.lowercased()
     }
 
-    @Sendable func delete(_ request: Request) async throws -> Response {
-        let roster = self.roster
+    @Sendable func delete(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
-        let teacher = try authorize(request, school: schoolID)
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         let guidanceID = try guidanceID(request.parameter("guidanceId"))
         guard roster.school(schoolID) != nil else {
@@ -137,14 +169,5 @@ struct IngestHandlers: Sendable {
         body.field("partition", report.partition)
         body.field("topic", report.topic)
         return .json(written: body.finish(), status: 202)
-    }
-
-    @discardableResult
-    private func authorize(_ request: Request, school: String) throws(HTTPError) -> Teacher? {
-        do {
-            return try roster.authorize(request.header("authorization"), school: school, roles: IngestHandlers.gateRoles)
-        } catch {
-            throw HTTPError(error)
-        }
     }
 }

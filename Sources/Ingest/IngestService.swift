@@ -4,6 +4,7 @@ import HTTP
 import Foundation
 import Kafka
 import ServiceSupport
+import Web
 
 /// guidance-ingest, assembled from its configuration: roster, producer and
 /// HTTP server. `main` only wires signals; tests start it on port 0.
@@ -33,11 +34,12 @@ public final class IngestService: Sendable {
         router.addOperationalRoutes(metrics: metrics) {
             await producer.brokersReachable() ? (true, "broker reachable") : (false, "no Kafka broker answers")
         }
-        IngestHandlers(
-            rosters: roster, producer: producer, topics: config.topics, metrics: metrics,
-            logger: logger
-        ).routes(into: &router)
-        server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
+        let cookie = SessionCookie(name: "gate_session", publicURL: config.publicURL)
+        var routes = GuardedRouter(router: router, policy: AccessPolicy(rosters: roster, cookie: cookie, publicURL: config.publicURL))
+        IngestHandlers(producer: producer, topics: config.topics, metrics: metrics, logger: logger).routes(into: &routes)
+        GatePage(signIn: SignIn(title: GatePage.title, roles: [.gate, .admin], cookie: cookie, logger: logger.with(["part": "web"])))
+            .routes(into: &routes)
+        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
         if !roster.current.authenticationEnabled {

@@ -126,12 +126,7 @@ public struct DeliveryConfig: Sendable {
         } else if environment["SMTP_FROM"] != nil || environment["SMTP_USERNAME"] != nil {
             throw ConfigurationError(variable: "SMTP_URL", reason: "is needed when SMTP_FROM or SMTP_USERNAME is set")
         }
-        if let url = environment["PUBLIC_NOTIFIER_URL"] {
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
-                throw ConfigurationError(variable: "PUBLIC_NOTIFIER_URL", reason: "'\(url)' is not an http:// or https:// URL")
-            }
-            config.publicNotifierURL = url.hasSuffix("/") ? String(url.dropLast()) : url
-        }
+        config.publicNotifierURL = try environment.publicURL("PUBLIC_NOTIFIER_URL")
         config.retryBase = .seconds(try environment.int("DELIVERY_RETRY_BASE_SECONDS", default: 30, range: 1...3600))
         config.maxAge = .seconds(3600 * (try environment.int("DELIVERY_MAX_AGE_HOURS", default: 24, range: 1...720)))
         config.concurrency = try environment.int("DELIVERY_CONCURRENCY", default: 4, range: 1...64)

@@ -7,14 +7,13 @@ import Store
 /// The operators' view of the outbox: a school's deliveries, and sending a
 /// failed one again. Admins of the school only (anyone when authentication is off).
 struct DeliveryHandlers: Sendable {
-    let rosters: LiveRoster
     let store: any GuidanceStore
     let clock: @Sendable () -> Double
     let logger: Logger
 
-    func routes(into router: inout Router) {
-        router.get("/v1/schools/{schoolId}/deliveries", list)
-        router.post("/v1/schools/{schoolId}/deliveries/{deliveryId}/retry", retry)
+    func routes(into router: inout GuardedRouter) {
+        router.get("/v1/schools/{schoolId}/deliveries", .school(roles: [.admin]), list)
+        router.post("/v1/schools/{schoolId}/deliveries/{deliveryId}/retry", .school(roles: [.admin]), retry)
     }
 
     struct Item: Encodable, Sendable {
@@ -66,15 +65,14 @@ struct DeliveryHandlers: Sendable {
         let items: [Item]
     }
 
-    @Sendable func list(_ request: Request) async throws -> Response {
-        let schoolID = request.parameter("schoolId")
+    @Sendable func list(_ request: Request, _ caller: Caller) async throws -> Response {
+        let schoolID = try knownSchool(request, caller)
         let text = request.query["status"]
         let status = text.flatMap(Delivery.Status.init(rawValue:))
         if text != nil && status == nil {
             throw HTTPError(FieldError(field: "status", message: "must be one of pending, sent, failed"))
         }
         let limit = try request.integerQuery("limit", in: 1...1000) ?? 100
-        try authorize(request, school: schoolID)
         let store = self.store
         let deliveries = try await NotifierHandlers.available(logger: logger) {
             try await blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
@@ -87,10 +85,9 @@ struct DeliveryHandlers: Sendable {
         let status: Delivery.Status
     }
 
-    @Sendable func retry(_ request: Request) async throws -> Response {
-        let schoolID = request.parameter("schoolId")
+    @Sendable func retry(_ request: Request, _ caller: Caller) async throws -> Response {
+        let schoolID = try knownSchool(request, caller)
         let deliveryID = request.parameter("deliveryId")
-        let teacher = try authorize(request, school: schoolID)
         let store = self.store
         let now = clock()
         let result = try await NotifierHandlers.available(logger: logger) {
@@ -98,7 +95,7 @@ struct DeliveryHandlers: Sendable {
         }
         switch result {
         case .requeued:
-            logger.info("delivery queued again by hand", ["delivery": deliveryID, "by": teacher?.id ?? "(authentication off)"])
+            logger.info("delivery queued again by hand", ["delivery": deliveryID, "by": caller.teacher?.id ?? "(authentication off)"])
             return .json(Requeued(deliveryId: deliveryID, status: .pending), status: 202)
         case .notFound:
             throw HTTPError.notFound("school \(schoolID) has no delivery \(deliveryID)")
@@ -107,18 +104,11 @@ struct DeliveryHandlers: Sendable {
         }
     }
 
-    /// An admin of the school, or anyone when authentication is off; an
-    /// unknown school is 404 only once the caller may ask.
-    @discardableResult
-    private func authorize(_ request: Request, school: String) throws(HTTPError) -> Teacher? {
-        let roster = rosters.current
-        let teacher: Teacher?
-        do {
-            teacher = try roster.authorize(request.header("authorization"), school: school, roles: [.admin])
-        } catch {
-            throw HTTPError(error)
-        }
-        guard roster.school(school) != nil else { throw HTTPError.notFound("unknown school '\(school)'") }
-        return teacher
+    /// The route's school; 404 when the roster has none of that id (asked
+    /// only once the caller may ask about it).
+    private func knownSchool(_ request: Request, _ caller: Caller) throws(HTTPError) -> String {
+        let school = request.parameter("schoolId")
+        guard caller.roster.school(school) != nil else { throw HTTPError.notFound("unknown school '\(school)'") }
+        return school
     }
 }

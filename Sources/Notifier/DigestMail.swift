@@ -1,4 +1,5 @@
 import Foundation
+import Web
 import Guidance
 import Store
 
@@ -33,7 +34,7 @@ struct DigestMail {
     }
 
     var link: String? {
-        publicURL.map { "\($0)/digests/\(digest.digestId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? digest.digestId)" }
+        publicURL.map { $0 + TeacherPage.path(of: digest.digestId) }
     }
 
     func render(date: Double) -> [UInt8] {
@@ -114,26 +115,7 @@ struct DigestMail {
         return out + "</body></html>\n"
     }
 
-    private func escape(_ text: String) -> String { HTMLText.escape(text) }
-}
-
-/// Text made safe inside HTML elements and attribute values.
-enum HTMLText {
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text.unicodeScalars {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(character)
-            }
-        }
-        return out
-    }
+    private func escape(_ text: String) -> String { HTML.escape(text) }
 }
 
 /// Header encodings of RFC 5322 and RFC 2047.

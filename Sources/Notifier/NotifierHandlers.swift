@@ -7,19 +7,17 @@ import Store
 
 /// The teachers' read side: guidance lists, inboxes, and digest runs.
 struct NotifierHandlers: Sendable {
-    let rosters: LiveRoster
     let store: any GuidanceStore
     let runner: DigestRunner
     let logger: Logger
 
-    /// The roster now; a handler reads it once and keeps it to its answer.
-    private var roster: Roster { rosters.current }
-
-    func routes(into router: inout Router) {
-        router.get("/v1/schools/{schoolId}/guidances", listGuidances)
-        router.get("/v1/teachers/{teacherId}/inbox", inbox)
-        router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", markRead)
-        router.post("/v1/digests/run", runDigests)
+    /// Every route takes any teacher; each handler narrows to what the
+    /// teacher's role covers (`mayView`, `mayReadInbox`, admins run digests).
+    func routes(into router: inout GuardedRouter) {
+        router.get("/v1/schools/{schoolId}/guidances", .teacher, listGuidances)
+        router.get("/v1/teachers/{teacherId}/inbox", .teacher, inbox)
+        router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", .teacher, markRead)
+        router.post("/v1/digests/run", .teacher, runDigests)
     }
 
     struct GuidanceItem: Encodable, Sendable {
@@ -36,15 +34,14 @@ struct NotifierHandlers: Sendable {
         let items: [GuidanceItem]
     }
 
-    @Sendable func listGuidances(_ request: Request) async throws -> Response {
-        let roster = self.roster
+    @Sendable func listGuidances(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
         var grade = try request.integerQuery("grade", in: Student.seatRange)
         var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
         if classNumber != nil && grade == nil {
             throw HTTPError(FieldError(field: "grade", message: "is required with classNumber"))
         }
-        let teacher = try authenticate(request)
         guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
         if let teacher {
             // Without a filter, a teacher sees their own scope.
@@ -73,9 +70,9 @@ struct NotifierHandlers: Sendable {
         let items: [Digest]
     }
 
-    @Sendable func inbox(_ request: Request) async throws -> Response {
+    @Sendable func inbox(_ request: Request, _ caller: Caller) async throws -> Response {
         let teacherID = request.parameter("teacherId")
-        try mayReadInbox(request, of: teacherID)
+        try mayReadInbox(caller, of: teacherID)
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
         let digests = try await available { try await blocking { try store.inbox(teacher: teacherID, unreadOnly: false) } }
@@ -83,10 +80,10 @@ struct NotifierHandlers: Sendable {
         return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: unreadOnly ? unread : digests))
     }
 
-    @Sendable func markRead(_ request: Request) async throws -> Response {
+    @Sendable func markRead(_ request: Request, _ caller: Caller) async throws -> Response {
         let teacherID = request.parameter("teacherId")
         let digestID = request.parameter("digestId")
-        try mayReadInbox(request, of: teacherID)
+        try mayReadInbox(caller, of: teacherID)
         let store = self.store
         guard try await available({ try await blocking { try store.markRead(teacher: teacherID, digestId: digestID) } }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
@@ -118,10 +115,9 @@ struct NotifierHandlers: Sendable {
         let runs: [DigestRunner.Run]
     }
 
-    @Sendable func runDigests(_ request: Request) async throws -> Response {
-        let roster = self.roster
+    @Sendable func runDigests(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (roster, teacher) = (caller.roster, caller.teacher)
         let body = request.body.isEmpty ? RunRequest() : try request.json(RunRequest.init(json:))
-        let teacher = try authenticate(request)
         var schools: [School]
         if let schoolID = body.schoolId {
             guard let school = roster.school(schoolID) else {
@@ -180,19 +176,10 @@ struct NotifierHandlers: Sendable {
 
     // MARK: - Access
 
-    private func authenticate(_ request: Request) throws(HTTPError) -> Teacher? {
-        do {
-            return try roster.authenticate(request.header("authorization"))
-        } catch {
-            throw HTTPError(error)
-        }
-    }
-
     /// A teacher reads their own inbox; an admin, any inbox of their school.
-    private func mayReadInbox(_ request: Request, of teacherID: String) throws(HTTPError) {
-        let teacher = try authenticate(request)
-        let owner = roster.teachers[teacherID]
-        guard let teacher else {
+    private func mayReadInbox(_ caller: Caller, of teacherID: String) throws(HTTPError) {
+        let owner = caller.roster.teachers[teacherID]
+        guard let teacher = caller.teacher else {
             guard owner != nil else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
             return
         }

@@ -4,6 +4,7 @@ import Guidance
 import HTTP
 import Kafka
 import ServiceSupport
+import Web
 import Store
 import Synchronization
 
@@ -45,10 +46,15 @@ public final class NotifierService: Sendable {
             if await blocking(within: .seconds(1), { try store.ping() }) == nil { return (false, "the store does not answer within 1 s") }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
-        NotifierHandlers(rosters: roster, store: store, runner: runner, logger: logger).routes(into: &router)
-        DeliveryHandlers(rosters: roster, store: store, clock: config.clock, logger: logger).routes(into: &router)
+        let publicURL = config.delivery.publicNotifierURL
+        let cookie = SessionCookie(name: "teacher_session", publicURL: publicURL)
+        var routes = GuardedRouter(router: router, policy: AccessPolicy(rosters: roster, cookie: cookie, publicURL: publicURL))
+        NotifierHandlers(store: store, runner: runner, logger: logger).routes(into: &routes)
+        DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
+        let signIn = SignIn(title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], cookie: cookie, logger: logger.with(["part": "web"]))
+        TeacherPage(signIn: signIn).routes(into: &routes)
         let metrics = self.metrics
-        server = HTTPServer(config: config.http, router: router, logger: logger.with(["part": "http"])) { record in
+        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
         if !roster.current.authenticationEnabled {

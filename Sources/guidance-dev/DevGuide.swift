@@ -14,6 +14,13 @@ enum DevGuide {
             guidance-notifier  \(notifier)   (healthz, readyz, metrics)
             roster: \(roster.schools.count) school(s), \(roster.studentCount) students\(auth ? "; every teacher's demo token is demo-<teacherId>" : "; authentication off")
 
+            In a browser:
+              gate page     \(ingest)/      sign in with 토큰 demo-t-gate-01, register a guidance
+              teacher page  \(notifier)/    sign in with demo-t-admin and press 오늘 다이제스트 실행,
+                            then sign out and in with demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it
+
+            With curl:
+
             1. The gate teacher looks up grade 1, class 3, number 12:
                curl -s\(bearer("t-gate-01")) \(ingest)/v1/schools/demo-hs/students/1/3/12
 

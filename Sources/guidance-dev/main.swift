@@ -86,6 +86,11 @@ do {
         } else {
             say("state: STORE_URL is set, so its data stays, while the mock cluster starts empty: events and offsets begin again at 0 (replays are harmless); the store's old digests stay")
         }
+        // E-mails link to the teacher page on this machine.
+        let notifierPort = values["NOTIFIER_PORT"] ?? "8081"
+        if values["PUBLIC_NOTIFIER_URL"] == nil && notifierPort != "0" {
+            values["PUBLIC_NOTIFIER_URL"] = "http://127.0.0.1:\(notifierPort)"
+        }
         let serviceEnvironment = Environment(values)
         let ingest = try IngestService(config: try IngestConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "ingest"))
         var notifierConfig = try NotifierConfig.fromEnvironment(serviceEnvironment)

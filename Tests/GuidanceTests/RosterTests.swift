@@ -88,17 +88,17 @@ final class RosterTests: XCTestCase {
         let tokens = "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
         let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
         XCTAssertTrue(roster.authenticationEnabled)
-        XCTAssertEqual(try roster.authorize("Bearer gate-secret", school: "sa", roles: [.gate])?.id, "g1")
-        XCTAssertThrowsError(try roster.authorize(nil, school: "sa", roles: [.gate])) { error in
-            XCTAssertEqual(error as? AccessDenial, .unauthenticated("send 'Authorization: Bearer <token>'"))
+        XCTAssertEqual(try roster.authorize(token: "gate-secret", school: "sa", roles: [.gate])?.id, "g1")
+        XCTAssertThrowsError(try roster.authorize(token: nil, school: "sa", roles: [.gate])) { error in
+            XCTAssertEqual(error as? AccessDenial, .unauthenticated("send 'Authorization: Bearer <token>', or sign in on the service's page"))
         }
-        XCTAssertThrowsError(try roster.authorize("Bearer wrong", school: "sa", roles: [.gate])) { error in
+        XCTAssertThrowsError(try roster.authorize(token: "wrong", school: "sa", roles: [.gate])) { error in
             XCTAssertEqual(error as? AccessDenial, .unauthenticated("the token is not valid"))
         }
-        XCTAssertThrowsError(try roster.authorize("Bearer gate-secret", school: "sb", roles: [.gate])) { error in
+        XCTAssertThrowsError(try roster.authorize(token: "gate-secret", school: "sb", roles: [.gate])) { error in
             guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
         }
-        XCTAssertThrowsError(try roster.authorize("Bearer hr-secret", school: "sa", roles: [.gate])) { error in
+        XCTAssertThrowsError(try roster.authorize(token: "hr-secret", school: "sa", roles: [.gate])) { error in
             guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
         }
     }
@@ -110,7 +110,7 @@ final class RosterTests: XCTestCase {
         XCTAssertGreaterThan(roster.studentCount, 800)
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .homeroom).count, 31)
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .volunteerDuty).count, 3)
-        XCTAssertEqual(try roster.authenticate("Bearer demo-t-gate-01")?.id, "t-gate-01")
+        XCTAssertEqual(try roster.authenticate(token: "demo-t-gate-01")?.id, "t-gate-01")
     }
 
     /// Parsing fails with exactly `message` (file, line and reason).

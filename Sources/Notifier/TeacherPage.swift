@@ -1,0 +1,101 @@
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+import Web
+
+/// The teacher page at `/` and `/digests/{digestId}` (where e-mails link):
+/// the inbox, newest first, with unread ones marked; a digest opened from it
+/// (or by its link) grouped by class and marked read; today's list in the
+/// teacher's scope; for admins, the run button and the failed deliveries.
+/// The page is a shell; `teacher.js` fills it from the API.
+struct TeacherPage: Sendable {
+    static let title = "지도 알림함"
+    let signIn: SignIn
+
+    func routes(into router: inout GuardedRouter) {
+        signIn.routes(into: &router, script: TeacherPage.script)
+        router.get("/", .open) { request, caller in
+            signIn.page(request, caller, next: "/") { render($0, caller.roster, opening: nil) }
+        }
+        router.get("/digests/{digestId}", .open) { request, caller in
+            let digestID = request.parameter("digestId")
+            return signIn.page(request, caller, next: TeacherPage.path(of: digestID)) {
+                render($0, caller.roster, opening: digestID)
+            }
+        }
+    }
+
+    private func render(_ teacher: Teacher, _ roster: Roster, opening digestID: String?) -> Response {
+        let main = """
+            <main class="columns">
+            <section class="card" aria-labelledby="inbox-title">
+            <h2 id="inbox-title">받은 다이제스트 <span id="unread-count" class="badge" hidden></span></h2>
+            <ul id="inbox" class="plain"></ul>
+            <p id="inbox-empty" class="meta" hidden>아직 받은 다이제스트가 없습니다.</p>
+            <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+            <section class="card" id="digest" hidden aria-labelledby="digest-subject">
+            <h2 id="digest-subject" tabindex="-1"></h2>
+            <p id="digest-meta" class="meta"></p>
+            <div id="digest-body"></div>
+            <div class="actions"><button type="button" id="digest-close" class="secondary">목록으로</button></div>
+            </section>
+            <section class="card" aria-labelledby="today-title">
+            <h2 id="today-title">오늘의 지도</h2>
+            <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters(teacher, roster))</div></fieldset>
+            <div id="today-body"></div>
+            <p id="today-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+            \(teacher.role == .admin ? TeacherPage.adminSection : "")
+            </main>
+            """
+        var data = [("role", teacher.role.rawValue)]
+        if let digestID { data.append(("open", digestID)) }
+        return Page.signedIn(
+            title: TeacherPage.title, teacher: teacher, school: roster.school(teacher.schoolID), main: main, data: data,
+            script: TeacherPage.script.name)
+    }
+
+    /// The seed app's 전체 / 우리 반 / 우리 학년, as far as the role reaches:
+    /// a homeroom teacher's class, a volunteer-duty teacher's grade (and its
+    /// classes), an admin's school (and its grades). Each value is the list's query.
+    private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
+        var options: [(label: String, query: String)] = []
+        let seats = roster.seats(school: teacher.schoolID)
+        switch teacher.role {
+        case .homeroom:
+            options.append(("우리 반", "grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)"))
+        case .volunteerDuty:
+            let grade = teacher.grade ?? 0
+            options.append(("우리 학년", "grade=\(grade)"))
+            for entry in seats where entry.grade == grade {
+                options += entry.classes.map { ("\($0.classNumber)반", "grade=\(grade)&classNumber=\($0.classNumber)") }
+            }
+        case .admin, .gate:
+            options.append(("전체", ""))
+            options += seats.map { ("\($0.grade)학년", "grade=\($0.grade)") }
+        }
+        return options.enumerated().map { index, option in
+            "<label><input type=\"radio\" name=\"filter\" value=\"\(HTML.escape(option.query))\"\(index == 0 ? " checked" : "")>\(HTML.escape(option.label))</label>"
+        }.joined()
+    }
+
+    /// Where a digest opens on this page (e-mails link here).
+    static func path(of digestID: String) -> String {
+        let segment = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))
+        return "/digests/" + (digestID.addingPercentEncoding(withAllowedCharacters: segment) ?? "")
+    }
+
+    private static let adminSection = """
+        <section class="card" aria-labelledby="admin-title">
+        <h2 id="admin-title">관리</h2>
+        <div class="actions"><button type="button" id="run">오늘 다이제스트 실행</button></div>
+        <p id="run-status" class="status" role="status" aria-live="polite"></p>
+        <h3>실패한 발송</h3>
+        <ul id="failed" class="plain"></ul>
+        <p id="failed-empty" class="meta">없습니다.</p>
+        <p id="failed-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+        """
+}

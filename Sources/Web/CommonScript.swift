@@ -1,0 +1,111 @@
+extension Asset {
+    /// What both pages' scripts share: calls to this server's API (the
+    /// session cookie goes along), problem+json turned into Korean
+    /// sentences, and elements built from text, never from HTML strings.
+    static let commonScript = Asset(name: "common.js", contentType: "text/javascript; charset=utf-8", text: #"""
+        'use strict';
+        window.Guidance = (() => {
+          class ApiError extends Error {
+            constructor(status, problem, retryAfter) {
+              super((problem && problem.detail) || ('HTTP ' + status));
+              this.status = status;
+              this.problem = problem || {};
+              this.retryAfter = retryAfter;
+            }
+            get fields() { return (this.problem.errors || []).map((e) => e.field); }
+          }
+
+          // One call to the API; resolves with the JSON answer (null for 204),
+          // rejects with an ApiError (status 0 when the server was not reached).
+          async function api(method, url, body) {
+            const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+            if (body !== undefined) {
+              init.headers['Content-Type'] = 'application/json';
+              init.body = JSON.stringify(body);
+            }
+            let response;
+            try {
+              response = await fetch(url, init);
+            } catch (e) {
+              throw new ApiError(0, { detail: String(e) }, 2);
+            }
+            const text = await response.text();
+            let data = null;
+            try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+            if (!response.ok) throw new ApiError(response.status, data, Number(response.headers.get('Retry-After')) || 0);
+            return data;
+          }
+
+          const statusText = {
+            0: '서버에 연결할 수 없습니다. 네트워크를 확인하세요.',
+            400: '요청 내용이 올바르지 않습니다.',
+            401: '로그인이 만료되었습니다. 페이지를 새로 고쳐 다시 로그인하세요.',
+            403: '이 작업을 할 권한이 없습니다.',
+            404: '찾을 수 없습니다.',
+            409: '이미 처리되었거나 지금은 할 수 없는 요청입니다.',
+            413: '내용이 너무 깁니다.',
+            422: '입력한 내용을 확인하세요.',
+            429: '요청이 너무 많습니다. 잠시 뒤 다시 시도하세요.',
+            503: '서버가 잠시 응답할 수 없습니다(503). 잠시 뒤 다시 시도하세요.',
+          };
+
+          // The Korean sentence for an error: the page's own for the field the
+          // problem names, else the one for its status.
+          function message(error, fieldMessages) {
+            for (const field of error.fields || []) {
+              if (fieldMessages && fieldMessages[field]) return fieldMessages[field];
+            }
+            return statusText[error.status] || ('요청을 처리하지 못했습니다(' + error.status + ').');
+          }
+
+          // An element with attributes and children; strings become text nodes.
+          function el(tag, attributes, ...children) {
+            const node = document.createElement(tag);
+            for (const [name, value] of Object.entries(attributes || {})) {
+              if (value === false || value == null) continue;
+              if (name === 'class') node.className = value;
+              else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+              else node.setAttribute(name, value === true ? '' : String(value));
+            }
+            for (const child of children) {
+              if (child != null) node.append(child instanceof Node ? child : String(child));
+            }
+            return node;
+          }
+
+          // Text into the element with `id`; kind 'ok' / 'warn' / '' colours it.
+          function say(id, text, kind) {
+            const node = document.getElementById(id);
+            node.textContent = text || '';
+            node.className = node.className.split(' ').filter((c) => c !== 'ok' && c !== 'warn').concat(kind ? [kind] : []).join(' ');
+          }
+
+          // A random UUID (v4); crypto.randomUUID needs https, a school's
+          // network often has plain http.
+          function uuid() {
+            const b = crypto.getRandomValues(new Uint8Array(16));
+            b[6] = (b[6] & 0x0f) | 0x40;
+            b[8] = (b[8] & 0x3f) | 0x80;
+            const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+            return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+          }
+
+          // Times and dates as the school's clock shows them (data-time-zone).
+          const timeZone = document.body.dataset.timeZone || undefined;
+
+          function clock(iso) {
+            const date = new Date(iso);
+            return isNaN(date) ? '' : date.toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit', timeZone });
+          }
+
+          // The school's date today, YYYY-MM-DD.
+          function today() {
+            return new Date().toLocaleDateString('en-CA', { timeZone });
+          }
+
+          const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+          return { api, ApiError, message, el, say, uuid, clock, today, sleep };
+        })();
+        """#)
+}

@@ -1,0 +1,78 @@
+import Guidance
+import HTTP
+
+/// A server-rendered page: one HTML document in Korean, the shared style
+/// sheet and scripts from `/assets` (never inline, never from a CDN), and
+/// headers that keep it to itself.
+public enum Page {
+    /// Scripts and styles from this server only; photos from anywhere over
+    /// https (the roster's `photo_url`); no framing, no form posts elsewhere.
+    public static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; connect-src 'self'; "
+        + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+    /// - Parameters:
+    ///   - main: the page's content, already escaped.
+    ///   - data: `data-*` attributes of `<body>` the page's script reads; escaped here.
+    ///   - script: the page's own script under `/assets`, after the shared one.
+    public static func response(
+        title: String, main: String, data: [(String, String)] = [], script: String? = nil, status: Int = 200,
+        headers: [(String, String)] = []
+    ) -> Response {
+        let attributes = data.map { " data-\($0.0)=\"\(HTML.escape($0.1))\"" }.joined()
+        let scripts = script.map { "<script src=\"/assets/common.js\" defer></script><script src=\"/assets/\($0)\" defer></script>" } ?? ""
+        let html = """
+            <!doctype html>
+            <html lang="ko">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(HTML.escape(title))</title>
+            <link rel="stylesheet" href="/assets/style.css">
+            \(scripts)
+            </head>
+            <body\(attributes)>
+            \(main)
+            </body>
+            </html>
+
+            """
+        return Response(status: status, headers: securityHeaders + headers, body: Array(html.utf8))
+    }
+
+    static let securityHeaders = [
+        ("Content-Type", "text/html; charset=utf-8"),
+        ("Content-Security-Policy", contentSecurityPolicy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "same-origin"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    /// A page for a signed-in teacher: the bar on top (the page's name, who
+    /// is signed in, the sign-out button) over `main`; `<body>` tells the
+    /// script the teacher, their school and its time zone, and `data`.
+    public static func signedIn(
+        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], script: String
+    ) -> Response {
+        let bar = """
+            <header class="bar">
+            <h1>\(HTML.escape(title))</h1>
+            <p class="who">\(HTML.escape(school?.name ?? teacher.schoolID)) · \(HTML.escape(teacher.name)) (\(HTML.escape(roleName(teacher))))</p>
+            <form method="post" action="/session/end"><button type="submit" class="secondary">로그아웃</button></form>
+            </header>
+
+            """
+        let context = [("teacher", teacher.id), ("school", teacher.schoolID), ("time-zone", school?.timeZone.identifier ?? "")]
+        return response(title: title, main: bar + main, data: context + data, script: script)
+    }
+
+    /// The teacher's role as the school says it.
+    public static func roleName(_ teacher: Teacher) -> String {
+        switch teacher.role {
+        case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
+        case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 지도"
+        case .gate: "교문 지도"
+        case .admin: "관리자"
+        }
+    }
+}

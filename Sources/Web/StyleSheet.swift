@@ -1,0 +1,56 @@
+extension Asset {
+    /// Both pages' look: one column on a phone, two on a desk; large touch
+    /// targets; focus always visible.
+    static let styleSheet = Asset(name: "style.css", contentType: "text/css; charset=utf-8", text: #"""
+        :root { --ink: #1d2430; --muted: #5b6472; --line: #d5dae1; --bg: #f4f6f8; --card: #fff; --accent: #1f5fbf; --danger: #b42318; --ok: #067647; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 16px/1.5 system-ui, "Noto Sans KR", "Apple SD Gothic Neo", sans-serif; color: var(--ink); background: var(--bg); }
+        h1 { font-size: 1.25rem; margin: 0; }
+        h2 { font-size: 1.1rem; margin: 0 0 .75rem; }
+        h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
+        .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .25rem 1rem; padding: .75rem 1rem; background: var(--card); border-bottom: 1px solid var(--line); }
+        .bar .who { margin: 0; color: var(--muted); flex: 1; min-width: 10rem; }
+        .bar form { margin: 0; }
+        main { padding: 1rem; display: grid; gap: 1rem; max-width: 72rem; margin: 0 auto; }
+        main.narrow { max-width: 26rem; padding-top: 3rem; }
+        @media (min-width: 56rem) { main.columns { grid-template-columns: 1fr 1fr; align-items: start; } }
+        .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: 1rem; }
+        label, legend { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
+        fieldset { border: 0; padding: 0; margin: 0; }
+        input, select, textarea, button { font: inherit; }
+        input[type=password], input[type=text], select, textarea { width: 100%; padding: .6rem; border: 1px solid #9aa3af; border-radius: .375rem; background: #fff; }
+        textarea { min-height: 4.5rem; resize: vertical; }
+        .seat { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: .5rem; }
+        main > * { min-width: 0; }
+        .choices { display: flex; flex-wrap: wrap; gap: .5rem; }
+        .choices label { font-weight: 400; margin: 0; display: flex; align-items: center; gap: .4rem; padding: .55rem .8rem; border: 1px solid var(--line); border-radius: 2rem; background: #fff; cursor: pointer; }
+        .choices input { width: 1.1rem; height: 1.1rem; margin: 0; }
+        button { min-height: 2.75rem; padding: .5rem 1rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; font-weight: 600; cursor: pointer; }
+        button.secondary { background: #e7ebf0; color: var(--ink); }
+        button.danger { background: #fde8e7; color: var(--danger); }
+        button.link { background: none; color: var(--accent); padding: 0; min-height: 0; text-align: left; font-weight: 600; text-decoration: underline; }
+        button:disabled { opacity: .55; cursor: default; }
+        :focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+        .actions { display: flex; gap: .5rem; margin-top: 1rem; align-items: center; flex-wrap: wrap; }
+        .error { color: var(--danger); margin: .25rem 0 0; min-height: 1.25rem; }
+        .error:empty { min-height: 0; }
+        .status { margin: .5rem 0 0; min-height: 1.5rem; }
+        .status.ok { color: var(--ok); }
+        .status.warn { color: #b54708; }
+        .student { display: flex; align-items: center; gap: .75rem; margin-top: .75rem; min-height: 4.5rem; }
+        .avatar { width: 4rem; height: 4rem; border-radius: 50%; display: grid; place-items: center; background: #dbe7fb; color: var(--accent); font-weight: 700; font-size: 1.2rem; object-fit: cover; flex: none; }
+        .student .name { font-size: 1.3rem; font-weight: 700; }
+        ul.plain { list-style: none; margin: 0; padding: 0; }
+        ul.plain li { display: flex; gap: .75rem; align-items: center; justify-content: space-between; padding: .6rem 0; border-top: 1px solid var(--line); }
+        ul.plain li:first-child { border-top: 0; }
+        .meta { color: var(--muted); font-size: .9rem; }
+        .badge { display: inline-block; padding: 0 .5rem; border-radius: 1rem; background: var(--accent); color: #fff; font-size: .8rem; font-weight: 700; }
+        .unread > div > button.link::after { content: " ●"; color: var(--accent); text-decoration: none; }
+        table { width: 100%; border-collapse: collapse; }
+        th, td { text-align: left; padding: .45rem .35rem; border-top: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
+        th { font-size: .85rem; color: var(--muted); font-weight: 600; }
+        td.detail { white-space: normal; overflow-wrap: anywhere; width: 100%; }
+        .removed td { text-decoration: line-through; color: var(--muted); }
+        [hidden] { display: none !important; }
+        """#)
+}
