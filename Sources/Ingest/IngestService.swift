@@ -75,19 +75,14 @@ public final class IngestService: Sendable {
         let kafka = config.producer.kafka
         let logger = self.logger
         let partitions = config.partitions
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // Admin calls block: run them on a thread of their own.
-            Thread {
-                do {
-                    let counts = try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
-                    for (topic, count) in counts.sorted(by: { $0.key < $1.key }) where count < partitions {
-                        logger.warning("topic has fewer partitions than TOPIC_PARTITIONS", ["topic": topic, "partitions": String(count), "wanted": String(partitions)])
-                    }
-                } catch {
-                    logger.error("could not check or create the topics; requests answer 503 until Kafka is reachable", ["error": "\(error)"])
-                }
-                continuation.resume()
-            }.start()
+        do {
+            // Admin calls block.
+            let counts = try await blocking { try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5)) }
+            for (topic, count) in counts.sorted(by: { $0.key < $1.key }) where count < partitions {
+                logger.warning("topic has fewer partitions than TOPIC_PARTITIONS", ["topic": topic, "partitions": String(count), "wanted": String(partitions)])
+            }
+        } catch {
+            logger.error("could not check or create the topics; requests answer 503 until Kafka is reachable", ["error": "\(error)"])
         }
     }
 }

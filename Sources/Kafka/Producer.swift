@@ -40,18 +40,15 @@ public final class Producer: Sendable {
     }
 
     /// Whether a broker answers a metadata request within `timeout`. The
-    /// request blocks, so it runs on a Dispatch thread, not the caller's.
+    /// request blocks, so it runs off the cooperative pool, and sends go on
+    /// meanwhile.
     public func brokersReachable(timeout: Duration = .seconds(1)) async -> Bool {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else { return false }
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let reachable = client.withLiveHandle { handle in
-                    (try? Metadata.brokerCount(handle: handle, timeout: timeout)) != nil
-                }
-                continuation.resume(returning: reachable ?? false)
-            }
+        let reachable = try? await blocking {
+            client.withLiveHandle { handle in (try? Metadata.brokerCount(handle: handle, timeout: timeout)) != nil }
         }
+        return (reachable ?? nil) ?? false
     }
 
     /// Sends `message` and returns once the broker acknowledged it.
@@ -115,9 +112,17 @@ public final class Producer: Sendable {
 /// after the handle went fatal and its messages were failed.
 final class ProducerClient: @unchecked Sendable {
     private let handle: OpaquePointer
-    /// Set under the lock when the polling thread destroys the handle; every
-    /// other use of the handle holds the lock, so none outlives it.
-    private let destroyed = Mutex(false)
+    /// Who uses the handle now, and whether it is going away. A use counts
+    /// itself in and out under the lock but runs outside it, so a slow use
+    /// (a metadata request for `/readyz`) never holds up a send; the polling
+    /// thread marks the handle destroyed, waits for the count to reach zero,
+    /// and only then destroys it.
+    private let uses = Mutex(HandleUses())
+
+    private struct HandleUses {
+        var active = 0
+        var destroyed = false
+    }
     private let context: ClientContext
     private let logger: Logger
     /// nil while running; the drain deadline once closing.
@@ -174,10 +179,17 @@ final class ProducerClient: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the handle unless it was destroyed; holds the handle's
-    /// lock meanwhile, so keep `body` short.
+    /// Runs `body` with the handle unless it is being destroyed; the handle
+    /// outlives `body`. Uses run side by side.
     func withLiveHandle<T>(_ body: (OpaquePointer) -> T) -> T? {
-        destroyed.withLock { destroyed in destroyed ? nil : body(handle) }
+        let admitted = uses.withLock { uses in
+            guard !uses.destroyed else { return false }
+            uses.active += 1
+            return true
+        }
+        guard admitted else { return nil }
+        defer { uses.withLock { $0.active -= 1 } }
+        return body(handle)
     }
 
     /// Called from a delivery report on the polling thread.
@@ -225,10 +237,10 @@ final class ProducerClient: @unchecked Sendable {
         if abandoned > 0 {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
-        destroyed.withLock { destroyed in
-            rd_kafka_destroy(handle)
-            destroyed = true
-        }
+        uses.withLock { $0.destroyed = true }
+        // Uses admitted before are short (a produce call) or bounded (a metadata request's timeout).
+        while uses.withLock({ $0.active }) > 0 { usleep(1000) }
+        rd_kafka_destroy(handle)
         failOverdueSends(all: true)
         finished.signal()
     }
