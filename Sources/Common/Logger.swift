@@ -69,42 +69,75 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         guard isEnabled(level) else { return }
-        var fields = metadata.merging(extra) { $1 }
-        fields["ts"] = Logger.timestamp()
-        fields["level"] = level.name
-        fields["component"] = component
-        fields["msg"] = message()
-        var line: [UInt8] = [UInt8(ascii: "{")]
-        for (index, key) in fields.keys.sorted(by: Logger.fieldOrder).enumerated() {
-            if index > 0 { line.append(UInt8(ascii: ",")) }
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        Logger.appendTimestamp(to: &line)
+        line.append(contentsOf: #"","level":""#.utf8)
+        line.append(contentsOf: level.name.utf8)
+        line.append(contentsOf: #"","component":"#.utf8)
+        JSONWriter.append(quoted: component, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        JSONWriter.append(quoted: message(), to: &line)
+        let fields = extra.isEmpty ? metadata : metadata.merging(extra) { $1 }
+        for key in fields.keys.sorted() where !Logger.leading.contains(key) {
+            line.append(UInt8(ascii: ","))
             JSONWriter.append(quoted: key, to: &line)
             line.append(UInt8(ascii: ":"))
             JSONWriter.append(quoted: fields[key]!, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
+        // One write(2) per line, under a lock, so lines from threads never interleave.
         Logger.output.withLock { _ in
-            FileHandle.standardError.write(Data(line))
+            line.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        break
+                    }
+                }
+            }
         }
     }
 
     private static let output = Mutex(())
-    private static let leading = ["ts", "level", "component", "msg"]
+    private static let leading: Set<String> = ["ts", "level", "component", "msg"]
 
-    private static func fieldOrder(_ a: String, _ b: String) -> Bool {
-        let ia = leading.firstIndex(of: a) ?? leading.count
-        let ib = leading.firstIndex(of: b) ?? leading.count
-        return ia != ib ? ia < ib : a < b
-    }
-
-    private static func timestamp() -> String {
+    /// `2026-11-30T07:52:10.123Z`, written digit by digit.
+    private static func appendTimestamp(to line: inout [UInt8]) {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         var seconds = spec.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(spec.tv_nsec / 1_000_000))
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                line.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(Int(parts.tm_year) + 1900, 4)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        line.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        line.append(UInt8(ascii: "."))
+        digits(spec.tv_nsec / 1_000_000, 3)
+        line.append(UInt8(ascii: "Z"))
     }
 }
