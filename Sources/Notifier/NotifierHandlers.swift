@@ -75,7 +75,7 @@ struct NotifierHandlers: Sendable {
         try mayReadInbox(caller, of: teacherID)
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
-        let digests = try await available { try await blocking { try store.inbox(teacher: teacherID, unreadOnly: false) } }
+        let digests = try await available { try await blocking { try store.inbox(teacher: teacherID) } }
         let unread = digests.filter { !$0.read }
         return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: unreadOnly ? unread : digests))
     }

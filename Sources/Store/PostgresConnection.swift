@@ -57,8 +57,15 @@ final class PostgresConnection: SQLDatabase {
 
     var skipLocked: String { " FOR UPDATE SKIP LOCKED" }
 
-    func lock(_ key: String, exclusive: Bool) throws(StoreError) {
-        _ = try query(exclusive ? "SELECT pg_advisory_xact_lock(hashtext($1))" : "SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text(key)])
+    /// 13 parameters a registration: far under libpq's 65,535, and few
+    /// statement texts.
+    var rowsPerStatement: Int { 64 }
+
+    func lock(_ keys: [String], exclusive: Bool) throws(StoreError) {
+        guard !keys.isEmpty else { return }
+        let function = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
+        let values = keys.indices.map { "($\($0 + 1))" }.joined(separator: ", ")
+        _ = try query("SELECT \(function)(hashtext(k)) FROM (VALUES \(values)) AS v(k)", keys.map { .text($0) })
     }
 
     @discardableResult

@@ -187,8 +187,8 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// School and date pairs changed after their digests went out.
     func pendingAmendments() throws(StoreError) -> [(school: String, date: String)]
 
-    /// A teacher's digests, newest first.
-    func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest]
+    /// A teacher's digests, newest first, read or not.
+    func inbox(teacher: String) throws(StoreError) -> [Digest]
 
     /// Marks a digest read; false when the teacher has no such digest.
     func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool

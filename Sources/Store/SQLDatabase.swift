@@ -53,11 +53,17 @@ protocol SQLDatabase: AnyObject {
     func execute(_ sql: String) throws(StoreError)
     /// Starts a write transaction.
     func begin() throws(StoreError)
-    /// Takes a lock named `key` until the transaction ends: shared locks
-    /// coexist, an exclusive one waits for and excludes them.
-    func lock(_ key: String, exclusive: Bool) throws(StoreError)
+    /// Takes locks named `keys` until the transaction ends, in one round
+    /// trip: shared locks coexist, an exclusive one waits for and excludes
+    /// them. (An exclusive taker takes one key, so a shared taker of many
+    /// cannot deadlock with it.)
+    func lock(_ keys: [String], exclusive: Bool) throws(StoreError)
     /// Whether the database answers a trivial query, within about a second.
     func probe() throws(StoreError)
+    /// How many rows one statement writes when many are due: a server
+    /// database saves a round trip per row; SQLite, in process, has none to
+    /// save and runs a small prepared statement fastest.
+    var rowsPerStatement: Int { get }
     /// Appended to a claiming sub-select: rows another transaction has
     /// locked are skipped rather than waited for. Empty where a database has
     /// one writer at a time.

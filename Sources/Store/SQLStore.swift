@@ -42,7 +42,7 @@ public final class SQLStore: GuidanceStore {
     /// release on it could misread what a newer one wrote.
     static func migrate(_ database: any SQLDatabase, migrations: [String] = SQLStore.migrations) throws(StoreError) {
         try database.transaction { () throws(StoreError) in
-            try database.lock("schema", exclusive: true)
+            try database.lock(["schema"], exclusive: true)
             try database.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
             let current = try database.query("SELECT MAX(version) FROM schema_migrations", []).first?.first?.int ?? 0
             guard current <= migrations.count else {
@@ -152,69 +152,109 @@ public final class SQLStore: GuidanceStore {
     public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
             try database.transaction { () throws(StoreError) -> [Rejection] in
-                // Each school day is locked and checked for amendments once
-                // per batch, not once per event.
-                var days: Set<Day> = []
-                var rejections: [Rejection] = []
-                for (index, event) in events.enumerated() {
-                    if case .registered(let record) = event, days.insert(Day(school: record.schoolId, date: record.date)).inserted {
-                        try database.lock(SQLStore.dayKey(record.schoolId, record.date), exclusive: false)
-                    }
-                    if let reason = try SQLStore.apply(event, to: database) {
-                        rejections.append(Rejection(index: index, reason: reason))
-                    }
+                // The registrations' school days are locked, and checked for
+                // amendments, once per batch and in a few statements, not
+                // once per event.
+                var days: [Day] = []
+                var seen: Set<Day> = []
+                for case .registered(let record) in events where seen.insert(Day(school: record.schoolId, date: record.date)).inserted {
+                    days.append(Day(school: record.schoolId, date: record.date))
                 }
-                for day in days {
-                    try SQLStore.markAmendment(school: day.school, date: day.date, in: database)
+                for chunk in days.chunks(of: database.rowsPerStatement) {
+                    try database.lock(chunk.map { SQLStore.dayKey($0.school, $0.date) }, exclusive: false)
+                }
+                var rejections: [Rejection] = []
+                var index = 0
+                while index < events.count {
+                    guard case .registered = events[index] else {
+                        if let reason = try SQLStore.apply(events[index], to: database) {
+                            rejections.append(Rejection(index: index, reason: reason))
+                        }
+                        index += 1
+                        continue
+                    }
+                    // A run of registrations with distinct ids is one statement.
+                    var run: [(index: Int, record: GuidanceRecord)] = []
+                    var ids: Set<String> = []
+                    while index < events.count, run.count < database.rowsPerStatement,
+                          case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted {
+                        run.append((index, record))
+                        index += 1
+                    }
+                    rejections += try SQLStore.register(run, in: database)
+                }
+                for chunk in days.chunks(of: database.rowsPerStatement) {
+                    try SQLStore.markAmendments(chunk, in: database)
                 }
                 return rejections
             }
         }
     }
 
-    /// Applies one event; returns why it was kept out, or nil.
+    /// Inserts registrations in one statement, or completes tombstones that
+    /// arrived first. A tombstone of another school (a deletion naming an id
+    /// that school never registered) does not hold the id: the registration
+    /// takes the row, undeleted. Returns why any was kept out.
+    private static func register(_ run: [(index: Int, record: GuidanceRecord)], in database: any SQLDatabase) throws(StoreError) -> [Rejection] {
+        var rows: [String] = []
+        var parameters: [SQLValue] = []
+        parameters.reserveCapacity(run.count * 13)
+        for (offset, (_, record)) in run.enumerated() {
+            rows.append("(" + (1...13).map { "$\(offset * 13 + $0)" }.joined(separator: ", ") + ", 1)")
+            parameters += [
+                .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
+                .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
+                .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
+                .text(record.recordedBy), .text(record.occurredAt),
+            ]
+        }
+        let written = try database.run("""
+            INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
+                                   reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
+            VALUES \(rows.joined(separator: ", "))
+            ON CONFLICT (guidance_id) DO UPDATE SET
+                grade = excluded.grade, local_date = excluded.local_date,
+                class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
+                student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
+                reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
+                registered = 1,
+                deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
+                deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
+                deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
+                school_id = excluded.school_id
+            WHERE guidances.registered = 0
+            """, parameters)
+        // Each row inserted or completed counts once; when some did not, each
+        // is compared with what is stored (a row just written matches itself).
+        guard written < run.count else { return [] }
+        var rejections: [Rejection] = []
+        for (index, record) in run {
+            if let reason = try conflict(record, in: database) { rejections.append(Rejection(index: index, reason: reason)) }
+        }
+        return rejections
+    }
+
+    /// For a registration whose id was registered before: a replay or retry
+    /// of the same guidance is a no-op (its time and recorder stay the first
+    /// ones); anything else is kept out, with the reason.
+    private static func conflict(_ record: GuidanceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
+        let rows = try database.query(
+            "SELECT school_id, student_id, reason_code, reason_detail FROM guidances WHERE guidance_id = $1", [.text(record.guidanceId)])
+        guard let row = rows.first else { return nil }
+        if row[0].string != record.schoolId {
+            return "foreign: guidance \(record.guidanceId) belongs to another school"
+        }
+        if row[1].string != record.student.studentId || row[2].string != record.reason.code || row[3].string != record.reason.detail {
+            return "conflict: guidance \(record.guidanceId) is already registered for another student or reason"
+        }
+        return nil
+    }
+
+    /// Applies a deletion; returns why it was kept out, or nil.
     private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) -> String? {
         switch event {
         case .registered(let record):
-            // Inserts, or completes a tombstone that arrived first. A
-            // tombstone of another school (a deletion naming an id that school
-            // never registered) does not hold the id: the registration takes
-            // the row, undeleted.
-            let written = try database.run("""
-                INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
-                                       reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
-                ON CONFLICT (guidance_id) DO UPDATE SET
-                    grade = excluded.grade, local_date = excluded.local_date,
-                    class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
-                    student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
-                    reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
-                    registered = 1,
-                    deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
-                    deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
-                    deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
-                    school_id = excluded.school_id
-                WHERE guidances.registered = 0
-                """, [
-                    .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
-                    .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
-                    .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
-                    .text(record.recordedBy), .text(record.occurredAt),
-                ])
-            guard written == 0 else { return nil }
-            // Registered before: a replay or retry of the same guidance is a
-            // no-op (its time and recorder stay the first ones); anything
-            // else is kept out.
-            let rows = try database.query(
-                "SELECT school_id, student_id, reason_code, reason_detail FROM guidances WHERE guidance_id = $1", [.text(record.guidanceId)])
-            guard let row = rows.first else { return nil }
-            if row[0].string != record.schoolId {
-                return "foreign: guidance \(record.guidanceId) belongs to another school"
-            }
-            if row[1].string != record.student.studentId || row[2].string != record.reason.code || row[3].string != record.reason.detail {
-                return "conflict: guidance \(record.guidanceId) is already registered for another student or reason"
-            }
-            return nil
+            return try register([(0, record)], in: database).first?.reason
         case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
             let written = try database.run("""
                 INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
@@ -226,8 +266,8 @@ public final class SQLStore: GuidanceStore {
             let dates = try database.query(
                 "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
             if let date = dates.first?.first?.string {
-                try database.lock(dayKey(schoolId, date), exclusive: false)
-                try markAmendment(school: schoolId, date: date, in: database)
+                try database.lock([dayKey(schoolId, date)], exclusive: false)
+                try markAmendments([Day(school: schoolId, date: date)], in: database)
             }
             return nil
         }
@@ -244,12 +284,13 @@ public final class SQLStore: GuidanceStore {
     private static func dayKey(_ school: String, _ date: String) -> String { "day/\(school)/\(date)" }
 
     /// A change to a date whose digests went out waits for the amendment tick.
-    private static func markAmendment(school: String, date: String, in database: any SQLDatabase) throws(StoreError) {
+    private static func markAmendments(_ days: [Day], in database: any SQLDatabase) throws(StoreError) {
+        let pairs = (0..<days.count).map { "(school_id = $\($0 * 2 + 1) AND date = $\($0 * 2 + 2))" }.joined(separator: " OR ")
         try database.run("""
             INSERT INTO pending_amendments (school_id, date)
-            SELECT school_id, date FROM digest_runs WHERE school_id = $1 AND date = $2
+            SELECT school_id, date FROM digest_runs WHERE \(pairs)
             ON CONFLICT (school_id, date) DO NOTHING
-            """, [.text(school), .text(date)])
+            """, days.flatMap { [SQLValue.text($0.school), .text($0.date)] })
     }
 
     private static let recordColumns = """
@@ -289,7 +330,7 @@ public final class SQLStore: GuidanceStore {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Digest] in
                 // One replica runs a day at a time; the next sees its digests.
-                try database.lock(SQLStore.dayKey(school, date), exclusive: true)
+                try database.lock([SQLStore.dayKey(school, date)], exclusive: true)
                 let active = try SQLStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
                 var reported: [Recipient: [GuidanceRecord]] = [:]
                 for row in try database.query("""
@@ -373,13 +414,13 @@ public final class SQLStore: GuidanceStore {
 
     static let digestColumns = "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
 
-    public func inbox(teacher: String, unreadOnly: Bool) throws(StoreError) -> [Digest] {
+    public func inbox(teacher: String) throws(StoreError) -> [Digest] {
         let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT \(SQLStore.digestColumns)
-                FROM digests WHERE teacher_id = $1 AND (CAST($2 AS INTEGER) = 0 OR read = 0)
+                FROM digests WHERE teacher_id = $1
                 ORDER BY created_at DESC, date DESC, revision DESC
-                """, [.text(teacher), .integer(unreadOnly ? 1 : 0)])
+                """, [.text(teacher)])
         }
         return try rows.map { (row: [SQLValue]) throws(StoreError) -> Digest in try SQLStore.digest(row[...]) }
     }
@@ -413,5 +454,12 @@ public final class SQLStore: GuidanceStore {
         try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.probe()
         }
+    }
+}
+
+extension Array {
+    /// Consecutive runs of at most `size` elements, in order.
+    func chunks(of size: Int) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }

@@ -83,7 +83,9 @@ final class SQLiteConnection: SQLDatabase {
     func begin() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
 
     /// The single writer already excludes every other transaction.
-    func lock(_ key: String, exclusive: Bool) throws(StoreError) {}
+    func lock(_ keys: [String], exclusive: Bool) throws(StoreError) {}
+
+    var rowsPerStatement: Int { 1 }
 
     /// One writer at a time: a claim is alone anyway.
     var skipLocked: String { "" }

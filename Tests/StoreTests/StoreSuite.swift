@@ -121,7 +121,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(amendment[0].entries.map { "\($0.guidanceId) \($0.change)" }.sorted(), ["g1 removed", "g3 added"])
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
 
-        let inbox = try store.inbox(teacher: "t-hr", unreadOnly: false)
+        let inbox = try store.inbox(teacher: "t-hr")
         XCTAssertEqual(inbox.map(\.revision), [2, 1], "newest first")
         XCTAssertEqual(inbox.last?.entries.count, 2)
     }
@@ -136,12 +136,12 @@ struct StoreSuite: Sendable {
             let digests = self.simplePlan(state)
             return digests + digests
         }, targets: email))
-        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false), [])
+        XCTAssertEqual(try store.inbox(teacher: "t-hr"), [])
         XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 10), [], "a delivery outlived its digest's failed write")
         XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
         let rerun = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
         XCTAssertEqual(rerun.count, 1)
-        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false).count, 1)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr").count, 1)
         XCTAssertEqual(try store.deliveries(school: "sa", status: .pending, limit: 10).map(\.digestId), [rerun[0].digestId])
     }
 
@@ -206,13 +206,13 @@ struct StoreSuite: Sendable {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
         let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }.first)
-        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 1)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr").filter { !$0.read }.count, 1)
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId), "marking twice is fine")
         XCTAssertFalse(try store.markRead(teacher: "someone-else", digestId: digest.digestId))
         XCTAssertFalse(try store.markRead(teacher: "t-hr", digestId: "missing"))
-        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: true).count, 0)
-        XCTAssertEqual(try store.inbox(teacher: "t-hr", unreadOnly: false).first?.read, true)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr").filter { !$0.read }.count, 0)
+        XCTAssertEqual(try store.inbox(teacher: "t-hr").first?.read, true)
     }
 }
 
@@ -308,6 +308,6 @@ final class PostgresStoreTests: XCTestCase {
             }
         }
         XCTAssertEqual(written.withLock { $0 }.sorted(), [0, 0, 0, 1], "exactly one replica wrote the digest")
-        XCTAssertEqual(try suite.makeStore().inbox(teacher: "t-hr", unreadOnly: false).count, 1)
+        XCTAssertEqual(try suite.makeStore().inbox(teacher: "t-hr").count, 1)
     }
 }
