@@ -49,7 +49,7 @@ class Processes:
         raise SystemExit(f"the mock cluster did not start; see {self.log_path('broker')}")
 
 
-def wait_ready(port, seconds=60):
+def wait_ready(port, seconds=60, interval=0.2):
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
@@ -58,7 +58,7 @@ def wait_ready(port, seconds=60):
                     return
         except Exception:
             pass
-        time.sleep(0.2)
+        time.sleep(interval)
     raise SystemExit(f"port {port} never became ready")
 
 

@@ -148,6 +148,7 @@ func benchApply() async throws {
     }
     producer.close()
     FileHandle.standardError.write(Data("apply: \(events) events produced\n".utf8))
+    try drain(events, topic: topics.registered, bootstrap: cluster.bootstrapServers)
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -178,6 +179,25 @@ func benchApply() async throws {
                   applied, events, storeName, Double(applied) / applying, applying, joining))
     await notifier.shutdown()
     withExtendedLifetime(cluster) {}
+}
+
+/// The floor under apply: a bare consumer reading the same backlog and
+/// nothing else (no decoding, no store, no commits), timed like apply from
+/// its first message.
+func drain(_ events: Int, topic: String, bootstrap: String) throws {
+    let consumer = try Consumer(
+        config: ConsumerConfig(kafka: KafkaConfig(bootstrapServers: bootstrap), groupID: "bench-drain-\(UUID())", topics: [topic]), logger: quiet)
+    defer { consumer.close() }
+    var read = 0
+    var first: ContinuousClock.Instant?
+    let deadline = ContinuousClock.now + .seconds(120)
+    while read < events && ContinuousClock.now < deadline {
+        let batch = consumer.poll(maxMessages: 1000, timeout: .milliseconds(100))
+        if first == nil && !batch.isEmpty { first = .now }
+        read += batch.count
+    }
+    let seconds = (ContinuousClock.now - (first ?? .now)).seconds
+    report(String(format: "drain: %d of %d events read by a bare consumer: %.0f events/s (%.2f s)", read, events, Double(read) / seconds, seconds))
 }
 
 /// One POST at a time, then the list API polled until the guidance shows.
@@ -253,7 +273,8 @@ func benchLoad() async throws {
                 let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
                 let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
                 let sent = ContinuousClock.now
-                let status = (try? await client.send("POST", "\(url)/v1/schools/\(student.schoolID)/guidances", body: body, token: nil).0) ?? 0
+                let token = roster.authenticationEnabled ? BenchData.gate[student.schoolID].map { "demo-\($0)" } : nil
+                let status = (try? await client.send("POST", "\(url)/v1/schools/\(student.schoolID)/guidances", body: body, token: token).0) ?? 0
                 let took = (ContinuousClock.now - sent).seconds * 1000
                 results.state.withLock { if status == 202 { $0.latencies.append(took) } else { $0.errors += 1 } }
             }
