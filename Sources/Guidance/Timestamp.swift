@@ -70,11 +70,25 @@ public enum Timestamp {
 
     public static func now() -> Double { Date().timeIntervalSince1970 }
 
+    /// The instant as a clock in `zone` shows it: the day (days since
+    /// 1970-01-01) and the minute of that day. The one place local time is
+    /// worked out.
+    public static func local(_ seconds: Double, in zone: TimeZone) -> (day: Int, minuteOfDay: Int) {
+        let local = Int((seconds + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: seconds)))).rounded(.down))
+        let day = Int((Double(local) / 86_400).rounded(.down))
+        return (day, (local - day * 86_400) / 60)
+    }
+
     /// `YYYY-MM-DD` of the instant in `zone`.
     public static func localDate(_ seconds: Double, in zone: TimeZone) -> String {
-        let local = Int((seconds + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: seconds)))).rounded(.down))
-        let (year, month, day) = civilFromDays(Int((Double(local) / 86_400).rounded(.down)))
+        let (year, month, day) = civilFromDays(local(seconds, in: zone).day)
         return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+    }
+
+    /// `HH:MM` of the instant in `zone`.
+    public static func localTime(_ seconds: Double, in zone: TimeZone) -> String {
+        let minuteOfDay = local(seconds, in: zone).minuteOfDay
+        return pad(minuteOfDay / 60, 2) + ":" + pad(minuteOfDay % 60, 2)
     }
 
     /// Parses `YYYY-MM-DD` into its parts.

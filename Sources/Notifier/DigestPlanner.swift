@@ -108,12 +108,7 @@ struct DigestText {
 
     static func localTime(_ occurredAt: String, school: School) -> String {
         guard let instant = Timestamp.parse(occurredAt) else { return occurredAt }
-        let offset = Double(school.timeZone.secondsFromGMT(for: .init(timeIntervalSince1970: instant)))
-        let minutes = Int(((instant + offset) / 60).rounded(.down))
-        let minuteOfDay = ((minutes % 1440) + 1440) % 1440
-        let hour = minuteOfDay / 60
-        let minute = minuteOfDay % 60
-        return (hour < 10 ? "0" : "") + "\(hour):" + (minute < 10 ? "0" : "") + "\(minute)"
+        return Timestamp.localTime(instant, in: school.timeZone)
     }
 
     /// "2026-11-30" → "11월 30일(월)"

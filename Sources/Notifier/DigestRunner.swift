@@ -134,9 +134,7 @@ final class DigestRunner: Sendable {
         var due: [(school: School, date: String)] = []
         for school in rosters.current.schools.values.sorted(by: { $0.id < $1.id }) {
             let now = clock()
-            let local = now + Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)))
-            let minuteOfDay = Int((local / 60).rounded(.down)) % 1440
-            guard minuteOfDay >= school.digestMinute else { continue }
+            guard Timestamp.local(now, in: school.timeZone).minuteOfDay >= school.digestMinute else { continue }
             let date = Timestamp.localDate(now, in: school.timeZone)
             do {
                 let store = self.store
