@@ -73,17 +73,20 @@ struct IngestHandlers: Sendable {
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {
+        let event = try registeredEvent(request, caller)
+        return try await publish(
+            event.json, type: .registered, topic: topics.registered, key: eventKey(school: event.schoolId, grade: event.student.grade),
+            guidanceID: event.guidanceId, eventID: event.eventId, request: request)
+    }
+
+    /// The event a registration request stands for, or the 400/422 it gets.
+    private func registeredEvent(_ request: Request, _ caller: Caller) throws(HTTPError) -> GuidanceRegistered {
         let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
         let body = try request.json(RegisterRequest.init(json:))
         let now = Timestamp.now()
         let guidanceID = try guidanceID(body.guidanceId)
-        let occurredAt = try body.occurredAt.map { (text) throws(HTTPError) -> Double in
-            guard let seconds = Timestamp.parse(text) else {
-                throw HTTPError(FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
-            }
-            return seconds
-        } ?? now
+        let occurredAt = try body.occurredAt.map(IngestHandlers.occurredAt) ?? now
         guard let recordedBy = body.recordedBy ?? teacher?.id else {
             throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
         }
@@ -98,13 +101,17 @@ struct IngestHandlers: Sendable {
         } catch {
             throw HTTPError.unprocessable(error.description, errors: error.problems)
         }
-        let event = GuidanceRegistered(
+        return GuidanceRegistered(
             eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, student: StudentRef(registration.student),
             reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
             recordedBy: recordedBy, occurredAt: Timestamp.format(occurredAt), recordedAt: Timestamp.format(now))
-        return try await publish(
-            event.json, type: .registered, topic: topics.registered, key: eventKey(school: schoolID, grade: registration.student.grade),
-            guidanceID: guidanceID, eventID: event.eventId, request: request)
+    }
+
+    private static func occurredAt(_ text: String) throws(HTTPError) -> Double {
+        guard let seconds = Timestamp.parse(text) else {
+            throw HTTPError(FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
+        }
+        return seconds
     }
 
     /// The client's guidance id, lowercased, or a new one.
