@@ -6,7 +6,7 @@ import Synchronization
 public final class Metrics: Sendable {
     public typealias Labels = [(String, String)]
 
-    private enum Kind: String { case counter, histogram, gauge }
+    private enum Kind: String { case counter, histogram }
 
     private struct Family {
         let help: String
@@ -95,7 +95,7 @@ public final class Metrics: Sendable {
             for key in family.series.keys.sorted() {
                 let series = family.series[key]!
                 switch family.kind {
-                case .counter, .gauge:
+                case .counter:
                     out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"
                 case .histogram:
                     for (index, bound) in family.bounds.enumerated() {
