@@ -27,6 +27,8 @@ let package = Package(
 
         .target(name: "Common"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
+        // librdkafka's mock cluster, for guidance-dev and the tests only.
+        .target(name: "KafkaMock", dependencies: ["Kafka", "CRdKafka", "Common"]),
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Crypto", dependencies: ["CCrypto"]),
         .target(name: "Curl", dependencies: ["CCurl", "Common"]),
@@ -40,21 +42,21 @@ let package = Package(
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
-        .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
+        .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
         .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Crypto", "Common"]),
-        .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "HTTP", "Guidance", "Common"]),
+        .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
-        .target(name: "TestSupport", dependencies: ["Kafka", "Common"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "CommonTests", dependencies: ["Common"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
         .testTarget(name: "WebTests", dependencies: ["Web", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "Guidance", "Crypto", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
-        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "Guidance", "Crypto", "HTTP", "ServiceSupport", "TestSupport"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "ServiceSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

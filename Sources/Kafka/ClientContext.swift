@@ -5,13 +5,13 @@ import Synchronization
 /// What librdkafka's callbacks need from Swift, handed to them as the
 /// configuration opaque. Each client wrapper owns one and destroys its
 /// `rd_kafka_t` before releasing it, so the context outlives every callback.
-final class ClientContext: Sendable {
+package final class ClientContext: Sendable {
     let logger: Logger
     let rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> Void)?
     /// Set by the error callback when the idempotent producer became fatal.
     let fatal = Atomic<Bool>(false)
 
-    init(
+    package init(
         logger: Logger,
         rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> Void)? = nil
     ) {
@@ -20,7 +20,7 @@ final class ClientContext: Sendable {
     }
 
     /// Installs the logging and error callbacks and the opaque on `conf`.
-    func install(on conf: OpaquePointer) {
+    package func install(on conf: OpaquePointer) {
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(self).toOpaque())
         rd_kafka_conf_set_log_cb(conf, kafkaLogCallback)
         rd_kafka_conf_set_error_cb(conf, kafkaErrorCallback)

@@ -183,7 +183,7 @@ public struct ConsumerConfig: Sendable {
 }
 
 extension Duration {
-    var milliseconds: Int64 {
+    package var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
@@ -191,7 +191,7 @@ extension Duration {
 
 /// Builds a librdkafka configuration; the caller owns the result until it is
 /// passed to `rd_kafka_new`.
-func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> OpaquePointer {
+package func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> OpaquePointer {
     let conf = rd_kafka_conf_new()!
     var errorText = [CChar](repeating: 0, count: 512)
     for (name, value) in properties {
@@ -207,7 +207,7 @@ func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> OpaquePoin
 /// Creates a client handle from a configuration that already carries its
 /// callbacks and opaque. `rd_kafka_new` takes the configuration on success
 /// only, so it is destroyed here on failure.
-func makeHandle(_ type: rd_kafka_type_t, _ conf: OpaquePointer) throws(KafkaError) -> OpaquePointer {
+package func makeHandle(_ type: rd_kafka_type_t, _ conf: OpaquePointer) throws(KafkaError) -> OpaquePointer {
     var errorText = [CChar](repeating: 0, count: 512)
     guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
         rd_kafka_conf_destroy(conf)

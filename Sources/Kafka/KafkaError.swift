@@ -55,7 +55,7 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// Maps a librdkafka result code. `producerFatal` says the handle that
     /// reported it has entered the fatal state, whatever the code.
-    init(_ raw: rd_kafka_resp_err_t, context: String, producerFatal: Bool = false) {
+    package init(_ raw: rd_kafka_resp_err_t, context: String, producerFatal: Bool = false) {
         let text = String(cString: rd_kafka_err2str(raw))
         let name = String(cString: rd_kafka_err2name(raw))
         let code: Code

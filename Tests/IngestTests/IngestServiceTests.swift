@@ -4,6 +4,7 @@ import Guidance
 import HTTP
 import Ingest
 import Kafka
+import KafkaMock
 import TestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import KafkaMock
 import TestSupport
 import XCTest
 

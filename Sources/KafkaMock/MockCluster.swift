@@ -1,10 +1,12 @@
 import CRdKafka
 import Common
+import Kafka
 
 /// librdkafka's in-process mock Kafka cluster: real TCP listeners on loopback,
 /// several brokers, consumer groups and fault injection. For tests and the
-/// local run; it keeps only the newest few tens of thousands of messages per
-/// partition.
+/// local run (`guidance-dev`), never the services: a module of its own beside
+/// `Kafka`, whose client plumbing it borrows (`package` access). It keeps
+/// only the newest few tens of thousands of messages per partition.
 public final class MockCluster: @unchecked Sendable {
     /// Kafka protocol request types, for injecting errors.
     public enum Request: Int16, Sendable {
