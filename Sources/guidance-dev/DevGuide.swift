@@ -16,8 +16,8 @@ enum DevGuide {
 
             In a browser:
               gate page     \(ingest)/      sign in with 토큰 demo-t-gate-01, register a guidance
-              teacher page  \(notifier)/    sign in with demo-t-admin and press 오늘 다이제스트 실행,
-                            then sign out and in with demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it
+              teacher page  \(notifier)/      sign in with demo-t-admin and press 오늘 다이제스트 실행,
+                              then sign out and in with demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it
 
             With curl:
 
