@@ -5,7 +5,7 @@ extension HTTPServer {
     /// Answers what needs no handler on libmicrohttpd's thread; otherwise
     /// suspends the connection and runs the handler as a task.
     func dispatch(_ exchange: Exchange) -> MHD_Result {
-        if stopping.load(ordering: .acquiring) {
+        if !lifecycle.withLock({ $0.serving }) {
             return exchange.queue(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response)
         }
         if exchange.bodyTooLarge {

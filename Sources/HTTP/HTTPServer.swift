@@ -72,13 +72,11 @@ public final class HTTPServer: @unchecked Sendable {
     let router: Router
     let logger: Logger
     let observer: @Sendable (RequestRecord) -> Void
-    private var daemon: OpaquePointer?
+    let lifecycle = Mutex(Lifecycle())
     /// Exchanges whose connection is suspended, so shutdown can resume them.
     let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
-    let stopping = Atomic<Bool>(false)
-    private let stopped = Atomic<Bool>(false)
     /// Connections still sending a request, by connection, with their socket
     /// and since when; the reaper shuts down those past `receiveTimeout`.
     let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant)]>([:])
@@ -120,7 +118,8 @@ public final class HTTPServer: @unchecked Sendable {
             let code = errno
             throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(code)))", code: code)
         }
-        daemon = started
+        let daemon = Lifecycle.Daemon(pointer: started)
+        lifecycle.withLock { $0.started(daemon) }
         port = Int(guidance_mhd_bound_port(started))
         startReaper()
         logger.info("listening", ["port": String(port), "threads": String(config.threads)])
@@ -129,8 +128,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops accepting connections, lets in-flight requests finish for up to
     /// `gracePeriod`, answers the rest 503, and stops.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard let daemon, !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        stopping.store(true, ordering: .releasing)
+        guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
         let listener = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + gracePeriod
         while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
@@ -154,7 +152,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(daemon)
         if listener >= 0 { close(listener) }
-        self.daemon = nil
+        lifecycle.withLock { $0.finished() }
         logger.info("stopped")
     }
 
@@ -163,7 +161,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// the connection fail and closes it.
     private func startReaper() {
         let thread = Thread { [weak self] in
-            while let server = self, !server.stopped.load(ordering: .acquiring) {
+            while let server = self, server.lifecycle.withLock({ $0.serving }) {
                 let now = ContinuousClock.now
                 let limit = server.config.receiveTimeout
                 let late = server.receiving.withLock { receiving in
@@ -185,8 +183,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     deinit {
-        if let daemon, !stopped.load(ordering: .acquiring) {
-            MHD_stop_daemon(daemon)
+        if let daemon = lifecycle.withLock({ $0.abandonedDaemon }) {
+            MHD_stop_daemon(daemon.pointer)
         }
     }
 }
