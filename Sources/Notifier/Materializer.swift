@@ -23,7 +23,8 @@ final class Materializer: Sendable {
     private let maxBatch: Int
     private let metrics: Metrics
     private let logger: Logger
-    private let running = Atomic<Bool>(true)
+    private let lifecycle = Mutex(Lifecycle())
+    /// Signalled by the consuming thread as it ends; `stop` waits for it.
     private let finished = DispatchSemaphore(value: 0)
     /// Whether the last store write failed (readiness reports it).
     let storeFailing = Atomic<Bool>(false)
@@ -55,24 +56,29 @@ final class Materializer: Sendable {
     var memberID: String? { consumer.memberID }
 
     func start() {
+        guard lifecycle.withLock({ $0.start() }) else { return }
         let thread = Thread { [self] in
             loop()
             consumer.close()
+            lifecycle.withLock { $0.threadFinished() }
             finished.signal()
         }
         thread.name = "notifier-materializer"
         thread.start()
     }
 
-    /// Finishes the batch in hand, commits, and leaves the group.
+    /// Finishes the batch in hand, commits, and leaves the group. Blocks
+    /// until then: call it off the cooperative pool.
     func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        guard lifecycle.withLock({ $0.stop() }) else { return }
         finished.wait()
     }
 
+    private var running: Bool { lifecycle.withLock { $0.state == .running } }
+
     private func loop() {
         var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
-        while running.load(ordering: .acquiring) {
+        while running {
             let consumer = self.consumer
             let batch = consumer.poll(maxMessages: maxBatch, timeout: .milliseconds(200))
             if watchdog.shouldRestart(joined: consumer.memberID != nil, now: .now) {
@@ -208,9 +214,48 @@ final class Materializer: Sendable {
     private func sleepWhileRunning(_ seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            guard running.load(ordering: .acquiring) else { return false }
+            guard running else { return false }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        return running.load(ordering: .acquiring)
+        return running
+    }
+}
+
+extension Materializer {
+    /// The consuming thread's life: idle → running → stopping → stopped,
+    /// one value behind one lock. Stopping a materializer that never started
+    /// has no thread to wait for (with a flag alone, `stop` before `start`
+    /// waited for ever).
+    struct Lifecycle: Sendable {
+        enum State: Sendable, Equatable {
+            case idle, running, stopping, stopped
+        }
+
+        private(set) var state = State.idle
+
+        /// True when the consuming thread is to be started (once).
+        mutating func start() -> Bool {
+            guard state == .idle else { return false }
+            state = .running
+            return true
+        }
+
+        /// True when the caller must wait for the consuming thread to end.
+        mutating func stop() -> Bool {
+            switch state {
+            case .idle:
+                state = .stopped
+                return false
+            case .running:
+                state = .stopping
+                return true
+            case .stopping, .stopped:
+                return false
+            }
+        }
+
+        mutating func threadFinished() {
+            state = .stopped
+        }
     }
 }
