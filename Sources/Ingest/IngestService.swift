@@ -64,7 +64,9 @@ public final class IngestService: Sendable {
     public func shutdown() async {
         logger.info("shutting down: draining requests")
         await server.shutdown(gracePeriod: config.drainPeriod)
-        producer.close(timeout: config.producer.deliveryTimeout)
+        // Closing waits for the last acknowledgements: off the cooperative pool.
+        let (producer, timeout) = (self.producer, config.producer.deliveryTimeout)
+        _ = try? await blocking { producer.close(timeout: timeout) }
         logger.info("shut down")
     }
 

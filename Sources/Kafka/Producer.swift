@@ -72,6 +72,7 @@ public final class Producer: Sendable {
 
     /// Waits up to `timeout` for queued messages to be acknowledged, fails the
     /// rest with `shuttingDown`, and releases the client. Later sends fail.
+    /// Blocks: from async code, call it through `blocking`.
     public func close(timeout: Duration = .seconds(10)) {
         let client: ProducerClient? = state.withLock { state in
             guard !state.closed else { return nil }

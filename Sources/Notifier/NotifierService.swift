@@ -132,7 +132,8 @@ public final class NotifierService: Sendable {
         async let consumerLeft: Void? = try? blocking { materializer.stop() }
         async let dispatcherStopped: Void = dispatcher.stop(within: config.drainPeriod)
         _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
-        producer.close()
+        let producer = self.producer
+        _ = try? await blocking { producer.close() }
         logger.info("shut down")
     }
 }
