@@ -166,8 +166,9 @@ public final class SQLStore: GuidanceStore {
                 var rejections: [Rejection] = []
                 var index = 0
                 while index < events.count {
-                    guard case .registered = events[index] else {
-                        if let reason = try SQLStore.apply(events[index], to: database) {
+                    if case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt) = events[index] {
+                        if let reason = try SQLStore.delete(
+                            guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))
                         }
                         index += 1
@@ -251,26 +252,23 @@ public final class SQLStore: GuidanceStore {
     }
 
     /// Applies a deletion; returns why it was kept out, or nil.
-    private static func apply(_ event: StoredEvent, to database: any SQLDatabase) throws(StoreError) -> String? {
-        switch event {
-        case .registered(let record):
-            return try register([(0, record)], in: database).first?.reason
-        case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
-            let written = try database.run("""
-                INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
-                VALUES ($1, $2, $3, 1, $4, $5)
-                ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
-                WHERE guidances.school_id = excluded.school_id
-                """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
-            guard written > 0 else { return "foreign: guidance \(guidanceId) belongs to another school" }
-            let dates = try database.query(
-                "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
-            if let date = dates.first?.first?.string {
-                try database.lock([dayKey(schoolId, date)], exclusive: false)
-                try markAmendments([Day(school: schoolId, date: date)], in: database)
-            }
-            return nil
+    private static func delete(
+        guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String, in database: any SQLDatabase
+    ) throws(StoreError) -> String? {
+        let written = try database.run("""
+            INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
+            VALUES ($1, $2, $3, 1, $4, $5)
+            ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
+            WHERE guidances.school_id = excluded.school_id
+            """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
+        guard written > 0 else { return "foreign: guidance \(guidanceId) belongs to another school" }
+        let dates = try database.query(
+            "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
+        if let date = dates.first?.first?.string {
+            try database.lock([dayKey(schoolId, date)], exclusive: false)
+            try markAmendments([Day(school: schoolId, date: date)], in: database)
         }
+        return nil
     }
 
     private struct Day: Hashable {
