@@ -35,16 +35,12 @@ public struct Logger: Sendable {
     public let minimumLevel: Level
     private let metadata: [String: String]
 
-    public init(component: String, level: Level = Logger.defaultLevel, metadata: [String: String] = [:]) {
+    /// `level` comes from the service's configuration (`LOG_LEVEL`, validated
+    /// there); the logger itself never reads the environment.
+    public init(component: String, level: Level = .info, metadata: [String: String] = [:]) {
         self.component = component
         self.minimumLevel = level
         self.metadata = metadata
-    }
-
-    /// The level from `LOG_LEVEL`, or `info`. Validation of the variable happens
-    /// in each service's configuration; here an unknown value falls back to info.
-    public static var defaultLevel: Level {
-        ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Level.init(name:)) ?? .info
     }
 
     /// A logger whose lines all carry `extra` as well.

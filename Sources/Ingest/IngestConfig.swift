@@ -19,6 +19,8 @@ public struct IngestConfig: Sendable {
     /// the session cookie `Secure`, and its origin is the one page requests
     /// must come from.
     public var publicURL: String?
+    /// `LOG_LEVEL`: the least severe level written.
+    public var logLevel: Logger.Level = .info
 
     public init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
         self.http = http
@@ -29,7 +31,6 @@ public struct IngestConfig: Sendable {
     }
 
     public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> IngestConfig {
-        _ = try environment.logLevel()
         let kafka = try KafkaConfig.fromEnvironment(environment)
         let producer = ProducerConfig(kafka: kafka, clientID: "guidance-ingest")
         // The HTTP connection must outlive the longest wait for an acknowledgement.
@@ -42,6 +43,7 @@ public struct IngestConfig: Sendable {
             producer: producer,
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000))
         config.publicURL = try environment.publicURL("PUBLIC_INGEST_URL")
+        config.logLevel = try environment.logLevel()
         return config
     }
 }

@@ -80,6 +80,8 @@ public struct NotifierConfig: Sendable {
     /// once for many events: on a 100,000-event backlog, 1,000 applied
     /// 46,700-49,100 events/s to SQLite, 5,000 applied 55,500-60,900.
     public var maxBatch = 5000
+    /// `LOG_LEVEL`: the least severe level written.
+    public var logLevel: Logger.Level = .info
 
     public init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
@@ -99,7 +101,6 @@ public struct NotifierConfig: Sendable {
     }
 
     public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> NotifierConfig {
-        _ = try environment.logLevel()
         var config = NotifierConfig(
             http: HTTPServerConfig(port: try environment.port("NOTIFIER_PORT", default: 8081)),
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
@@ -110,6 +111,7 @@ public struct NotifierConfig: Sendable {
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000),
             amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
         config.delivery = try DeliveryConfig.fromEnvironment(environment)
+        config.logLevel = try environment.logLevel()
         return config
     }
 }

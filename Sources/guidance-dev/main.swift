@@ -48,12 +48,12 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-let logger = Logger(component: "guidance-dev")
 do {
     let environment = Environment()
+    let level = try environment.logLevel()
     let options = try DevOptions.parse(Array(CommandLine.arguments.dropFirst()))
     let partitions = try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...1000)
-    let cluster = try MockCluster(brokers: options.brokers, logger: Logger(component: "kafka-mock"))
+    let cluster = try MockCluster(brokers: options.brokers, logger: Logger(component: "kafka-mock", level: level))
     for topic in Topics().all {
         try cluster.createTopic(topic, partitions: partitions)
     }
@@ -93,7 +93,8 @@ do {
             values["PUBLIC_NOTIFIER_URL"] = "http://127.0.0.1:\(notifierPort)"
         }
         let serviceEnvironment = Environment(values)
-        let ingest = try IngestService(config: try IngestConfig.fromEnvironment(serviceEnvironment), logger: Logger(component: "ingest"))
+        let ingestConfig = try IngestConfig.fromEnvironment(serviceEnvironment)
+        let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
         var notifierConfig = try NotifierConfig.fromEnvironment(serviceEnvironment)
         if notifierConfig.delivery.mail == nil {
             // No mail server here: each e-mail is written where a mail client opens it.
@@ -101,14 +102,14 @@ do {
             notifierConfig.delivery.mail = .init(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
             say("e-mail: no SMTP_URL, so each digest e-mail is written as an .eml file (open it with a mail client) into \(folder)")
         }
-        let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier"))
+        let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))
         try await ingest.start()
         try await notifier.start()
         services = (ingest, notifier)
         say(DevGuide.text(ingestPort: ingest.port, notifierPort: notifier.port, roster: ingest.roster.current))
     }
     let signal = await waitForTerminationSignal()
-    logger.info("stopping", ["signal": String(signal)])
+    Logger(component: "guidance-dev", level: level).info("stopping", ["signal": String(signal)])
     if let (ingest, notifier) = services {
         await ingest.shutdown()
         await notifier.shutdown()
@@ -118,6 +119,6 @@ do {
     if let path = options.bootstrapFile { unlink(path) }
     withExtendedLifetime(cluster) {}
 } catch {
-    logger.error("guidance-dev could not start: \(error)")
+    Logger(component: "guidance-dev").error("guidance-dev could not start: \(error)")
     exit(1)
 }

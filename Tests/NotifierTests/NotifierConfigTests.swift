@@ -9,6 +9,8 @@ final class NotifierConfigTests: XCTestCase {
         XCTAssertEqual(config.groupID, "guidance-notifier")
         XCTAssertEqual(config.partitions, 12)
         XCTAssertEqual(config.store, .sqlite(path: "guidance-notifier.db"))
+        XCTAssertEqual(config.logLevel, .info)
+        XCTAssertEqual(try NotifierConfig.fromEnvironment(Environment(["LOG_LEVEL": "WARN"])).logLevel, .warning)
         XCTAssertEqual(try StoreLocation.parse("postgres://u:p@db/guidance"), .postgres(url: "postgres://u:p@db/guidance"))
     }
 
