@@ -10,8 +10,8 @@ import Synchronization
 /// The rebalance handler runs on that thread inside `poll`: on revocation it is
 /// told first, then the stored offsets are committed, then the partitions go.
 /// Offsets are committed only from that thread, never mid-rebalance from
-/// another (PITFALLS.md). Watermark and committed-offset look-ups may be called
-/// from any thread.
+/// another (PITFALLS.md). Watermarks and a group's committed offsets are read
+/// by an `OffsetsReader`.
 public final class Consumer: @unchecked Sendable {
     public let config: ConsumerConfig
     private let handle: OpaquePointer
@@ -35,8 +35,6 @@ public final class Consumer: @unchecked Sendable {
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
         // Serve errors, logs and rebalances from consumer polls.
         rd_kafka_poll_set_consumer(handle)
-        // Without topics the client only reads offsets and watermarks.
-        guard !config.topics.isEmpty else { return }
         let topics = PartitionList.make(config.topics.map { TopicPartition(topic: $0, partition: Int32(RD_KAFKA_PARTITION_UA)) })
         defer { rd_kafka_topic_partition_list_destroy(topics) }
         let result = rd_kafka_subscribe(handle, topics)
@@ -48,7 +46,7 @@ public final class Consumer: @unchecked Sendable {
     }
 
     deinit {
-        if !config.topics.isEmpty { close() }
+        close()
         rd_kafka_destroy(handle)
     }
 
@@ -118,33 +116,6 @@ public final class Consumer: @unchecked Sendable {
         return PartitionList.partitions(list)
     }
 
-    /// The offset the next produced message of `partition` will get.
-    public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
-        var low: Int64 = 0
-        var high: Int64 = 0
-        let result = rd_kafka_query_watermark_offsets(
-            handle, partition.topic, partition.partition, &low, &high, Int32(clamping: timeout.milliseconds))
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(result, context: "watermarks of \(partition)")
-        }
-        return high
-    }
-
-    /// The group's committed offsets; a partition without a commit maps to nil.
-    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64?] {
-        let list = PartitionList.make(partitions)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        let result = rd_kafka_committed(handle, list, Int32(clamping: timeout.milliseconds))
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(result, context: "committed offsets of group \(config.groupID)")
-        }
-        var offsets: [TopicPartition: Int64?] = [:]
-        for entry in PartitionList.entries(list) {
-            offsets[entry.partition] = entry.offset >= 0 ? entry.offset : nil
-        }
-        return offsets
-    }
-
     /// Messages behind the end of each assigned partition, from what the
     /// client already knows (no request is sent).
     public func lag() -> [TopicPartition: Int64] {
@@ -162,11 +133,6 @@ public final class Consumer: @unchecked Sendable {
             lag[entry.partition] = entry.offset >= 0 ? max(0, high - entry.offset) : max(0, high - low)
         }
         return lag
-    }
-
-    /// The partition counts of `topics` as the cluster reports them.
-    public func partitionCounts(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [String: Int] {
-        try Metadata.partitionCounts(handle: handle, topics: topics, timeout: timeout)
     }
 
     /// Leaves the group: the revocation commits stored offsets. Call from the

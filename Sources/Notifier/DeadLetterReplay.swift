@@ -75,12 +75,10 @@ public struct DeadLetterReplay: Sendable {
             config: ConsumerConfig(kafka: kafka, groupID: "guidance-dlq-replay-\(RandomID.uuid())", topics: [topics.deadLetters], clientID: "guidance-dlq-replay"),
             logger: logger)
         defer { consumer.close() }
-        let count = try consumer.partitionCounts(of: [topics.deadLetters])[topics.deadLetters] ?? 0
+        let ends = try OffsetsReader(kafka: kafka, groupID: consumer.config.groupID, clientID: "guidance-dlq-replay", logger: logger)
+            .endOffsets(of: [topics.deadLetters])
         var remaining: [Int32: Int64] = [:]
-        for partition in 0..<Int32(count) {
-            let end = try consumer.highWatermark(of: TopicPartition(topic: topics.deadLetters, partition: partition))
-            if end > 0 { remaining[partition] = end }
-        }
+        for (partition, end) in ends where end > 0 { remaining[partition.partition] = end }
         let deadline = ContinuousClock.now + timeout
         var chosen: [(letter: Letter, message: ConsumedMessage)] = []
         while !remaining.isEmpty {

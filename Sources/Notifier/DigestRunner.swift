@@ -26,8 +26,8 @@ final class DigestRunner: Sendable {
     private let rosters: LiveRoster
     private let store: any GuidanceStore
     private let dispatcher: Dispatcher
-    /// A group client that never joins: it only reads offsets and watermarks.
-    private let offsets: Consumer
+    /// The topics' ends and the group's committed offsets.
+    private let offsets: OffsetsReader
     private let topics: Topics
     private let cutoffTimeout: Duration
     /// Seconds since the epoch now; tests move it across days and DST.
@@ -44,9 +44,8 @@ final class DigestRunner: Sendable {
         topics = config.topics
         cutoffTimeout = config.cutoffTimeout
         clock = config.clock
-        offsets = try Consumer(
-            config: ConsumerConfig(kafka: config.kafka, groupID: config.groupID, topics: [], clientID: "guidance-notifier-cutoff"),
-            logger: logger.with(["part": "cutoff"]))
+        offsets = try OffsetsReader(
+            kafka: config.kafka, groupID: config.groupID, clientID: "guidance-notifier-cutoff", logger: logger.with(["part": "cutoff"]))
     }
 
     /// Warns when a topic has fewer partitions than replicas may need: a
@@ -178,17 +177,7 @@ final class DigestRunner: Sendable {
     private func waitForCutoff() async throws {
         let offsets = self.offsets
         let topics = [self.topics.registered, self.topics.deleted]
-        let cutoff: [TopicPartition: Int64] = try await blocking {
-            let counts = try offsets.partitionCounts(of: topics)
-            var marks: [TopicPartition: Int64] = [:]
-            for (topic, count) in counts {
-                for partition in 0..<count {
-                    let key = TopicPartition(topic: topic, partition: Int32(partition))
-                    marks[key] = try offsets.highWatermark(of: key)
-                }
-            }
-            return marks
-        }
+        let cutoff = try await blocking { try offsets.endOffsets(of: topics) }
         let deadline = ContinuousClock.now + cutoffTimeout
         while true {
             let committed = try await blocking { try offsets.committedOffsets(Array(cutoff.keys)) }

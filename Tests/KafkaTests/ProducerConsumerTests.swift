@@ -68,13 +68,14 @@ final class ProducerConsumerTests: MockClusterTestCase {
         var seen: [String] = []
         // What a full commit looks like: each partition's high watermark, or no
         // commit at all for a partition no key hashed to.
+        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: first.config.groupID, logger: quietLogger("offsets"))
         var watermarks: [TopicPartition: Int64?] = [:]
         for partition in partitions {
-            let high = try first.highWatermark(of: partition)
+            let high = try offsets.highWatermark(of: partition)
             watermarks[partition] = high == 0 ? .some(nil) : high
         }
         let consumeDeadline = Date().addingTimeInterval(30)
-        while Date() < consumeDeadline, try Set(seen).count < 200 || first.committedOffsets(partitions) != watermarks {
+        while Date() < consumeDeadline, try Set(seen).count < 200 || offsets.committedOffsets(partitions) != watermarks {
             for member in [first, second] {
                 let batch = member.poll(maxMessages: 50, timeout: .milliseconds(100))
                 seen += batch.map { String(decoding: $0.value ?? [], as: UTF8.self) }
@@ -82,7 +83,7 @@ final class ProducerConsumerTests: MockClusterTestCase {
                 try? member.commit()
             }
         }
-        XCTAssertEqual(try first.committedOffsets(partitions), watermarks, "the first 200 were not all committed")
+        XCTAssertEqual(try offsets.committedOffsets(partitions), watermarks, "the first 200 were not all committed")
         XCTAssertEqual(seen.sorted(), (0..<200).map(String.init).sorted(), "a stable group delivered a message twice or lost one")
 
         // The second leaves; 100 more arrive; the first takes every partition
@@ -110,14 +111,17 @@ final class ProducerConsumerTests: MockClusterTestCase {
         defer { producer.close() }
         let report = try await producer.send(OutgoingMessage(topic: topic, key: "one-key", value: [1, 2, 3]))
         let consumer = try Consumer(config: consumerConfig(cluster, group: "g-\(topic)", topics: [topic]), logger: quietLogger("consumer"))
+        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "g-\(topic)", logger: quietLogger("offsets"))
         let partition = TopicPartition(topic: topic, partition: report.partition)
-        XCTAssertEqual(try consumer.highWatermark(of: partition), report.offset + 1)
-        XCTAssertEqual(try consumer.committedOffsets([partition])[partition], .some(nil))
+        XCTAssertEqual(try offsets.highWatermark(of: partition), report.offset + 1)
+        XCTAssertEqual(try offsets.endOffsets(of: [topic, "missing-topic"])[partition], report.offset + 1)
+        XCTAssertEqual(try offsets.endOffsets(of: [topic]).count, 4)
+        XCTAssertEqual(try offsets.committedOffsets([partition])[partition], .some(nil))
         let messages = consumeAll(consumer, count: 1)
         try consumer.store(messages)
         try consumer.commit()
-        XCTAssertEqual(try consumer.committedOffsets([partition])[partition], report.offset + 1)
-        XCTAssertEqual(try consumer.partitionCounts(of: [topic, "missing-topic"]), [topic: 4])
+        XCTAssertEqual(try offsets.committedOffsets([partition])[partition], report.offset + 1)
+        XCTAssertEqual(try offsets.partitionCounts(of: [topic, "missing-topic"]), [topic: 4])
         consumer.close()
     }
 
