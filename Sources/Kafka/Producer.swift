@@ -113,22 +113,12 @@ public final class Producer: Sendable {
 /// after the handle went fatal and its messages were failed.
 final class ProducerClient: @unchecked Sendable {
     private let handle: OpaquePointer
-    /// Who uses the handle now, and whether it is going away. A use counts
-    /// itself in and out under the lock but runs outside it, so a slow use
-    /// (a metadata request for `/readyz`) never holds up a send; the polling
-    /// thread marks the handle destroyed, waits for the count to reach zero,
-    /// and only then destroys it.
-    private let uses = Mutex(HandleUses())
-
-    private struct HandleUses {
-        var active = 0
-        var destroyed = false
-    }
+    /// The handle's life and its uses, one value behind one lock.
+    private let lifecycle = Mutex(Lifecycle())
+    /// Signalled by the polling thread once the handle is destroyed.
+    private let finished = DispatchSemaphore(value: 0)
     private let context: ClientContext
     private let logger: Logger
-    /// nil while running; the drain deadline once closing.
-    private let closingDeadline = Mutex<ContinuousClock.Instant?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
     private let deliveryTimeout: Duration
     /// Sends awaiting their report, oldest first. All sends share one timeout,
     /// so deadlines grow along the queue and expiry only looks at its head.
@@ -183,13 +173,8 @@ final class ProducerClient: @unchecked Sendable {
     /// Runs `body` with the handle unless it is being destroyed; the handle
     /// outlives `body`. Uses run side by side.
     func withLiveHandle<T>(_ body: (OpaquePointer) -> T) -> T? {
-        let admitted = uses.withLock { uses in
-            guard !uses.destroyed else { return false }
-            uses.active += 1
-            return true
-        }
-        guard admitted else { return nil }
-        defer { uses.withLock { $0.active -= 1 } }
+        guard lifecycle.withLock({ $0.admit() }) else { return nil }
+        defer { lifecycle.withLock { $0.release() } }
         return body(handle)
     }
 
@@ -201,8 +186,9 @@ final class ProducerClient: @unchecked Sendable {
         return KafkaError(error, context: "delivery to \(topic)", producerFatal: fatal)
     }
 
+    /// Drains for up to `timeout` and returns once the handle is destroyed.
     func close(drainFor timeout: Duration) {
-        closingDeadline.withLock { $0 = $0 ?? .now + timeout }
+        lifecycle.withLock { $0.close(deadline: .now + timeout) }
         finished.wait()
         finished.signal()
     }
@@ -217,9 +203,9 @@ final class ProducerClient: @unchecked Sendable {
                 replaced = true
                 owner.replace(self)
                 // Fail everything still queued on the broken handle now.
-                closingDeadline.withLock { $0 = .now }
+                lifecycle.withLock { $0.close(deadline: .now) }
             }
-            guard let deadline = closingDeadline.withLock({ $0 }) else { continue }
+            guard let deadline = lifecycle.withLock({ $0.deadline }) else { continue }
             let outstanding = rd_kafka_outq_len(handle)
             if outstanding == 0 { break }
             if ContinuousClock.now >= deadline {
@@ -238,10 +224,10 @@ final class ProducerClient: @unchecked Sendable {
         if abandoned > 0 {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
-        uses.withLock { $0.destroyed = true }
         // Uses admitted before are short (a produce call) or bounded (a metadata request's timeout).
-        while uses.withLock({ $0.active }) > 0 { usleep(1000) }
+        while !lifecycle.withLock({ $0.stopAdmitting() }) { usleep(1000) }
         rd_kafka_destroy(handle)
+        lifecycle.withLock { $0.destroyed() }
         failOverdueSends(all: true)
         finished.signal()
     }
@@ -257,6 +243,66 @@ final class ProducerClient: @unchecked Sendable {
             delivery.finish(.failure(KafkaError(
                 all ? .shuttingDown : .deliveryTimedOut,
                 all ? "producer closed before the broker answered" : "no acknowledgement from the broker within \(deliveryTimeout)")))
+        }
+    }
+}
+
+extension ProducerClient {
+    /// running → closing (draining until a deadline) → destroying (no new
+    /// use admitted, waiting for the ones in progress) → destroyed. Uses of
+    /// the handle count themselves in and out here but run outside the lock,
+    /// so a slow one (a metadata request for `/readyz`) never holds up a send,
+    /// and the handle is destroyed only once none is left.
+    struct Lifecycle: Sendable {
+        enum State: Sendable, Equatable {
+            case running
+            case closing(deadline: ContinuousClock.Instant)
+            case destroying
+            case destroyed
+        }
+
+        private(set) var state = State.running
+        private(set) var uses = 0
+
+        /// Whether a use may start; counted until `release`.
+        mutating func admit() -> Bool {
+            switch state {
+            case .running, .closing:
+                uses += 1
+                return true
+            case .destroying, .destroyed:
+                return false
+            }
+        }
+
+        mutating func release() {
+            uses -= 1
+        }
+
+        /// Starts draining; the earliest deadline asked for wins (a fatal
+        /// handle closes now even if a close with a longer drain came first).
+        mutating func close(deadline: ContinuousClock.Instant) {
+            switch state {
+            case .running: state = .closing(deadline: deadline)
+            case .closing(let current): state = .closing(deadline: min(current, deadline))
+            case .destroying, .destroyed: break
+            }
+        }
+
+        /// When draining ends; nil while running (and once it ended).
+        var deadline: ContinuousClock.Instant? {
+            if case .closing(let deadline) = state { deadline } else { nil }
+        }
+
+        /// Admits no more uses; true once none is in progress, so the
+        /// handle may be destroyed.
+        mutating func stopAdmitting() -> Bool {
+            if state != .destroyed { state = .destroying }
+            return uses == 0
+        }
+
+        mutating func destroyed() {
+            state = .destroyed
         }
     }
 }
