@@ -67,7 +67,7 @@ struct NotifierHandlers: Sendable {
     struct Inbox: Encodable, Sendable {
         let teacherId: String
         let unreadCount: Int
-        let items: [Digest]
+        let items: [DigestJSON]
     }
 
     @Sendable func inbox(_ request: Request, _ caller: Caller) async throws -> Response {
@@ -77,7 +77,7 @@ struct NotifierHandlers: Sendable {
         let store = self.store
         let digests = try await available { try await blocking { try store.inbox(teacher: teacherID) } }
         let unread = digests.filter { !$0.read }
-        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: unreadOnly ? unread : digests))
+        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map(DigestJSON.init)))
     }
 
     @Sendable func markRead(_ request: Request, _ caller: Caller) async throws -> Response {

@@ -11,7 +11,7 @@ enum WebhookMessage {
         let type = "digest.created"
         /// When the digest was written: the same body on every attempt.
         let timestamp: String
-        let data: Digest
+        let data: DigestJSON
     }
 
     private static let encoder: JSONEncoder = {
@@ -22,7 +22,7 @@ enum WebhookMessage {
 
     static func body(_ digest: Digest) -> [UInt8] {
         // Encoding a Digest of strings and numbers cannot fail.
-        (try? Array(encoder.encode(Envelope(timestamp: digest.createdAt, data: digest)))) ?? []
+        (try? Array(encoder.encode(Envelope(timestamp: digest.createdAt, data: DigestJSON(digest))))) ?? []
     }
 
     /// `webhook-id`, `webhook-timestamp` (this attempt, Unix seconds) and

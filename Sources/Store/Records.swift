@@ -84,8 +84,9 @@ public struct DigestEntry: Sendable, Equatable, Codable {
 }
 
 /// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,
-/// revision)` is unique in the store.
-public struct Digest: Sendable, Equatable, Codable {
+/// revision)` is unique in the store. Its JSON (the inbox API, webhooks) is
+/// the notifier's business: `DigestJSON`.
+public struct Digest: Sendable, Equatable {
     public let digestId: String
     public let teacherId: String
     public let schoolId: String
@@ -122,25 +123,6 @@ public struct Digest: Sendable, Equatable, Codable {
     }
 
     public var recipient: Recipient { Recipient(teacherId: teacherId, scope: scope, grade: grade, classNumber: classNumber) }
-
-    /// `classNumber` is written as `null` for grade digests, as the contract shows.
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(digestId, forKey: .digestId)
-        try container.encode(teacherId, forKey: .teacherId)
-        try container.encode(schoolId, forKey: .schoolId)
-        try container.encode(date, forKey: .date)
-        try container.encode(scope, forKey: .scope)
-        try container.encode(grade, forKey: .grade)
-        try container.encode(classNumber, forKey: .classNumber)
-        try container.encode(revision, forKey: .revision)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(read, forKey: .read)
-        try container.encode(subject, forKey: .subject)
-        try container.encode(text, forKey: .text)
-        try container.encode(entries, forKey: .entries)
-        try container.encode(counts, forKey: .counts)
-    }
 }
 
 /// What a digest run sees inside its transaction.
