@@ -1,3 +1,4 @@
+import Foundation
 import Guidance
 import Kafka
 @testable import Notifier
@@ -50,6 +51,21 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(digests["vd1"]!.entries.map(\.guidanceId), ["b", "a", "c"], "the grade, by class then number")
         XCTAssertEqual(digests["vd1"]!.classNumber, nil)
         XCTAssertTrue(digests.values.allSatisfy { $0.entries.allSatisfy { $0.change == .added } })
+    }
+
+    func testTheDigestJSONNamesEveryFieldOfTheContractWithANullClassForAGrade() throws {
+        let digests = plan(active: [record("a", "s112", "noShoes")])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let grade = try XCTUnwrap(JSONSerialization.jsonObject(with: encoder.encode(DigestJSON(digests["vd1"]!))) as? [String: Any])
+        XCTAssertEqual(grade.keys.sorted(), [
+            "classNumber", "counts", "createdAt", "date", "digestId", "entries", "grade", "read", "revision", "schoolId", "scope", "subject", "teacherId", "text",
+        ])
+        XCTAssertTrue(grade["classNumber"] is NSNull, "a grade digest writes classNumber: null, not nothing")
+        XCTAssertEqual(grade["scope"] as? String, "grade")
+        let homeroom = try XCTUnwrap(JSONSerialization.jsonObject(with: encoder.encode(DigestJSON(digests["hr11"]!))) as? [String: Any])
+        XCTAssertEqual(homeroom["classNumber"] as? Int, 1)
+        XCTAssertEqual((homeroom["entries"] as? [[String: Any]])?.first?["guidanceId"] as? String, "a")
     }
 
     func testAnAmendmentCarriesOnlyWhatChangedForWhomItChanged() {
