@@ -67,54 +67,78 @@ extension Roster {
     }
 
     /// Builds a roster from the files `source` names, each read when its turn
-    /// comes; nil for an absent optional file.
+    /// comes; nil for an absent optional file. Each file is one step, and
+    /// checks what it refers to against the steps before it.
     private static func parse(_ source: (String) throws(RosterError) -> CSVSource?) throws(RosterError) -> Roster {
         func required(_ name: String) throws(RosterError) -> CSVSource {
             guard let found = try source(name) else { throw RosterError(file: name, line: nil, reason: "missing") }
             return found
         }
-        var reasonsBySchool: [String: [Reason]] = [:]
-        if let reasons = try source("reasons.csv") {
-            try Table.forEach(file: "reasons.csv", source: reasons, columns: ["school_id", "code", "label", "requires_detail"]) { (row) throws(RosterError) in
-                let code = try row.nonEmpty("code")
-                guard code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
-                    throw row.error("code '\(code)' may hold only letters, digits, '_' and '-'")
-                }
-                let requires = try row.bool("requires_detail")
-                reasonsBySchool[try row.nonEmpty("school_id"), default: []].append(Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires))
-            }
-        }
+        var reasons: [String: [Reason]] = [:]
+        if let file = try source("reasons.csv") { reasons = try readReasons(file) }
+        let schools = try readSchools(required("schools.csv"), reasons: reasons)
+        let (students, grades) = try readStudents(required("students.csv"), schools: schools)
+        let teachers = try readTeachers(required("teachers.csv"), schools: schools)
+        var tokens: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
+        let tokensFile = try source("tokens.csv")
+        if let tokensFile { tokens = try readTokens(tokensFile, teachers: teachers) }
+        var webhooks: [String: Webhook] = [:]
+        if let file = try source("webhooks.csv") { webhooks = try readWebhooks(file, schools: schools) }
+        return Roster(
+            schools: schools, students: students, teachers: teachers, tokens: tokens,
+            authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks)
+    }
 
-        var schoolMap: [String: School] = [:]
-        try Table.forEach(file: "schools.csv", source: required("schools.csv"), columns: ["school_id", "name", "timezone", "digest_time"]) { (row) throws(RosterError) in
+    /// `reasons.csv`: each school's own reasons, by school id.
+    private static func readReasons(_ file: CSVSource) throws(RosterError) -> [String: [Reason]] {
+        var reasons: [String: [Reason]] = [:]
+        try Table.forEach(file: "reasons.csv", source: file, columns: ["school_id", "code", "label", "requires_detail"]) { (row) throws(RosterError) in
+            let code = try row.nonEmpty("code")
+            guard code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                throw row.error("code '\(code)' may hold only letters, digits, '_' and '-'")
+            }
+            let requires = try row.bool("requires_detail")
+            reasons[try row.nonEmpty("school_id"), default: []].append(Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires))
+        }
+        return reasons
+    }
+
+    /// `schools.csv`, each with the default reasons and its own from `reasons`
+    /// (which must all name a school listed here).
+    private static func readSchools(_ file: CSVSource, reasons: [String: [Reason]]) throws(RosterError) -> [String: School] {
+        var schools: [String: School] = [:]
+        try Table.forEach(file: "schools.csv", source: file, columns: ["school_id", "name", "timezone", "digest_time"]) { (row) throws(RosterError) in
             let id = try row.identifier("school_id")
-            guard schoolMap[id] == nil else { throw row.error("school '\(id)' is listed twice") }
+            guard schools[id] == nil else { throw row.error("school '\(id)' is listed twice") }
             let zoneName = try row.nonEmpty("timezone")
             guard let zone = TimeZone(identifier: zoneName) else { throw row.error("unknown time zone '\(zoneName)'") }
             let time = try row.nonEmpty("digest_time")
             guard let minute = Roster.minuteOfDay(time) else { throw row.error("digest_time '\(time)' is not HH:MM") }
             var catalogue = Reason.defaults
-            for reason in reasonsBySchool[id] ?? [] {
+            for reason in reasons[id] ?? [] {
                 catalogue.removeAll { $0.code == reason.code }
                 catalogue.append(reason)
             }
-            schoolMap[id] = School(
+            schools[id] = School(
                 id: id, name: try row.nonEmpty("name"), timeZone: zone, digestMinute: minute,
                 reasons: Dictionary(uniqueKeysWithValues: catalogue.map { ($0.code, $0) }), reasonOrder: catalogue.map(\.code))
         }
-        for school in reasonsBySchool.keys where schoolMap[school] == nil {
+        for school in reasons.keys where schools[school] == nil {
             throw RosterError(file: "reasons.csv", line: nil, reason: "unknown school '\(school)'")
         }
+        return schools
+    }
 
-        let studentsSource = try required("students.csv")
+    /// `students.csv` as the directory of seats, and the grades each school has.
+    private static func readStudents(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> (StudentDirectory, [String: Set<Int>]) {
         // Sized once from the file: growing by doubling would briefly hold two
         // copies of a district.
-        let (bytes, lines) = studentsSource.size
+        let (bytes, lines) = file.size
         var directory = StudentDirectory(capacity: lines + 1, textBytes: bytes)
         var grades: [String: Set<Int>] = [:]
-        try Table.forEach(file: "students.csv", source: studentsSource, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]) { (row) throws(RosterError) in
+        try Table.forEach(file: "students.csv", source: file, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
-            guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
+            guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let student = Student(
                 schoolID: school, id: try row.identifier("student_id"), grade: try row.positive("grade"),
                 classNumber: try row.positive("class"), number: try row.positive("number"),
@@ -138,13 +162,18 @@ extension Roster {
             grades[school, default: []].insert(student.grade)
         }
         directory.finishLoading()
+        return (directory, grades)
+    }
 
-        var teacherMap: [String: Teacher] = [:]
-        try Table.forEach(file: "teachers.csv", source: required("teachers.csv"), columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in
+    /// `teachers.csv`: a homeroom teacher needs grade and class, a
+    /// volunteer-duty teacher a grade.
+    private static func readTeachers(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: Teacher] {
+        var teachers: [String: Teacher] = [:]
+        try Table.forEach(file: "teachers.csv", source: file, columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
-            guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
+            guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let id = try row.identifier("teacher_id")
-            guard teacherMap[id] == nil else { throw row.error("teacher '\(id)' is listed twice") }
+            guard teachers[id] == nil else { throw row.error("teacher '\(id)' is listed twice") }
             let roleName = try row.nonEmpty("role")
             guard let role = Teacher.Role(rawValue: roleName) else {
                 throw row.error("role '\(roleName)' is not one of homeroom, volunteer_duty, gate, admin")
@@ -158,48 +187,49 @@ extension Roster {
                 throw row.error("a volunteer_duty teacher needs a grade")
             default: break
             }
-            teacherMap[id] = Teacher(
+            teachers[id] = Teacher(
                 schoolID: school, id: id, name: try row.nonEmpty("name"), email: row["email"], role: role,
                 grade: grade, classNumber: role == .homeroom ? classNumber : nil)
         }
+        return teachers
+    }
 
-        var tokenMap: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
-        let tokens = try source("tokens.csv")
-        if let tokens {
-            try Table.forEach(file: "tokens.csv", source: tokens, columns: ["token_sha256", "teacher_id"]) { (row) throws(RosterError) in
-                let hex = try row.nonEmpty("token_sha256")
-                guard let digest = SHA256.digest(fromHex: hex) else {
-                    throw row.error("token_sha256 must be 64 hexadecimal digits")
-                }
-                let teacher = try row.nonEmpty("teacher_id")
-                guard teacherMap[teacher] != nil else { throw row.error("unknown teacher '\(teacher)'") }
-                tokenMap[tokenBucket(digest), default: []].append((digest, teacher))
+    /// `tokens.csv`: SHA-256 digests of tokens, each of a listed teacher,
+    /// bucketed by their first 8 bytes.
+    private static func readTokens(_ file: CSVSource, teachers: [String: Teacher]) throws(RosterError) -> [UInt64: [(digest: [UInt8], teacherID: String)]] {
+        var tokens: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
+        try Table.forEach(file: "tokens.csv", source: file, columns: ["token_sha256", "teacher_id"]) { (row) throws(RosterError) in
+            let hex = try row.nonEmpty("token_sha256")
+            guard let digest = SHA256.digest(fromHex: hex) else {
+                throw row.error("token_sha256 must be 64 hexadecimal digits")
             }
+            let teacher = try row.nonEmpty("teacher_id")
+            guard teachers[teacher] != nil else { throw row.error("unknown teacher '\(teacher)'") }
+            tokens[tokenBucket(digest), default: []].append((digest, teacher))
         }
+        return tokens
+    }
 
-        var webhookMap: [String: Webhook] = [:]
-        if let webhooks = try source("webhooks.csv") {
-            try Table.forEach(file: "webhooks.csv", source: webhooks, columns: ["school_id", "url", "secret"]) { (row) throws(RosterError) in
-                let school = try row.identifier("school_id")
-                guard schoolMap[school] != nil else { throw row.error("unknown school '\(school)'") }
-                guard webhookMap[school] == nil else { throw row.error("school '\(school)' has a webhook already; one per school") }
-                let url = try row.nonEmpty("url")
-                guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-                      let host = parsed.host, !host.isEmpty, !url.contains(where: \.isWhitespace) else {
-                    throw row.error("url '\(url)' is not an http:// or https:// URL")
-                }
-                let secret = try row.nonEmpty("secret")
-                guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))), key.count >= 16 else {
-                    // The secret itself is never echoed.
-                    throw row.error("secret must be whsec_ followed by the base64 of at least 16 random bytes")
-                }
-                webhookMap[school] = Webhook(schoolID: school, url: url, secret: Array(key))
+    /// `webhooks.csv`: at most one http(s) URL per school, with a
+    /// `whsec_` secret that is never echoed.
+    private static func readWebhooks(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: Webhook] {
+        var webhooks: [String: Webhook] = [:]
+        try Table.forEach(file: "webhooks.csv", source: file, columns: ["school_id", "url", "secret"]) { (row) throws(RosterError) in
+            let school = try row.identifier("school_id")
+            guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
+            guard webhooks[school] == nil else { throw row.error("school '\(school)' has a webhook already; one per school") }
+            let url = try row.nonEmpty("url")
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                  let host = parsed.host, !host.isEmpty, !url.contains(where: \.isWhitespace) else {
+                throw row.error("url '\(url)' is not an http:// or https:// URL")
             }
+            let secret = try row.nonEmpty("secret")
+            guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))), key.count >= 16 else {
+                throw row.error("secret must be whsec_ followed by the base64 of at least 16 random bytes")
+            }
+            webhooks[school] = Webhook(schoolID: school, url: url, secret: Array(key))
         }
-
-        return Roster(
-            schools: schoolMap, students: directory, teachers: teacherMap, tokens: tokenMap,
-            authenticationEnabled: tokens != nil, grades: grades, webhooks: webhookMap)
+        return webhooks
     }
 
     /// "08:50" → 530.
