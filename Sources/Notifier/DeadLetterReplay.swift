@@ -58,13 +58,19 @@ public struct DeadLetterReplay: Sendable {
         let letters = try await blocking { [self] in try read(selection, timeout: timeout) }
         guard !dryRun else { return letters.map(\.letter) }
         let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-dlq-replay"), logger: logger)
-        defer { producer.close() }
-        for (letter, message) in letters {
-            let headers = message.headers.filter { !$0.name.hasPrefix("dlq-") }
-                + [(name: "dlq-replayed-from", value: Array("\(topics.deadLetters)/\(letter.partition)/\(letter.offset)".utf8))]
-            _ = try await producer.send(OutgoingMessage(topic: letter.sourceTopic, key: message.key ?? [], value: message.value, headers: headers))
-            logger.info("dead letter replayed", ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
+        do {
+            for (letter, message) in letters {
+                let headers = message.headers.filter { !$0.name.hasPrefix("dlq-") }
+                    + [(name: "dlq-replayed-from", value: Array("\(topics.deadLetters)/\(letter.partition)/\(letter.offset)".utf8))]
+                _ = try await producer.send(OutgoingMessage(topic: letter.sourceTopic, key: message.key ?? [], value: message.value, headers: headers))
+                logger.info("dead letter replayed", ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
+            }
+        } catch {
+            _ = try? await blocking { producer.close() }
+            throw error
         }
+        // Closing waits for the polling thread: off the cooperative pool.
+        _ = try? await blocking { producer.close() }
         return letters.map(\.letter)
     }
 
