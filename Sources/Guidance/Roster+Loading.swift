@@ -51,7 +51,7 @@ extension Roster {
         var size: (bytes: Int, lines: Int) {
             switch self {
             case .text(let text):
-                return (text.utf8.count, text.utf8.reduce(into: 0) { count, byte in if byte == 10 { count += 1 } })
+                return (text.utf8.count, text.utf8.count { $0 == 10 })
             case .file(let path):
                 guard let handle = FileHandle(forReadingAtPath: path) else { return (0, 0) }
                 defer { try? handle.close() }
@@ -59,7 +59,7 @@ extension Roster {
                 var lines = 0
                 while let chunk = try? handle.read(upToCount: 65_536), !chunk.isEmpty {
                     bytes += chunk.count
-                    lines += chunk.reduce(into: 0) { count, byte in if byte == 10 { count += 1 } }
+                    lines += chunk.withUnsafeBytes { $0.count { $0 == 10 } }
                 }
                 return (bytes, lines)
             }
@@ -267,7 +267,7 @@ private enum Table {
         /// Ids appear in URLs and Kafka keys: no '/', no spaces.
         func identifier(_ column: String) throws(RosterError) -> String {
             let value = try nonEmpty(column)
-            guard !value.contains("/"), !value.contains(where: \.isWhitespace) else {
+            guard !value.utf8.contains(UInt8(ascii: "/")), !value.containsWhitespace else {
                 throw error("\(column) '\(value)' must not contain '/' or spaces")
             }
             return value

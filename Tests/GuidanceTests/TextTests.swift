@@ -26,5 +26,17 @@ final class WhitespaceTests: XCTestCase {
         XCTAssertEqual("".trimmingWhitespace(), "")
         XCTAssertEqual("a".trimmingWhitespace(), "a")
         XCTAssertEqual("Bearer abc"[...].dropFirst(6).trimmingWhitespace(), "abc")
+        XCTAssertEqual("a b".trimmingWhitespace(), "a b", "inside stays")
+        XCTAssertEqual("민지\u{3000}".trimmingWhitespace(), "민지", "non-ASCII ends take the Unicode path")
+    }
+
+    func testFindsWhiteSpaceAnywhereASCIIOrNot() {
+        XCTAssertFalse("s-1234_가".containsWhitespace)
+        XCTAssertFalse("".containsWhitespace)
+        XCTAssertTrue("a b".containsWhitespace)
+        XCTAssertTrue("a\tb".containsWhitespace)
+        XCTAssertTrue("김\u{3000}민지".containsWhitespace, "an ideographic space")
+        XCTAssertTrue("a\u{00A0}".containsWhitespace, "a no-break space")
+        XCTAssertFalse("é\u{200B}".containsWhitespace, "a zero-width space is not White_Space")
     }
 }
