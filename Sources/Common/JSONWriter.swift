@@ -26,6 +26,15 @@ public struct JSONWriter {
         bytes.append(contentsOf: String(value).utf8)
     }
 
+    /// A field whose key is only known at run time (a map's keys).
+    public mutating func field(named key: String, _ value: some BinaryInteger) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        needsComma = true
+        JSONWriter.append(quoted: key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
     public mutating func object(_ key: StaticString, _ fields: (inout JSONWriter) -> Void) {
         self.key(key)
         bytes.append(UInt8(ascii: "{"))
@@ -37,6 +46,20 @@ public struct JSONWriter {
 
     public consuming func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+
+    /// An array of objects, each written by `write`.
+    public static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        bytes.reserveCapacity(items.count * capacity)
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            var writer = JSONWriter(capacity: capacity)
+            write(&writer, item)
+            bytes.append(contentsOf: writer.finish())
+        }
+        bytes.append(UInt8(ascii: "]"))
         return bytes
     }
 

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Guidance
 import Synchronization
@@ -11,8 +12,6 @@ public final class SQLStore: GuidanceStore {
     private let writer: Mutex<any SQLDatabase>
     let reader: Mutex<any SQLDatabase>
     let outbox: Mutex<any SQLDatabase>
-    static let decoder = JSONDecoder()
-    private static let encoder = JSONEncoder()
 
     /// One SQLite file in WAL mode.
     public static func sqlite(path: String) throws(StoreError) -> SQLStore {
@@ -369,14 +368,8 @@ public final class SQLStore: GuidanceStore {
     }
 
     private static func insert(_ digest: Digest, into database: any SQLDatabase) throws(StoreError) {
-        let entries: String
-        let counts: String
-        do {
-            entries = String(decoding: try encoder.encode(digest.entries), as: UTF8.self)
-            counts = String(decoding: try encoder.encode(digest.counts), as: UTF8.self)
-        } catch {
-            throw StoreError(.failed, "cannot encode digest \(digest.digestId): \(error)")
-        }
+        let entries = DigestColumns.entries(digest.entries)
+        let counts = DigestColumns.counts(digest.counts)
         try database.run("""
             INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, $12, $13)
@@ -428,9 +421,9 @@ public final class SQLStore: GuidanceStore {
         let row = Array(row)
         let entries: [DigestEntry]
         let counts: [String: Int]
-        do {
-            entries = try SQLStore.decoder.decode([DigestEntry].self, from: Data((row[12].string ?? "[]").utf8))
-            counts = try SQLStore.decoder.decode([String: Int].self, from: Data((row[13].string ?? "{}").utf8))
+        do throws(FieldError) {
+            entries = try DigestColumns.entries(from: row[12].string ?? "[]")
+            counts = try DigestColumns.counts(from: row[13].string ?? "{}")
         } catch {
             throw StoreError(.failed, "digest \(row[0].string ?? "?") is unreadable: \(error)")
         }
