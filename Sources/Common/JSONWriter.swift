@@ -51,16 +51,18 @@ public struct JSONWriter {
 
     /// An array of objects, each written by `write`.
     public static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
-        var bytes: [UInt8] = [UInt8(ascii: "[")]
-        bytes.reserveCapacity(items.count * capacity)
+        // One buffer for the whole array, each object written into it.
+        var writer = JSONWriter(capacity: items.count * capacity + 2)
+        writer.bytes[0] = UInt8(ascii: "[")
         for (index, item) in items.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            var writer = JSONWriter(capacity: capacity)
+            if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.bytes.append(UInt8(ascii: "{"))
+            writer.needsComma = false
             write(&writer, item)
-            bytes.append(contentsOf: writer.finish())
+            writer.bytes.append(UInt8(ascii: "}"))
         }
-        bytes.append(UInt8(ascii: "]"))
-        return bytes
+        writer.bytes.append(UInt8(ascii: "]"))
+        return writer.bytes
     }
 
     private mutating func key(_ key: StaticString) {

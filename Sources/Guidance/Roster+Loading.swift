@@ -86,7 +86,8 @@ extension Roster {
         if let file = try source("webhooks.csv") { webhooks = try readWebhooks(file, schools: schools) }
         return Roster(
             schools: schools, students: students, teachers: teachers, tokens: tokens,
-            authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks)
+            authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks,
+            teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } })
     }
 
     /// `reasons.csv`: each school's own reasons, by school id.
