@@ -94,11 +94,13 @@ final class DigestRunner: Sendable {
     func run(_ batch: [(school: School, date: String)]) async throws -> [Run] {
         guard !batch.isEmpty else { return [] }
         try await waitForCutoff()
-        var runs: [Run] = []
-        for (school, date) in batch {
-            runs.append(try await deliver(school: school, date: date))
+        return try await dispatcher.holdingClaims {
+            var runs: [Run] = []
+            for (school, date) in batch {
+                runs.append(try await deliver(school: school, date: date))
+            }
+            return runs
         }
-        return runs
     }
 
     /// Writes the digests (or amendments) of one school and date, without
@@ -149,25 +151,31 @@ final class DigestRunner: Sendable {
             logger.error("scheduled digest runs did not reach the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
             return []
         }
-        var ran: [(school: String, date: String)] = []
-        for (school, date) in due {
-            do {
-                _ = try await deliver(school: school, date: date)
-                ran.append((school.id, date))
-            } catch {
-                logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+        return await dispatcher.holdingClaims {
+            var ran: [(school: String, date: String)] = []
+            for (school, date) in due {
+                do {
+                    _ = try await deliver(school: school, date: date)
+                    ran.append((school.id, date))
+                } catch {
+                    logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+                }
             }
+            return ran
         }
-        return ran
     }
 
     /// Amendments for every date changed after its digests went out.
     func runAmendments() async {
         do {
             let store = self.store
-            for pending in try await blocking({ try store.pendingAmendments() }) {
-                guard let school = rosters.current.school(pending.school) else { continue }
-                _ = try await deliver(school: school, date: pending.date)
+            let pending = try await blocking { try store.pendingAmendments() }
+            guard !pending.isEmpty else { return }
+            try await dispatcher.holdingClaims {
+                for (school, date) in pending {
+                    guard let school = rosters.current.school(school) else { continue }
+                    _ = try await deliver(school: school, date: date)
+                }
             }
         } catch {
             logger.error("amendment run failed; retrying at the next tick", ["error": "\(error)"])

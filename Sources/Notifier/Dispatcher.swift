@@ -25,6 +25,10 @@ final class Dispatcher: Sendable {
     private let webhookSessions: [Connection<HTTPSession>]
     /// Bumped to wake idle loops (a digest run on this replica).
     private let doorbell = Atomic<Int>(0)
+    /// Digest runs under way on this replica. They write the outbox that
+    /// claims would write too, on the same database: new claims wait for
+    /// the runs to end (sends already claimed go on).
+    private let runs = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let loops = Mutex<[Task<Void, Never>]>([])
     /// Channels whose last attempt failed transiently: logged once per change.
@@ -147,9 +151,24 @@ final class Dispatcher: Sendable {
 
     // MARK: - The loop of one channel
 
+    /// Holds new claims while `body`, a batch of digest runs, writes; then
+    /// rings once.
+    func holdingClaims<T>(_ body: () async throws -> T) async rethrows -> T {
+        runs.add(1, ordering: .acquiringAndReleasing)
+        defer {
+            runs.subtract(1, ordering: .acquiringAndReleasing)
+            doorbell.add(1, ordering: .releasing)
+        }
+        return try await body()
+    }
+
     private func run(_ channel: Channel) async {
         let connections = channel == .email ? mailSenders.count : webhookSessions.count
         while !stopping.load(ordering: .acquiring) {
+            if runs.load(ordering: .acquiring) > 0 {
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
             await refreshBacklog()
             let now = clock()
             let leaseUntil = now + config.lease.seconds
