@@ -19,7 +19,7 @@ public final class NotifierService: Sendable {
     private let producer: Producer
     private let materializer: Materializer
     let runner: DigestRunner
-    private let dispatcher: Dispatcher
+    let dispatcher: Dispatcher
     private let server: HTTPServer
     private let logger: Logger
     private let schedule = ScheduleTask()

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Guidance
-import Notifier
+@testable import Notifier
 import TestSupport
 import XCTest
 
@@ -111,6 +111,31 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(revised["references"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
         XCTAssertTrue((revised["subject"] as? String ?? "").contains("[정정 2판]"))
         XCTAssertEqual(Set(messageIDs(all)).count, 6, "one message per revision and recipient")
+    }
+
+    /// Digest runs and claims would contend for the one SQLite writer: while
+    /// a batch of runs writes, no new delivery is claimed; once it ends, all
+    /// go out.
+    func testNoDeliveryIsClaimedWhileDigestRunsWrite() async throws {
+        let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
+        try sink.start()
+        let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
+        running = harness
+        try await harness.register(grade: 1, classNumber: 1, number: 1)
+        _ = try await harness.waitForList(count: 1)
+        let dispatcher = try XCTUnwrap(harness.notifier?.dispatcher)
+        try await dispatcher.holdingClaims {
+            // A run inside a longer batch: its deliveries wait for the batch.
+            let run = try await harness.runDigests()
+            XCTAssertEqual(run.status, 200, run.text)
+            try await Task.sleep(for: .seconds(1))  // five poll intervals
+            XCTAssertEqual(sink.records.count, 0, "an e-mail went out while digest runs were writing")
+            let pending = try await deliveries(harness)
+            XCTAssertEqual(pending.count, 2, "t-hr-1-1 and t-vd-1")
+            XCTAssertTrue(pending.allSatisfy { $0["status"] == .string("pending") }, "\(pending)")
+        }
+        let mails = try await sink.waitFor { $0.count >= 2 }
+        XCTAssertEqual(mails.count, 2, "the held deliveries went out once the runs ended")
     }
 
     func testAServerOutageAndA451AreRetriedUntilEachMessageArrivesOnce() async throws {
