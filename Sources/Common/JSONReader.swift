@@ -65,9 +65,9 @@ public enum JSONReader {
     public static func parse(_ bytes: [UInt8]) throws(FieldError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(FieldError) -> JSONValue in
             var cursor = Cursor(bytes: buffer)
-            let value = try cursor.value(path: "", depth: 0)
+            let value = try cursor.value(depth: 0)
             cursor.skipWhitespace()
-            guard cursor.position == buffer.count else { throw cursor.unexpected("after the document", path: "") }
+            guard cursor.position == buffer.count else { throw cursor.unexpected("after the document") }
             return value
         }
     }
@@ -84,6 +84,31 @@ public enum JSONReader {
     private struct Cursor {
         let bytes: UnsafeBufferPointer<UInt8>
         var position = 0
+        /// Where the cursor is in the document, for error messages only: the
+        /// path's text is built when an error needs it, not per field.
+        private var trail: [Step] = []
+
+        private enum Step {
+            case key(String)
+            case index(Int)
+        }
+
+        init(bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+            trail.reserveCapacity(8)
+        }
+
+        /// `student.grade`, `items[2].name`; empty for the document.
+        var path: String {
+            var text = ""
+            for step in trail {
+                switch step {
+                case .key(let key): text += text.isEmpty ? key : "." + key
+                case .index(let index): text += "[\(index)]"
+                }
+            }
+            return text
+        }
 
         mutating func skipWhitespace() {
             while position < bytes.count {
@@ -94,7 +119,7 @@ public enum JSONReader {
             }
         }
 
-        func unexpected(_ what: String, path: String) -> FieldError {
+        func unexpected(_ what: String) -> FieldError {
             let found = position < bytes.count ? "unexpected '\(Cursor.show(bytes[position]))'" : "unexpected end"
             return FieldError(field: path, message: "is not valid JSON: \(found) \(what) at byte \(position)")
         }
@@ -103,26 +128,26 @@ public enum JSONReader {
             byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
         }
 
-        mutating func value(path: String, depth: Int) throws(FieldError) -> JSONValue {
+        mutating func value(depth: Int) throws(FieldError) -> JSONValue {
             skipWhitespace()
-            guard position < bytes.count else { throw unexpected("where a value was expected", path: path) }
+            guard position < bytes.count else { throw unexpected("where a value was expected") }
             switch bytes[position] {
             case UInt8(ascii: "{"):
                 guard depth < JSONReader.maxDepth else { throw FieldError(field: path, message: "is nested too deeply") }
-                return .object(try object(path: path, depth: depth))
+                return .object(try object(depth: depth))
             case UInt8(ascii: "["):
                 guard depth < JSONReader.maxDepth else { throw FieldError(field: path, message: "is nested too deeply") }
-                return .array(try array(path: path, depth: depth))
-            case UInt8(ascii: "\""): return .string(try string(path: path))
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number(path: path)
+                return .array(try array(depth: depth))
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
             case UInt8(ascii: "t") where literal("true"): return .bool(true)
             case UInt8(ascii: "f") where literal("false"): return .bool(false)
             case UInt8(ascii: "n") where literal("null"): return .null
-            default: throw unexpected("where a value was expected", path: path)
+            default: throw unexpected("where a value was expected")
             }
         }
 
-        private mutating func object(path: String, depth: Int) throws(FieldError) -> JSONObject {
+        private mutating func object(depth: Int) throws(FieldError) -> JSONObject {
             position += 1  // {
             var object = JSONObject()
             skipWhitespace()
@@ -136,29 +161,30 @@ public enum JSONReader {
                     if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                         throw FieldError(field: path, message: "is not valid JSON: a trailing comma before '}' at byte \(position)")
                     }
-                    throw unexpected("where a field name was expected", path: path)
+                    throw unexpected("where a field name was expected")
                 }
-                let key = try string(path: path)
-                let fieldPath = path.isEmpty ? key : path + "." + key
-                guard object[key] == nil else { throw FieldError(field: fieldPath, message: "appears more than once") }
+                let key = try string()
+                trail.append(.key(key))
+                guard object[key] == nil else { throw FieldError(field: path, message: "appears more than once") }
                 skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw unexpected("after a field name", path: fieldPath) }
+                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw unexpected("after a field name") }
                 position += 1
-                object.fields.append(JSONObject.Field(key: key, value: try value(path: fieldPath, depth: depth + 1)))
+                object.fields.append(JSONObject.Field(key: key, value: try value(depth: depth + 1)))
+                trail.removeLast()
                 skipWhitespace()
-                guard position < bytes.count else { throw unexpected("in an object", path: path) }
+                guard position < bytes.count else { throw unexpected("in an object") }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
                 case UInt8(ascii: "}"): return object
                 default:
                     position -= 1
-                    throw unexpected("where ',' or '}' was expected", path: path)
+                    throw unexpected("where ',' or '}' was expected")
                 }
             }
         }
 
-        private mutating func array(path: String, depth: Int) throws(FieldError) -> [JSONValue] {
+        private mutating func array(depth: Int) throws(FieldError) -> [JSONValue] {
             position += 1  // [
             var values: [JSONValue] = []
             skipWhitespace()
@@ -171,23 +197,25 @@ public enum JSONReader {
                 if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                     throw FieldError(field: path, message: "is not valid JSON: a trailing comma before ']' at byte \(position)")
                 }
-                values.append(try value(path: "\(path)[\(values.count)]", depth: depth + 1))
+                trail.append(.index(values.count))
+                values.append(try value(depth: depth + 1))
+                trail.removeLast()
                 skipWhitespace()
-                guard position < bytes.count else { throw unexpected("in an array", path: path) }
+                guard position < bytes.count else { throw unexpected("in an array") }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
                 case UInt8(ascii: "]"): return values
                 default:
                     position -= 1
-                    throw unexpected("where ',' or ']' was expected", path: path)
+                    throw unexpected("where ',' or ']' was expected")
                 }
             }
         }
 
         /// A string in valid UTF-8 with JSON's escapes; raw control
         /// characters and unpaired surrogates are refused.
-        private mutating func string(path: String) throws(FieldError) -> String {
+        private mutating func string() throws(FieldError) -> String {
             position += 1  // opening quote
             let start = position
             // The common case, no escapes: validate the bytes in place.
@@ -195,7 +223,7 @@ public enum JSONReader {
                 let byte = bytes[position]
                 if byte == UInt8(ascii: "\"") {
                     position += 1
-                    guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position - 1]), as: UTF8.self) else {
+                    guard let text = String(validUTF8: UnsafeBufferPointer(rebasing: bytes[start..<position - 1])) else {
                         throw FieldError(field: path, message: "is not valid UTF-8")
                     }
                     return text
@@ -204,20 +232,20 @@ public enum JSONReader {
                 if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
                 position += 1
             }
-            guard position < bytes.count else { throw unexpected("inside a string", path: path) }
+            guard position < bytes.count else { throw unexpected("inside a string") }
             var scalars = Array(bytes[start..<position])
             while position < bytes.count {
                 let byte = bytes[position]
                 switch byte {
                 case UInt8(ascii: "\""):
                     position += 1
-                    guard let text = String(validating: scalars, as: UTF8.self) else {
+                    guard let text = scalars.withUnsafeBufferPointer(String.init(validUTF8:)) else {
                         throw FieldError(field: path, message: "is not valid UTF-8")
                     }
                     return text
                 case UInt8(ascii: "\\"):
                     position += 1
-                    guard position < bytes.count else { throw unexpected("inside a string", path: path) }
+                    guard position < bytes.count else { throw unexpected("inside a string") }
                     let escape = bytes[position]
                     position += 1
                     switch escape {
@@ -228,11 +256,11 @@ public enum JSONReader {
                     case UInt8(ascii: "r"): scalars.append(0x0D)
                     case UInt8(ascii: "t"): scalars.append(0x09)
                     case UInt8(ascii: "u"):
-                        let scalar = try unicodeEscape(path: path)
+                        let scalar = try unicodeEscape()
                         scalars.append(contentsOf: String(Character(scalar)).utf8)
                     default:
                         position -= 1
-                        throw unexpected("after '\\'", path: path)
+                        throw unexpected("after '\\'")
                     }
                 default:
                     if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
@@ -240,20 +268,20 @@ public enum JSONReader {
                     position += 1
                 }
             }
-            throw unexpected("inside a string", path: path)
+            throw unexpected("inside a string")
         }
 
         /// The scalar of `\uXXXX` (the `\u` already read), or of a
         /// surrogate pair `\uD83D\uDE00`.
-        private mutating func unicodeEscape(path: String) throws(FieldError) -> Unicode.Scalar {
-            let high = try hex4(path: path)
+        private mutating func unicodeEscape() throws(FieldError) -> Unicode.Scalar {
+            let high = try hex4()
             if (0xDC00...0xDFFF).contains(high) { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
             if (0xD800...0xDBFF).contains(high) {
                 guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
                     throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))")
                 }
                 position += 2
-                let low = try hex4(path: path)
+                let low = try hex4()
                 guard (0xDC00...0xDFFF).contains(low) else { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
                 let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
                 guard let scalar = Unicode.Scalar(value) else { throw FieldError(field: path, message: "has an invalid \\u escape") }
@@ -263,8 +291,8 @@ public enum JSONReader {
             return scalar
         }
 
-        private mutating func hex4(path: String) throws(FieldError) -> UInt32 {
-            guard position + 4 <= bytes.count else { throw unexpected("in a \\u escape", path: path) }
+        private mutating func hex4() throws(FieldError) -> UInt32 {
+            guard position + 4 <= bytes.count else { throw unexpected("in a \\u escape") }
             var value: UInt32 = 0
             for _ in 0..<4 {
                 let byte = bytes[position]
@@ -273,7 +301,7 @@ public enum JSONReader {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
                 case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
                 case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw unexpected("in a \\u escape", path: path)
+                default: throw unexpected("in a \\u escape")
                 }
                 value = value << 4 | UInt32(digit)
                 position += 1
@@ -282,12 +310,12 @@ public enum JSONReader {
         }
 
         /// A number by JSON's grammar; `.integer` when it is whole and fits.
-        private mutating func number(path: String) throws(FieldError) -> JSONValue {
+        private mutating func number() throws(FieldError) -> JSONValue {
             let start = position
             if bytes[position] == UInt8(ascii: "-") { position += 1 }
             let integerStart = position
             skipDigits()
-            guard position > integerStart else { throw unexpected("in a number", path: path) }
+            guard position > integerStart else { throw unexpected("in a number") }
             if bytes[integerStart] == UInt8(ascii: "0") && position - integerStart > 1 {
                 throw FieldError(field: path, message: "is not valid JSON: a number with a leading zero at byte \(integerStart)")
             }
@@ -297,7 +325,7 @@ public enum JSONReader {
                 position += 1
                 let fractionStart = position
                 skipDigits()
-                guard position > fractionStart else { throw unexpected("in a number's fraction", path: path) }
+                guard position > fractionStart else { throw unexpected("in a number's fraction") }
             }
             if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
                 whole = false
@@ -305,7 +333,7 @@ public enum JSONReader {
                 if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
                 let exponentStart = position
                 skipDigits()
-                guard position > exponentStart else { throw unexpected("in a number's exponent", path: path) }
+                guard position > exponentStart else { throw unexpected("in a number's exponent") }
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
             if whole, let value = Int(text) { return .integer(value) }

@@ -1,4 +1,5 @@
 import Foundation
+import Common
 
 /// RFC 4180 CSV: quoted fields with commas, quotes (`""`) and line breaks,
 /// CRLF or LF line ends, an optional UTF-8 byte-order mark. Bytes are fed in
@@ -129,7 +130,7 @@ struct CSV {
     }
 
     private mutating func endField() throws(RosterError) {
-        guard let text = String(validating: field, as: UTF8.self) else {
+        guard let text = field.withUnsafeBufferPointer(String.init(validUTF8:)) else {
             throw RosterError(file: file, line: line, reason: "not valid UTF-8")
         }
         fields.append(text)

@@ -35,6 +35,8 @@ final class JSONReaderTests: XCTestCase {
             (#"{"a":1,"a":2}"#, "a", "appears more than once"),
             (#"{"s":{"g":1,"g":1}}"#, "s.g", "appears more than once"),
             (#"{"a":01}"#, "a", "leading zero"),
+            (#"{"a":[1,{"b":01}]}"#, "a[1].b", "leading zero"),
+            (#"{"a":[1,[2,3,]]}"#, "a[1]", "trailing comma"),
             (#"{"a":1.}"#, "a", "fraction"),
             (#"{"a":.5}"#, "a", "where a value was expected"),
             (#"{"a":+1}"#, "a", "where a value was expected"),

@@ -30,6 +30,15 @@ final class WhitespaceTests: XCTestCase {
         XCTAssertEqual("민지\u{3000}".trimmingWhitespace(), "민지", "non-ASCII ends take the Unicode path")
     }
 
+    func testValidUTF8IsTakenAndEveryIllFormedSequenceRefused() {
+        func text(_ bytes: [UInt8]) -> String? { bytes.withUnsafeBufferPointer(String.init(validUTF8:)) }
+        XCTAssertEqual(text(Array("김민지 abc \u{FFFD}".utf8)), "김민지 abc \u{FFFD}", "a real U+FFFD is valid")
+        XCTAssertEqual(text([]), "")
+        for bad: [UInt8] in [[0xFF], [0xC3], [0xE2, 0x82], [0xF0, 0x90, 0x80], [0xF0, 0x90, 0x80, 0x41], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x41, 0x80]] {
+            XCTAssertNil(text(bad), "\(bad)")
+        }
+    }
+
     func testFindsWhiteSpaceAnywhereASCIIOrNot() {
         XCTAssertFalse("s-1234_가".containsWhitespace)
         XCTAssertFalse("".containsWhitespace)
