@@ -62,10 +62,22 @@ public enum Timestamp {
         let days = Int((Double(whole) / 86_400).rounded(.down))
         let secondOfDay = whole - days * 86_400
         let (year, month, day) = civilFromDays(days)
-        var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
-        text += pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay % 3600 / 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        if millis > 0 { text += "." + pad(millis, 3) }
-        return text + "Z"
+        // Written into one small buffer: the notifier formats a time per event.
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        appendDate(year, month, day, to: &text)
+        text.append(UInt8(ascii: "T"))
+        appendDigits(secondOfDay / 3600, 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay % 3600 / 60, 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay % 60, 2, to: &text)
+        if millis > 0 {
+            text.append(UInt8(ascii: "."))
+            appendDigits(millis, 3, to: &text)
+        }
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     public static func now() -> Double { Date().timeIntervalSince1970 }
@@ -82,7 +94,10 @@ public enum Timestamp {
     /// `YYYY-MM-DD` of the instant in `zone`.
     public static func localDate(_ seconds: Double, in zone: TimeZone) -> String {
         let (year, month, day) = civilFromDays(local(seconds, in: zone).day)
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        var text: [UInt8] = []
+        text.reserveCapacity(10)
+        appendDate(year, month, day, to: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `HH:MM` of the instant in `zone`.
@@ -133,7 +148,37 @@ public enum Timestamp {
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+        var text: [UInt8] = []
+        appendDigits(value, width, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `YYYY-MM-DD`.
+    private static func appendDate(_ year: Int, _ month: Int, _ day: Int, to text: inout [UInt8]) {
+        appendDigits(year, 4, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(month, 2, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(day, 2, to: &text)
+    }
+
+    /// `value` in decimal, zero-padded to `width` digits (wider if it needs).
+    private static func appendDigits(_ value: Int, _ width: Int, to text: inout [UInt8]) {
+        guard value >= 0 else {
+            text.append(UInt8(ascii: "-"))
+            return appendDigits(-value, width, to: &text)
+        }
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        for _ in digits..<max(digits, width) { text.append(UInt8(ascii: "0")) }
+        var divisor = 1
+        for _ in 1..<digits { divisor *= 10 }
+        var remaining = value
+        while divisor > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(remaining / divisor))
+            remaining %= divisor
+            divisor /= 10
+        }
     }
 }

@@ -196,11 +196,9 @@ public final class SQLStore: GuidanceStore {
     /// that school never registered) does not hold the id: the registration
     /// takes the row, undeleted. Returns why any was kept out.
     private static func register(_ run: [(index: Int, record: GuidanceRecord)], in database: any SQLDatabase) throws(StoreError) -> [Rejection] {
-        var rows: [String] = []
         var parameters: [SQLValue] = []
         parameters.reserveCapacity(run.count * 13)
-        for (offset, (_, record)) in run.enumerated() {
-            rows.append("(" + (1...13).map { "$\(offset * 13 + $0)" }.joined(separator: ", ") + ", 1)")
+        for (_, record) in run {
             parameters += [
                 .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
                 .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
@@ -208,7 +206,25 @@ public final class SQLStore: GuidanceStore {
                 .text(record.recordedBy), .text(record.occurredAt),
             ]
         }
-        let written = try database.run("""
+        let sql = run.count < registerStatements.count ? registerStatements[run.count] : registerStatement(rows: run.count)
+        let written = try database.run(sql, parameters)
+        // Each row inserted or completed counts once; when some did not, each
+        // is compared with what is stored (a row just written matches itself).
+        guard written < run.count else { return [] }
+        var rejections: [Rejection] = []
+        for (index, record) in run {
+            if let reason = try conflict(record, in: database) { rejections.append(Rejection(index: index, reason: reason)) }
+        }
+        return rejections
+    }
+
+    /// The upsert of `register` for 0...64 rows, written once rather than
+    /// built again for every run of registrations (for SQLite, every event).
+    private static let registerStatements = (0...64).map { registerStatement(rows: $0) }
+
+    private static func registerStatement(rows count: Int) -> String {
+        let rows = (0..<count).map { offset in "(" + (1...13).map { "$\(offset * 13 + $0)" }.joined(separator: ", ") + ", 1)" }
+        return """
             INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
                                    reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
             VALUES \(rows.joined(separator: ", "))
@@ -223,15 +239,7 @@ public final class SQLStore: GuidanceStore {
                 deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
                 school_id = excluded.school_id
             WHERE guidances.registered = 0
-            """, parameters)
-        // Each row inserted or completed counts once; when some did not, each
-        // is compared with what is stored (a row just written matches itself).
-        guard written < run.count else { return [] }
-        var rejections: [Rejection] = []
-        for (index, record) in run {
-            if let reason = try conflict(record, in: database) { rejections.append(Rejection(index: index, reason: reason)) }
-        }
-        return rejections
+            """
     }
 
     /// For a registration whose id was registered before: a replay or retry
