@@ -284,6 +284,29 @@ final class PostgresStoreTests: XCTestCase {
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
+    /// Statements are prepared once per session; when the server ends the
+    /// session (a restart, an operator's pg_terminate_backend), the next
+    /// call reconnects and prepares again without failing.
+    func testStatementsArePreparedAgainOnANewSession() throws {
+        let connection = try PostgresConnection(url: url)
+        XCTAssertEqual(try connection.query("SELECT $1::int + 1", [.integer(1)]), [[.text("2")]])
+        let session = try XCTUnwrap(connection.query("SELECT pg_backend_pid()", []).first?.first)
+        _ = try PostgresConnection(url: url).query("SELECT pg_terminate_backend($1::int)", [session])
+        XCTAssertEqual(try connection.query("SELECT $1::int + 1", [.integer(2)]), [[.text("3")]])
+        XCTAssertNotEqual(try connection.query("SELECT pg_backend_pid()", []).first?.first, session, "a new session")
+
+        // Inside a transaction the loss is the caller's to retry: a
+        // retriable error, never one that would dead-letter an event.
+        try connection.begin()
+        let inside = try XCTUnwrap(connection.query("SELECT pg_backend_pid()", []).first?.first)
+        _ = try PostgresConnection(url: url).query("SELECT pg_terminate_backend($1::int)", [inside])
+        XCTAssertThrowsError(try connection.query("SELECT $1::int + 1", [.integer(3)])) { error in
+            XCTAssertTrue((error as? StoreError)?.isRetriable == true, "\(error)")
+        }
+        try connection.execute("ROLLBACK")
+        XCTAssertEqual(try connection.query("SELECT $1::int + 1", [.integer(3)]), [[.text("4")]])
+    }
+
     func testReplicasStartingTogetherCreateTheSchemaOnce() throws {
         let url = self.url
         let failures = Mutex<[String]>([])
