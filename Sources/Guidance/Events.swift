@@ -110,18 +110,8 @@ extension GuidanceRegistered {
         writer.field("eventId", eventId)
         writer.field("guidanceId", guidanceId)
         writer.field("schoolId", schoolId)
-        writer.object("student") { student in
-            student.field("studentId", self.student.studentId)
-            student.field("grade", self.student.grade)
-            student.field("classNumber", self.student.classNumber)
-            student.field("number", self.student.number)
-            student.field("name", self.student.name)
-        }
-        writer.object("reason") { reason in
-            reason.field("code", self.reason.code)
-            reason.field("label", self.reason.label)
-            reason.field("detail", self.reason.detail)
-        }
+        writer.object("student") { self.student.write(to: &$0) }
+        writer.object("reason") { self.reason.write(to: &$0) }
         writer.field("recordedBy", recordedBy)
         writer.field("occurredAt", occurredAt)
         writer.field("recordedAt", recordedAt)
@@ -130,15 +120,9 @@ extension GuidanceRegistered {
 
     /// The event from its JSON fields; an absent or mistyped field names itself.
     public init(json fields: JSONFields) throws(FieldError) {
-        let student = try fields.object("student")
-        let reason = try fields.object("reason")
         self.init(
             eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
-            student: StudentRef(
-                studentId: try student.string("studentId"), grade: try student.integer("grade", in: Student.seatRange),
-                classNumber: try student.integer("classNumber", in: Student.seatRange),
-                number: try student.integer("number", in: Student.seatRange), name: try student.string("name")),
-            reason: ReasonRef(code: try reason.string("code"), label: try reason.string("label"), detail: try reason.optionalString("detail")),
+            student: try StudentRef(json: fields.object("student")), reason: try ReasonRef(json: fields.object("reason")),
             recordedBy: try fields.string("recordedBy"), occurredAt: try fields.string("occurredAt"), recordedAt: try fields.string("recordedAt"))
     }
 }
@@ -169,3 +153,35 @@ extension GuidanceDeleted {
 
 /// The partition key: every event of one grade stays in order on one partition.
 public func eventKey(school: String, grade: Int) -> String { "\(school)/\(grade)" }
+
+extension StudentRef {
+    /// Its fields, as the events and the digests' stored entries write them.
+    public func write(to writer: inout JSONWriter) {
+        writer.field("studentId", studentId)
+        writer.field("grade", grade)
+        writer.field("classNumber", classNumber)
+        writer.field("number", number)
+        writer.field("name", name)
+    }
+
+    /// Read back from what `write` wrote; a seat outside `Student.seatRange` is refused.
+    public init(json fields: JSONFields) throws(FieldError) {
+        self.init(
+            studentId: try fields.string("studentId"), grade: try fields.integer("grade", in: Student.seatRange),
+            classNumber: try fields.integer("classNumber", in: Student.seatRange),
+            number: try fields.integer("number", in: Student.seatRange), name: try fields.string("name"))
+    }
+}
+
+extension ReasonRef {
+    /// Its fields, `detail` as `null` when absent.
+    public func write(to writer: inout JSONWriter) {
+        writer.field("code", code)
+        writer.field("label", label)
+        writer.field("detail", detail)
+    }
+
+    public init(json fields: JSONFields) throws(FieldError) {
+        self.init(code: try fields.string("code"), label: try fields.string("label"), detail: try fields.optionalString("detail"))
+    }
+}

@@ -9,18 +9,8 @@ enum DigestColumns {
     static func entries(_ entries: [DigestEntry]) -> String {
         String(decoding: JSONWriter.array(entries) { writer, entry in
             writer.field("guidanceId", entry.guidanceId)
-            writer.object("student") { student in
-                student.field("studentId", entry.student.studentId)
-                student.field("grade", entry.student.grade)
-                student.field("classNumber", entry.student.classNumber)
-                student.field("number", entry.student.number)
-                student.field("name", entry.student.name)
-            }
-            writer.object("reason") { reason in
-                reason.field("code", entry.reason.code)
-                reason.field("label", entry.reason.label)
-                reason.field("detail", entry.reason.detail)
-            }
+            writer.object("student") { entry.student.write(to: &$0) }
+            writer.object("reason") { entry.reason.write(to: &$0) }
             writer.field("occurredAt", entry.occurredAt)
             writer.field("change", entry.change.rawValue)
         }, as: UTF8.self)
@@ -43,19 +33,14 @@ enum DigestColumns {
         for value in values {
             guard case .object(let object) = value else { throw FieldError(field: "entries", message: "must hold objects") }
             let fields = JSONFields(object)
-            let student = try fields.object("student")
-            let reason = try fields.object("reason")
+            let student = try StudentRef(json: fields.object("student"))
+            let reason = try ReasonRef(json: fields.object("reason"))
             let changeName = try fields.string("change")
             guard let change = DigestEntry.Change(rawValue: changeName) else {
                 throw FieldError(field: "change", message: "'\(changeName)' is neither added nor removed")
             }
             entries.append(DigestEntry(
-                guidanceId: try fields.string("guidanceId"),
-                student: StudentRef(
-                    studentId: try student.string("studentId"), grade: try student.integer("grade"),
-                    classNumber: try student.integer("classNumber"), number: try student.integer("number"), name: try student.string("name")),
-                reason: ReasonRef(code: try reason.string("code"), label: try reason.string("label"), detail: try reason.optionalString("detail")),
-                occurredAt: try fields.string("occurredAt"), change: change))
+                guidanceId: try fields.string("guidanceId"), student: student, reason: reason, occurredAt: try fields.string("occurredAt"), change: change))
         }
         return entries
     }
