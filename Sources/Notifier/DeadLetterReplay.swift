@@ -58,6 +58,7 @@ public struct DeadLetterReplay: Sendable {
         let letters = try await blocking { [self] in try read(selection, timeout: timeout) }
         guard !dryRun else { return letters.map(\.letter) }
         let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-dlq-replay"), logger: logger)
+        var failure: (any Error)?
         do {
             for (letter, message) in letters {
                 let headers = message.headers.filter { !$0.name.hasPrefix("dlq-") }
@@ -66,11 +67,11 @@ public struct DeadLetterReplay: Sendable {
                 logger.info("dead letter replayed", ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
             }
         } catch {
-            _ = try? await blocking { producer.close() }
-            throw error
+            failure = error
         }
         // Closing waits for the polling thread: off the cooperative pool.
         _ = try? await blocking { producer.close() }
+        if let failure { throw failure }
         return letters.map(\.letter)
     }
 
