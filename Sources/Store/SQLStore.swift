@@ -386,15 +386,24 @@ public final class SQLStore: GuidanceStore {
                 .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
                 .text(digest.subject), .text(digest.text), .text(entries), .text(counts),
             ])
-        for entry in digest.entries {
-            try database.run("""
-                INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (teacher_id, school_id, date, scope, guidance_id) DO UPDATE SET active = excluded.active
-                """, [
-                    .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
-                    .text(entry.guidanceId), .integer(entry.change == .added ? 1 : 0),
-                ])
+        // One statement for up to 64 items (a grade's digest has dozens):
+        // the district run's 40,000 items were as many statements.
+        for chunk in digest.entries.chunks(of: 64) {
+            var parameters: [SQLValue] = [.text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue)]
+            for entry in chunk {
+                parameters += [.text(entry.guidanceId), .integer(entry.change == .added ? 1 : 0)]
+            }
+            try database.run(itemStatements[chunk.count], parameters)
         }
+    }
+
+    /// The upsert of a digest's items for 0...64 of them, written once.
+    private static let itemStatements = (0...64).map { count in
+        let rows = (0..<count).map { "($1, $2, $3, $4, $\($0 * 2 + 5), $\($0 * 2 + 6))" }.joined(separator: ", ")
+        return """
+            INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES \(rows)
+            ON CONFLICT (teacher_id, school_id, date, scope, guidance_id) DO UPDATE SET active = excluded.active
+            """
     }
 
     public func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
