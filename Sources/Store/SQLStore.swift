@@ -361,8 +361,9 @@ public final class SQLStore: GuidanceStore {
                     revisions[recipient] = row[4].int ?? 0
                 }
                 let digests = plan(DeliveryState(active: active, reported: reported, revisions: revisions))
-                for digest in digests {
-                    try SQLStore.insert(digest, into: database)
+                let columns = digests.concurrentMap { (entries: DigestColumns.entries($0.entries), counts: DigestColumns.counts($0.counts)) }
+                for (digest, columns) in zip(digests, columns) {
+                    try SQLStore.insert(digest, columns: columns, into: database)
                     try SQLStore.enqueue(digest, to: targets(digest), in: database)
                 }
                 try database.run("""
@@ -375,16 +376,15 @@ public final class SQLStore: GuidanceStore {
         }
     }
 
-    private static func insert(_ digest: Digest, into database: any SQLDatabase) throws(StoreError) {
-        let entries = DigestColumns.entries(digest.entries)
-        let counts = DigestColumns.counts(digest.counts)
+    /// Writes a digest, its entries and counts already in their columns' JSON.
+    private static func insert(_ digest: Digest, columns: (entries: String, counts: String), into database: any SQLDatabase) throws(StoreError) {
         try database.run("""
             INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, $12, $13)
             """, [
                 .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
                 .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
-                .text(digest.subject), .text(digest.text), .text(entries), .text(counts),
+                .text(digest.subject), .text(digest.text), .text(columns.entries), .text(columns.counts),
             ])
         // One statement for up to 64 items (a grade's digest has dozens):
         // the district run's 40,000 items were as many statements.
