@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 
 /// Runs a blocking call (SQLite, libpq, a librdkafka query) on a Dispatch
@@ -27,25 +26,6 @@ public func blocking<T: Sendable>(within limit: Duration, _ body: @escaping @Sen
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
             slot.withLock { $0.take() }?.resume(returning: nil)
-        }
-    }
-}
-
-extension Array where Element: Sendable {
-    /// `map` with one slice of the elements per core, for CPU-bound work on
-    /// a blocking thread (rendering a school's digests). Order is kept.
-    public func concurrentMap<T: Sendable>(_ transform: @Sendable (Element) -> T) -> [T] {
-        let slices = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount)
-        guard slices > 1 else { return map(transform) }
-        return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
-            // Each slot is written by one slice only.
-            nonisolated(unsafe) let base = buffer.baseAddress!
-            DispatchQueue.concurrentPerform(iterations: slices) { slice in
-                for index in stride(from: slice, to: count, by: slices) {
-                    (base + index).initialize(to: transform(self[index]))
-                }
-            }
-            initialized = count
         }
     }
 }

@@ -141,6 +141,32 @@ public struct DeliveryState: Sendable {
     }
 }
 
+/// One school's day for `GuidanceStore.deliver`.
+public struct DeliveryRun: Sendable {
+    public let school: String
+    public let date: String
+    public let completedAt: String
+    public let plan: @Sendable (DeliveryState) -> [Digest]
+    public let targets: @Sendable (Digest) -> [DeliveryTarget]
+
+    public init(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+                targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) {
+        self.school = school
+        self.date = date
+        self.completedAt = completedAt
+        self.plan = plan
+        self.targets = targets
+    }
+}
+
+extension GuidanceStore {
+    /// One run alone: its digests, or its error.
+    public func deliver(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+                        targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
+        try deliver([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
+    }
+}
+
 /// The materialised guidances, the digests and the inboxes. Implementations
 /// are blocking: call them from threads of their own, never from Swift's
 /// cooperative pool.
@@ -156,12 +182,14 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// number and time.
     func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord]
 
-    /// In one transaction: reads the delivery state of `school` and `date`,
-    /// lets `plan` turn it into new digests, writes them with what they
-    /// reported and one pending delivery per target `targets` names (the
-    /// outbox), and records the run. Returns the digests written.
-    func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest],
-                 targets: (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest]
+    /// For each run, all or nothing: reads the delivery state of its school
+    /// and date, lets `plan` turn it into new digests, writes them with what
+    /// they reported and one pending delivery per target `targets` names
+    /// (the outbox), and records the run. The runs share one commit (one
+    /// disk flush for many schools); a run that fails leaves the others
+    /// written. Returns each run's digests or its error, in order; throws
+    /// when none could be written.
+    func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
 
     /// Whether a digest run for `school` and `date` completed.
     func runCompleted(school: String, date: String) throws(StoreError) -> Bool

@@ -86,4 +86,19 @@ extension SQLDatabase {
             throw error
         }
     }
+
+    /// Runs `body` inside the open transaction, undoing only its own writes
+    /// when it throws (a savepoint).
+    func savepoint<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("SAVEPOINT part")
+        do {
+            let value = try body()
+            try execute("RELEASE SAVEPOINT part")
+            return value
+        } catch {
+            try execute("ROLLBACK TO SAVEPOINT part")
+            try execute("RELEASE SAVEPOINT part")
+            throw error
+        }
+    }
 }

@@ -330,50 +330,65 @@ public final class SQLStore: GuidanceStore {
             """, [.text(school), .text(date), grade.sql, classNumber.sql]).map { record($0[...]) }
     }
 
-    public func deliver(school: String, date: String, completedAt: String, plan: (DeliveryState) -> [Digest],
-                        targets: (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
+    public func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.transaction { () throws(StoreError) -> [Digest] in
-                // One replica runs a day at a time; the next sees its digests.
-                try database.lock([SQLStore.dayKey(school, date)], exclusive: true)
-                let active = try SQLStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
-                var reported: [Recipient: [GuidanceRecord]] = [:]
-                for row in try database.query("""
-                    SELECT i.teacher_id, i.scope, \(SQLStore.recordColumns) FROM digest_items i
-                    JOIN guidances g ON g.guidance_id = i.guidance_id
-                    WHERE i.school_id = $1 AND i.date = $2 AND i.active = 1
-                    """, [.text(school), .text(date)]) {
-                    let record = SQLStore.record(row[2...])
-                    let scope = DigestScope(rawValue: row[1].string ?? "") ?? .class
-                    let recipient = Recipient(
-                        teacherId: row[0].string ?? "", scope: scope, grade: record.student.grade,
-                        classNumber: scope == .class ? record.student.classNumber : nil)
-                    reported[recipient, default: []].append(record)
+            try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
+                var results: [Result<[Digest], StoreError>] = []
+                for run in runs {
+                    do throws(StoreError) {
+                        results.append(.success(try database.savepoint { () throws(StoreError) in try SQLStore.deliver(run, in: database) }))
+                    } catch where error.code != .busy {
+                        // This run's own failure (another replica wrote
+                        // the same revision, say): rolled back alone. A
+                        // busy or lost database fails them all.
+                        results.append(.failure(error))
+                    }
                 }
-                var revisions: [Recipient: Int] = [:]
-                for row in try database.query("""
-                    SELECT teacher_id, scope, grade, class_number, MAX(revision) FROM digests
-                    WHERE school_id = $1 AND date = $2 GROUP BY teacher_id, scope, grade, class_number
-                    """, [.text(school), .text(date)]) {
-                    let recipient = Recipient(
-                        teacherId: row[0].string ?? "", scope: DigestScope(rawValue: row[1].string ?? "") ?? .class,
-                        grade: row[2].int ?? 0, classNumber: row[3].int)
-                    revisions[recipient] = row[4].int ?? 0
-                }
-                let digests = plan(DeliveryState(active: active, reported: reported, revisions: revisions))
-                let columns = digests.concurrentMap { (entries: DigestColumns.entries($0.entries), counts: DigestColumns.counts($0.counts)) }
-                for (digest, columns) in zip(digests, columns) {
-                    try SQLStore.insert(digest, columns: columns, into: database)
-                    try SQLStore.enqueue(digest, to: targets(digest), in: database)
-                }
-                try database.run("""
-                    INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
-                    ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-                    """, [.text(school), .text(date), .text(completedAt), .integer(Int64(digests.count))])
-                try database.run("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(school), .text(date)])
-                return digests
+                return results
             }
         }
+    }
+
+    private static func deliver(_ run: DeliveryRun, in database: any SQLDatabase) throws(StoreError) -> [Digest] {
+        let (school, date) = (run.school, run.date)
+        // One replica runs a day at a time; the next sees its digests.
+        try database.lock([SQLStore.dayKey(school, date)], exclusive: true)
+        let active = try SQLStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
+        var reported: [Recipient: [GuidanceRecord]] = [:]
+        for row in try database.query("""
+            SELECT i.teacher_id, i.scope, \(SQLStore.recordColumns) FROM digest_items i
+            JOIN guidances g ON g.guidance_id = i.guidance_id
+            WHERE i.school_id = $1 AND i.date = $2 AND i.active = 1
+            """, [.text(school), .text(date)]) {
+            let record = SQLStore.record(row[2...])
+            let scope = DigestScope(rawValue: row[1].string ?? "") ?? .class
+            let recipient = Recipient(
+                teacherId: row[0].string ?? "", scope: scope, grade: record.student.grade,
+                classNumber: scope == .class ? record.student.classNumber : nil)
+            reported[recipient, default: []].append(record)
+        }
+        var revisions: [Recipient: Int] = [:]
+        for row in try database.query("""
+            SELECT teacher_id, scope, grade, class_number, MAX(revision) FROM digests
+            WHERE school_id = $1 AND date = $2 GROUP BY teacher_id, scope, grade, class_number
+            """, [.text(school), .text(date)]) {
+            let recipient = Recipient(
+                teacherId: row[0].string ?? "", scope: DigestScope(rawValue: row[1].string ?? "") ?? .class,
+                grade: row[2].int ?? 0, classNumber: row[3].int)
+            revisions[recipient] = row[4].int ?? 0
+        }
+        let digests = run.plan(DeliveryState(active: active, reported: reported, revisions: revisions))
+        let columns = digests.concurrentMap { (entries: DigestColumns.entries($0.entries), counts: DigestColumns.counts($0.counts)) }
+        for (digest, columns) in zip(digests, columns) {
+            try SQLStore.insert(digest, columns: columns, into: database)
+            try SQLStore.enqueue(digest, to: run.targets(digest), in: database)
+        }
+        try database.run("""
+            INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
+            """, [.text(school), .text(date), .text(run.completedAt), .integer(Int64(digests.count))])
+        try database.run("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(school), .text(date)])
+        return digests
     }
 
     /// Writes a digest, its entries and counts already in their columns' JSON.
@@ -462,12 +477,5 @@ public final class SQLStore: GuidanceStore {
         try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.probe()
         }
-    }
-}
-
-extension Array {
-    /// Consecutive runs of at most `size` elements, in order.
-    func chunks(of size: Int) -> [[Element]] {
-        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }

@@ -23,7 +23,7 @@ struct StoreSuite: Sendable {
     }
 
     /// A plan that gives one recipient every change, like the real planner.
-    func simplePlan(_ state: DeliveryState, teacher: String = "t-hr") -> [Digest] {
+    func simplePlan(_ state: DeliveryState, teacher: String = "t-hr", school: String = "sa") -> [Digest] {
         let recipient = Recipient(teacherId: teacher, scope: .class, grade: 1, classNumber: 3)
         let reported = Set((state.reported[recipient] ?? []).map(\.guidanceId))
         let active = state.active.filter { $0.student.grade == 1 && $0.student.classNumber == 3 }
@@ -36,7 +36,7 @@ struct StoreSuite: Sendable {
         guard !entries.isEmpty else { return [] }
         let revision = (state.revisions[recipient] ?? 0) + 1
         return [Digest(
-            digestId: "d-\(teacher)-r\(revision)", teacherId: teacher, schoolId: "sa", date: "2026-11-30", scope: .class, grade: 1,
+            digestId: "d-\(teacher)-r\(revision)", teacherId: teacher, schoolId: school, date: "2026-11-30", scope: .class, grade: 1,
             classNumber: 3, revision: revision, createdAt: "2026-11-29T23:50:0\(revision)Z", read: false, subject: "s\(revision)",
             text: "t", entries: entries, counts: [:])]
     }
@@ -131,7 +131,7 @@ struct StoreSuite: Sendable {
         _ = try store.apply([.registered(record("g1"))])
         // Two digests with the same identity: the second write fails after the
         // first succeeded, as a crash between writing and recording would.
-        let email = { (_: Digest) in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
+        let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
         XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
             let digests = self.simplePlan(state)
             return digests + digests
@@ -202,6 +202,32 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.deliveryBacklog().map(\.channel), [.webhook])
     }
 
+    /// Runs share a commit, not a fate: a run that fails (here, writing the
+    /// same digest twice) is rolled back alone, and the other school's run
+    /// in the same call is written.
+    func aFailedRunInABatchLeavesTheOthersWritten() throws {
+        let store = try makeStore()
+        _ = try store.apply([.registered(record("g1")), .registered(record("g2", school: "sb"))])
+        let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
+        let results = try store.deliver([
+            DeliveryRun(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
+                let digests = self.simplePlan(state)
+                return digests + digests
+            }, targets: email),
+            DeliveryRun(school: "sb", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { self.simplePlan($0, teacher: "t-hr-b", school: "sb") },
+                        targets: email),
+        ])
+        XCTAssertEqual(results.count, 2)
+        XCTAssertThrowsError(try results[0].get())
+        XCTAssertEqual(try results[1].get().map(\.teacherId), ["t-hr-b"])
+        XCTAssertEqual(try store.inbox(teacher: "t-hr"), [])
+        XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 10), [])
+        XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
+        XCTAssertEqual(try store.inbox(teacher: "t-hr-b").count, 1)
+        XCTAssertEqual(try store.deliveries(school: "sb", status: .pending, limit: 10).map(\.digestId), ["d-t-hr-b-r1"])
+        XCTAssertTrue(try store.runCompleted(school: "sb", date: "2026-11-30"))
+    }
+
     func inboxReadState() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
@@ -243,6 +269,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
@@ -281,6 +308,7 @@ final class PostgresStoreTests: XCTestCase {
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
