@@ -33,7 +33,7 @@ public final class SQLStore: GuidanceStore {
 
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
-    static let migrations = [schema, outboxSchema]
+    static let migrations = [schema, outboxSchema, dayIndex]
 
     /// Brings the schema to the newest version, under the schema lock so
     /// that replicas starting together apply each step once. A store whose
@@ -146,6 +146,15 @@ public final class SQLStore: GuidanceStore {
         );
         CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(channel, status, next_attempt_ms);
         CREATE INDEX IF NOT EXISTS deliveries_by_school ON deliveries(school_id, status, created_ms);
+        """
+
+    /// Version 3: the day index holds only what queries look a day up by
+    /// (school and date; a day's rows are few and sorted after). Inserting
+    /// into the six-column index was most of PostgreSQL's work per event:
+    /// apply 27.3 / 23.1 / 26.3k -> 27.5 / 36.0 / 38.7k events/s.
+    static let dayIndex = """
+        DROP INDEX IF EXISTS guidances_by_day;
+        CREATE INDEX IF NOT EXISTS guidances_by_school_date ON guidances(school_id, local_date);
         """
 
     public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
