@@ -186,9 +186,9 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// and date, lets `plan` turn it into new digests, writes them with what
     /// they reported and one pending delivery per target `targets` names
     /// (the outbox), and records the run. The runs share one commit (one
-    /// disk flush for many schools); a run that fails leaves the others
-    /// written. Returns each run's digests or its error, in order; throws
-    /// when none could be written.
+    /// disk flush for many schools); a run that fails on its own leaves the
+    /// others written. Returns each run's digests or its error, in order;
+    /// throws, with none written, when the database is busy or lost.
     func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
 
     /// Whether a digest run for `school` and `date` completed.
