@@ -7,6 +7,7 @@ extension Array {
         stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }
+
 extension Array where Element: Sendable {
     /// `map` with one slice of the elements per core, for CPU-bound work on
     /// a blocking thread (rendering a school's digests). Order is kept.
