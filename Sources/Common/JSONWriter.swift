@@ -83,19 +83,28 @@ public struct JSONWriter {
     /// control characters escaped. The log lines are written with it too.
     public static func append(quoted value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: "\\n".utf8)
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hexDigits[Int(byte >> 4)])
-                bytes.append(hexDigits[Int(byte & 0xF)])
-            default: bytes.append(byte)
+        var value = value
+        value.withUTF8 { text in
+            // Runs of bytes that need no escape are copied whole.
+            var plain = 0
+            for index in text.indices {
+                let byte = text[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[plain..<index]))
+                plain = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
+                case UInt8(ascii: "\n"): bytes.append(contentsOf: "\\n".utf8)
+                case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
+                case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
+                default:
+                    bytes.append(contentsOf: "\\u00".utf8)
+                    bytes.append(hexDigits[Int(byte >> 4)])
+                    bytes.append(hexDigits[Int(byte & 0xF)])
+                }
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[plain...]))
         }
         bytes.append(UInt8(ascii: "\""))
     }

@@ -63,6 +63,10 @@ final class JSONReaderTests: XCTestCase {
         var bytes = Array(#"{"a":"xy"}"#.utf8)
         bytes.insert(0xFF, at: 7)
         XCTAssertThrowsError(try JSONReader.object(bytes)) { XCTAssertEqual(($0 as! FieldError).field, "a") }
+        // A truncated 4-byte sequence: repaired into U+FFFD, it keeps its length.
+        bytes = Array(#"{"a":"xy"}"#.utf8)
+        bytes.insert(contentsOf: [0xF0, 0x9F, 0x8E], at: 7)
+        XCTAssertThrowsError(try JSONReader.object(bytes)) { XCTAssertEqual(($0 as! FieldError).field, "a") }
     }
 
     func testTypedFieldsNameWhatIsWrong() throws {
