@@ -134,9 +134,14 @@ final class Exchange: @unchecked Sendable {
            header.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f }) {
             return header
         }
-        var generator = SystemRandomNumberGenerator()
-        return String(generator.next(), radix: 16, uppercase: false)
+        return idPrefix + String(nextID.add(1, ordering: .relaxed).newValue, radix: 16)
     }
+
+    /// Ids for requests that bring none: a counter behind this process's
+    /// random prefix (so that replicas and restarts are unlikely to repeat
+    /// one), without a system call for randomness per request.
+    private static let idPrefix = String(UInt32.random(in: .min ... .max), radix: 16) + "-"
+    private static let nextID = Atomic<UInt64>(0)
 
     private final class Collected {
         /// The last value of each name.

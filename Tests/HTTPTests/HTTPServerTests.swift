@@ -50,6 +50,8 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(reply.status, 200)
         XCTAssertEqual(try reply.json(), ["id": "42", "part": "wheel", "q": "blue car"])
         XCTAssertFalse((reply.header("X-Request-Id") ?? "").isEmpty)
+        let again = try await fetch("GET", "\(base)/items/42/parts/wheel")
+        XCTAssertNotEqual(again.header("X-Request-Id"), reply.header("X-Request-Id"), "each request gets its own id")
     }
 
     func testUnknownPathIs404AndWrongMethodIs405WithAllow() async throws {
