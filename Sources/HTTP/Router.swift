@@ -24,7 +24,7 @@ public struct Router: Sendable {
     public init() {}
 
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        let segments = pattern.split(separator: "/").map { part -> Segment in
+        let segments = Router.segments(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
@@ -40,15 +40,21 @@ public struct Router: Sendable {
         case notFound
     }
 
+    /// The path's segments, split on the byte `/`: splitting a `String`
+    /// would keep `/` and a combining mark after it as one character.
+    private static func segments(_ path: String) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
+    }
+
     func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        let parts = Router.segments(path)
         var allowed: [String] = []
         for route in routes where route.segments.count == parts.count {
             var parameters: [String: String] = [:]
             var matches = true
             for (segment, part) in zip(route.segments, parts) {
                 switch segment {
-                case .literal(let literal) where literal == part: continue
+                case .literal(let literal) where literal.utf8.elementsEqual(part.utf8): continue
                 case .parameter(let name) where !part.isEmpty: parameters[name] = String(part)
                 default: matches = false
                 }

@@ -52,6 +52,10 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertFalse((reply.header("X-Request-Id") ?? "").isEmpty)
         let again = try await fetch("GET", "\(base)/items/42/parts/wheel")
         XCTAssertNotEqual(again.header("X-Request-Id"), reply.header("X-Request-Id"), "each request gets its own id")
+        // U+1DFD is a combining mark: as a `Character` it would swallow the `/` before it.
+        let combining = try await fetch("GET", "\(base)/items/%E1%B7%BD/parts/%CC%81wheel")
+        XCTAssertEqual(combining.status, 200)
+        XCTAssertEqual(try combining.json(), ["id": "\u{1DFD}", "part": "\u{301}wheel", "q": ""])
     }
 
     func testUnknownPathIs404AndWrongMethodIs405WithAllow() async throws {
