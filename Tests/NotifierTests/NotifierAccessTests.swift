@@ -22,6 +22,8 @@ final class NotifierAccessTests: XCTestCase {
 
     func testInboxListsAndRunsAreScopedToTheTeacher() async throws {
         try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        let applied = try await harness.waitForList(count: 1, as: "t-admin")
+        XCTAssertEqual(applied.count, 1, "the registration reaches the notifier")
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: nil), 401)
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-1-2"), 403)
         try await assertEqualAsync(await status("GET", "/v1/teachers/t-hr-1-1/inbox", as: "t-hr-b"), 403, "another school")
