@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 extension Array {
     /// Consecutive runs of at most `size` elements, in order.
@@ -9,20 +10,80 @@ extension Array {
 }
 
 extension Array where Element: Sendable {
-    /// `map` with one slice of the elements per core, for CPU-bound work on
-    /// a blocking thread (rendering a school's digests). Order is kept.
-    public func concurrentMap<T: Sendable>(_ transform: @Sendable (Element) -> T) -> [T] {
-        let slices = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount)
-        guard slices > 1 else { return map(transform) }
-        return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
-            // Each slot is written by one slice only.
-            nonisolated(unsafe) let base = buffer.baseAddress!
-            DispatchQueue.concurrentPerform(iterations: slices) { slice in
-                for index in stride(from: slice, to: count, by: slices) {
-                    (base + index).initialize(to: transform(self[index]))
-                }
-            }
-            initialized = count
+    /// Hands `body` the transform of each element, in order, on this thread,
+    /// while one thread per further core transforms the elements ahead of
+    /// it: CPU-bound work (rendering a school's digests) overlapping a serial
+    /// consumer (writing them in one transaction). This thread transforms
+    /// too whenever nothing is ready for it, so it never waits on a thread
+    /// that has not started. When `body` throws, elements not yet started
+    /// are skipped.
+    public func forEach<T: Sendable, E: Error>(
+        transformedBy transform: @escaping @Sendable (Element) -> T, _ body: (T) throws(E) -> Void
+    ) throws(E) {
+        let work = TransformQueue(self, transform)
+        let helpers = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount) - 1
+        for _ in 0..<Swift.max(0, helpers) {
+            DispatchQueue.global().async { while work.transformNext() {} }
         }
+        do {
+            for index in indices {
+                while !work.isDone(index) && work.transformNext() {}
+                try body(work.take(index))
+            }
+        } catch {
+            work.skipRest()
+            throw error
+        }
+    }
+}
+
+/// The elements of one `forEach(transformedBy:)`: each taken by exactly one
+/// thread (a shared counter), its result left in its own slot, and that
+/// slot's semaphore signalled.
+private final class TransformQueue<Element: Sendable, T: Sendable>: @unchecked Sendable {
+    private let elements: [Element]
+    private let transform: @Sendable (Element) -> T
+    private let next = Atomic(0)
+    private let results: UnsafeMutablePointer<T?>
+    private let done: [DispatchSemaphore]
+
+    init(_ elements: [Element], _ transform: @escaping @Sendable (Element) -> T) {
+        self.elements = elements
+        self.transform = transform
+        results = .allocate(capacity: elements.count)
+        results.initialize(repeating: nil, count: elements.count)
+        done = elements.map { _ in DispatchSemaphore(value: 0) }
+    }
+
+    deinit {
+        results.deinitialize(count: elements.count)
+        results.deallocate()
+    }
+
+    /// Transforms the next element nobody has taken; false when none is left.
+    func transformNext() -> Bool {
+        let index = next.add(1, ordering: .relaxed).oldValue
+        guard index < elements.count else { return false }
+        results[index] = transform(elements[index])
+        done[index].signal()
+        return true
+    }
+
+    /// Whether element `index` is transformed; when it is, `take` returns at once.
+    func isDone(_ index: Int) -> Bool {
+        guard done[index].wait(timeout: .now()) == .success else { return false }
+        done[index].signal()
+        return true
+    }
+
+    /// Element `index`'s result, waiting for the thread transforming it.
+    func take(_ index: Int) -> T {
+        done[index].wait()
+        defer { results[index] = nil }
+        return results[index]!
+    }
+
+    func skipRest() {
+        next.store(elements.count, ordering: .relaxed)
     }
 }

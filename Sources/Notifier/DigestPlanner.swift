@@ -16,9 +16,7 @@ struct DigestPlanner: Sendable {
         recipients += roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher -> Recipient? in
             teacher.grade.map { Recipient(teacherId: teacher.id, scope: .grade, grade: $0, classNumber: nil) }
         }
-        // Each recipient's digest is rendered on its own (a district run's
-        // CPU goes largely to the texts), so on every core.
-        return recipients.concurrentMap { recipient -> Digest? in
+        return recipients.compactMap { recipient -> Digest? in
             let current = state.active.filter { covers(recipient, $0) }
             let reported = state.reported[recipient] ?? []
             let currentIDs = Set(current.map(\.guidanceId))
@@ -38,7 +36,7 @@ struct DigestPlanner: Sendable {
                 teacherId: recipient.teacherId, schoolId: school.id, date: date, scope: recipient.scope,
                 grade: recipient.grade, classNumber: recipient.classNumber, revision: revision, createdAt: createdAt,
                 read: false, subject: text.subject, text: text.body, entries: entries, counts: counts)
-        }.compactMap { $0 }
+        }
     }
 
     private func covers(_ recipient: Recipient, _ record: GuidanceRecord) -> Bool {

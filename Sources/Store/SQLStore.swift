@@ -341,26 +341,49 @@ public final class SQLStore: GuidanceStore {
 
     public func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
-                var results: [Result<[Digest], StoreError>] = []
+            try database.transaction { [database] () throws(StoreError) -> [Result<[Digest], StoreError>] in
+                // Every run's state first, each under its day lock (one
+                // replica runs a day at a time; the next sees its digests).
+                var states: [Result<DeliveryState, StoreError>] = []
                 for run in runs {
-                    do throws(StoreError) {
-                        results.append(.success(try database.savepoint { () throws(StoreError) in try SQLStore.deliver(run, in: database) }))
-                    } catch where error.code != .busy {
-                        // This run's own failure (another replica wrote
-                        // the same revision, say): rolled back alone. A
-                        // busy or lost database fails them all.
-                        results.append(.failure(error))
+                    states.append(try SQLStore.ownFailure { () throws(StoreError) in
+                        try database.savepoint { () throws(StoreError) in try SQLStore.deliveryState(school: run.school, date: run.date, in: database) }
+                    })
+                }
+                // Then the digests are rendered on every core, most of a
+                // run's CPU, while this thread writes them in order.
+                var results: [Result<[Digest], StoreError>] = []
+                try zip(runs, states).map { $0 }.forEach(transformedBy: { run, state in
+                    state.map { state in
+                        run.plan(state).map { digest in
+                            RenderedDigest(digest: digest, entries: DigestColumns.entries(digest.entries),
+                                           counts: DigestColumns.counts(digest.counts), targets: run.targets(digest))
+                        }
                     }
+                }) { (rendered: Result<[RenderedDigest], StoreError>) throws(StoreError) in
+                    let run = runs[results.count]
+                    results.append(try SQLStore.ownFailure { () throws(StoreError) in
+                        try database.savepoint { () throws(StoreError) in try SQLStore.write(run, rendered.get(), in: database) }
+                    })
                 }
                 return results
             }
         }
     }
 
-    private static func deliver(_ run: DeliveryRun, in database: any SQLDatabase) throws(StoreError) -> [Digest] {
-        let (school, date) = (run.school, run.date)
-        // One replica runs a day at a time; the next sees its digests.
+    /// `body`'s value, or its own failure (another replica wrote the same
+    /// revision, say), which its savepoint has rolled back alone. A busy or
+    /// lost database is thrown: it fails every run of the transaction.
+    private static func ownFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> Result<T, StoreError> {
+        do throws(StoreError) {
+            return .success(try body())
+        } catch where error.code != .busy {
+            return .failure(error)
+        }
+    }
+
+    /// What a school's recipients have been told about a date, and what is active now.
+    private static func deliveryState(school: String, date: String, in database: any SQLDatabase) throws(StoreError) -> DeliveryState {
         try database.lock([SQLStore.dayKey(school, date)], exclusive: true)
         let active = try SQLStore.activeGuidances(school: school, date: date, grade: nil, classNumber: nil, in: database)
         var reported: [Recipient: [GuidanceRecord]] = [:]
@@ -386,18 +409,29 @@ public final class SQLStore: GuidanceStore {
                 grade: row[2].int ?? 0, classNumber: row[3].int)
             revisions[recipient] = row[4].int ?? 0
         }
-        let digests = run.plan(DeliveryState(active: active, reported: reported, revisions: revisions))
-        let columns = digests.concurrentMap { (entries: DigestColumns.entries($0.entries), counts: DigestColumns.counts($0.counts)) }
-        for (digest, columns) in zip(digests, columns) {
-            try SQLStore.insert(digest, columns: columns, into: database)
-            try SQLStore.enqueue(digest, to: run.targets(digest), in: database)
+        return DeliveryState(active: active, reported: reported, revisions: revisions)
+    }
+
+    /// A digest with its entries and counts in their columns' JSON and the
+    /// targets to deliver it to: all a run's writes need.
+    private struct RenderedDigest: Sendable {
+        let digest: Digest
+        let entries: String
+        let counts: String
+        let targets: [DeliveryTarget]
+    }
+
+    private static func write(_ run: DeliveryRun, _ digests: [RenderedDigest], in database: any SQLDatabase) throws(StoreError) -> [Digest] {
+        for rendered in digests {
+            try SQLStore.insert(rendered.digest, columns: (rendered.entries, rendered.counts), into: database)
+            try SQLStore.enqueue(rendered.digest, to: rendered.targets, in: database)
         }
         try database.run("""
             INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
             ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-            """, [.text(school), .text(date), .text(run.completedAt), .integer(Int64(digests.count))])
-        try database.run("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(school), .text(date)])
-        return digests
+            """, [.text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count))])
+        try database.run("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)])
+        return digests.map(\.digest)
     }
 
     /// Writes a digest, its entries and counts already in their columns' JSON.

@@ -1,0 +1,40 @@
+import Common
+import Synchronization
+import XCTest
+
+final class ForEachTransformedTests: XCTestCase {
+    /// Every element is transformed once and handed over in order, for
+    /// counts below, at and above the number of cores.
+    func testHandsOverEveryElementOnceInOrder() {
+        for count in [0, 1, 2, 3, 29, 1000] {
+            let elements = (0..<count).map { "e\($0)" }
+            let calls = Mutex(0)
+            var handed: [String] = []
+            elements.forEach(transformedBy: { element -> String in
+                calls.withLock { $0 += 1 }
+                return element.uppercased()
+            }) { handed.append($0) }
+            XCTAssertEqual(handed, elements.map { $0.uppercased() }, "count \(count)")
+            XCTAssertEqual(calls.withLock { $0 }, count)
+        }
+    }
+
+    /// A slow consumer gets its results in order while the transforms run
+    /// ahead of it; when it throws, it is not called again and the error
+    /// reaches the caller.
+    func testAThrowingConsumerStopsTheRun() {
+        struct Stop: Error {}
+        let calls = Mutex(0)
+        var handed: [Int] = []
+        XCTAssertThrowsError(try (0..<200).map { $0 }.forEach(transformedBy: { number -> Int in
+            calls.withLock { $0 += 1 }
+            return number * 2
+        }) { (doubled: Int) throws(Stop) in
+            usleep(100)
+            handed.append(doubled)
+            if doubled == 20 { throw Stop() }
+        }) { XCTAssertTrue($0 is Stop) }
+        XCTAssertEqual(handed, (0...10).map { $0 * 2 })
+        XCTAssertLessThanOrEqual(calls.withLock { $0 }, 200)
+    }
+}
