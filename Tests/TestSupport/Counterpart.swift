@@ -33,7 +33,7 @@ public final class Counterpart: @unchecked Sendable {
         self.script = script
         self.port = try port ?? freePort()
         log = FileManager.default.temporaryDirectory.appendingPathComponent("\(script)-\(UUID()).jsonl")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else { throw CounterpartError("cannot create \(log.path)") }
     }
 
     /// Starts it and waits until its port accepts connections.
