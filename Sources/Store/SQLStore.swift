@@ -341,7 +341,7 @@ public final class SQLStore: GuidanceStore {
 
     public func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.transaction { [database] () throws(StoreError) -> [Result<[Digest], StoreError>] in
+            try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
                 // Every run's state first, each under its day lock (one
                 // replica runs a day at a time; the next sees its digests).
                 var states: [Result<DeliveryState, StoreError>] = []
@@ -354,14 +354,13 @@ public final class SQLStore: GuidanceStore {
                 // run's CPU, while this thread writes them in order.
                 var results: [Result<[Digest], StoreError>] = []
                 try zip(runs, states).map { $0 }.forEach(transformedBy: { run, state in
-                    state.map { state in
+                    (run, state.map { state in
                         run.plan(state).map { digest in
                             RenderedDigest(digest: digest, entries: DigestColumns.entries(digest.entries),
                                            counts: DigestColumns.counts(digest.counts), targets: run.targets(digest))
                         }
-                    }
-                }) { (rendered: Result<[RenderedDigest], StoreError>) throws(StoreError) in
-                    let run = runs[results.count]
+                    })
+                }) { (run: DeliveryRun, rendered: Result<[RenderedDigest], StoreError>) throws(StoreError) in
                     results.append(try SQLStore.ownFailure { () throws(StoreError) in
                         try database.savepoint { () throws(StoreError) in try SQLStore.write(run, rendered.get(), in: database) }
                     })
