@@ -42,7 +42,7 @@ let package = Package(
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
-        .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
+        .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
         .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 

@@ -1,4 +1,5 @@
 import Common
+import Curl
 import Foundation
 import Guidance
 import HTTP
@@ -14,7 +15,7 @@ import Synchronization
 ///   guidance-bench kafka  [--messages N] [--inflight C] [--bootstrap B]  producer round trips, awaited
 ///   guidance-bench apply  [--events N] [--store URL]      notifier: backlog → committed store rows
 ///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API, one at a time
-///   guidance-bench load   --url U [--rate R] [--seconds S] [--schools N]   paced POSTs; 202 latency
+///   guidance-bench load   --url U [--rate R] [--seconds S] [--connections C]   paced POSTs; 202 latency
 /// `scripts/bench` runs them with wrk and the services as processes and prints the table.
 struct Options {
     var command = "all"
@@ -250,38 +251,54 @@ func benchEndToEnd() async throws {
     withExtendedLifetime(cluster) {}
 }
 
-final class LoadResults: Sendable {
-    let state = Mutex<(latencies: [Double], errors: Int)>(([], 0))
+/// The shared progress of `benchLoad`'s threads.
+final class LoadState: Sendable {
+    let next = Atomic(0)
+    let results = Mutex<(latencies: [Double], errors: Int)>(([], 0))
 }
 
 /// Paced POSTs at `rate` a second for `seconds`, spread over the roster's
-/// schools; prints the count, the errors and the 202 latency.
+/// schools; prints the count, the errors and the 202 latency. Sent by
+/// `--connections` threads (32 by default), each with its own keep-alive
+/// libcurl session, taking the next due request in turn: a URLSession client
+/// queued requests for hundreds of milliseconds on these two shared cores.
 func benchLoad() async throws {
     guard let url = options.string("url") else { report("load needs --url"); exit(2) }
     let rate = options.int("rate", 1000)
     let seconds = options.int("seconds", 20)
-    let client = BenchClient()
+    let connections = options.int("connections", 32)
     let students = BenchData.students
-    let results = LoadResults()
+    let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
+    let total = rate * seconds
+    let state = LoadState()
     let started = ContinuousClock.now
     let interval = Duration.seconds(1) / rate
-    await withTaskGroup(of: Void.self) { group in
-        for index in 0..<(rate * seconds) {
-            let due = started + interval * index
-            if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
-            group.addTask {
+    let group = DispatchGroup()
+    for _ in 0..<connections {
+        group.enter()
+        Thread.detachNewThread {
+            defer { group.leave() }
+            guard let session = try? HTTPSession(timeout: .seconds(10)) else { return state.results.withLock { $0.errors += 1 } }
+            while true {
+                let index = state.next.add(1, ordering: .relaxed).oldValue
+                guard index < total else { return }
+                let due = started + interval * index
+                if due > .now { Thread.sleep(forTimeInterval: (due - .now).seconds) }
                 let student = students[(index &* 7919) % students.count]
-                let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
                 let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
+                var headers = [("Content-Type", "application/json")]
+                if roster.authenticationEnabled, let gate = BenchData.gate[student.schoolID] { headers.append(("Authorization", "Bearer demo-\(gate)")) }
                 let sent = ContinuousClock.now
-                let token = roster.authenticationEnabled ? BenchData.gate[student.schoolID].map { "demo-\($0)" } : nil
-                let status = (try? await client.send("POST", "\(url)/v1/schools/\(student.schoolID)/guidances", body: body, token: token).0) ?? 0
+                let result = session.post("\(url)/v1/schools/\(student.schoolID)/guidances", headers: headers, body: Array(body.utf8))
                 let took = (ContinuousClock.now - sent).seconds * 1000
-                results.state.withLock { if status == 202 { $0.latencies.append(took) } else { $0.errors += 1 } }
+                state.results.withLock {
+                    if case .answered(status: 202, _, _) = result { $0.latencies.append(took) } else { $0.errors += 1 }
+                }
             }
         }
     }
-    let (latencies, errors) = results.state.withLock { ($0.latencies.sorted(), $0.errors) }
+    await withCheckedContinuation { continuation in group.notify(queue: .global()) { continuation.resume() } }
+    let (latencies, errors) = state.results.withLock { ($0.latencies.sorted(), $0.errors) }
     func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
     let took = (ContinuousClock.now - started).seconds
     report(String(format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
