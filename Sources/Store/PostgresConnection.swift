@@ -61,6 +61,8 @@ final class PostgresConnection: SQLDatabase {
 
     var skipLocked: String { " FOR UPDATE SKIP LOCKED" }
 
+    var keyedTable: String { "" }
+
     /// 13 parameters a registration: far under libpq's 65,535, and few
     /// statement texts.
     var rowsPerStatement: Int { 64 }

@@ -33,13 +33,16 @@ public final class SQLStore: GuidanceStore {
 
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
-    static let migrations = [schema, outboxSchema, dayIndex]
+    static func migrations(for database: any SQLDatabase) -> [String] {
+        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable)]
+    }
 
     /// Brings the schema to the newest version, under the schema lock so
     /// that replicas starting together apply each step once. A store whose
     /// schema is newer than this release knows is refused: running an older
     /// release on it could misread what a newer one wrote.
-    static func migrate(_ database: any SQLDatabase, migrations: [String] = SQLStore.migrations) throws(StoreError) {
+    static func migrate(_ database: any SQLDatabase, migrations: [String]? = nil) throws(StoreError) {
+        let migrations = migrations ?? SQLStore.migrations(for: database)
         try database.transaction { () throws(StoreError) in
             try database.lock(["schema"], exclusive: true)
             try database.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -156,6 +159,31 @@ public final class SQLStore: GuidanceStore {
         DROP INDEX IF EXISTS guidances_by_day;
         CREATE INDEX IF NOT EXISTS guidances_by_school_date ON guidances(school_id, local_date);
         """
+
+    /// Version 4: digest items keyed by school and date first, the only way
+    /// they are looked up (a run reads what its day's recipients were told),
+    /// so the key serves that lookup and the day index goes; on SQLite the
+    /// rows live in the key's B-tree. Each item was three B-tree inserts and
+    /// is one (two on PostgreSQL): district run, 200 schools, 0.99 / 0.98 /
+    /// 0.90 -> 0.88 / 0.87 / 0.83 s. The table is copied once, in the
+    /// migration's transaction.
+    static func itemsByDay(keyedTable: String) -> String {
+        """
+        CREATE TABLE digest_items_next (
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            teacher_id TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            guidance_id TEXT NOT NULL,
+            active INTEGER NOT NULL,
+            CONSTRAINT digest_items_key PRIMARY KEY (school_id, date, teacher_id, scope, guidance_id)
+        )\(keyedTable);
+        INSERT INTO digest_items_next (school_id, date, teacher_id, scope, guidance_id, active)
+            SELECT school_id, date, teacher_id, scope, guidance_id, active FROM digest_items;
+        DROP TABLE digest_items;
+        ALTER TABLE digest_items_next RENAME TO digest_items;
+        """
+    }
 
     public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
@@ -459,7 +487,7 @@ public final class SQLStore: GuidanceStore {
         let rows = (0..<count).map { "($1, $2, $3, $4, $\($0 * 2 + 5), $\($0 * 2 + 6))" }.joined(separator: ", ")
         return """
             INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active) VALUES \(rows)
-            ON CONFLICT (teacher_id, school_id, date, scope, guidance_id) DO UPDATE SET active = excluded.active
+            ON CONFLICT (school_id, date, teacher_id, scope, guidance_id) DO UPDATE SET active = excluded.active
             """
     }
 

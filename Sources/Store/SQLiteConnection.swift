@@ -90,6 +90,8 @@ final class SQLiteConnection: SQLDatabase {
     /// One writer at a time: a claim is alone anyway.
     var skipLocked: String { "" }
 
+    var keyedTable: String { " WITHOUT ROWID" }
+
     private func prepared(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
         let statement: OpaquePointer
         if let cached = statements[sql] {

@@ -82,16 +82,37 @@ struct StoreSuite: Sendable {
         let database = try connect()
         try SQLStore.migrate(database)
         try SQLStore.migrate(database)
-        let versions = Array(1...SQLStore.migrations.count)
+        let migrations = SQLStore.migrations(for: database)
+        let versions = Array(1...migrations.count)
         XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions)
         // A next release adds a step; a step that is not idempotent shows it runs once.
-        let next = SQLStore.migrations + ["CREATE TABLE migration_test (id INTEGER PRIMARY KEY)"]
+        let next = migrations + ["CREATE TABLE migration_test (id INTEGER PRIMARY KEY)"]
         try SQLStore.migrate(database, migrations: next)
         try SQLStore.migrate(try connect(), migrations: next)
         XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions + [versions.count + 1])
         XCTAssertThrowsError(try SQLStore.migrate(try connect())) { error in
             XCTAssertTrue("\(error)".contains("schema is version \(versions.count + 1), newer than this release knows (\(versions.count))"), "\(error)")
         }
+    }
+
+    /// Step 4 re-keys digest items by day: what recipients were told before
+    /// the upgrade is kept, so a run after it does not tell them again, and
+    /// the new key still holds an item once. `connect` opens the store's database.
+    func digestItemsSurviveTheirRekeying(_ connect: () throws -> any SQLDatabase) throws {
+        let database = try connect()
+        try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(3)))
+        try database.run("""
+            INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active)
+            VALUES ('t-hr', 'sa', '2026-11-30', 'class', 'g1', 1)
+            """)
+        let store = try makeStore()
+        _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
+        let run = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
+        XCTAssertEqual(run.first?.entries.map(\.guidanceId), ["g2"], "g1 was in a digest before the upgrade")
+        XCTAssertThrowsError(try database.run("""
+            INSERT INTO digest_items (school_id, date, teacher_id, scope, guidance_id, active)
+            VALUES ('sa', '2026-11-30', 't-hr', 'class', 'g1', 0)
+            """))
     }
 
     func deletionWinsInEitherOrder() throws {
@@ -264,6 +285,11 @@ final class SQLiteStoreTests: XCTestCase {
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try SQLiteConnection(path: path) }
     }
 
+    func testDigestItemsSurviveTheirRekeying() throws {
+        let path = directory.appendingPathComponent("test.db").path
+        try suite.digestItemsSurviveTheirRekeying { try SQLiteConnection(path: path) }
+    }
+
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
@@ -301,6 +327,11 @@ final class PostgresStoreTests: XCTestCase {
     func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
         let url = self.url
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
+    }
+
+    func testDigestItemsSurviveTheirRekeying() throws {
+        let url = self.url
+        try suite.digestItemsSurviveTheirRekeying { try PostgresConnection(url: url) }
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
