@@ -68,7 +68,8 @@ protocol SQLDatabase: AnyObject {
     /// locked are skipped rather than waited for. Empty where a database has
     /// one writer at a time.
     var skipLocked: String { get }
-    /// Appended to a table that is only ever found by its primary key:
+    /// Appended to a table only ever found by its primary key or the key's
+    /// leading columns:
     /// SQLite then keeps the rows in the key's B-tree (`WITHOUT ROWID`), one
     /// B-tree to write per row instead of two. Empty where tables are heaps.
     var keyedTable: String { get }
