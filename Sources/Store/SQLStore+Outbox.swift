@@ -124,16 +124,24 @@ extension SQLStore {
         }
     }
 
+    /// Channels with pending deliveries: how many, and since when.
     public func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog] {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query(
-                "SELECT channel, COUNT(*), MIN(created_ms) FROM deliveries WHERE status = 'pending' GROUP BY channel", []
-            ).compactMap { row in
-                guard let channel = row[0].string.flatMap(Channel.init(rawValue:)) else { return nil }
-                return DeliveryBacklog(channel: channel, pending: row[1].int ?? 0, oldestCreatedAt: row[2] == .null ? nil : seconds(row[2]))
+            var backlog: [DeliveryBacklog] = []
+            for channel in Channel.allCases {
+                guard let row = try database.query(SQLStore.pendingOfChannel, [.text(channel.rawValue)]).first,
+                      let pending = row[0].int, pending > 0 else { continue }
+                backlog.append(DeliveryBacklog(channel: channel, pending: pending, oldestCreatedAt: row[1] == .null ? nil : seconds(row[1])))
             }
+            return backlog
         }
     }
+
+    /// A channel's pending deliveries, found through `deliveries_due` by
+    /// channel and status. A `GROUP BY channel` over every status read the
+    /// whole index, every delivery ever sent, every 5 s: 109 ms with a school
+    /// year's 1,064,000 deliveries, against 0.06 ms for both channels so.
+    static let pendingOfChannel = "SELECT COUNT(*), MIN(created_ms) FROM deliveries WHERE channel = $1 AND status = 'pending'"
 
     /// A delivery from the columns `deliveryColumns` names.
     private static func delivery(_ row: ArraySlice<SQLValue>) -> Delivery {

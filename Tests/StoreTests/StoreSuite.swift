@@ -299,6 +299,23 @@ final class SQLiteStoreTests: XCTestCase {
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
+    /// What a digest run and the dispatcher look up by day or channel is
+    /// found through an index: a scan would read a school year's digests
+    /// for every school of every run.
+    func testDayAndChannelLookupsScanNoTable() throws {
+        _ = try suite.makeStore()
+        let database = try SQLiteConnection(path: directory.appendingPathComponent("test.db").path)
+        let lookups: [(String, [SQLValue])] = [
+            (SQLStore.revisionsOfDay, [.text("sa"), .text("2026-11-30")]),
+            (SQLStore.pendingOfChannel, [.text(Channel.email.rawValue)]),
+        ]
+        for (sql, parameters) in lookups {
+            let plan = try database.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0.last?.string }
+            XCTAssertFalse(plan.isEmpty)
+            XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN") }, "\(sql): \(plan)")
+        }
+    }
+
     func testDataSurvivesReopening() throws {
         _ = try suite.makeStore().apply([.registered(suite.record("g1"))])
         XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
