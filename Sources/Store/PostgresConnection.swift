@@ -33,7 +33,7 @@ final class PostgresConnection: SQLDatabase {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
             PQfinish(connection)
-            throw StoreError(.busy, "cannot connect to PostgreSQL: \(message)")
+            throw StoreError(.unavailable, "cannot connect to PostgreSQL: \(message)")
         }
         self.connection = connection
         // NOTICEs ("relation already exists, skipping") are not for operators.
@@ -96,7 +96,7 @@ final class PostgresConnection: SQLDatabase {
         // Parameters travel as C strings, and PostgreSQL's text cannot hold a
         // NUL anyway: refuse the value rather than store it cut short.
         if texts.contains(where: { $0?.utf8.contains(0) == true }) {
-            throw StoreError(.failed, "PostgreSQL cannot store text containing a NUL character")
+            throw StoreError(.invalidValue, "PostgreSQL cannot store text containing a NUL character")
         }
         // strdup'd copies live until the call returns.
         let values: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
@@ -148,7 +148,7 @@ final class PostgresConnection: SQLDatabase {
         }
         guard let result else {
             if PQstatus(connection) == CONNECTION_BAD { inTransaction = false }
-            throw StoreError(.busy, "PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+            throw StoreError(.unavailable, "PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
@@ -159,31 +159,42 @@ final class PostgresConnection: SQLDatabase {
                 // The transaction, if any, ended with the connection: the
                 // caller retries it.
                 inTransaction = false
-                throw StoreError(.busy, "PostgreSQL connection lost: \(message)")
+                throw StoreError(.unavailable, "PostgreSQL connection lost: \(message)")
             }
-            switch state {
-            case "23505": throw StoreError(.conflict, "PostgreSQL: \(message)")
-            case "26000":
+            if state == "26000" {
                 // A statement prepared on a session that has since been
                 // reset; prepared again on the retry.
                 prepared = [:]
-                throw StoreError(.busy, "PostgreSQL: \(message)")
-            case "40001", "40P01", "55P03", "57P01", "08000", "08003", "08006": throw StoreError(.busy, "PostgreSQL: \(message)")
-            default: throw StoreError(.failed, "PostgreSQL [\(state)]: \(message)")
             }
+            throw StoreError(PostgresConnection.code(ofState: state), "PostgreSQL [\(state)]: \(message)")
         }
         return result
     }
 
+    /// What an SQLSTATE means for the caller: the server's condition
+    /// (connection, transaction rollback, insufficient resources such as
+    /// `53100 disk_full`, operator intervention, system and I/O errors, a
+    /// read-only transaction, a lock not available) is `unavailable`;
+    /// integrity constraints (class 23) and data exceptions (class 22) are
+    /// the data's.
+    static func code(ofState state: String) -> StoreError.Code {
+        switch state.prefix(2) {
+        case "23": return .conflict
+        case "22": return .invalidValue
+        case "08", "40", "53", "57", "58": return .unavailable
+        default: return ["25006", "26000", "55P03", "55006"].contains(state) ? .unavailable : .failed
+        }
+    }
+
     private func reconnect() throws(StoreError) {
         if let reconnectAfter, ContinuousClock.now < reconnectAfter {
-            throw StoreError(.busy, "PostgreSQL is unreachable; the next attempt to reconnect is at most \(timeout) away")
+            throw StoreError(.unavailable, "PostgreSQL is unreachable; the next attempt to reconnect is at most \(timeout) away")
         }
         PQreset(connection)
         prepared = [:]
         guard PQstatus(connection) == CONNECTION_OK else {
             reconnectAfter = ContinuousClock.now + timeout
-            throw StoreError(.busy, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+            throw StoreError(.unavailable, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         reconnectAfter = nil
     }
@@ -211,7 +222,7 @@ final class PostgresConnection: SQLDatabase {
                 while let stale = PQgetResult(connection) { PQclear(stale) }
                 inTransaction = false
                 reconnectAfter = ContinuousClock.now + timeout
-                throw StoreError(.busy, "PostgreSQL did not answer within \(timeout)")
+                throw StoreError(.unavailable, "PostgreSQL did not answer within \(timeout)")
             }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))

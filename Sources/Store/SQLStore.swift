@@ -413,7 +413,7 @@ public final class SQLStore: GuidanceStore {
     private static func ownFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> Result<T, StoreError> {
         do throws(StoreError) {
             return .success(try body())
-        } catch where error.code != .busy {
+        } catch where !error.isRetriable {
             return .failure(error)
         }
     }

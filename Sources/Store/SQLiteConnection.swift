@@ -20,8 +20,8 @@ final class SQLiteConnection: SQLDatabase {
         sqlite3_busy_timeout(database, 5000)
         // FULL: a commit is on disk before the notifier commits the Kafka
         // offsets behind it. NORMAL can roll back the last commits on a power
-        // loss, and those events would never be read again. Batches of up to
-        // 1,000 events keep the fsyncs few (apply rate unchanged, measured).
+        // loss, and those events would never be read again. A transaction per
+        // consumed batch keeps the fsyncs few (apply rate unchanged, measured).
         try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
     }
 
@@ -120,10 +120,16 @@ final class SQLiteConnection: SQLDatabase {
         return statement
     }
 
+    /// Classified by the primary result code: what the database file or
+    /// its disk cannot do now is `unavailable` (retried; it heals once space
+    /// is freed or the lock released), what the values break is the data's.
     private func error(_ result: Int32, _ message: String) -> StoreError {
         switch result & 0xff {
-        case SQLITE_BUSY, SQLITE_LOCKED: StoreError(.busy, "SQLite busy: \(message)")
+        case SQLITE_BUSY, SQLITE_LOCKED: StoreError(.unavailable, "SQLite busy: \(message)")
+        case SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_NOMEM, SQLITE_CANTOPEN, SQLITE_PROTOCOL, SQLITE_NOLFS, SQLITE_PERM:
+            StoreError(.unavailable, "SQLite: \(message)")
         case SQLITE_CONSTRAINT: StoreError(.conflict, "SQLite constraint: \(message)")
+        case SQLITE_TOOBIG, SQLITE_MISMATCH, SQLITE_RANGE: StoreError(.invalidValue, "SQLite: \(message)")
         default: StoreError(.failed, "SQLite: \(message)")
         }
     }

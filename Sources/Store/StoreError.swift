@@ -1,11 +1,22 @@
-/// The one error type of the store layer.
+/// The one error type of the store layer. Its code says whose fault a
+/// failure is: the store's (it cannot write now, whatever is written) or the
+/// data's (this write can never succeed), which decides whether an event is
+/// retried with its offsets held or narrowed down and dead-lettered.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
     public enum Code: Sendable, Equatable {
-        /// Another writer holds the database, or the server is unreachable.
-        case busy
-        /// A uniqueness rule refused the write (a digest revision exists).
+        /// The store cannot answer or write now, whatever is written:
+        /// another writer holds it, the server is unreachable or shutting
+        /// down, the session was lost, the disk is full, an I/O error, a
+        /// read-only database, out of memory. The same call may succeed later.
+        case unavailable
+        /// A uniqueness or other constraint refused what was written (a
+        /// digest revision that exists).
         case conflict
-        case invalidURL
+        /// A value the store cannot hold (text with a NUL, a number out of
+        /// range, bytes that are not text).
+        case invalidValue
+        /// Anything else: an unknown schema, an unreadable row, an error the
+        /// store does not classify. Not retried by callers; not the data's.
         case failed
     }
 
@@ -17,6 +28,13 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public var isRetriable: Bool { code == .busy || code == .conflict }
+    /// Whether the same call may succeed later unchanged (the store's
+    /// condition, not the call's): HTTP answers 503 with `Retry-After`.
+    public var isRetriable: Bool { code == .unavailable }
+
+    /// Whether the failure names the data written, so that other writes
+    /// would succeed: only then is an event the one to blame.
+    public var isDataError: Bool { code == .conflict || code == .invalidValue }
+
     public var description: String { message }
 }

@@ -120,7 +120,33 @@ struct StoreSuite: Sendable {
         _ = try store.apply([deletion("early")])
         _ = try store.apply([.registered(record("early")), .registered(record("late", number: 5))])
         _ = try store.apply([deletion("late"), .registered(record("late", number: 5))])
+        // A deletion sent with another grade in its path travels on another
+        // partition: it may come first or last, and wins either way.
+        _ = try store.apply([deletion("other-grade-first", grade: 2)])
+        _ = try store.apply([.registered(record("other-grade-first")), .registered(record("other-grade-last", number: 6))])
+        _ = try store.apply([deletion("other-grade-last", grade: 3)])
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil), [])
+    }
+
+    /// A constraint is the data's fault: not retriable, narrowed down to
+    /// its event. `refuseWrites` makes the database itself refuse (full,
+    /// read-only): retriable, never an event's fault.
+    static func onlyTheStoresOwnFailuresAreRetriable(_ database: any SQLDatabase, refuseWrites: (any SQLDatabase) throws -> Void) throws {
+        try database.execute("CREATE TABLE retriable_check (k TEXT PRIMARY KEY, v TEXT)")
+        try database.run("INSERT INTO retriable_check (k, v) VALUES ('a', 'x')", [])
+        XCTAssertThrowsError(try database.run("INSERT INTO retriable_check (k, v) VALUES ('a', 'y')", [])) { error in
+            let error = error as? StoreError
+            XCTAssertEqual(error?.code, .conflict, "\(String(describing: error))")
+            XCTAssertEqual(error?.isRetriable, false)
+            XCTAssertEqual(error?.isDataError, true)
+        }
+        try refuseWrites(database)
+        XCTAssertThrowsError(try database.run("INSERT INTO retriable_check (k, v) VALUES ($1, $2)", [.text("b"), .text(String(repeating: "v", count: 200_000))])) { error in
+            let error = error as? StoreError
+            XCTAssertEqual(error?.code, .unavailable, "\(String(describing: error))")
+            XCTAssertEqual(error?.isRetriable, true)
+            XCTAssertEqual(error?.isDataError, false)
+        }
     }
 
     func digestRunsWriteOnceAndAmendOnlyChanges() throws {
@@ -290,6 +316,16 @@ final class SQLiteStoreTests: XCTestCase {
         try suite.digestItemsSurviveTheirRekeying { try SQLiteConnection(path: path) }
     }
 
+    /// A full database: `max_page_count` at its current size gives the
+    /// same `SQLITE_FULL` as a full disk.
+    func testOnlyTheStoresOwnFailuresAreRetriable() throws {
+        let connection = try SQLiteConnection(path: directory.appendingPathComponent("retriable.db").path)
+        try StoreSuite.onlyTheStoresOwnFailuresAreRetriable(connection) { database in
+            let pages = try XCTUnwrap(database.query("PRAGMA page_count", []).first?.first?.int)
+            _ = try database.query("PRAGMA max_page_count = \(pages)", [])
+        }
+    }
+
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
@@ -349,6 +385,18 @@ final class PostgresStoreTests: XCTestCase {
     func testDigestItemsSurviveTheirRekeying() throws {
         let url = self.url
         try suite.digestItemsSurviveTheirRekeying { try PostgresConnection(url: url) }
+    }
+
+    /// A read-only session answers `25006`, as a database set read-only does.
+    func testOnlyTheStoresOwnFailuresAreRetriable() throws {
+        try StoreSuite.onlyTheStoresOwnFailuresAreRetriable(try PostgresConnection(url: url)) { database in
+            try database.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        }
+        for (state, code) in [("23505", StoreError.Code.conflict), ("22021", .invalidValue), ("53100", .unavailable), ("25006", .unavailable),
+                              ("57P01", .unavailable), ("08006", .unavailable), ("40001", .unavailable), ("58030", .unavailable),
+                              ("42P01", .failed)] {
+            XCTAssertEqual(PostgresConnection.code(ofState: state), code, state)
+        }
     }
 
     func testRegistrationsUpsertAndReplaysChangeNothing() throws { try suite.registrationsUpsertAndReplaysChangeNothing() }
