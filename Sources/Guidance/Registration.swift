@@ -21,6 +21,11 @@ public struct Registration: Sendable, Equatable {
     /// Every rule a registration breaks, each naming its field.
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public let problems: [FieldError]
+        /// Whether every problem is an id the roster does not list (school,
+        /// student, teacher, reason code): a roster that reloads later may
+        /// know them, so the notifier holds such an event for a while
+        /// instead of dead-lettering it.
+        public let awaitingRoster: Bool
         public var description: String { problems.map(\.description).joined(separator: "; ") }
     }
 
@@ -34,19 +39,52 @@ public struct Registration: Sendable, Equatable {
 
 extension Roster {
     /// The registration of the student at `grade`/`classNumber`/`number` of
-    /// `schoolID`; throws every rule it breaks, each naming its field as the
-    /// HTTP contract does.
+    /// `schoolID`, as the gate asks for it; throws every rule it breaks,
+    /// each naming its field as the HTTP contract does.
     public func registration(
         school schoolID: String, grade: Int, classNumber: Int, number: Int,
+        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
+    ) throws(Registration.Invalid) -> Registration {
+        try registration(
+            school: schoolID, student: student(school: schoolID, grade: grade, classNumber: classNumber, number: number),
+            missing: "no student at grade \(grade), class \(classNumber), number \(number)",
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
+    }
+
+    /// The registration of an event ingest accepted: the student found by
+    /// `studentID` and kept in the seat the event recorded (a student who
+    /// changed class since is not an error), with the roster's name.
+    public func registration(
+        school schoolID: String, studentID: String, recordedSeat seat: (grade: Int, classNumber: Int, number: Int),
+        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
+    ) throws(Registration.Invalid) -> Registration {
+        guard [seat.grade, seat.classNumber, seat.number].allSatisfy(Student.seatRange.contains) else {
+            throw Registration.Invalid(
+                problems: [FieldError(field: "student", message: "seat \(seat.grade)-\(seat.classNumber)-\(seat.number) is out of range")],
+                awaitingRoster: false)
+        }
+        let student = student(school: schoolID, id: studentID).map {
+            Student(schoolID: $0.schoolID, id: $0.id, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
+                    name: $0.name, photoURL: $0.photoURL)
+        }
+        return try registration(
+            school: schoolID, student: student, missing: "no student '\(studentID)' at this school",
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
+    }
+
+    private func registration(
+        school schoolID: String, student: Student?, missing: String,
         reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
     ) throws(Registration.Invalid) -> Registration {
         guard let school = school(schoolID) else {
-            throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(schoolID)'")])
+            throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(schoolID)'")], awaitingRoster: true)
         }
         var problems: [FieldError] = []
-        let student = self.student(school: schoolID, grade: grade, classNumber: classNumber, number: number)
+        // Problems that name an id the roster does not list (yet).
+        var unknownIDs = 0
         if student == nil {
-            problems.append(FieldError(field: "student", message: "no student at grade \(grade), class \(classNumber), number \(number)"))
+            problems.append(FieldError(field: "student", message: missing))
+            unknownIDs += 1
         }
         var detail: String?
         do {
@@ -61,14 +99,23 @@ extension Roster {
             }
         } else {
             problems.append(FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
+            unknownIDs += 1
         }
-        if teachers[recordedBy]?.schoolID != schoolID {
+        switch teachers[recordedBy]?.schoolID {
+        case schoolID:
+            break
+        case nil:
+            problems.append(FieldError(field: "recordedBy", message: "unknown teacher '\(recordedBy)' at this school"))
+            unknownIDs += 1
+        default:
             problems.append(FieldError(field: "recordedBy", message: "unknown teacher '\(recordedBy)' at this school"))
         }
         if let problem = Registration.occurredAtProblem(occurredAt, recordedAt: recordedAt) {
             problems.append(FieldError(field: "occurredAt", message: problem))
         }
-        guard problems.isEmpty, let student, let reason else { throw Registration.Invalid(problems: problems) }
+        guard problems.isEmpty, let student, let reason else {
+            throw Registration.Invalid(problems: problems, awaitingRoster: unknownIDs == problems.count)
+        }
         return Registration(school: school, student: student, reason: reason, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt)
     }
 }

@@ -77,6 +77,11 @@ public struct Roster: Sendable {
         students.student(school: school, grade: grade, classNumber: classNumber, number: number)
     }
 
+    /// The student of `school` with `id`, wherever they sit now.
+    public func student(school: String, id: String) -> Student? {
+        students.student(school: school, id: id)
+    }
+
     /// The school's seats as grade → class → numbers, each level sorted.
     public func seats(school: String) -> [(grade: Int, classes: [(classNumber: Int, numbers: [Int])])] {
         students.seats(school: school)

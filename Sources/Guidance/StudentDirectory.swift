@@ -26,10 +26,11 @@ struct StudentDirectory: Sendable {
     private var records: [Record] = []
     private var photoDirectories: [Span] = []
     private var text: [UInt8] = []
+    /// Hash of school and student id → record: an id listed twice is found
+    /// while loading, and the notifier finds an event's student by its id.
+    private var ids: [UInt64: UInt32] = [:]
     // Needed only while the roster is read; `finishLoading` lets them go.
     private var isLoading = true
-    /// Hash of school and student id → record, to find an id listed twice.
-    private var ids: [UInt64: UInt32] = [:]
     private var photoDirectoryIndex: [String: UInt32] = [:]
 
     /// Room for `capacity` students whose strings take at most `textBytes`.
@@ -58,10 +59,7 @@ struct StudentDirectory: Sendable {
         guard schoolIndex[student.schoolID] != nil || schoolIDs.count <= Int(UInt16.max) else { throw .tooManySchools }
         let school = index(of: student.schoolID)
         let seat = StudentDirectory.seat(school, student.grade, student.classNumber, student.number)
-        var hasher = Hasher()
-        hasher.combine(school)
-        hasher.combine(student.id)
-        let idKey = UInt64(bitPattern: Int64(hasher.finalize()))
+        let idKey = StudentDirectory.idKey(school, student.id)
         if let existing = ids[idKey] {
             // Equal hashes: compare the ids themselves, all of the school's on
             // the (vanishingly rare) collision of different ids.
@@ -92,7 +90,6 @@ struct StudentDirectory: Sendable {
     /// Drops what only loading needs; the directory is read-only afterwards.
     mutating func finishLoading() {
         isLoading = false
-        ids = [:]
         photoDirectoryIndex = [:]
     }
 
@@ -101,6 +98,21 @@ struct StudentDirectory: Sendable {
               Student.seatRange.contains(grade), Student.seatRange.contains(classNumber), Student.seatRange.contains(number),
               let index = seats[StudentDirectory.seat(school, grade, classNumber, number)]
         else { return nil }
+        return student(at: index)
+    }
+
+    /// The student of `school` with `id`, wherever they sit now.
+    func student(school: String, id: String) -> Student? {
+        guard let schoolNumber = schoolIndex[school] else { return nil }
+        if let index = ids[StudentDirectory.idKey(schoolNumber, id)], string(records[Int(index)].id) == id {
+            return student(at: index)
+        }
+        // Two ids of one hash: the later one holds the slot.
+        guard let index = records.firstIndex(where: { $0.school == schoolNumber && string($0.id) == id }) else { return nil }
+        return student(at: UInt32(index))
+    }
+
+    private func student(at index: UInt32) -> Student {
         let record = records[Int(index)]
         return Student(
             schoolID: schoolIDs[Int(record.school)], id: string(record.id), grade: Int(record.grade),
@@ -136,6 +148,13 @@ struct StudentDirectory: Sendable {
 
     private func string(_ span: Span) -> String {
         String(decoding: text[Int(span.offset)..<Int(span.offset + span.length)], as: UTF8.self)
+    }
+
+    private static func idKey(_ school: UInt16, _ id: String) -> UInt64 {
+        var hasher = Hasher()
+        hasher.combine(school)
+        hasher.combine(id)
+        return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
     private static func seat(_ school: UInt16, _ grade: Int, _ classNumber: Int, _ number: Int) -> UInt64 {

@@ -4,9 +4,11 @@ import Kafka
 import Store
 
 /// Turns consumed messages into store events, or says why it cannot. Every
-/// event is held to the rules ingest applies (the notifier's roster decides,
-/// see the README), so nothing reaches a digest that the gate would have
-/// refused.
+/// event is held to the rules ingest applies, on identity: the school, the
+/// student's id, the recorder, the reason and the time window (the
+/// notifier's roster decides, see the README). The student keeps the seat
+/// the event recorded, so a class change between ingest's roster and ours
+/// drops nothing.
 struct EventDecoder: Sendable {
     let roster: Roster
     let topics: Topics
@@ -44,15 +46,12 @@ struct EventDecoder: Sendable {
         let registration: Registration
         do {
             registration = try roster.registration(
-                school: event.schoolId, grade: student.grade, classNumber: student.classNumber, number: student.number,
+                school: event.schoolId, studentID: student.studentId,
+                recordedSeat: (student.grade, student.classNumber, student.number),
                 reasonCode: event.reason.code, detail: event.reason.detail, recordedBy: event.recordedBy,
                 occurredAt: occurred, recordedAt: recorded)
         } catch {
-            return .failure(DecodeFailure(reason: error.description))
-        }
-        guard registration.student.id == student.studentId else {
-            return .failure(DecodeFailure(
-                reason: "student: grade \(student.grade), class \(student.classNumber), number \(student.number) is '\(registration.student.id)' in the roster, not '\(student.studentId)'"))
+            return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
         }
         return .success(.registered(GuidanceRecord(
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
@@ -63,9 +62,11 @@ struct EventDecoder: Sendable {
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {
         if let problem = idProblem(event.eventId, event.guidanceId) { return .failure(problem) }
-        guard roster.school(event.schoolId) != nil else { return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'")) }
+        guard roster.school(event.schoolId) != nil else {
+            return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'", awaitingRoster: true))
+        }
         guard roster.hasGrade(event.grade, in: event.schoolId) else {
-            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)"))
+            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)", awaitingRoster: true))
         }
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
@@ -84,4 +85,7 @@ struct EventDecoder: Sendable {
 
 struct DecodeFailure: Error, Sendable {
     let reason: String
+    /// The event names an id the roster does not list yet: held while the
+    /// roster may still reload (`RosterHold`), then dead-lettered.
+    var awaitingRoster = false
 }

@@ -31,8 +31,13 @@ final class Materializer: Sendable {
     private let writer = DispatchQueue(label: "notifier-materializer-writer")
     /// Signalled by the consuming thread as it ends; `stop` waits for it.
     private let finished = DispatchSemaphore(value: 0)
-    /// Whether the last store write failed (readiness reports it).
-    let storeFailing = Atomic<Bool>(false)
+    /// Since when, and why, the store refuses writes; nil while it takes them.
+    private let outage = Mutex<StoreOutage?>(nil)
+    private let rosterGrace: Double
+    /// Messages waiting for the roster (`RosterHold.count`), for metrics.
+    private let held = Atomic<Int>(0)
+    /// Partitions revoked inside `poll`, for the consuming thread to forget.
+    private let revocations = Revocations()
 
     init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger) throws(KafkaError) {
         self.store = store
@@ -42,17 +47,33 @@ final class Materializer: Sendable {
         topics = config.topics
         groupID = config.groupID
         maxBatch = config.maxBatch
+        rosterGrace = config.rosterGrace.seconds
         self.roster = roster
         consumerConfig = ConsumerConfig(
             kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
             instanceID: config.instanceID, clientID: "guidance-notifier")
-        current = Mutex(try Consumer(config: consumerConfig, logger: logger.with(["part": "consumer"])))
+        current = Mutex(try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger))
+        metrics.gauge("notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0.") { [weak self] in
+            [([], self?.storeOutage == nil ? 0 : 1)]
+        }
+        metrics.gauge("notifier_events_held", help: "Events waiting for the roster to list an id they name, with the rest of their partition.") { [weak self] in
+            [([], Double(self?.held.load(ordering: .relaxed) ?? 0))]
+        }
         metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") { [weak self] in
             (self?.consumer.lag() ?? [:]).sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map {
                 ([("topic", $0.key.topic), ("partition", String($0.key.partition))], Double($0.value))
             }
         }
     }
+
+    private static func consumer(_ config: ConsumerConfig, revocations: Revocations, logger: Logger) throws(KafkaError) -> Consumer {
+        try Consumer(config: config, logger: logger.with(["part": "consumer"])) { event in
+            if case .revoked(let partitions) = event { revocations.add(partitions) }
+        }
+    }
+
+    /// Since when, and why, store writes fail; nil while they succeed.
+    var storeOutage: StoreOutage? { outage.withLock { $0 } }
 
     /// Partitions this replica consumes now.
     var assignedPartitions: Int { consumer.assignment().count }
@@ -83,6 +104,8 @@ final class Materializer: Sendable {
 
     private func loop() {
         var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
+        var hold = RosterHold(grace: rosterGrace)
+        defer { held.store(0, ordering: .relaxed) }
         // The batch the store is writing on the writer queue while this
         // thread polls and decodes the next one. Its offsets are stored
         // here, after it is written (offsets only ever from this thread).
@@ -90,42 +113,62 @@ final class Materializer: Sendable {
         defer { writing?.wait() }
         while running {
             let consumer = self.consumer
-            // While a batch is being written, take only what is fetched already.
-            let batch = consumer.poll(maxMessages: maxBatch, timeout: writing == nil ? .milliseconds(200) : .zero)
+            // While a batch is being written, take only what is fetched
+            // already; while the roster holds its most, nothing new.
+            let room = min(maxBatch, RosterHold.limit - hold.count)
+            if room <= 0 { Thread.sleep(forTimeInterval: 0.2) }
+            let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: writing == nil ? .milliseconds(200) : .zero) : []
+            hold.drop(revocations.take())
             let restart = watchdog.shouldRestart(joined: consumer.memberID != nil, now: .now)
             if batch.isEmpty || restart, let previous = writing {
                 writing = nil
                 guard finish(previous) else { return }
             }
             if restart {
+                hold.dropAll()
                 restartConsumer()
                 continue
             }
-            guard !batch.isEmpty else { continue }
+            hold.append(batch, now: Timestamp.now())
             // One roster for the whole batch, even if it is reloaded meanwhile.
             let decoder = EventDecoder(roster: roster.current, topics: topics)
+            let released = hold.release(now: Timestamp.now(), decode: decoder.decode) { message, failure in
+                logger.warning("event held until the roster lists the id it names; its partition waits behind it", [
+                    "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
+                    "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s",
+                ])
+            }
+            held.store(hold.count, ordering: .relaxed)
+            guard !released.isEmpty else { continue }
             var events: [StoredEvent] = []
             var sources: [ConsumedMessage] = []
-            events.reserveCapacity(batch.count)
-            sources.reserveCapacity(batch.count)
-            for message in batch {
-                switch decoder.decode(message) {
-                case .success(let event):
+            events.reserveCapacity(released.count)
+            sources.reserveCapacity(released.count)
+            for item in released {
+                switch item.outcome {
+                case .event(let event):
                     events.append(event)
-                    sources.append(message)
-                case .failure(let failure):
-                    guard deadLetter(message, reason: failure.reason) else { return }
+                    sources.append(item.message)
+                    if item.held > 0 {
+                        logger.info("held event released: the roster lists it now", [
+                            "topic": item.message.topic, "partition": String(item.message.partition),
+                            "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s",
+                        ])
+                    }
+                case .deadLetter(let reason):
+                    guard deadLetter(item.message, reason: reason) else { return }
                 }
             }
             if let previous = writing {
                 writing = nil
                 guard finish(previous) else { return }
             }
-            writing = Writing(consumer: consumer, batch: batch, sources: sources)
+            writing = Writing(consumer: consumer, settled: released.map(\.message), sources: sources)
             writer.async { [self, writing, events] in writing?.end(with: apply(events)) }
         }
         // Stopping: the batch in hand is finished and its offsets stored,
-        // for the close to commit.
+        // for the close to commit. Held messages are not: they are read
+        // again by whoever consumes their partitions next.
         if let previous = writing {
             writing = nil
             _ = finish(previous)
@@ -144,7 +187,7 @@ final class Materializer: Sendable {
         }
         let appliedAt = Date().timeIntervalSince1970
         do {
-            try written.consumer.store(written.batch)
+            try written.consumer.store(written.settled)
             // Not waiting keeps the next batch flowing; the rebalance and
             // the close commit and wait.
             try written.consumer.commit(wait: false)
@@ -155,7 +198,7 @@ final class Materializer: Sendable {
         metrics.increment("notifier_events_applied_total", help: "Events written to the store.", by: Double(written.sources.count))
         metrics.observe(
             "notifier_event_visibility_seconds", help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
-            values: written.batch.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
+            values: written.sources.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
         return true
     }
 
@@ -167,7 +210,7 @@ final class Materializer: Sendable {
         metrics.increment("notifier_consumer_restarts_total", help: "Consumers replaced because they never joined the group.")
         let replacement: Consumer
         do {
-            replacement = try Consumer(config: consumerConfig, logger: logger.with(["part": "consumer"]))
+            replacement = try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger)
         } catch {
             logger.error("could not create a replacement consumer", ["error": error.message])
             return
@@ -179,19 +222,21 @@ final class Materializer: Sendable {
         old.close()
     }
 
-    /// Applies the batch, retrying while the store's errors are retriable
-    /// (busy, unreachable). An error that would repeat for ever (a value the
-    /// store cannot hold) is narrowed down by halving the batch, and the
-    /// event it comes from is returned as a rejection, so one bad event
-    /// cannot wedge the group. Nil means stopping, with nothing committed.
+    /// Applies the batch. A failure of the store itself (disk full, I/O,
+    /// read-only, a lost session: anything that does not name the data) is
+    /// retried with backoff, for as long as it lasts, the offsets held. Only
+    /// an error that names the data (a constraint, a value the store cannot
+    /// hold) is narrowed down by halving the batch, and the event it comes
+    /// from returned as a rejection, so one bad event cannot wedge the
+    /// group. Nil means stopping, with nothing committed.
     private func apply(_ events: [StoredEvent]) -> [Rejection]? {
         var delay = 0.1
         while true {
             do {
                 let rejections = try store.apply(events)
-                storeFailing.store(false, ordering: .releasing)
+                storeWritesSucceed()
                 return rejections
-            } catch where !error.isRetriable {
+            } catch where error.isDataError {
                 metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
                 guard events.count > 1 else {
                     logger.error("the store refuses an event; dead-lettering it", ["error": error.message])
@@ -201,13 +246,35 @@ final class Materializer: Sendable {
                 guard let first = apply(Array(events[..<half])), let second = apply(Array(events[half...])) else { return nil }
                 return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }
             } catch {
-                storeFailing.store(true, ordering: .releasing)
-                logger.error("store write failed; retrying the batch", ["error": error.message, "events": String(events.count)])
                 metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
+                storeWritesFail(error, events: events.count)
             }
             guard sleepWhileRunning(delay) else { return nil }
             delay = min(delay * 2, 5)
         }
+    }
+
+    /// One log line when the store starts refusing writes; the cause kept
+    /// for readiness and the API's 503s.
+    private func storeWritesFail(_ error: StoreError, events: Int) {
+        let started = outage.withLock { outage in
+            defer { outage = StoreOutage(since: outage?.since ?? Timestamp.now(), cause: error.message) }
+            return outage == nil
+        }
+        if started {
+            logger.error("STORE WRITES FAILING: events wait at their offsets and are retried until the store takes them; nothing is dead-lettered meanwhile", [
+                "error": error.message, "events": String(events),
+            ])
+        }
+    }
+
+    /// One log line when writes succeed again after failing.
+    private func storeWritesSucceed() {
+        guard let ended = outage.withLock({ outage in
+            defer { outage = nil }
+            return outage
+        }) else { return }
+        logger.info("store writes succeed again; the held events are written", ["failedFor": "\(Int(Timestamp.now() - ended.since)) s"])
     }
 
     /// Sends a message that is not a valid event, or that the store kept out,
@@ -298,15 +365,17 @@ extension Materializer {
     /// A batch handed to the writer queue, and what the store made of it.
     final class Writing: Sendable {
         let consumer: Consumer
-        let batch: [ConsumedMessage]
+        /// Every message this batch settles (written or dead-lettered): the
+        /// offsets stored once it is written.
+        let settled: [ConsumedMessage]
         /// The decoded messages, in the order of the events written.
         let sources: [ConsumedMessage]
         private let outcome = Mutex<[Rejection]??>(nil)
         private let done = DispatchSemaphore(value: 0)
 
-        init(consumer: Consumer, batch: [ConsumedMessage], sources: [ConsumedMessage]) {
+        init(consumer: Consumer, settled: [ConsumedMessage], sources: [ConsumedMessage]) {
             self.consumer = consumer
-            self.batch = batch
+            self.settled = settled
             self.sources = sources
         }
 
@@ -322,6 +391,29 @@ extension Materializer {
             done.wait()
             done.signal()
             return outcome.withLock { $0 } ?? nil
+        }
+    }
+}
+
+/// Why store writes fail, since when.
+struct StoreOutage: Sendable {
+    let since: Double
+    let cause: String
+}
+
+/// Partitions revoked during a poll, told by the consumer's rebalance
+/// callback (on the consuming thread) and taken after the poll.
+final class Revocations: Sendable {
+    private let partitions = Mutex<[TopicPartition]>([])
+
+    func add(_ revoked: [TopicPartition]) {
+        partitions.withLock { $0 += revoked }
+    }
+
+    func take() -> [TopicPartition] {
+        partitions.withLock { taken in
+            defer { taken = [] }
+            return taken
         }
     }
 }

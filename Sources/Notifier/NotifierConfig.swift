@@ -74,6 +74,10 @@ public struct NotifierConfig: Sendable {
     public var clock: @Sendable () -> Double = Timestamp.now
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
     public var rosterCheckInterval: Duration = .seconds(5)
+    /// How long an event naming an id the roster does not list (a student
+    /// ingest's newer roster has) is held and retried, its partition waiting
+    /// behind it, before it is dead-lettered (`ROSTER_GRACE_SECONDS`).
+    public var rosterGrace: Duration = .seconds(60)
     /// Most events applied in one store transaction. A poll takes only what
     /// is already fetched, so batches are this large only when behind. Random
     /// guidance ids touch index pages all over, so big batches write each page
@@ -110,6 +114,7 @@ public struct NotifierConfig: Sendable {
             instanceID: environment["HOSTNAME"],
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000),
             amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
+        config.rosterGrace = .seconds(try environment.int("ROSTER_GRACE_SECONDS", default: 60, range: 0...86_400))
         config.delivery = try DeliveryConfig.fromEnvironment(environment)
         config.logLevel = try environment.logLevel()
         return config

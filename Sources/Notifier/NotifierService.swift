@@ -41,7 +41,7 @@ public final class NotifierService: Sendable {
         let producer = self.producer
         let materializer = self.materializer
         router.addOperationalRoutes(metrics: metrics) {
-            if materializer.storeFailing.load(ordering: .acquiring) { return (false, "store writes are failing") }
+            if let outage = materializer.storeOutage { return (false, "store writes are failing: \(outage.cause)") }
             // A hung store must not hang the probe: it answers within a second.
             if await blocking(within: .seconds(1), { try store.ping() }) == nil { return (false, "the store does not answer within 1 s") }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
@@ -49,6 +49,13 @@ public final class NotifierService: Sendable {
         let publicURL = config.delivery.publicNotifierURL
         let cookie = SessionCookie(name: "teacher_session", publicURL: publicURL)
         var routes = GuardedRouter(router: router, policy: AccessPolicy(rosters: roster, cookie: cookie, publicURL: publicURL))
+        // While events wait for the store, every answer from it would be
+        // incomplete or fail: the API says so and when to come back.
+        routes.unavailable = {
+            materializer.storeOutage.map { _ in
+                HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
+            }
+        }
         NotifierHandlers(store: store, runner: runner, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         let signIn = SignIn(title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], cookie: cookie, logger: logger.with(["part": "web"]))

@@ -107,6 +107,9 @@ public struct AccessPolicy: Sendable {
 public struct GuardedRouter: Sendable {
     public private(set) var router: Router
     public let policy: AccessPolicy
+    /// Asked before every `/v1/` route added after it is set: an error (a
+    /// 503 while the service cannot serve) answers instead of the handler.
+    public var unavailable: (@Sendable () -> HTTPError?)?
 
     public init(router: Router, policy: AccessPolicy) {
         self.router = router
@@ -115,8 +118,10 @@ public struct GuardedRouter: Sendable {
 
     public mutating func add(_ method: String, _ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
         let policy = self.policy
+        let unavailable = pattern.hasPrefix("/v1/") ? self.unavailable : nil
         router.add(method, pattern) { request in
-            try await handler(request, try policy.admit(request, access))
+            if let error = unavailable?() { throw error }
+            return try await handler(request, try policy.admit(request, access))
         }
     }
 

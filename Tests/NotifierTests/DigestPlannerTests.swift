@@ -125,6 +125,11 @@ final class DigestPlannerTests: XCTestCase {
         return failure.reason
     }
 
+    private func awaitsRoster(_ message: ConsumedMessage) -> Bool {
+        guard case .failure(let failure) = decoder.decode(message) else { return false }
+        return failure.awaitingRoster
+    }
+
     func testAValidRegistrationBecomesARecordOfTheSchoolsLocalDay() throws {
         guard case .success(.registered(let record)) = decoder.decode(message(registration())) else { return XCTFail("not decoded") }
         XCTAssertEqual(record.guidanceId, "0b0d4c1e-0000-4000-8000-00000000000a", "ids are kept lowercase")
@@ -147,12 +152,27 @@ final class DigestPlannerTests: XCTestCase {
         let future = Array(String(decoding: registration(), as: UTF8.self).replacingOccurrences(of: "\"schemaVersion\":1", with: "\"schemaVersion\":2").utf8)
         XCTAssertEqual(failure(message(future)), "unsupported schemaVersion 2")
         XCTAssertEqual(failure(message(registration(), topic: Topics().deleted)), "event type 'guidance.registered' does not belong on guidance.deleted")
-        XCTAssertTrue(failure(message(registration(studentId: "s999")))?.contains("is 's111' in the roster, not 's999'") ?? false)
-        XCTAssertNotNil(failure(message(registration(number: 9))), "no student at that seat")
         XCTAssertNotNil(failure(message(registration(code: "others", detail: nil))), "others needs a detail")
+        XCTAssertFalse(awaitsRoster(message(registration(code: "others", detail: nil))), "a rule broken is not the roster's to mend")
         let deletion = GuidanceDeleted(
             eventId: "0b0d4c1e-0000-4000-8000-000000000002", guidanceId: "0b0d4c1e-0000-4000-8000-00000000000a", schoolId: "sa",
             grade: 7, deletedBy: "g1", occurredAt: "2026-11-29T23:00:00Z").json
         XCTAssertEqual(failure(message(deletion, topic: Topics().deleted)), "grade: school 'sa' has no grade 7")
+    }
+
+    /// Identity is checked, the seat is the event's: a student who moved
+    /// class after ingest accepted the event is applied where the event put
+    /// them, and an id the roster does not list yet waits for it.
+    func testAMovedStudentKeepsTheRecordedSeatAndAnUnknownIdAwaitsTheRoster() throws {
+        guard case .success(.registered(let moved)) = decoder.decode(message(registration(number: 9))) else {
+            return XCTFail("a student at a seat the roster gives someone else (or no one) now was refused")
+        }
+        XCTAssertEqual(moved.student.studentId, "s111")
+        XCTAssertEqual(moved.student.number, 9, "the seat the event recorded")
+        XCTAssertEqual(moved.student.name, "김민지")
+
+        XCTAssertEqual(failure(message(registration(studentId: "s999"))), "student: no student 's999' at this school")
+        XCTAssertTrue(awaitsRoster(message(registration(studentId: "s999"))))
+        XCTAssertTrue(awaitsRoster(message(registration(code: "newReason", detail: nil))), "a reason code the school may add")
     }
 }

@@ -74,14 +74,20 @@ final class NotifierHarness: @unchecked Sendable {
     let clock: (@Sendable () -> Double)?
     /// E-mail and webhooks; both off by default.
     let delivery: DeliveryConfig
+    /// With `rosterFolders`, each service reads its own folder (`ingest-roster/`,
+    /// `notifier-roster/` under `directory`), reloaded only when a test says.
+    let rosterFolders: Bool
+    let rosterGrace: Duration
 
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
-        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil
+        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60)
     ) async throws {
         self.store = store
         self.clock = clock
         self.delivery = delivery
+        self.rosterFolders = rosterFolders
+        self.rosterGrace = rosterGrace
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
@@ -91,12 +97,15 @@ final class NotifierHarness: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         groupID = "g-\(UUID().uuidString.prefix(8))"
-        ingest = try IngestService(
-            config: IngestConfig(
-                http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
-                producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
-                topics: topics, partitions: 4),
-            roster: roster, logger: quietLogger("ingest"))
+        if rosterFolders {
+            for service in ["ingest", "notifier"] { try writeRoster(for: service, students: Self.students) }
+        }
+        var ingestConfig = IngestConfig(
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("ingest") : "(memory)",
+            producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
+            topics: topics, partitions: 4)
+        ingestConfig.rosterCheckInterval = .seconds(3600)
+        ingest = try IngestService(config: ingestConfig, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
         try await ingest.start()
         ingestBase = "http://127.0.0.1:\(ingest.port)"
         try await startNotifier()
@@ -127,16 +136,31 @@ final class NotifierHarness: @unchecked Sendable {
         XCTFail("the notifier never joined its consumer group")
     }
 
+    func rosterFolder(_ service: String) -> String {
+        directory.appendingPathComponent("\(service)-roster").path
+    }
+
+    /// Writes `service`'s roster folder with `students.csv` as given.
+    func writeRoster(for service: String, students: String) throws {
+        let folder = URL(fileURLWithPath: rosterFolder(service))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, text) in [("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers)] {
+            try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+    }
+
     private func makeNotifier() throws -> NotifierService {
         var config = NotifierConfig(
-            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "(memory)",
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("notifier") : "(memory)",
             store: store ?? .sqlite(path: directory.appendingPathComponent("notifier.db").path),
             kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
         config.delivery = delivery
+        config.rosterGrace = rosterGrace
+        config.rosterCheckInterval = .seconds(3600)
         if let clock { config.clock = clock }
-        return try NotifierService(config: config, roster: roster, logger: quietLogger("notifier"))
+        return try NotifierService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("notifier"))
     }
 
     func stopNotifier() async {

@@ -1,0 +1,102 @@
+import Kafka
+import Store
+
+/// Consumed messages on their way to the store, per partition, in order. A
+/// message whose event names an id the roster does not list yet (ingest
+/// reloaded a newer roster first) stays at the head of its partition's
+/// queue, and everything behind it waits, until the roster knows the id or
+/// `grace` has passed since it arrived; then it is dead-lettered. Other
+/// partitions go on. Nothing of a partition is released past a held
+/// message, so its committed offset never passes one.
+///
+/// Used by the materializer's consuming thread only.
+struct RosterHold {
+    /// What became of a message: an event to write, or a dead letter.
+    enum Outcome {
+        case event(StoredEvent)
+        case deadLetter(reason: String)
+    }
+
+    struct Released {
+        let message: ConsumedMessage
+        let outcome: Outcome
+        /// Seconds it waited for the roster; 0 when it did not.
+        let held: Double
+    }
+
+    private struct Waiting {
+        let message: ConsumedMessage
+        let arrived: Double
+        /// When it was first found awaiting the roster.
+        var heldSince: Double?
+    }
+
+    /// The most messages held at once; the consumer polls no more until
+    /// some are released, so a long wait cannot grow memory without bound.
+    static let limit = 20_000
+
+    let grace: Double
+    private var queues: [TopicPartition: [Waiting]] = [:]
+    /// Messages waiting behind a held one, all partitions.
+    private(set) var count = 0
+
+    init(grace: Double) {
+        self.grace = grace
+    }
+
+    /// Queues a polled batch behind whatever its partitions hold.
+    mutating func append(_ batch: [ConsumedMessage], now: Double) {
+        for message in batch {
+            queues[TopicPartition(topic: message.topic, partition: message.partition), default: []]
+                .append(Waiting(message: message, arrived: now))
+        }
+    }
+
+    /// Takes from each partition's head every message that is decided now.
+    /// `held` is called for a message the first time it is held.
+    mutating func release(
+        now: Double, decode: (ConsumedMessage) -> Result<StoredEvent, DecodeFailure>, held: (ConsumedMessage, DecodeFailure) -> Void
+    ) -> [Released] {
+        var released: [Released] = []
+        for key in Array(queues.keys) {
+            guard var queue = queues[key] else { continue }
+            var taken = 0
+            scan: while taken < queue.count {
+                let waiting = queue[taken]
+                let outcome: Outcome
+                switch decode(waiting.message) {
+                case .success(let event):
+                    outcome = .event(event)
+                case .failure(let failure) where !failure.awaitingRoster:
+                    outcome = .deadLetter(reason: failure.reason)
+                case .failure(let failure) where now - waiting.arrived >= grace:
+                    outcome = .deadLetter(reason: "\(failure.reason) (not in the roster after \(Int(now - waiting.arrived)) s)")
+                case .failure(let failure):
+                    if waiting.heldSince == nil {
+                        queue[taken].heldSince = now
+                        held(waiting.message, failure)
+                    }
+                    break scan
+                }
+                released.append(Released(message: waiting.message, outcome: outcome, held: waiting.heldSince.map { now - $0 } ?? 0))
+                taken += 1
+            }
+            queue.removeFirst(taken)
+            queues[key] = queue.isEmpty ? nil : queue
+        }
+        count = queues.values.reduce(0) { $0 + $1.count }
+        return released
+    }
+
+    /// Forgets what revoked partitions held: their next owner (or this
+    /// replica, assigned them again) reads them from the committed offset.
+    mutating func drop(_ partitions: [TopicPartition]) {
+        for partition in partitions { queues[partition] = nil }
+        count = queues.values.reduce(0) { $0 + $1.count }
+    }
+
+    mutating func dropAll() {
+        queues = [:]
+        count = 0
+    }
+}
