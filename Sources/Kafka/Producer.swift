@@ -51,6 +51,18 @@ public final class Producer: Sendable {
         return (reachable ?? nil) ?? false
     }
 
+    /// The partitions of `topics` this producer knows no leader for (empty
+    /// when every send can go straight to its broker), or nil when no broker
+    /// answers within `timeout`. Blocking requests, off the cooperative pool.
+    public func partitionsWithoutLeader(of topics: [String], timeout: Duration = .seconds(1)) async -> [String]? {
+        let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
+        guard let client else { return nil }
+        let missing = try? await blocking {
+            client.withLiveHandle { handle in try? Metadata.partitionsWithoutLeader(handle: handle, topics: topics, timeout: timeout) }
+        }
+        return (missing ?? nil) ?? nil
+    }
+
     /// Sends `message` and returns once the broker acknowledged it.
     public func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) in

@@ -287,6 +287,24 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(200, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a"]))
     }
 
+    /// Ready only once a send can go straight to its partition's leader: a
+    /// partition without one keeps /readyz at 503, naming it.
+    func testReadinessWaitsForEveryPartitionsLeader() async throws {
+        try await startService()
+        try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
+        cluster.setPartitionLeader(topic: topics.deleted, partition: 2, broker: -1)
+        var ready = try await fetch("GET", "\(base)/readyz")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ready.status != 503 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = try await fetch("GET", "\(base)/readyz")
+        }
+        XCTAssertEqual(ready.status, 503, ready.text)
+        XCTAssertTrue(ready.text.contains("\(topics.deleted)[2]"), ready.text)
+        cluster.setPartitionLeader(topic: topics.deleted, partition: 2, broker: 1)
+        try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
+    }
+
     func testOperationalEndpoints() async throws {
         try await startService()
         try await expectStatus(200, await fetch("GET", "\(base)/healthz"))
