@@ -25,7 +25,10 @@ let package = Package(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
 
-        .target(name: "Common"),
+        // glibc's malloc.h (arena limit, trim), not exported by Swift's Glibc module.
+        .systemLibrary(name: "CMalloc"),
+
+        .target(name: "Common", dependencies: ["CMalloc"]),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Common"]),
         // librdkafka's mock cluster, for guidance-dev and the tests only.
         .target(name: "KafkaMock", dependencies: ["Kafka", "CRdKafka", "Common"]),

@@ -53,16 +53,30 @@ public struct JSONWriter {
     public static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
         // One buffer for the whole array, each object written into it.
         var writer = JSONWriter(capacity: items.count * capacity + 2)
-        writer.bytes[0] = UInt8(ascii: "[")
-        for (index, item) in items.enumerated() {
-            if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
-            writer.bytes.append(UInt8(ascii: "{"))
-            writer.needsComma = false
-            write(&writer, item)
-            writer.bytes.append(UInt8(ascii: "}"))
-        }
-        writer.bytes.append(UInt8(ascii: "]"))
+        writer.bytes.removeAll(keepingCapacity: true)
+        writer.elements(items, write)
         return writer.bytes
+    }
+
+    /// A field holding an array of objects, each written by `write` into
+    /// this writer's buffer: a list of thousands is one buffer, not a tree
+    /// of values and then its text.
+    public mutating func array<Item>(_ key: StaticString, _ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
+        self.key(key)
+        elements(items, write)
+        needsComma = true
+    }
+
+    private mutating func elements<Item>(_ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            needsComma = false
+            write(&self, item)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
     }
 
     private mutating func key(_ key: StaticString) {

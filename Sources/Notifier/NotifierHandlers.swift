@@ -20,20 +20,6 @@ struct NotifierHandlers: Sendable {
         router.post("/v1/digests/run", .teacher, runDigests)
     }
 
-    struct GuidanceItem: Encodable, Sendable {
-        let guidanceId: String
-        let student: StudentRef
-        let reason: ReasonRef
-        let occurredAt: String
-        let recordedBy: String
-    }
-
-    struct GuidanceList: Encodable, Sendable {
-        let schoolId: String
-        let date: String
-        let items: [GuidanceItem]
-    }
-
     @Sendable func listGuidances(_ request: Request, _ caller: Caller) async throws -> Response {
         let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
@@ -60,8 +46,24 @@ struct NotifierHandlers: Sendable {
         let records = try await available {
             try await blocking { try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass) }
         }
-        let items = records.map { GuidanceItem(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, recordedBy: $0.recordedBy) }
-        return .json(GuidanceList(schoolId: schoolID, date: date, items: items))
+        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records))
+    }
+
+    /// `{date, items, schoolId}` written straight into one buffer: a busy
+    /// school's day (40,000 guidances) through `JSONEncoder` built a tree
+    /// of every value first and took the notifier from 108 to 204 MiB.
+    static func guidanceList(school: String, date: String, _ records: [GuidanceRecord]) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + records.count * 320)
+        writer.field("date", date)
+        writer.array("items", records) { writer, record in
+            writer.field("guidanceId", record.guidanceId)
+            writer.field("occurredAt", record.occurredAt)
+            writer.object("reason") { record.reason.write(to: &$0) }
+            writer.field("recordedBy", record.recordedBy)
+            writer.object("student") { record.student.write(to: &$0) }
+        }
+        writer.field("schoolId", school)
+        return writer.finish()
     }
 
     struct Inbox: Encodable, Sendable {

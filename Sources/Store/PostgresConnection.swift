@@ -81,13 +81,13 @@ final class PostgresConnection: SQLDatabase {
         return Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
-    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]] {
+    func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws(StoreError) -> Void) throws(StoreError) {
         let result = try execute(sql, parameters)
         defer { PQclear(result) }
-        return (0..<PQntuples(result)).map { row in
-            (0..<PQnfields(result)).map { column in
+        for row in 0..<PQntuples(result) {
+            try body((0..<PQnfields(result)).map { column in
                 PQgetisnull(result, row, column) == 1 ? .null : .text(String(cString: PQgetvalue(result, row, column)))
-            }
+            })
         }
     }
 

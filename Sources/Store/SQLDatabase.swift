@@ -48,8 +48,9 @@ protocol SQLDatabase: AnyObject {
     /// Runs one statement and returns the rows changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
-    /// Runs one query and returns every row.
-    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]]
+    /// Runs one query and hands each row to `body` as it is read, so that a
+    /// large result is never held twice (as rows and as what they become).
+    func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws(StoreError) -> Void) throws(StoreError)
     func execute(_ sql: String) throws(StoreError)
     /// Starts a write transaction.
     func begin() throws(StoreError)
@@ -78,6 +79,30 @@ protocol SQLDatabase: AnyObject {
 extension SQLDatabase {
     @discardableResult
     func run(_ sql: String) throws(StoreError) -> Int { try run(sql, []) }
+
+    /// Runs one query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]] {
+        var rows: [[SQLValue]] = []
+        try forEachRow(sql, parameters) { rows.append($0) }
+        return rows
+    }
+
+    /// Runs one query and returns each row as `transform` makes it.
+    func query<T>(_ sql: String, _ parameters: [SQLValue], as transform: ([SQLValue]) throws(StoreError) -> T) throws(StoreError) -> [T] {
+        var values: [T] = []
+        try forEachRow(sql, parameters) { (row: [SQLValue]) throws(StoreError) in values.append(try transform(row)) }
+        return values
+    }
+
+    /// Inserts `rows` (each of the same width), `perStatement` rows to a
+    /// statement: `head` is the statement up to `VALUES `, `then` what follows
+    /// the rows (an `ON CONFLICT` clause).
+    func insert(_ head: String, rows: [[SQLValue]], perStatement: Int, then tail: String = "") throws(StoreError) {
+        guard let width = rows.first?.count else { return }
+        for chunk in rows.chunks(of: perStatement) {
+            try run(head + SQLStore.placeholders(rows: chunk.count, width: width) + (tail.isEmpty ? "" : " " + tail), chunk.flatMap { $0 })
+        }
+    }
 
     /// Runs `body` in one transaction, rolled back when it throws.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {

@@ -9,18 +9,17 @@ extension SQLStore {
         d.last_error, d.created_ms, d.next_attempt_ms, d.sent_ms
         """
 
-    /// Writes a digest's pending deliveries; called inside the digest's transaction.
-    static func enqueue(_ digest: Digest, to targets: [DeliveryTarget], in database: any SQLDatabase) throws(StoreError) {
-        let created = milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now())
-        for target in targets {
-            try database.run("""
-                INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms)
-                VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7)
-                """, [
-                    .text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId), .text(digest.schoolId),
-                    .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .integer(created),
-                ])
-        }
+    /// Writes the digests' pending deliveries; called inside their transaction.
+    static func enqueue(_ digests: [(digest: Digest, targets: [DeliveryTarget])], in database: any SQLDatabase) throws(StoreError) {
+        try database.insert(
+            "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms) VALUES ",
+            rows: digests.flatMap { digest, targets in
+                let created = SQLValue.integer(milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now()))
+                return targets.map { target -> [SQLValue] in
+                    [.text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId), .text(digest.schoolId),
+                     .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .text("pending"), created, created, created]
+                }
+            }, perStatement: database.rowsPerStatement)
     }
 
     public func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {

@@ -58,16 +58,14 @@ final class SQLiteConnection: SQLDatabase {
         _ = try query("SELECT 1", [])
     }
 
-    /// Runs one query and returns every row.
-    func query(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> [[SQLValue]] {
+    func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws(StoreError) -> Void) throws(StoreError) {
         let statement = try prepared(sql, parameters)
         defer { sqlite3_reset(statement) }
-        var rows: [[SQLValue]] = []
         while true {
             let result = sqlite3_step(statement)
             if result == SQLITE_DONE { break }
             guard result == SQLITE_ROW else { throw error(result, String(cString: sqlite3_errmsg(database))) }
-            rows.append((0..<sqlite3_column_count(statement)).map { column in
+            try body((0..<sqlite3_column_count(statement)).map { column in
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
                 case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
@@ -76,7 +74,6 @@ final class SQLiteConnection: SQLDatabase {
                 }
             })
         }
-        return rows
     }
 
     /// SQLite has one writer at a time: `BEGIN IMMEDIATE` takes it.

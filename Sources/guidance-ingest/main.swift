@@ -2,6 +2,7 @@ import Common
 import Foundation
 import Ingest
 
+Memory.limitArenas()
 do {
     let config = try IngestConfig.fromEnvironment()
     let logger = Logger(component: "ingest", level: config.logLevel)

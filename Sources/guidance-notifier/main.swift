@@ -2,6 +2,7 @@ import Common
 import Foundation
 import Notifier
 
+Memory.limitArenas()
 do {
     let config = try NotifierConfig.fromEnvironment()
     let logger = Logger(component: "notifier", level: config.logLevel)

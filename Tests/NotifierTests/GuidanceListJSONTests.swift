@@ -1,0 +1,36 @@
+import Foundation
+import Guidance
+@testable import Notifier
+import Store
+import XCTest
+
+/// The day list is written field by field into one buffer; it must read back
+/// as the contract's `GuidanceList`, escapes and nulls included.
+final class GuidanceListJSONTests: XCTestCase {
+    func testTheListReadsBackAsTheContractSaysWithEscapesAndNulls() throws {
+        let records = [
+            GuidanceRecord(
+                guidanceId: "g1", schoolId: "sa", date: "2026-11-30",
+                student: StudentRef(studentId: "s1", grade: 1, classNumber: 2, number: 3, name: "김\"민\\지"),
+                reason: ReasonRef(code: "others", label: "기타", detail: "줄\n바꿈"), occurredAt: "2026-11-29T22:52:10Z", recordedBy: "t-gate"),
+            GuidanceRecord(
+                guidanceId: "g2", schoolId: "sa", date: "2026-11-30",
+                student: StudentRef(studentId: "s2", grade: 1, classNumber: 2, number: 4, name: "이서준"),
+                reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:01:00Z", recordedBy: "t-gate"),
+        ]
+        let body = NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", records)
+        let list = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        XCTAssertEqual(list["schoolId"] as? String, "sa")
+        XCTAssertEqual(list["date"] as? String, "2026-11-30")
+        let items = try XCTUnwrap(list["items"] as? [[String: Any]])
+        XCTAssertEqual(items.map { $0["guidanceId"] as? String }, ["g1", "g2"])
+        let student = try XCTUnwrap(items[0]["student"] as? [String: Any])
+        XCTAssertEqual(student["name"] as? String, "김\"민\\지")
+        XCTAssertEqual(student["classNumber"] as? Int, 2)
+        XCTAssertEqual((items[0]["reason"] as? [String: Any])?["detail"] as? String, "줄\n바꿈")
+        XCTAssertTrue((items[1]["reason"] as? [String: Any])?["detail"] is NSNull, "detail is required, null when absent")
+        XCTAssertEqual(items[1]["recordedBy"] as? String, "t-gate")
+        XCTAssertEqual(items[1]["occurredAt"] as? String, "2026-11-29T23:01:00Z")
+        XCTAssertEqual(NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", []), Array(#"{"date":"2026-11-30","items":[],"schoolId":"sa"}"#.utf8))
+    }
+}
