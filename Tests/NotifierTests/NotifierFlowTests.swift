@@ -81,10 +81,7 @@ final class NotifierFlowTests: XCTestCase {
         // group has applied all three events before looking again.
         await harness.stopNotifier()
         try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
-        let replayed = ContinuousClock.now + .seconds(30)
-        while (harness.notifier?.metrics.value("notifier_events_applied_total") ?? 0) < 3 && ContinuousClock.now < replayed {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await harness.waitUntilApplied(3, within: .seconds(30))
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_applied_total"), 3, "the new group did not replay every event")
         let afterReplay = try await harness.waitForList(count: 2)
         XCTAssertEqual(afterReplay.count, 2)
@@ -97,10 +94,7 @@ final class NotifierFlowTests: XCTestCase {
         let id = "99999999-2222-4333-8444-555555555555"
         try await harness.delete(grade: 1, guidanceID: id)
         // The tombstone is in the store before the registration is even sent.
-        let applied = ContinuousClock.now + .seconds(20)
-        while (harness.notifier?.metrics.value("notifier_events_applied_total") ?? 0) < 1 && ContinuousClock.now < applied {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await harness.waitUntilApplied(1)
         try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: id)
         let other = try await harness.register(grade: 1, classNumber: 1, number: 2)
         // Both registrations are on one partition in order: once the second
@@ -116,10 +110,7 @@ final class NotifierFlowTests: XCTestCase {
     func testADeletionWithAnotherGradeInItsPathWinsWhateverTheOrder() async throws {
         let first = "99999999-2222-4333-8444-666666666666"
         try await harness.delete(grade: 2, guidanceID: first)
-        let applied = ContinuousClock.now + .seconds(20)
-        while (harness.notifier?.metrics.value("notifier_events_applied_total") ?? 0) < 1 && ContinuousClock.now < applied {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await harness.waitUntilApplied(1)
         try await harness.register(grade: 1, classNumber: 1, number: 1, guidanceID: first)
         let last = try await harness.register(grade: 1, classNumber: 1, number: 2)
         try await harness.delete(grade: 3, guidanceID: last)

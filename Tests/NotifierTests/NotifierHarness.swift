@@ -221,6 +221,14 @@ final class NotifierHarness: @unchecked Sendable {
         try await fetch("GET", "\(notifierBase)/v1/schools/\(school)/guidances?date=\(date)\(query)", headers: headers(teacher))
     }
 
+    /// Waits until the notifier applied `count` events (or `within`).
+    func waitUntilApplied(_ count: Double, within: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + within
+        while (notifier?.metrics.value("notifier_events_applied_total") ?? 0) < count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Guidance ids listed for the date, polled until they are `expected` (or
     /// 20 s): a deletion travels on its own topic and may land after.
     func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>, as teacher: String? = nil) async throws -> Set<String> {
