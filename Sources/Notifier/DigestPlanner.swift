@@ -21,8 +21,8 @@ struct DigestPlanner: Sendable {
             let reported = state.reported[recipient] ?? []
             let currentIDs = Set(current.map(\.guidanceId))
             let reportedIDs = Set(reported.map(\.guidanceId))
-            let entries = (current.filter { !reportedIDs.contains($0.guidanceId) }.map { entry($0, .added) }
-                + reported.filter { !currentIDs.contains($0.guidanceId) }.map { entry($0, .removed) })
+            let entries = (current.filter { !reportedIDs.contains($0.guidanceId) }.map(added)
+                + reported.filter { !currentIDs.contains($0.guidanceId) }.map(removed))
                 .sorted(by: DigestPlanner.order)
             guard !entries.isEmpty else { return nil }
             let revision = (state.revisions[recipient] ?? 0) + 1
@@ -43,8 +43,13 @@ struct DigestPlanner: Sendable {
         record.student.grade == recipient.grade && (recipient.classNumber == nil || record.student.classNumber == recipient.classNumber)
     }
 
-    private func entry(_ record: GuidanceRecord, _ change: DigestEntry.Change) -> DigestEntry {
-        DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: change)
+    private func added(_ record: GuidanceRecord) -> DigestEntry {
+        DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
+    }
+
+    /// An entry told before, taken back as it was told.
+    private func removed(_ told: DigestEntry) -> DigestEntry {
+        DigestEntry(guidanceId: told.guidanceId, student: told.student, reason: told.reason, occurredAt: told.occurredAt, change: .removed)
     }
 
     static func order(_ a: DigestEntry, _ b: DigestEntry) -> Bool {

@@ -24,6 +24,7 @@ final class PostgresConnection: SQLDatabase {
     /// and planned once, not at every execution (apply went from about 15k
     /// to 20k events/s). A new session starts with none.
     private var prepared: [String: String] = [:]
+    private var statementsPrepared = 0
 
     init(url: String, timeout: Duration = .seconds(5)) throws(StoreError) {
         self.timeout = timeout
@@ -67,11 +68,10 @@ final class PostgresConnection: SQLDatabase {
     /// statement texts.
     var rowsPerStatement: Int { 64 }
 
-    func lock(_ keys: [String], exclusive: Bool) throws(StoreError) {
-        guard !keys.isEmpty else { return }
+    func lockStatement(_ keys: [String], exclusive: Bool) -> SQLStatement? {
         let function = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
         let values = keys.indices.map { "($\($0 + 1))" }.joined(separator: ", ")
-        _ = try query("SELECT \(function)(hashtext(k)) FROM (VALUES \(values)) AS v(k)", keys.map { .text($0) })
+        return SQLStatement("SELECT \(function)(hashtext(k)) FROM (VALUES \(values)) AS v(k)", keys.map { .text($0) })
     }
 
     @discardableResult
@@ -85,11 +85,16 @@ final class PostgresConnection: SQLDatabase {
         let result = try execute(sql, parameters)
         defer { PQclear(result) }
         for row in 0..<PQntuples(result) {
-            try body((0..<PQnfields(result)).map { column in
-                PQgetisnull(result, row, column) == 1 ? .null : .text(String(cString: PQgetvalue(result, row, column)))
-            })
+            try body(PostgresConnection.row(row, of: result))
         }
     }
+
+    private static func row(_ row: Int32, of result: OpaquePointer) -> [SQLValue] {
+        (0..<PQnfields(result)).map { column in
+            PQgetisnull(result, row, column) == 1 ? .null : .text(String(cString: PQgetvalue(result, row, column)))
+        }
+    }
+
 
     private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
         let texts = parameters.map(\.text)
@@ -118,6 +123,94 @@ final class PostgresConnection: SQLDatabase {
         }
     }
 
+    /// Sends every statement before reading any answer (libpq's pipeline
+    /// mode): one round trip for all of them. Statements with parameters are
+    /// prepared on this session first (once per text); the rest go as they
+    /// are. When one fails, the server skips those after it; its error is
+    /// thrown once the pipeline is read to its end.
+    func pipeline(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void) throws(StoreError) {
+        if PQstatus(connection) == CONNECTION_BAD && !inTransaction {
+            try reconnect()
+        }
+        var names: [String?] = []
+        for statement in statements {
+            names.append(statement.parameters.isEmpty ? nil : try self.statement(statement.sql, parameters: statement.parameters.count))
+        }
+        let texts = statements.map { $0.parameters.map(\.text) }
+        if texts.joined().contains(where: { $0?.utf8.contains(0) == true }) {
+            throw StoreError(.invalidValue, "PostgreSQL cannot store text containing a NUL character")
+        }
+        guard PQenterPipelineMode(connection) == 1 else {
+            throw StoreError(.unavailable, "PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+        }
+        defer { endPipeline() }
+        for (statement, (name, parameters)) in zip(statements, zip(names, texts)) {
+            // strdup'd copies live until the statement is queued.
+            let values: [UnsafeMutablePointer<CChar>?] = parameters.map { text in text.flatMap { strdup($0) } }
+            defer { for value in values { free(value) } }
+            let pointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } }
+            let queued = pointers.withUnsafeBufferPointer { buffer in
+                if let name {
+                    PQsendQueryPrepared(connection, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
+                } else {
+                    PQsendQueryParams(connection, statement.sql, 0, nil, nil, nil, nil, 0)
+                }
+            }
+            guard queued == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
+        }
+        guard PQpipelineSync(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
+        let deadline = ContinuousClock.now + timeout
+        var failure: StoreError?
+        for index in statements.indices {
+            guard let result = try nextResult(before: deadline) else { throw lost("PostgreSQL connection lost in a pipeline") }
+            defer { PQclear(result) }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_PIPELINE_ABORTED:
+                break
+            case PGRES_TUPLES_OK where failure == nil:
+                for number in 0..<PQntuples(result) { try row(index, PostgresConnection.row(number, of: result)) }
+            default:
+                failure = failure ?? error(of: result)
+            }
+            // The end of this statement's results.
+            while let extra = try nextResult(before: deadline) { PQclear(extra) }
+        }
+        guard let sync = try nextResult(before: deadline) else { throw lost("PostgreSQL connection lost in a pipeline") }
+        PQclear(sync)
+        if let failure { throw failure }
+    }
+
+    /// Leaves pipeline mode. A pipeline read to its end leaves at once; one
+    /// that failed midway (sending, or its deadline) closes the session,
+    /// which the next statement replaces.
+    private func endPipeline() {
+        guard PQexitPipelineMode(connection) != 1 else { return }
+        let socket = PQsocket(connection)
+        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+        _ = PQconsumeInput(connection)
+        inTransaction = false
+    }
+
+    /// The next result of a pipeline, or nil at the end of a statement's
+    /// results; waits until `deadline`, after which the connection is shut.
+    private func nextResult(before deadline: ContinuousClock.Instant) throws(StoreError) -> OpaquePointer? {
+        while PQisBusy(connection) == 1 {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw timedOut() }
+            var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
+            if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { throw lost("PostgreSQL: poll failed") }
+            guard PQconsumeInput(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
+        }
+        return PQgetResult(connection)
+    }
+
+    /// A failure that ended the session: its transaction is over too.
+    private func lost(_ message: String) -> StoreError {
+        inTransaction = false
+        return StoreError(.unavailable, message)
+    }
+
     /// The name of `sql` prepared on this session, preparing it first if
     /// needed.
     private func statement(_ sql: String, parameters: Int) throws(StoreError) -> String {
@@ -125,7 +218,11 @@ final class PostgresConnection: SQLDatabase {
             try reconnect()
         }
         if let name = prepared[sql] { return name }
-        let name = "s\(prepared.count + 1)"
+        // Never a name used before: when the session is replaced while this
+        // statement is prepared, `prepared` starts again, and a name made
+        // from its count was given twice on the new session (42P05).
+        statementsPrepared += 1
+        let name = "s\(statementsPrepared)"
         PQclear(try submit { PQsendPrepare(connection, name, sql, Int32(parameters), nil) })
         prepared[sql] = name
         return name
@@ -152,23 +249,28 @@ final class PostgresConnection: SQLDatabase {
         }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let failure = error(of: result)
             PQclear(result)
-            if PQstatus(connection) == CONNECTION_BAD {
-                // The transaction, if any, ended with the connection: the
-                // caller retries it.
-                inTransaction = false
-                throw StoreError(.unavailable, "PostgreSQL connection lost: \(message)")
-            }
-            if state == "26000" {
-                // A statement prepared on a session that has since been
-                // reset; prepared again on the retry.
-                prepared = [:]
-            }
-            throw StoreError(PostgresConnection.code(ofState: state), "PostgreSQL [\(state)]: \(message)")
+            throw failure
         }
         return result
+    }
+
+    /// The error a failed result reports, classified by its SQLSTATE.
+    private func error(of result: OpaquePointer) -> StoreError {
+        let message = String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        if PQstatus(connection) == CONNECTION_BAD {
+            // The transaction, if any, ended with the connection: the
+            // caller retries it.
+            return lost("PostgreSQL connection lost: \(message)")
+        }
+        if state == "26000" {
+            // A statement prepared on a session that has since been
+            // reset; prepared again on the retry.
+            prepared = [:]
+        }
+        return StoreError(PostgresConnection.code(ofState: state), "PostgreSQL [\(state)]: \(message)")
     }
 
     /// What an SQLSTATE means for the caller: the server's condition
@@ -199,6 +301,17 @@ final class PostgresConnection: SQLDatabase {
         reconnectAfter = nil
     }
 
+    /// Past a statement's deadline: the connection is shut down so that
+    /// libpq sees it broken, and reconnecting waits a while.
+    private func timedOut() -> StoreError {
+        let socket = PQsocket(connection)
+        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+        _ = PQconsumeInput(connection)
+        while let stale = PQgetResult(connection) { PQclear(stale) }
+        reconnectAfter = ContinuousClock.now + timeout
+        return lost("PostgreSQL did not answer within \(timeout)")
+    }
+
     /// Whether the server answers a trivial query within a second: for
     /// readiness, which must not hang with the server.
     func probe() throws(StoreError) {
@@ -215,15 +328,7 @@ final class PostgresConnection: SQLDatabase {
         let deadline = ContinuousClock.now + timeout
         while PQisBusy(connection) == 1 {
             let left = deadline - ContinuousClock.now
-            guard left > .zero else {
-                let socket = PQsocket(connection)
-                if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
-                _ = PQconsumeInput(connection)
-                while let stale = PQgetResult(connection) { PQclear(stale) }
-                inTransaction = false
-                reconnectAfter = ContinuousClock.now + timeout
-                throw StoreError(.unavailable, "PostgreSQL did not answer within \(timeout)")
-            }
+            guard left > .zero else { throw timedOut() }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
             if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { return nil }

@@ -129,12 +129,13 @@ public struct Digest: Sendable, Equatable {
 public struct DeliveryState: Sendable {
     /// Active guidances of the school and date.
     public let active: [GuidanceRecord]
-    /// What each recipient was already told is active, as records.
-    public let reported: [Recipient: [GuidanceRecord]]
+    /// What each recipient was already told is active: the entries its
+    /// revisions added and did not remove since, as they were told.
+    public let reported: [Recipient: [DigestEntry]]
     /// The newest revision each recipient has for the date.
     public let revisions: [Recipient: Int]
 
-    public init(active: [GuidanceRecord], reported: [Recipient: [GuidanceRecord]], revisions: [Recipient: Int]) {
+    public init(active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int]) {
         self.active = active
         self.reported = reported
         self.revisions = revisions

@@ -41,6 +41,17 @@ extension Optional where Wrapped == Int {
     var sql: SQLValue { map { .integer(Int64($0)) } ?? .null }
 }
 
+/// A statement and its parameters, for a pipeline.
+struct SQLStatement: Sendable {
+    let sql: String
+    let parameters: [SQLValue]
+
+    init(_ sql: String, _ parameters: [SQLValue] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+}
+
 /// One connection to a SQL database, as `SQLStore` uses it. Parameters are
 /// written `$1`, `$2`…; SQL is kept to what SQLite and PostgreSQL share.
 /// Not thread-safe: the store serialises each connection's use.
@@ -48,17 +59,20 @@ protocol SQLDatabase: AnyObject {
     /// Runs one statement and returns the rows changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> Int
+    /// Runs `statements` in order, as one round trip where the database has
+    /// them (PostgreSQL's pipeline mode), handing each row to `row` with the
+    /// index of its statement. The first failure is thrown; the statements
+    /// after it did not run.
+    func pipeline(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void) throws(StoreError)
+    /// The statement that takes locks named `keys` until the transaction
+    /// ends (see `lock`); nil where the database needs none.
+    func lockStatement(_ keys: [String], exclusive: Bool) -> SQLStatement?
     /// Runs one query and hands each row to `body` as it is read, so that a
     /// large result is never held twice (as rows and as what they become).
     func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws(StoreError) -> Void) throws(StoreError)
     func execute(_ sql: String) throws(StoreError)
     /// Starts a write transaction.
     func begin() throws(StoreError)
-    /// Takes locks named `keys` until the transaction ends, in one round
-    /// trip: shared locks coexist, an exclusive one waits for and excludes
-    /// them. (An exclusive taker takes one key, so a shared taker of many
-    /// cannot deadlock with it.)
-    func lock(_ keys: [String], exclusive: Bool) throws(StoreError)
     /// Whether the database answers a trivial query, within about a second.
     func probe() throws(StoreError)
     /// How many rows one statement writes when many are due: a server
@@ -94,13 +108,37 @@ extension SQLDatabase {
         return values
     }
 
-    /// Inserts `rows` (each of the same width), `perStatement` rows to a
-    /// statement: `head` is the statement up to `VALUES `, `then` what follows
-    /// the rows (an `ON CONFLICT` clause).
-    func insert(_ head: String, rows: [[SQLValue]], perStatement: Int, then tail: String = "") throws(StoreError) {
-        guard let width = rows.first?.count else { return }
-        for chunk in rows.chunks(of: perStatement) {
-            try run(head + SQLStore.placeholders(rows: chunk.count, width: width) + (tail.isEmpty ? "" : " " + tail), chunk.flatMap { $0 })
+    /// The statements inserting `rows` (each of the same width),
+    /// `perStatement` rows to one: `head` is the statement up to `VALUES `,
+    /// `tail` what follows the rows (an `ON CONFLICT` clause).
+    func inserts(_ head: String, rows: [[SQLValue]], perStatement: Int, then tail: String = "") -> [SQLStatement] {
+        guard let width = rows.first?.count else { return [] }
+        return rows.chunks(of: perStatement).map { chunk in
+            SQLStatement(head + SQLStore.placeholders(rows: chunk.count, width: width) + (tail.isEmpty ? "" : " " + tail), chunk.flatMap { $0 })
+        }
+    }
+
+    /// Takes locks named `keys` until the transaction ends, in one round
+    /// trip: shared locks coexist, an exclusive one waits for and excludes
+    /// them. (An exclusive taker takes one key, so a shared taker of many
+    /// cannot deadlock with it.)
+    func lock(_ keys: [String], exclusive: Bool) throws(StoreError) {
+        guard !keys.isEmpty, let statement = lockStatement(keys, exclusive: exclusive) else { return }
+        _ = try query(statement.sql, statement.parameters)
+    }
+
+    /// Runs `statements` as one pipeline inside a savepoint (`row` as in
+    /// `pipeline`, indexes counting from the first of `statements`): when
+    /// one fails, only they are undone, and the failure is thrown.
+    func savepoint(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void = { _, _ in }) throws(StoreError) {
+        do {
+            try pipeline([SQLStatement("SAVEPOINT part")] + statements + [SQLStatement("RELEASE SAVEPOINT part")]) { (index: Int, values: [SQLValue]) throws(StoreError) in
+                try row(index - 1, values)
+            }
+        } catch {
+            try execute("ROLLBACK TO SAVEPOINT part")
+            try execute("RELEASE SAVEPOINT part")
+            throw error
         }
     }
 
@@ -113,21 +151,6 @@ extension SQLDatabase {
             return value
         } catch {
             try? execute("ROLLBACK")
-            throw error
-        }
-    }
-
-    /// Runs `body` inside the open transaction, undoing only its own writes
-    /// when it throws (a savepoint).
-    func savepoint<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("SAVEPOINT part")
-        do {
-            let value = try body()
-            try execute("RELEASE SAVEPOINT part")
-            return value
-        } catch {
-            try execute("ROLLBACK TO SAVEPOINT part")
-            try execute("RELEASE SAVEPOINT part")
             throw error
         }
     }

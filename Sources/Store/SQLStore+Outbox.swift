@@ -9,9 +9,9 @@ extension SQLStore {
         d.last_error, d.created_ms, d.next_attempt_ms, d.sent_ms
         """
 
-    /// Writes the digests' pending deliveries; called inside their transaction.
-    static func enqueue(_ digests: [(digest: Digest, targets: [DeliveryTarget])], in database: any SQLDatabase) throws(StoreError) {
-        try database.insert(
+    /// The statements writing the digests' pending deliveries, to run with them.
+    static func enqueue(_ digests: [(digest: Digest, targets: [DeliveryTarget])], in database: any SQLDatabase) -> [SQLStatement] {
+        database.inserts(
             "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms) VALUES ",
             rows: digests.flatMap { digest, targets in
                 let created = SQLValue.integer(milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now()))

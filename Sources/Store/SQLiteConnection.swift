@@ -76,11 +76,18 @@ final class SQLiteConnection: SQLDatabase {
         }
     }
 
+    /// In process, there is no round trip to save: one after the other.
+    func pipeline(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void) throws(StoreError) {
+        for (index, statement) in statements.enumerated() {
+            try forEachRow(statement.sql, statement.parameters) { (values: [SQLValue]) throws(StoreError) in try row(index, values) }
+        }
+    }
+
     /// SQLite has one writer at a time: `BEGIN IMMEDIATE` takes it.
     func begin() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
 
     /// The single writer already excludes every other transaction.
-    func lock(_ keys: [String], exclusive: Bool) throws(StoreError) {}
+    func lockStatement(_ keys: [String], exclusive: Bool) -> SQLStatement? { nil }
 
     var rowsPerStatement: Int { 1 }
 

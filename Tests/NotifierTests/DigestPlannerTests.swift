@@ -31,9 +31,15 @@ final class DigestPlannerTests: XCTestCase {
             reason: ReasonRef(code: code, label: reason.label, detail: detail), occurredAt: occurredAt, recordedBy: "g1")
     }
 
+    /// A guidance as a digest told it.
+    private func told(_ record: GuidanceRecord) -> DigestEntry {
+        DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
+    }
+
     private func plan(active: [GuidanceRecord], reported: [Recipient: [GuidanceRecord]] = [:], revisions: [Recipient: Int] = [:]) -> [String: Digest] {
         let digests = DigestPlanner(roster: DigestPlannerTests.roster).plan(
-            school: school, date: "2026-11-30", state: DeliveryState(active: active, reported: reported, revisions: revisions),
+            school: school, date: "2026-11-30",
+            state: DeliveryState(active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions),
             createdAt: "2026-11-30T00:00:00Z")
         return Dictionary(uniqueKeysWithValues: digests.map { ($0.teacherId, $0) })
     }
@@ -171,7 +177,7 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(moved.student.number, 9, "the seat the event recorded")
         XCTAssertEqual(moved.student.name, "김민지")
 
-        XCTAssertEqual(failure(message(registration(studentId: "s999"))), "student: no student 's999' at this school")
+        XCTAssertEqual(failure(message(registration(studentId: "s999"))), "student no student 's999' at this school")
         XCTAssertTrue(awaitsRoster(message(registration(studentId: "s999"))))
         XCTAssertTrue(awaitsRoster(message(registration(code: "newReason", detail: nil))), "a reason code the school may add")
     }

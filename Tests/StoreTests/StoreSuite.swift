@@ -98,21 +98,30 @@ struct StoreSuite: Sendable {
     /// Step 4 re-keys digest items by day: what recipients were told before
     /// the upgrade is kept, so a run after it does not tell them again, and
     /// the new key still holds an item once. `connect` opens the store's database.
-    func digestItemsSurviveTheirRekeying(_ connect: () throws -> any SQLDatabase) throws {
+    /// What a recipient was told is read from its digests since step 6: a
+    /// digest written before (at step 5, with the item row that repeated it)
+    /// counts as told after the upgrade.
+    func whatWasToldSurvivesTheUpgrade(_ connect: () throws -> any SQLDatabase) throws {
         let database = try connect()
-        try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(3)))
+        try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(5)))
+        let told = DigestEntry(
+            guidanceId: "g1", student: record("g1").student, reason: record("g1").reason, occurredAt: record("g1").occurredAt, change: .added)
         try database.run("""
-            INSERT INTO digest_items (teacher_id, school_id, date, scope, guidance_id, active)
-            VALUES ('t-hr', 'sa', '2026-11-30', 'class', 'g1', 1)
+            INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
+            VALUES ('d-t-hr-r1', 't-hr', 'sa', '2026-11-30', 'class', 1, 3, 1, '2026-11-29T23:50:01Z', 0, 's1', 't', $1, '{}')
+            """, [.text(DigestColumns.entries([told]))])
+        try database.run("""
+            INSERT INTO digest_items (school_id, date, teacher_id, scope, guidance_id, active)
+            VALUES ('sa', '2026-11-30', 't-hr', 'class', 'g1', 1)
             """)
         let store = try makeStore()
+        XCTAssertThrowsError(try database.query("SELECT 1 FROM digest_items", []), "the items are gone")
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
-        let run = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
-        XCTAssertEqual(run.first?.entries.map(\.guidanceId), ["g2"], "g1 was in a digest before the upgrade")
-        XCTAssertThrowsError(try database.run("""
-            INSERT INTO digest_items (school_id, date, teacher_id, scope, guidance_id, active)
-            VALUES ('sa', '2026-11-30', 't-hr', 'class', 'g1', 0)
-            """))
+        _ = try store.apply([deletion("g1")])
+        let after = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
+        XCTAssertEqual(after.first?.entries.map { "\($0.guidanceId) \($0.change.rawValue)" }.sorted(), ["g1 removed", "g2 added"],
+                       "g1 was told before the upgrade")
+        XCTAssertEqual(after.first?.revision, 2)
     }
 
     func deletionWinsInEitherOrder() throws {
@@ -311,9 +320,9 @@ final class SQLiteStoreTests: XCTestCase {
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try SQLiteConnection(path: path) }
     }
 
-    func testDigestItemsSurviveTheirRekeying() throws {
+    func testWhatWasToldSurvivesTheUpgrade() throws {
         let path = directory.appendingPathComponent("test.db").path
-        try suite.digestItemsSurviveTheirRekeying { try SQLiteConnection(path: path) }
+        try suite.whatWasToldSurvivesTheUpgrade { try SQLiteConnection(path: path) }
     }
 
     /// A full database: `max_page_count` at its current size gives the
@@ -342,7 +351,7 @@ final class SQLiteStoreTests: XCTestCase {
         _ = try suite.makeStore()
         let database = try SQLiteConnection(path: directory.appendingPathComponent("test.db").path)
         let lookups: [(String, [SQLValue])] = [
-            (SQLStore.revisionsOfDay, [.text("sa"), .text("2026-11-30")]),
+            (SQLStore.toldOfDay, [.text("sa"), .text("2026-11-30")]),
             (SQLStore.pendingOfChannel, [.text(Channel.email.rawValue)]),
         ]
         for (sql, parameters) in lookups {
@@ -382,9 +391,9 @@ final class PostgresStoreTests: XCTestCase {
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
     }
 
-    func testDigestItemsSurviveTheirRekeying() throws {
+    func testWhatWasToldSurvivesTheUpgrade() throws {
         let url = self.url
-        try suite.digestItemsSurviveTheirRekeying { try PostgresConnection(url: url) }
+        try suite.whatWasToldSurvivesTheUpgrade { try PostgresConnection(url: url) }
     }
 
     /// A read-only session answers `25006`, as a database set read-only does.
@@ -429,6 +438,16 @@ final class PostgresStoreTests: XCTestCase {
         }
         try connection.execute("ROLLBACK")
         XCTAssertEqual(try connection.query("SELECT $1::int + 1", [.integer(3)]), [[.text("4")]])
+
+        // The session replaced while a new statement is prepared (the prepare
+        // reconnects and is sent again): the next new statement's name must
+        // not be one the new session has. It was (42P05, for good).
+        let fresh = try PostgresConnection(url: url)
+        XCTAssertEqual(try fresh.query("SELECT $1::int + 10", [.integer(1)]), [[.text("11")]])
+        _ = try PostgresConnection(url: url).query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", [])
+        XCTAssertEqual(try fresh.query("SELECT $1::int + 20", [.integer(1)]), [[.text("21")]])
+        XCTAssertEqual(try fresh.query("SELECT $1::int + 30", [.integer(1)]), [[.text("31")]])
     }
 
     func testReplicasStartingTogetherCreateTheSchemaOnce() throws {
