@@ -43,7 +43,11 @@ public final class NotifierService: Sendable {
         router.addOperationalRoutes(metrics: metrics) {
             if let outage = materializer.storeOutage { return (false, "store writes are failing: \(outage.cause)") }
             // A hung store must not hang the probe: it answers within a second.
-            if await blocking(within: .seconds(1), { try store.ping() }) == nil { return (false, "the store does not answer within 1 s") }
+            switch await blocking(within: .seconds(1), { Result { () throws(StoreError) in try store.ping() } }) {
+            case nil: return (false, "the store does not answer within 1 s")
+            case .failure(let error)?: return (false, "the store fails: \(error.message)")
+            case .success?: break
+            }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
         let publicURL = config.delivery.publicNotifierURL

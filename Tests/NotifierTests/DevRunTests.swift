@@ -18,7 +18,7 @@ final class DevRunTests: XCTestCase {
             "ROSTER_DIR": root.appendingPathComponent("examples/roster").path, "LOG_LEVEL": "warning",
             "INGEST_PORT": String(ports.0), "NOTIFIER_PORT": String(ports.1),
         ]
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle

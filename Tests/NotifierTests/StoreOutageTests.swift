@@ -131,10 +131,11 @@ final class StoreOutageTests: XCTestCase {
         XCTAssertEqual(readyAgain.status, 200, readyAgain.text)
     }
 
-    /// `/readyz` polled until it answers 200 (10 s): sessions the test
-    /// terminated come back one by one.
+    /// `/readyz` polled until it answers 200 (20 s): sessions the test
+    /// terminated come back one by one (a reconnect that raced the
+    /// termination is tried again 5 s later).
     private func waitForReady(_ harness: NotifierHarness) async throws -> Reply {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(20)
         var reply = try await fetch("GET", harness.notifierBase + "/readyz")
         while reply.status != 200 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
