@@ -129,10 +129,9 @@ final class Materializer: Sendable {
                 restartConsumer()
                 continue
             }
-            hold.append(batch, now: Timestamp.now())
             // One roster for the whole batch, even if it is reloaded meanwhile.
             let decoder = EventDecoder(roster: roster.current, topics: topics)
-            let released = hold.release(now: Timestamp.now(), decode: decoder.decode) { message, failure in
+            let released = hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
                 logger.warning("event held until the roster lists the id it names; its partition waits behind it", [
                     "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
                     "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s",

@@ -44,39 +44,64 @@ struct RosterHold {
         self.grace = grace
     }
 
-    /// Queues a polled batch behind whatever its partitions hold.
-    mutating func append(_ batch: [ConsumedMessage], now: Double) {
+    /// Decides what it can of what waits and of a polled batch: every
+    /// message of a partition with nothing held is decoded at once (the
+    /// common case costs no queue); one behind a held message waits behind
+    /// it. `held` is called for a message the first time it is held.
+    mutating func take(
+        _ batch: [ConsumedMessage], now: Double,
+        decode: (ConsumedMessage) -> Result<StoredEvent, DecodeFailure>, held: (ConsumedMessage, DecodeFailure) -> Void
+    ) -> [Released] {
+        var released = queues.isEmpty ? [] : releaseWaiting(now: now, decode: decode, held: held)
         for message in batch {
-            queues[TopicPartition(topic: message.topic, partition: message.partition), default: []]
-                .append(Waiting(message: message, arrived: now))
+            let key = TopicPartition(topic: message.topic, partition: message.partition)
+            if !queues.isEmpty, queues[key] != nil {
+                queues[key]?.append(Waiting(message: message, arrived: now))
+                continue
+            }
+            if let outcome = decided(message, arrived: now, now: now, decode: decode) {
+                released.append(Released(message: message, outcome: outcome, held: 0))
+            } else {
+                queues[key] = [Waiting(message: message, arrived: now, heldSince: now)]
+                if case .failure(let failure) = decode(message) { held(message, failure) }
+            }
+        }
+        count = queues.values.reduce(0) { $0 + $1.count }
+        return released
+    }
+
+    /// What becomes of a message now, or nil while it waits for the roster.
+    private func decided(
+        _ message: ConsumedMessage, arrived: Double, now: Double, decode: (ConsumedMessage) -> Result<StoredEvent, DecodeFailure>
+    ) -> Outcome? {
+        switch decode(message) {
+        case .success(let event):
+            return .event(event)
+        case .failure(let failure) where !failure.awaitingRoster:
+            return .deadLetter(reason: failure.reason)
+        case .failure(let failure) where now - arrived >= grace:
+            return .deadLetter(reason: "\(failure.reason) (not in the roster after \(Int(now - arrived)) s)")
+        case .failure:
+            return nil
         }
     }
 
-    /// Takes from each partition's head every message that is decided now.
-    /// `held` is called for a message the first time it is held.
-    mutating func release(
+    /// Takes from each held partition's head every message decided now.
+    private mutating func releaseWaiting(
         now: Double, decode: (ConsumedMessage) -> Result<StoredEvent, DecodeFailure>, held: (ConsumedMessage, DecodeFailure) -> Void
     ) -> [Released] {
         var released: [Released] = []
         for key in Array(queues.keys) {
             guard var queue = queues[key] else { continue }
             var taken = 0
-            scan: while taken < queue.count {
+            while taken < queue.count {
                 let waiting = queue[taken]
-                let outcome: Outcome
-                switch decode(waiting.message) {
-                case .success(let event):
-                    outcome = .event(event)
-                case .failure(let failure) where !failure.awaitingRoster:
-                    outcome = .deadLetter(reason: failure.reason)
-                case .failure(let failure) where now - waiting.arrived >= grace:
-                    outcome = .deadLetter(reason: "\(failure.reason) (not in the roster after \(Int(now - waiting.arrived)) s)")
-                case .failure(let failure):
-                    if waiting.heldSince == nil {
+                guard let outcome = decided(waiting.message, arrived: waiting.arrived, now: now, decode: decode) else {
+                    if waiting.heldSince == nil, case .failure(let failure) = decode(waiting.message) {
                         queue[taken].heldSince = now
                         held(waiting.message, failure)
                     }
-                    break scan
+                    break
                 }
                 released.append(Released(message: waiting.message, outcome: outcome, held: waiting.heldSince.map { now - $0 } ?? 0))
                 taken += 1
@@ -84,7 +109,6 @@ struct RosterHold {
             queue.removeFirst(taken)
             queues[key] = queue.isEmpty ? nil : queue
         }
-        count = queues.values.reduce(0) { $0 + $1.count }
         return released
     }
 
