@@ -40,8 +40,12 @@ public final class NotifierService: Sendable {
         let store = self.store
         let producer = self.producer
         let materializer = self.materializer
+        let groupID = config.groupID
         router.addOperationalRoutes(metrics: metrics) {
             if let outage = materializer.storeOutage { return (false, "store writes are failing: \(outage.cause)") }
+            // Until it joined, a replica applies nothing: the events ingest
+            // acknowledged meanwhile are not in its lists yet.
+            if materializer.memberID == nil { return (false, "not yet a member of consumer group \(groupID)") }
             // A hung store must not hang the probe: it answers within a second.
             switch await blocking(within: .seconds(1), { Result { () throws(StoreError) in try store.ping() } }) {
             case nil: return (false, "the store does not answer within 1 s")
