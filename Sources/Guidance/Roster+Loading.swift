@@ -148,6 +148,11 @@ extension Roster {
             where !Student.seatRange.contains(value) {
                 throw row.error("\(part) \(value) is too large")
             }
+            // A photo is fetched by teachers' browsers: only from an https
+            // address (a `javascript:` or `http:` one was taken as it was).
+            guard student.photoURL.isEmpty || student.photoURL.lowercased().hasPrefix("https://") else {
+                throw row.error("photo_url must be empty or an https:// address")
+            }
             do throws(StudentDirectory.Conflict) {
                 try directory.insert(student)
             } catch {

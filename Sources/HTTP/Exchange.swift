@@ -125,6 +125,16 @@ final class Exchange: @unchecked Sendable {
             MHD_add_response_header(mhdResponse, name, value)
         }
         MHD_add_response_header(mhdResponse, "X-Request-Id", requestID)
+        // Unless the handler said otherwise: no answer is sniffed for another
+        // type, and API answers, which carry students' names, are not stored
+        // by any cache.
+        let named = Set(response.headers.map { $0.0.lowercased() })
+        if !named.contains("x-content-type-options") {
+            MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
+        }
+        if path.hasPrefix("/v1/") && !named.contains("cache-control") {
+            MHD_add_response_header(mhdResponse, "Cache-Control", "no-store")
+        }
         phase.withLock { $0 = .queued }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     }

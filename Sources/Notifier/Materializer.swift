@@ -280,7 +280,9 @@ final class Materializer: Sendable {
     /// to the dead-letter topic and waits for the acknowledgement, so its
     /// offset is never committed before it is kept.
     private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
-        var headers = message.headers
+        // Headers named like ours that came with the message are dropped,
+        // so that a record's dlq-reason is always the notifier's own.
+        var headers = message.headers.filter { !$0.name.lowercased().hasPrefix("dlq-") }
         headers += [
             ("dlq-reason", reason), ("dlq-source-topic", message.topic), ("dlq-source-partition", String(message.partition)),
             ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", groupID),

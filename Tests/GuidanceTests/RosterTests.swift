@@ -8,12 +8,12 @@ final class RosterTests: XCTestCase {
     let teachers = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,t1@a.example,homeroom,1,2\nsa,g1,Lee,g1@a.example,gate,,\nsb,g2,Park,g2@b.example,gate,,\n"
 
     func testReadsQuotedCommasBOMAndCRLFAndColumnsByName() throws {
-        let students = "\u{FEFF}name,school_id,student_id,grade,class,number,photo_url\r\n\"Kim, \"\"Minji\"\"\",sa,s1,1,2,3,http://p/1.jpg\r\nLee,sa,s2,1,2,4,\r\n"
+        let students = "\u{FEFF}name,school_id,student_id,grade,class,number,photo_url\r\n\"Kim, \"\"Minji\"\"\",sa,s1,1,2,3,https://p/1.jpg\r\nLee,sa,s2,1,2,4,\r\n"
         let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
         let student = try XCTUnwrap(roster.student(school: "sa", grade: 1, classNumber: 2, number: 3))
         XCTAssertEqual(student.name, "Kim, \"Minji\"")
         XCTAssertEqual(student.id, "s1")
-        XCTAssertEqual(student.photoURL, "http://p/1.jpg")
+        XCTAssertEqual(student.photoURL, "https://p/1.jpg")
         XCTAssertEqual(roster.student(school: "sa", grade: 1, classNumber: 2, number: 4)?.name, "Lee")
         XCTAssertEqual(roster.school("sb")?.timeZone.identifier, "America/Los_Angeles")
         XCTAssertEqual(roster.school("sa")?.digestMinute, 8 * 60 + 50)
@@ -25,7 +25,7 @@ final class RosterTests: XCTestCase {
         // round-trip unchanged.
         let urls = [
             "https://photos.example/sa/s1.jpg", "https://photos.example/sa/s2.jpg", "https://cdn.example/other/s3.png",
-            "s4.jpg", "", "https://photos.example/sa/", "https://photos.example/사진/김.jpg?v=2", "/",
+            "https://s4.jpg", "", "https://photos.example/sa/", "https://photos.example/사진/김.jpg?v=2", "https://",
         ]
         var students = "school_id,student_id,grade,class,number,name,photo_url\n"
         for (index, url) in urls.enumerated() { students += "sa,s\(index),1,1,\(index + 1),Kim,\(url)\n" }
@@ -56,6 +56,14 @@ final class RosterTests: XCTestCase {
                 XCTAssertEqual("\(error)", message)
                 XCTAssertFalse("\(error)".contains(key.base64EncodedString()), "the secret was echoed")
             }
+        }
+    }
+
+    /// A photo is loaded by teachers' browsers: only https addresses.
+    func testAPhotoURLThatIsNotHTTPSIsRefusedWithItsLine() {
+        for url in ["javascript:alert(8)", "http://photos.example/s1.jpg", "\"data:image/png;base64,AAAA\"", "s1.jpg"] {
+            let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s0,1,2,2,Lee,\nsa,s1,1,2,3,Kim,\(url)\n"
+            assertRejected(students: students, "students.csv:3: photo_url must be empty or an https:// address")
         }
     }
 

@@ -305,6 +305,20 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
     }
 
+    /// API answers carry students' names: never stored by a cache, never
+    /// sniffed; errors too. Other answers keep their own caching.
+    func testAPIAnswersAreNotStoredOrSniffed() async throws {
+        try await startService()
+        for url in ["\(base)/v1/schools/sa/students/1/3/12", "\(base)/v1/schools/sa/students/1/3/99"] {
+            let reply = try await fetch("GET", url)
+            XCTAssertEqual(reply.header("Cache-Control"), "no-store", "\(url) \(reply.status)")
+            XCTAssertEqual(reply.header("X-Content-Type-Options"), "nosniff", url)
+        }
+        let health = try await fetch("GET", "\(base)/healthz")
+        XCTAssertEqual(health.header("X-Content-Type-Options"), "nosniff")
+        XCTAssertNil(health.header("Cache-Control"))
+    }
+
     func testOperationalEndpoints() async throws {
         try await startService()
         try await expectStatus(200, await fetch("GET", "\(base)/healthz"))

@@ -169,7 +169,10 @@ final class NotifierFlowTests: XCTestCase {
     func testAPoisonMessageGoesToTheDeadLetterTopicAndConsumptionGoesOn() async throws {
         let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("poison"))
         defer { producer.close() }
-        let poison = OutgoingMessage(topic: harness.topics.registered, key: "sa/1", value: Array("{not json".utf8), headers: [("event-type", "guidance.registered")])
+        // It brings a dlq-reason of its own: the record must carry only ours.
+        let poison = OutgoingMessage(
+            topic: harness.topics.registered, key: "sa/1", value: Array("{not json".utf8),
+            headers: [("event-type", "guidance.registered"), ("dlq-reason", "forged: all is well"), ("DLQ-Source-Topic", "elsewhere")])
         _ = try await producer.send(poison)
         let wrongVersion = #"{"schemaVersion":7,"type":"guidance.registered"}"#
         _ = try await producer.send(OutgoingMessage(topic: harness.topics.registered, key: "sa/1", value: Array(wrongVersion.utf8)))
@@ -193,6 +196,9 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(first.header("dlq-consumer-group"), harness.groupID)
         XCTAssertEqual(first.header("event-type"), "guidance.registered", "original headers are kept")
         XCTAssertTrue((first.header("dlq-reason") ?? "").contains("not a guidance event"), first.header("dlq-reason") ?? "")
+        XCTAssertEqual(first.headers.filter { $0.name.lowercased() == "dlq-reason" }.count, 1, "the forged reason was kept")
+        XCTAssertEqual(first.headers.filter { $0.name.lowercased() == "dlq-source-topic" }.map { String(decoding: $0.value, as: UTF8.self) },
+                       [harness.topics.registered])
         let second = try XCTUnwrap(letters.first { $0.value == Array(wrongVersion.utf8) })
         XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7")
     }
