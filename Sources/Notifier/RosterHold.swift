@@ -59,30 +59,32 @@ struct RosterHold {
                 queues[key]?.append(Waiting(message: message, arrived: now))
                 continue
             }
-            if let outcome = decided(message, arrived: now, now: now, decode: decode) {
+            switch decided(message, arrived: now, now: now, decode: decode) {
+            case .success(let outcome):
                 released.append(Released(message: message, outcome: outcome, held: 0))
-            } else {
+            case .failure(let failure):
                 queues[key] = [Waiting(message: message, arrived: now, heldSince: now)]
-                if case .failure(let failure) = decode(message) { held(message, failure) }
+                held(message, failure)
             }
         }
         count = queues.values.reduce(0) { $0 + $1.count }
         return released
     }
 
-    /// What becomes of a message now, or nil while it waits for the roster.
+    /// What becomes of a message now, or, while it waits for the roster,
+    /// why it waits.
     private func decided(
         _ message: ConsumedMessage, arrived: Double, now: Double, decode: (ConsumedMessage) -> Result<StoredEvent, DecodeFailure>
-    ) -> Outcome? {
+    ) -> Result<Outcome, DecodeFailure> {
         switch decode(message) {
         case .success(let event):
-            return .event(event)
+            return .success(.event(event))
         case .failure(let failure) where !failure.awaitingRoster:
-            return .deadLetter(reason: failure.reason)
+            return .success(.deadLetter(reason: failure.reason))
         case .failure(let failure) where now - arrived >= grace:
-            return .deadLetter(reason: "\(failure.reason) (not in the roster after \(Int(now - arrived)) s)")
-        case .failure:
-            return nil
+            return .success(.deadLetter(reason: "\(failure.reason) (not in the roster after \(Int(now - arrived)) s)"))
+        case .failure(let failure):
+            return .failure(failure)
         }
     }
 
@@ -94,17 +96,19 @@ struct RosterHold {
         for key in Array(queues.keys) {
             guard var queue = queues[key] else { continue }
             var taken = 0
-            while taken < queue.count {
+            scan: while taken < queue.count {
                 let waiting = queue[taken]
-                guard let outcome = decided(waiting.message, arrived: waiting.arrived, now: now, decode: decode) else {
-                    if waiting.heldSince == nil, case .failure(let failure) = decode(waiting.message) {
+                switch decided(waiting.message, arrived: waiting.arrived, now: now, decode: decode) {
+                case .success(let outcome):
+                    released.append(Released(message: waiting.message, outcome: outcome, held: waiting.heldSince.map { now - $0 } ?? 0))
+                    taken += 1
+                case .failure(let failure):
+                    if waiting.heldSince == nil {
                         queue[taken].heldSince = now
                         held(waiting.message, failure)
                     }
-                    break
+                    break scan
                 }
-                released.append(Released(message: waiting.message, outcome: outcome, held: waiting.heldSince.map { now - $0 } ?? 0))
-                taken += 1
             }
             queue.removeFirst(taken)
             queues[key] = queue.isEmpty ? nil : queue

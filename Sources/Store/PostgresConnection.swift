@@ -96,23 +96,29 @@ final class PostgresConnection: SQLDatabase {
     }
 
 
-    private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
-        let texts = parameters.map(\.text)
-        // Parameters travel as C strings, and PostgreSQL's text cannot hold a
-        // NUL anyway: refuse the value rather than store it cut short.
-        if texts.contains(where: { $0?.utf8.contains(0) == true }) {
+    /// Parameters travel as C strings, and PostgreSQL's text cannot hold a
+    /// NUL anyway: such a value is refused rather than stored cut short.
+    private static func refuseNUL(_ parameters: [SQLValue]) throws(StoreError) {
+        if parameters.contains(where: { $0.text?.utf8.contains(0) == true }) {
             throw StoreError(.invalidValue, "PostgreSQL cannot store text containing a NUL character")
         }
-        // strdup'd copies live until the call returns.
-        let values: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
+    }
+
+    /// Sends the prepared statement `name` with `parameters` as C strings
+    /// (strdup'd copies that live until the call returns); libpq's answer.
+    private func sendPrepared(_ name: String, _ parameters: [SQLValue]) -> Int32 {
+        let values: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.text.flatMap { strdup($0) } }
         defer { for value in values { free(value) } }
         let pointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } }
+        return pointers.withUnsafeBufferPointer { buffer in
+            PQsendQueryPrepared(connection, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
+        }
+    }
+
+    private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StoreError) -> OpaquePointer {
+        try PostgresConnection.refuseNUL(parameters)
         func send(_ name: String) throws(StoreError) -> OpaquePointer {
-            try submit {
-                pointers.withUnsafeBufferPointer { buffer in
-                    PQsendQueryPrepared(connection, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
-                }
-            }
+            try submit { sendPrepared(name, parameters) }
         }
         do {
             return try send(statement(sql, parameters: parameters.count))
@@ -136,26 +142,13 @@ final class PostgresConnection: SQLDatabase {
         for statement in statements {
             names.append(statement.parameters.isEmpty ? nil : try self.statement(statement.sql, parameters: statement.parameters.count))
         }
-        let texts = statements.map { $0.parameters.map(\.text) }
-        if texts.joined().contains(where: { $0?.utf8.contains(0) == true }) {
-            throw StoreError(.invalidValue, "PostgreSQL cannot store text containing a NUL character")
-        }
+        for statement in statements { try PostgresConnection.refuseNUL(statement.parameters) }
         guard PQenterPipelineMode(connection) == 1 else {
             throw StoreError(.unavailable, "PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         defer { endPipeline() }
-        for (statement, (name, parameters)) in zip(statements, zip(names, texts)) {
-            // strdup'd copies live until the statement is queued.
-            let values: [UnsafeMutablePointer<CChar>?] = parameters.map { text in text.flatMap { strdup($0) } }
-            defer { for value in values { free(value) } }
-            let pointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } }
-            let queued = pointers.withUnsafeBufferPointer { buffer in
-                if let name {
-                    PQsendQueryPrepared(connection, name, Int32(buffer.count), buffer.baseAddress, nil, nil, 0)
-                } else {
-                    PQsendQueryParams(connection, statement.sql, 0, nil, nil, nil, nil, 0)
-                }
-            }
+        for (statement, name) in zip(statements, names) {
+            let queued = name.map { sendPrepared($0, statement.parameters) } ?? PQsendQueryParams(connection, statement.sql, 0, nil, nil, nil, nil, 0)
             guard queued == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
         }
         guard PQpipelineSync(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
