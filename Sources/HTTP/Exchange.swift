@@ -31,7 +31,7 @@ final class Exchange: @unchecked Sendable {
     var status = 0
     private let phase = Mutex(Phase.receiving)
 
-    init(connection: OpaquePointer, method: String, path: String, config: HTTPServerConfig) {
+    init(connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig) {
         self.connection = connection
         self.method = method
         self.path = path
@@ -40,15 +40,16 @@ final class Exchange: @unchecked Sendable {
         self.headers = headers.values
         self.query = query.values
         requestID = Exchange.requestID(from: headers.values["x-request-id"])
-        problem = Exchange.problem(path: path, headers: headers, query: query, config: config)
+        problem = Exchange.problem(path: path, version: version, headers: headers, query: query, config: config)
     }
 
     /// Answers decided from the request line and headers alone, sent before
     /// any body is read (libmicrohttpd then closes the connection).
-    private static func problem(path: String, headers: Collected, query: Collected, config: HTTPServerConfig) -> HTTPError? {
+    private static func problem(path: String, version: String, headers: Collected, query: Collected, config: HTTPServerConfig) -> HTTPError? {
         if headers.bytes > config.maxHeaderBytes {
             return HTTPError(status: 431, detail: "the request headers take more than \(config.maxHeaderBytes) bytes")
         }
+        if let framing = framingProblem(version: version, headers: headers) { return framing }
         if path.utf8.count + query.bytes > config.maxURIBytes {
             return HTTPError(status: 414, detail: "the request target is longer than \(config.maxURIBytes) bytes")
         }
@@ -66,6 +67,49 @@ final class Exchange: @unchecked Sendable {
             return HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes")
         }
         return nil
+    }
+
+    /// What RFC 9112 refuses and a proxy in front might read the other way
+    /// (request smuggling). libmicrohttpd 0.9.75 passes these on: a name
+    /// with whitespace before its colon (`Content-Length : 5`) keeps the
+    /// whitespace, a bare CR stays in the value, and an obs-fold line is
+    /// glued onto the field's name (`Transfer-Encoding:\r\n chunked` arrives
+    /// as `Transfer-Encodingchunked`), so a name that starts with a framing
+    /// field's name and goes on is one.
+    private static func framingProblem(version: String, headers: Collected) -> HTTPError? {
+        if let name = headers.names.first(where: { !isToken($0) }) {
+            return .badRequest("the header name \(quoted(name)) is malformed: no whitespace or control characters may come before its colon (RFC 9112 §5.1)")
+        }
+        if let name = headers.names.first(where: { name in framingFields.contains { name.hasPrefix($0) && name != $0 } }) {
+            return .badRequest("the header \(quoted(name)) is malformed: a line folded onto the previous one (obs-fold) is refused (RFC 9112 §5.2)")
+        }
+        if headers.controlInValue {
+            return .badRequest("a header value holds a CR, LF or NUL character (RFC 9112 §2.2)")
+        }
+        if version == "HTTP/1.1" {
+            let hosts = (headers.repeated["host"]?.count ?? (headers.values["host"] == nil ? 0 : 1))
+            if hosts != 1 {
+                return .badRequest("an HTTP/1.1 request carries exactly one Host header, not \(hosts) (RFC 9112 §3.2)")
+            }
+        }
+        if let coding = headers.values["transfer-encoding"], coding.trimmingWhitespace().lowercased() != "chunked" {
+            return HTTPError(status: 501, detail: "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
+        }
+        return nil
+    }
+
+    private static let framingFields = ["transfer-encoding", "content-length", "host"]
+
+    /// RFC 9110 §5.6.2 `token`: the characters a field name may have.
+    private static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// A name as it can be shown in an answer: control characters escaped.
+    private static func quoted(_ name: String) -> String {
+        "'" + name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "'"
     }
 
     /// Called with each body chunk on libmicrohttpd's thread; past `limit`
@@ -158,6 +202,10 @@ final class Exchange: @unchecked Sendable {
         var values: [String: String] = [:]
         /// Every value of a name sent more than once.
         var repeated: [String: [String]] = [:]
+        /// Every name, in order.
+        var names: [String] = []
+        /// Whether a value holds CR, LF or NUL.
+        var controlInValue = false
         /// Names and values, in bytes.
         var bytes = 0
         let lowercased: Bool
@@ -180,6 +228,8 @@ final class Exchange: @unchecked Sendable {
         let name = collected.lowercased ? raw.lowercased() : raw
         let text = value.map { String(cString: $0) } ?? ""
         collected.bytes += name.utf8.count + text.utf8.count + 4
+        collected.names.append(name)
+        if text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
         if let previous = collected.values.updateValue(text, forKey: name) {
             collected.repeated[name, default: [previous]].append(text)
         }
@@ -199,10 +249,13 @@ func accessHandler(
     guard let stored = slot.pointee else {
         let exchange = Exchange(
             connection: connection, method: method.map { String(cString: $0) } ?? "GET",
-            path: url.map { String(cString: $0) } ?? "/", config: server.config)
+            path: url.map { String(cString: $0) } ?? "/", version: version.map { String(cString: $0) } ?? "HTTP/1.1", config: server.config)
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         server.inFlight.add(1, ordering: .acquiringAndReleasing)
-        guard let problem = exchange.problem else { return .YES }
+        guard let problem = exchange.problem else {
+            server.headersReceived(connection)
+            return .YES
+        }
         server.received(connection)
         return exchange.queue(problem.response)
     }

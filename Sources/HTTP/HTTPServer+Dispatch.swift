@@ -34,7 +34,12 @@ extension HTTPServer {
     func receiving(_ connection: OpaquePointer) {
         let socket = guidance_mhd_connection_fd(connection)
         let now = ContinuousClock.now
-        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))] = (socket, now) }
+        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))] = (socket, now, false) }
+    }
+
+    /// The connection's request headers are in; its body may follow.
+    func headersReceived(_ connection: OpaquePointer) {
+        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))]?.headersIn = true }
     }
 
     /// The connection's request is in (or the connection closed).

@@ -77,9 +77,10 @@ public final class HTTPServer: @unchecked Sendable {
     let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
-    /// Connections still sending a request, by connection, with their socket
-    /// and since when; the reaper shuts down those past `receiveTimeout`.
-    let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant)]>([:])
+    /// Connections still sending a request, by connection, with their socket,
+    /// since when, and whether the request's headers are in; the reaper shuts
+    /// down those past `receiveTimeout`.
+    let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant, headersIn: Bool)]>([:])
     /// The bound port.
     public private(set) var port: Int = 0
 
@@ -167,9 +168,16 @@ public final class HTTPServer: @unchecked Sendable {
                 let late = server.receiving.withLock { receiving in
                     let late = receiving.filter { now - $0.value.since > limit }
                     for key in late.keys { receiving[key] = nil }
-                    return late.values.map(\.socket)
+                    return Array(late.values)
                 }
-                for socket in late where socket >= 0 {
+                for (socket, _, headersIn) in late where socket >= 0 {
+                    // A request whose body is late gets a 408: libmicrohttpd
+                    // is waiting to read this socket, never writing it. An
+                    // idle keep-alive connection is just closed.
+                    if headersIn {
+                        let answer = HTTPServer.timeoutAnswer(after: limit)
+                        _ = answer.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    }
                     Glibc.shutdown(socket, Int32(SHUT_RDWR))
                 }
                 if !late.isEmpty {
@@ -180,6 +188,16 @@ public final class HTTPServer: @unchecked Sendable {
         }
         thread.name = "http-reaper"
         thread.start()
+    }
+
+    /// The 408 a connection too slow to send its request gets, written to
+    /// its socket directly: libmicrohttpd has no call that answers a request
+    /// whose body is still arriving (a chunk declared larger than the body
+    /// limit and never sent ends here too).
+    static func timeoutAnswer(after limit: Duration) -> [UInt8] {
+        let body = HTTPError(status: 408, detail: "the request was not received whole within \(Int(limit.seconds)) s").response.body
+        let head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + body
     }
 
     deinit {

@@ -145,6 +145,19 @@ final class HTTPServerTests: XCTestCase {
              "GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 10_000))\r\n\r\n", 431),
             ("5 KB request target",
              "GET /fast?q=\(String(repeating: "q", count: 5_000)) HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+            // RFC 9112: what a proxy in front may read the other way.
+            ("space before the colon (the body would run as a second request)",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("space before the colon of Transfer-Encoding",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", 400),
+            ("tab before the colon", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A\t: b\r\n\r\n", 400),
+            ("obs-fold of Transfer-Encoding",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n\r\nabc", 400),
+            ("bare CR inside a value", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A: b\rX-B: c\r\n\r\n", 400),
+            ("HTTP/1.1 without Host", "GET /fast HTTP/1.1\r\nX-A: b\r\n\r\n", 400),
+            ("two Host headers", "GET /fast HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+            ("a transfer coding other than chunked",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501),
         ]
         for (name, request, status) in cases {
             let started = Date()
@@ -153,7 +166,21 @@ final class HTTPServerTests: XCTestCase {
             XCTAssertTrue(answer.contains("Content-Type: application/problem+json"), "\(name): \(answer.prefix(300))")
             XCTAssertTrue(answer.lowercased().contains("x-request-id: "), "\(name): \(answer.prefix(300))")
             XCTAssertLessThan(Date().timeIntervalSince(started), 2, "\(name) was not answered at once")
+            XCTAssertEqual(answer.components(separatedBy: "\r\nDate: ").count - 1, 1, "\(name): more than one answer on the connection: \(answer.prefix(400))")
         }
+        // HTTP/1.0 needs no Host.
+        XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+    }
+
+    /// libmicrohttpd 0.9.75 cannot answer while a body is arriving, so a
+    /// chunk declared beyond the limit and never sent is answered 408 at the
+    /// request deadline, as problem+json, not dropped in silence.
+    func testABodyThatStopsArrivingIsAnswered408() throws {
+        let connection = try RawConnection(port: server.port)
+        connection.send("POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\nabc")
+        let answer = connection.receive(timeout: 5)
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 408 "), answer)
+        XCTAssertTrue(answer.contains("application/problem+json"), answer)
     }
 
     /// An escaped NUL cannot cut a path or query value short.
