@@ -5,6 +5,12 @@ import Common
 public enum AccessDenial: Error, Sendable, Equatable {
     case unauthenticated(String)
     case forbidden(String)
+
+    /// The one answer for a school that is not the teacher's, whether it
+    /// exists or not, so school ids cannot be probed.
+    public static func otherSchool(_ teacher: Teacher) -> AccessDenial {
+        .forbidden("teacher \(teacher.id) belongs to another school")
+    }
 }
 
 extension Roster {
@@ -26,9 +32,7 @@ extension Roster {
     @discardableResult
     public func authorize(token: String?, school: String, roles: Set<Teacher.Role>) throws(AccessDenial) -> Teacher? {
         guard let teacher = try authenticate(token: token) else { return nil }
-        guard teacher.schoolID == school else {
-            throw .forbidden("teacher \(teacher.id) belongs to another school")
-        }
+        guard teacher.schoolID == school else { throw .otherSchool(teacher) }
         guard roles.contains(teacher.role) else {
             throw .forbidden("a \(teacher.role.rawValue) teacher may not do this")
         }

@@ -28,6 +28,8 @@ struct NotifierHandlers: Sendable {
         if classNumber != nil && grade == nil {
             throw HTTPError(FieldError(field: "grade", message: "is required with classNumber"))
         }
+        // Another school's id is refused whether it exists or not, so ids cannot be probed.
+        if let teacher, teacher.schoolID != schoolID { throw HTTPError.otherSchool(teacher) }
         guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
         if let teacher {
             // Without a filter, a teacher sees their own scope.
@@ -38,7 +40,7 @@ struct NotifierHandlers: Sendable {
                 case .admin, .gate: break
                 }
             }
-            try mayView(teacher, school: schoolID, grade: grade, classNumber: classNumber)
+            try mayView(teacher, grade: grade, classNumber: classNumber)
         }
         let date = try queryDate(request) ?? runner.today(for: school)
         let store = self.store
@@ -120,6 +122,10 @@ struct NotifierHandlers: Sendable {
     @Sendable func runDigests(_ request: Request, _ caller: Caller) async throws -> Response {
         let (roster, teacher) = (caller.roster, caller.teacher)
         let body = request.body.isEmpty ? RunRequest() : try request.json(RunRequest.init(json:))
+        if let teacher {
+            guard teacher.role == .admin else { throw HTTPError(status: 403, detail: "only an admin may run digests") }
+            if let schoolID = body.schoolId, schoolID != teacher.schoolID { throw HTTPError.otherSchool(teacher) }
+        }
         var schools: [School]
         if let schoolID = body.schoolId {
             guard let school = roster.school(schoolID) else {
@@ -129,13 +135,7 @@ struct NotifierHandlers: Sendable {
         } else {
             schools = roster.schools.values.sorted { $0.id < $1.id }
         }
-        if let teacher {
-            guard teacher.role == .admin else { throw HTTPError(status: 403, detail: "only an admin may run digests") }
-            if body.schoolId != nil && body.schoolId != teacher.schoolID {
-                throw HTTPError(status: 403, detail: "teacher \(teacher.id) belongs to another school")
-            }
-            schools = schools.filter { $0.id == teacher.schoolID }
-        }
+        if let teacher { schools = schools.filter { $0.id == teacher.schoolID } }
         var batch: [(School, String)] = []
         for school in schools {
             let today = runner.today(for: school)
@@ -193,8 +193,7 @@ struct NotifierHandlers: Sendable {
 
     /// Admins see their whole school; homeroom teachers their class;
     /// volunteer-duty teachers their grade.
-    private func mayView(_ teacher: Teacher, school: String, grade: Int?, classNumber: Int?) throws(HTTPError) {
-        guard teacher.schoolID == school else { throw HTTPError(status: 403, detail: "teacher \(teacher.id) belongs to another school") }
+    private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?) throws(HTTPError) {
         switch teacher.role {
         case .admin:
             return

@@ -45,9 +45,7 @@ public struct AccessPolicy: Sendable {
     public func admit(_ request: Request, _ access: Access) throws(HTTPError) -> Caller {
         let roster = rosters.current
         let credential = try self.credential(request)
-        if !["GET", "HEAD"].contains(request.method) {
-            try checkOrigin(request, required: credential?.fromCookie ?? false)
-        }
+        try checkOrigin(request, required: (credential?.fromCookie ?? false) && !["GET", "HEAD"].contains(request.method))
         do {
             switch access {
             case .open:
@@ -77,8 +75,9 @@ public struct AccessPolicy: Sendable {
     }
 
     /// A browser names the page a request comes from in `Origin`; another
-    /// site's page is refused. A request signed in by cookie must carry it
-    /// (every browser sends it with POST and DELETE); API clients need not.
+    /// site's page is refused, on every method. A request signed in by
+    /// cookie that changes something must carry it (every browser sends it
+    /// with POST and DELETE); API clients need not.
     private func checkOrigin(_ request: Request, required: Bool) throws(HTTPError) {
         guard let sent = request.header("origin") else {
             guard !required else {

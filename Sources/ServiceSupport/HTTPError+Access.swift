@@ -11,4 +11,7 @@ extension HTTPError {
             self.init(status: 403, detail: detail)
         }
     }
+
+    /// 403 for a school that is not the teacher's (see `AccessDenial.otherSchool`).
+    public static func otherSchool(_ teacher: Teacher) -> HTTPError { HTTPError(AccessDenial.otherSchool(teacher)) }
 }

@@ -29,6 +29,7 @@ final class IngestServiceTests: XCTestCase {
         sa,t-gate-01,Gate A,,gate,,
         sa,t-hr-1-03,Homeroom A,,homeroom,1,3
         sb,t-gate-b,Gate B,,gate,,
+        sa,t-admin-a,Admin A,,admin,,
 
         """
     static let tokens = """
@@ -36,6 +37,7 @@ final class IngestServiceTests: XCTestCase {
         \(SHA256.hex(SHA256.hash(Array("gate-a".utf8)))),t-gate-01
         \(SHA256.hex(SHA256.hash(Array("homeroom-a".utf8)))),t-hr-1-03
         \(SHA256.hex(SHA256.hash(Array("gate-b".utf8)))),t-gate-b
+        \(SHA256.hex(SHA256.hash(Array("admin-a".utf8)))),t-admin-a
 
         """
 
@@ -285,6 +287,18 @@ final class IngestServiceTests: XCTestCase {
         let event = try JSONDecoder().decode(GuidanceRegistered.self, from: Data(try XCTUnwrap(messages(on: topics.registered, expecting: 1).first).value ?? []))
         XCTAssertEqual(event.recordedBy, "t-gate-01")
         try await expectStatus(200, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a"]))
+
+        // The event names the caller: an admin may not record as a gate teacher.
+        let asGate = try await register(body, token: "admin-a")
+        XCTAssertEqual(asGate.status, 422, asGate.text)
+        XCTAssertTrue(asGate.text.contains("recordedBy"), asGate.text)
+        try await expectStatus(202, await register(withoutRecorder, token: "admin-a"))
+        let events = try messages(on: topics.registered, expecting: 2).compactMap { try? JSONDecoder().decode(GuidanceRegistered.self, from: Data($0.value ?? [])) }
+        XCTAssertEqual(events.map(\.recordedBy).sorted(), ["t-admin-a", "t-gate-01"])
+
+        // Another site's page is refused on every method, reads too.
+        let foreign = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a", "Origin": "https://evil.example"])
+        XCTAssertEqual(foreign.status, 403, foreign.text)
     }
 
     /// Ready only once a send can go straight to its partition's leader: a

@@ -49,6 +49,9 @@ final class NotifierAccessTests: XCTestCase {
         try await assertEqualAsync(await status("GET", day, as: "t-admin"), 200)
         try await assertEqualAsync(await status("GET", day, as: "t-gate"), 403)
         try await assertEqualAsync(await status("GET", "/v1/schools/sb/guidances?date=2026-11-21", as: "t-admin"), 403)
+        // A school that does not exist answers as another school does: ids cannot be probed.
+        try await assertEqualAsync(await status("GET", "/v1/schools/no-such-school/guidances?date=2026-11-21", as: "t-admin"), 403)
+        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-admin", body: #"{"schoolId":"no-such-school"}"#), 403)
 
         let run = #"{"schoolId":"sa","date":"2026-11-21"}"#
         try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-1", body: run), 403)
