@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
-        .target(name: "ServiceSupport", dependencies: ["HTTP", "Guidance", "Common"]),
+        .target(name: "ServiceSupport", dependencies: ["HTTP", "Curl", "Guidance", "Common"]),
         .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"]),
         .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"]),

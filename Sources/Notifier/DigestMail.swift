@@ -1,6 +1,7 @@
 import Foundation
 import Web
 import Guidance
+import ServiceSupport
 import Store
 
 /// A digest revision as an e-mail: RFC 5322 headers (non-ASCII encoded per
@@ -116,60 +117,6 @@ struct DigestMail {
     }
 
     private func escape(_ text: String) -> String { HTML.escape(text) }
-}
-
-/// Header encodings of RFC 5322 and RFC 2047.
-enum MailHeader {
-    /// Printable ASCII stays as it is; anything else becomes UTF-8 encoded
-    /// words of at most 75 characters, folded onto lines of their own, each
-    /// cut at a character boundary.
-    static func encode(_ text: String) -> String {
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) && !text.contains("=?") { return text }
-        var words: [String] = []
-        var chunk: [UInt8] = []
-        for scalar in text.unicodeScalars {
-            let bytes = Array(String(scalar).utf8)
-            // 45 bytes are 60 base64 characters: 72 with "=?UTF-8?B?" and "?=".
-            if chunk.count + bytes.count > 45 {
-                words.append(word(chunk))
-                chunk = []
-            }
-            chunk += bytes
-        }
-        if !chunk.isEmpty { words.append(word(chunk)) }
-        return words.joined(separator: "\r\n ")
-    }
-
-    private static func word(_ bytes: [UInt8]) -> String {
-        "=?UTF-8?B?\(Data(bytes).base64EncodedString())?="
-    }
-
-    /// `name <address>`, the name encoded or quoted as needed.
-    static func address(_ address: MailAddress) -> String {
-        guard let name = address.name, !name.isEmpty else { return "<\(address.address)>" }
-        if name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
-            let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            return "\"\(quoted)\" <\(address.address)>"
-        }
-        return "\(encode(name)) <\(address.address)>"
-    }
-
-    /// RFC 5322 date in UTC: "Mon, 30 Nov 2026 02:30:00 +0000".
-    static func date(_ seconds: Double) -> String {
-        let whole = Int(seconds.rounded(.down))
-        let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
-        let secondOfDay = whole - days * 86_400
-        let (year, month, day) = Timestamp.civilFromDays(days)
-        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekdays[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
-    }
-
-    /// Base64 in lines of 76 characters, as MIME bodies need.
-    static func base64(_ text: String) -> String {
-        Data(text.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
-    }
 }
 
 extension String {

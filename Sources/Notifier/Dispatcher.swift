@@ -2,6 +2,7 @@ import Common
 import Curl
 import Foundation
 import Guidance
+import ServiceSupport
 import HTTP
 import Store
 import Synchronization

@@ -6,6 +6,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
+import ServiceSupport
 
 /// The local default: a mock Kafka cluster with the topics created.
 /// `--broker-only` runs only the cluster (for tests that start the services as
@@ -99,7 +100,7 @@ do {
         if notifierConfig.delivery.mail == nil {
             // No mail server here: each e-mail is written where a mail client opens it.
             let folder = FileManager.default.currentDirectoryPath + "/var/mail"
-            notifierConfig.delivery.mail = .init(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
+            notifierConfig.delivery.mail = MailSettings(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
             say("e-mail: no SMTP_URL, so each digest e-mail is written as an .eml file (open it with a mail client) into \(folder)")
         }
         let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))

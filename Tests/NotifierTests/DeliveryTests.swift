@@ -1,3 +1,4 @@
+import ServiceSupport
 import Crypto
 import Foundation
 import Guidance

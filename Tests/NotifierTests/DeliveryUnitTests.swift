@@ -1,3 +1,4 @@
+import ServiceSupport
 import Common
 import Foundation
 @testable import Notifier
