@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
-        .target(name: "ServiceSupport", dependencies: ["HTTP", "Curl", "Guidance", "Common"]),
+        .target(name: "ServiceSupport", dependencies: ["HTTP", "Curl", "Crypto", "Kafka", "Guidance", "Common"]),
         .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"]),
         .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"]),
@@ -46,7 +46,7 @@ let package = Package(
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
-        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Kafka", "Guidance", "Crypto", "Common"]),
+        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "ServiceSupport", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),

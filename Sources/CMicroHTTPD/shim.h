@@ -3,6 +3,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 
 /*
@@ -82,4 +83,17 @@ static inline int guidance_mhd_connection_fd(struct MHD_Connection *connection) 
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
+}
+
+/* The peer's address as text ("127.0.0.1", "::1") into `out`; 0 when unknown. */
+static inline int guidance_mhd_client_address(struct MHD_Connection *connection, char *out, socklen_t size) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 0;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET)
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, out, size) != NULL;
+    if (address->sa_family == AF_INET6)
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, out, size) != NULL;
+    return 0;
 }

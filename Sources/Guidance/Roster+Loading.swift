@@ -87,7 +87,10 @@ extension Roster {
         return Roster(
             schools: schools, students: students, teachers: teachers, tokens: tokens,
             authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks,
-            teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } })
+            teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } },
+            teachersByEmail: Dictionary(grouping: teachers.values.filter { !$0.email.isEmpty }, by: { $0.email.lowercased() })
+                .mapValues { $0.sorted { $0.id < $1.id } },
+            tokenFingerprints: tokens.values.joined().reduce(into: [:]) { $0[$1.teacherID, default: []].insert(Roster.fingerprint($1.digest)) })
     }
 
     /// `reasons.csv`: each school's own reasons, by school id.

@@ -70,6 +70,11 @@ public struct Roster: Sendable {
     /// Each school's teachers in id order: a digest run asks once per school,
     /// and scanning the district's teachers each time took 6% of it.
     let teachersBySchool: [String: [Teacher]]
+    /// Teachers by their e-mail address, lowercased, for sign-in links.
+    let teachersByEmail: [String: [Teacher]]
+    /// Each teacher's tokens, by `fingerprint`: a session signed in with a
+    /// token ends when the token is revoked.
+    let tokenFingerprints: [String: Set<String>]
 
     public func school(_ id: String) -> School? { schools[id] }
 
@@ -101,6 +106,27 @@ public struct Roster: Sendable {
         let candidates = tokens[Roster.tokenBucket(digest)] ?? []
         guard let match = candidates.first(where: { SHA256.constantTimeEqual($0.digest, digest) }) else { return nil }
         return teachers[match.teacherID]
+    }
+
+    /// The teachers whose `email` is `address` (any case).
+    public func teachers(withEmail address: String) -> [Teacher] {
+        teachersByEmail[address.lowercased()] ?? []
+    }
+
+    /// Whether `teacher` still holds the token with `fingerprint`.
+    public func holdsToken(teacher: String, fingerprint: String) -> Bool {
+        tokenFingerprints[teacher]?.contains(fingerprint) ?? false
+    }
+
+    /// A token's fingerprint: the first 8 bytes of its SHA-256, in hex. It
+    /// names the token in a session without revealing it.
+    public static func fingerprint(_ digest: [UInt8]) -> String {
+        SHA256.hex(Array(digest.prefix(8)))
+    }
+
+    /// The fingerprint of a token as presented.
+    public static func fingerprint(token: String) -> String {
+        fingerprint(SHA256.hash(Array(token.utf8)))
     }
 
     static func tokenBucket(_ digest: [UInt8]) -> UInt64 {

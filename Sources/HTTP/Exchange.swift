@@ -27,6 +27,12 @@ final class Exchange: @unchecked Sendable {
     let started = ContinuousClock.now
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
+    /// The peer's address, read when a handler needs it.
+    var peer: String {
+        var text = [CChar](repeating: 0, count: 64)
+        guard guidance_mhd_client_address(connection, &text, socklen_t(text.count)) != 0 else { return "" }
+        return String(cString: text)
+    }
     var route = "unmatched"
     var status = 0
     private let phase = Mutex(Phase.receiving)

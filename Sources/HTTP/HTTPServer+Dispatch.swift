@@ -18,7 +18,7 @@ extension HTTPServer {
             exchange.route = route.pattern
             var request = Request(
                 method: exchange.method, path: exchange.path, headers: exchange.headers,
-                query: exchange.query, body: exchange.body, requestID: exchange.requestID)
+                query: exchange.query, body: exchange.body, requestID: exchange.requestID, peer: exchange.peer)
             request.parameters = route.parameters
             request.route = route.pattern
             exchange.suspend(in: self)

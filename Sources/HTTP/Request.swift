@@ -9,12 +9,18 @@ public struct Request: Sendable {
     public let query: [String: String]
     public let body: [UInt8]
     public let requestID: String
+    /// The address the connection comes from (a proxy's, behind one).
+    public let peer: String
     /// Values of the route's `{name}` segments.
     public internal(set) var parameters: [String: String] = [:]
     /// The route pattern that matched, e.g. `/v1/schools/{schoolId}/guidances`.
     public internal(set) var route: String = ""
 
-    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [], requestID: String = "test") {
+    public init(
+        method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [],
+        requestID: String = "test", peer: String = "127.0.0.1"
+    ) {
+        self.peer = peer
         self.method = method
         self.path = path
         self.headers = headers

@@ -2,6 +2,7 @@ import Common
 import Guidance
 import HTTP
 import Kafka
+import ServiceSupport
 
 /// Everything guidance-ingest needs, read once from the environment.
 public struct IngestConfig: Sendable {
@@ -19,6 +20,10 @@ public struct IngestConfig: Sendable {
     /// the session cookie `Secure`, and its origin is the one page requests
     /// must come from.
     public var publicURL: String?
+    /// Sessions, proxies and connection limits of the gate page.
+    public var web = WebSettings()
+    /// How sign-in links are mailed (`SMTP_URL`…); nil: no links.
+    public var mail: MailSettings?
     /// `LOG_LEVEL`: the least severe level written.
     public var logLevel: Logger.Level = .info
 
@@ -43,6 +48,9 @@ public struct IngestConfig: Sendable {
             producer: producer,
             partitions: try environment.int("TOPIC_PARTITIONS", default: 12, range: 1...10_000))
         config.publicURL = try environment.publicURL("PUBLIC_INGEST_URL")
+        config.web = try WebSettings.fromEnvironment(environment)
+        config.http.perIPConnectionLimit = config.web.connectionsPerAddress
+        config.mail = try MailSettings.fromEnvironment(environment)
         config.logLevel = try environment.logLevel()
         return config
     }

@@ -13,6 +13,7 @@ public final class IngestService: Sendable {
     public let roster: LiveRoster
     public let metrics = Metrics()
     private let producer: Producer
+    private let sessions: Sessions
     private let server: HTTPServer
     private let logger: Logger
 
@@ -30,6 +31,11 @@ public final class IngestService: Sendable {
         metrics.gauge("ingest_producer_replacements", help: "Times a fatal idempotent producer was replaced.") {
             [([], Double(producer.replacements))]
         }
+        let policy = AccessPolicy.forService(
+            cookieName: "gate_session", publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
+            producer: producer, logger: logger)
+        let sessions = policy.sessions
+        self.sessions = sessions
         var router = Router()
         // Ready once a send goes straight to its partition's leader: before,
         // the first requests waited for topic metadata (p99 643 ms in the
@@ -38,13 +44,15 @@ public final class IngestService: Sendable {
         router.addOperationalRoutes(metrics: metrics) {
             guard let missing = await producer.partitionsWithoutLeader(of: topics) else { return (false, "no Kafka broker answers") }
             guard missing.isEmpty else { return (false, "no leader known yet for \(missing.joined(separator: ", "))") }
+            guard sessions.log.caughtUp else { return (false, "reading the session log") }
             return (true, "broker reachable; every partition's leader known")
         }
-        let cookie = SessionCookie(name: "gate_session", publicURL: config.publicURL)
-        var routes = GuardedRouter(router: router, policy: AccessPolicy(rosters: roster, cookie: cookie, publicURL: config.publicURL))
+        var routes = GuardedRouter(router: router, policy: policy)
         IngestHandlers(producer: producer, topics: config.topics, metrics: metrics, logger: logger).routes(into: &routes)
-        GatePage(signIn: SignIn(title: GatePage.title, roles: [.gate, .admin], cookie: cookie, logger: logger.with(["part": "web"])))
-            .routes(into: &routes)
+        let signIn = SignIn(
+            title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,
+            logger: logger.with(["part": "web"]))
+        GatePage(signIn: signIn).routes(into: &routes)
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
@@ -62,6 +70,7 @@ public final class IngestService: Sendable {
     /// Creates missing topics, then starts serving.
     public func start() async throws {
         await ensureTopics()
+        sessions.log.start()
         try Startup.listen(server, portVariable: "INGEST_PORT", service: "guidance-ingest")
         roster.watch(every: config.rosterCheckInterval)
     }
@@ -70,6 +79,7 @@ public final class IngestService: Sendable {
     public func shutdown() async {
         logger.info("shutting down: draining requests")
         await server.shutdown(gracePeriod: config.drainPeriod)
+        sessions.log.stop()
         // Closing waits for the last acknowledgements: off the cooperative pool.
         let (producer, timeout) = (self.producer, config.producer.deliveryTimeout)
         _ = try? await blocking { producer.close(timeout: timeout) }

@@ -7,11 +7,14 @@ public struct TopicSpec: Sendable, Equatable {
     public let partitions: Int
     /// nil: as many replicas as brokers, at most 3.
     public let replicationFactor: Int?
+    /// Topic settings such as `retention.ms`; the broker's defaults otherwise.
+    public let configs: [String: String]
 
-    public init(name: String, partitions: Int, replicationFactor: Int? = nil) {
+    public init(name: String, partitions: Int, replicationFactor: Int? = nil, configs: [String: String] = [:]) {
         self.name = name
         self.partitions = partitions
         self.replicationFactor = replicationFactor
+        self.configs = configs
     }
 }
 
@@ -66,6 +69,10 @@ public final class Admin: @unchecked Sendable {
                 throw KafkaError(.invalidConfiguration, "topic \(spec.name): \(reason)")
             }
             topics.append(topic)
+            for (name, value) in spec.configs.sorted(by: { $0.key < $1.key }) {
+                let result = rd_kafka_NewTopic_set_config(topic, name, value)
+                guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "topic \(spec.name): \(name)=\(value)") }
+            }
         }
         let queue = rd_kafka_queue_new(handle)
         defer { rd_kafka_queue_destroy(queue) }

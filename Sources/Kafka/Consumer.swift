@@ -35,14 +35,24 @@ public final class Consumer: @unchecked Sendable {
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
         // Serve errors, logs and rebalances from consumer polls.
         rd_kafka_poll_set_consumer(handle)
-        let topics = PartitionList.make(config.topics.map { TopicPartition(topic: $0, partition: Int32(RD_KAFKA_PARTITION_UA)) })
-        defer { rd_kafka_topic_partition_list_destroy(topics) }
-        let result = rd_kafka_subscribe(handle, topics)
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            // Every stored property is set, so deinit runs and frees the
-            // handle; freeing it here too was a double free.
-            throw KafkaError(result, context: "subscribe to \(config.topics.joined(separator: ","))")
+        // Every stored property is set from here on, so a throw runs deinit,
+        // which frees the handle; freeing it here too was a double free.
+        guard config.readsWholeTopics else {
+            let topics = PartitionList.make(config.topics.map { TopicPartition(topic: $0, partition: Int32(RD_KAFKA_PARTITION_UA)) })
+            defer { rd_kafka_topic_partition_list_destroy(topics) }
+            let result = rd_kafka_subscribe(handle, topics)
+            guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(result, context: "subscribe to \(config.topics.joined(separator: ","))")
+            }
+            return
         }
+        let counts = try Metadata.partitionCounts(handle: handle, topics: config.topics, timeout: .seconds(10))
+        let partitions = config.topics.flatMap { topic in (0..<Int32(counts[topic] ?? 0)).map { TopicPartition(topic: topic, partition: $0) } }
+        guard partitions.count > 0 else { throw KafkaError(.invalidConfiguration, "no partitions found for \(config.topics.joined(separator: ","))") }
+        let list = PartitionList.make(partitions.map { ($0, Int64(RD_KAFKA_OFFSET_BEGINNING)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let result = rd_kafka_assign(handle, list)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "assign \(config.topics.joined(separator: ","))") }
     }
 
     deinit {

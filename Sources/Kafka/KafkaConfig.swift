@@ -138,6 +138,10 @@ public struct ConsumerConfig: Sendable {
     public var instanceID: String?
     public var sessionTimeout: Duration
     public var clientID: String
+    /// Read every partition of `topics` from its beginning without joining
+    /// the group (no rebalances, nothing committed): for a log every
+    /// process reads whole.
+    public var readsWholeTopics = false
 
     public init(
         kafka: KafkaConfig = KafkaConfig(),

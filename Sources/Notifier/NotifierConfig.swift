@@ -2,6 +2,7 @@ import Common
 import Guidance
 import HTTP
 import Kafka
+import ServiceSupport
 
 /// How the store is reached (`STORE_URL`).
 public enum StoreLocation: Sendable, Equatable {
@@ -60,6 +61,8 @@ public struct NotifierConfig: Sendable {
     public var topics: Topics
     /// E-mail and webhooks.
     public var delivery = DeliveryConfig()
+    /// Sessions, proxies and connection limits of the teacher page.
+    public var web = WebSettings()
     /// Partitions the topics should have (`TOPIC_PARTITIONS`); fewer is warned about.
     public var partitions: Int
     /// How often changes to already-sent dates become amendments (`AMENDMENT_INTERVAL_SECONDS`).
@@ -116,6 +119,8 @@ public struct NotifierConfig: Sendable {
             amendmentInterval: .seconds(try environment.int("AMENDMENT_INTERVAL_SECONDS", default: 600, range: 1...86_400)))
         config.rosterGrace = .seconds(try environment.int("ROSTER_GRACE_SECONDS", default: 60, range: 0...86_400))
         config.delivery = try DeliveryConfig.fromEnvironment(environment)
+        config.web = try WebSettings.fromEnvironment(environment)
+        config.http.perIPConnectionLimit = config.web.connectionsPerAddress
         config.logLevel = try environment.logLevel()
         return config
     }

@@ -20,6 +20,7 @@ public final class NotifierService: Sendable {
     private let materializer: Materializer
     let runner: DigestRunner
     let dispatcher: Dispatcher
+    private let sessions: Sessions
     private let server: HTTPServer
     private let logger: Logger
     private let schedule = ScheduleTask()
@@ -36,6 +37,12 @@ public final class NotifierService: Sendable {
         dispatcher = try Dispatcher(config: config.delivery, roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
         runner = try DigestRunner(config: config, roster: roster, store: store, dispatcher: dispatcher, metrics: metrics, logger: logger)
 
+        let publicURL = config.delivery.publicNotifierURL
+        let policy = AccessPolicy.forService(
+            cookieName: "teacher_session", publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
+            producer: producer, logger: logger)
+        let sessions = policy.sessions
+        self.sessions = sessions
         var router = Router()
         let store = self.store
         let producer = self.producer
@@ -46,6 +53,7 @@ public final class NotifierService: Sendable {
             // Until it joined, a replica applies nothing: the events ingest
             // acknowledged meanwhile are not in its lists yet.
             if materializer.memberID == nil { return (false, "not yet a member of consumer group \(groupID)") }
+            if !sessions.log.caughtUp { return (false, "reading the session log") }
             // A hung store must not hang the probe: it answers within a second.
             switch await blocking(within: .seconds(1), { Result { () throws(StoreError) in try store.ping() } }) {
             case nil: return (false, "the store does not answer within 1 s")
@@ -54,9 +62,7 @@ public final class NotifierService: Sendable {
             }
             return await producer.brokersReachable() ? (true, "store and broker reachable") : (false, "no Kafka broker answers")
         }
-        let publicURL = config.delivery.publicNotifierURL
-        let cookie = SessionCookie(name: "teacher_session", publicURL: publicURL)
-        var routes = GuardedRouter(router: router, policy: AccessPolicy(rosters: roster, cookie: cookie, publicURL: publicURL))
+        var routes = GuardedRouter(router: router, policy: policy)
         // While events wait for the store, every answer from it would be
         // incomplete or fail: the API says so and when to come back.
         routes.unavailable = {
@@ -66,7 +72,9 @@ public final class NotifierService: Sendable {
         }
         NotifierHandlers(store: store, runner: runner, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
-        let signIn = SignIn(title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], cookie: cookie, logger: logger.with(["part": "web"]))
+        let signIn = SignIn(
+            title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
+            logger: logger.with(["part": "web"]))
         TeacherPage(signIn: signIn).routes(into: &routes)
         let metrics = self.metrics
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
@@ -114,6 +122,7 @@ public final class NotifierService: Sendable {
     public func start() async throws {
         await runner.checkPartitions(expected: config.partitions)
         materializer.start()
+        sessions.log.start()
         try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
         roster.watch(every: config.rosterCheckInterval)
         dispatcher.start()
@@ -135,7 +144,6 @@ public final class NotifierService: Sendable {
         logger.info("notifier started", ["group": config.groupID, "instance": config.instanceID ?? "(dynamic)", "port": String(port)])
     }
 
-    /// Stops the schedule, drains HTTP, commits and leaves the group.
     /// Stops the schedule, drains HTTP and stops the materializer at once,
     /// so that a hung store (each of its waits bounded) delays shutdown by one
     /// wait, not by one wait per part.
@@ -147,6 +155,7 @@ public final class NotifierService: Sendable {
         async let consumerLeft: Void? = try? blocking { materializer.stop() }
         async let dispatcherStopped: Void = dispatcher.stop(within: config.drainPeriod)
         _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
+        sessions.log.stop()
         let producer = self.producer
         _ = try? await blocking { producer.close() }
         logger.info("shut down")

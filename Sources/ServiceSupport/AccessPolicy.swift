@@ -1,5 +1,7 @@
+import Common
 import Guidance
 import HTTP
+import Kafka
 
 /// Who may call a route, declared when the route is registered on a
 /// `GuardedRouter`, so a new route cannot leave it out.
@@ -19,59 +21,121 @@ public enum Access: Sendable {
 public struct Caller: Sendable {
     public let roster: Roster
     public let teacher: Teacher?
+    /// The browser session the request came with, if signed in by cookie.
+    public var session: Session? = nil
+    /// Whether the request carried this service's session cookie that no
+    /// longer signs anyone in (expired, signed out).
+    public var staleCookie = false
+    /// The client's address (behind a trusted proxy, the one it names).
+    public var client: String = ""
 }
 
 public typealias GuardedHandler = @Sendable (Request, Caller) async throws -> Response
 
 /// The one place a request's credentials are read and checked: a bearer
-/// token (API clients) or the service's session cookie (its web page), and,
-/// for requests that change something, the `Origin` a browser sends.
+/// token (API clients) or the service's session cookie (its web page), and
+/// the `Origin` a browser sends. Failed credentials count against the
+/// client's address (`AttemptLimiter`).
 public struct AccessPolicy: Sendable {
     public let rosters: LiveRoster
     public let cookie: SessionCookie
+    public let sessions: Sessions
+    public let attempts: AttemptLimiter
+    public let clients: ClientAddresses
     /// The site's public origin (`https://gate.school.example`, from
     /// `PUBLIC_…_URL`), for a proxy that changes `Host`; the origin the
     /// `Host` header names is accepted too (another site's page can set
     /// neither).
     public let origin: String?
+    let logger: Logger
 
-    public init(rosters: LiveRoster, cookie: SessionCookie, publicURL: String?) {
+    public init(
+        rosters: LiveRoster, cookie: SessionCookie, sessions: Sessions, publicURL: String?,
+        attempts: AttemptLimiter = AttemptLimiter(), clients: ClientAddresses = ClientAddresses(), logger: Logger
+    ) {
         self.rosters = rosters
         self.cookie = cookie
+        self.sessions = sessions
+        self.attempts = attempts
+        self.clients = clients
+        self.logger = logger
         origin = publicURL.map(AccessPolicy.origin(of:))
     }
 
-    /// The caller, or the 401/403 the request gets.
+    /// A service's policy: its cookie, and sessions shared with every other
+    /// replica through the session log (which `start` must start).
+    public static func forService(
+        cookieName: String, publicURL: String?, settings: WebSettings, rosters: LiveRoster, kafka: KafkaConfig, producer: Producer, logger: Logger
+    ) -> AccessPolicy {
+        if settings.secret == nil {
+            logger.warning("SESSION_SECRET is not set: sign-ins last until this process stops and work on this replica only; set the same SESSION_SECRET on every replica of both services")
+        }
+        let log = SessionLog(topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), logger: logger.with(["part": "sessions"]))
+        return AccessPolicy(
+            rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(settings: settings, log: log),
+            publicURL: publicURL, clients: settings.clients, logger: logger.with(["part": "access"]))
+    }
+
+    /// The caller, or the 401/403/429 the request gets.
     public func admit(_ request: Request, _ access: Access) throws(HTTPError) -> Caller {
         let roster = rosters.current
-        let credential = try self.credential(request)
-        try checkOrigin(request, required: (credential?.fromCookie ?? false) && !["GET", "HEAD"].contains(request.method))
-        do {
-            switch access {
-            case .open:
-                let teacher = roster.authenticationEnabled ? credential.flatMap { roster.teacher(forToken: $0.token) } : nil
-                return Caller(roster: roster, teacher: teacher)
-            case .teacher:
-                return Caller(roster: roster, teacher: try roster.authenticate(token: credential?.token))
-            case .school(let roles):
-                let school = request.parameter("schoolId")
-                return Caller(roster: roster, teacher: try roster.authorize(token: credential?.token, school: school, roles: roles))
+        let bearer = request.header("authorization")
+        let cookieValue = bearer == nil ? cookie.value(in: request) : nil
+        try checkOrigin(request, required: cookieValue != nil && !["GET", "HEAD"].contains(request.method))
+        var caller = Caller(roster: roster, teacher: nil, client: clients.client(of: request))
+        guard roster.authenticationEnabled else { return caller }
+        if let bearer {
+            caller = Caller(roster: roster, teacher: try bearerTeacher(bearer, request, caller.client, roster), client: caller.client)
+        } else if let cookieValue {
+            switch sessions.check(cookieValue, name: cookie.name, roster: roster) {
+            case .valid(let session, let teacher):
+                caller = Caller(roster: roster, teacher: teacher, session: session, client: caller.client)
+            case .invalid(let reason):
+                logger.info("session cookie refused", ["requestId": request.requestID, "reason": reason, "client": caller.client])
+                caller.staleCookie = true
+            case .starting:
+                throw HTTPError.unavailable("sign-in is starting (reading the session log); retry shortly", retryAfterSeconds: 2)
             }
-        } catch {
-            throw HTTPError(error)
+        }
+        switch access {
+        case .open:
+            return caller
+        case .teacher:
+            guard caller.teacher != nil else { throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie))) }
+            return caller
+        case .school(let roles):
+            guard let teacher = caller.teacher else { throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie))) }
+            guard teacher.schoolID == request.parameter("schoolId") else { throw HTTPError.otherSchool(teacher) }
+            guard roles.contains(teacher.role) else { throw HTTPError(status: 403, detail: "a \(teacher.role.rawValue) teacher may not do this") }
+            return caller
         }
     }
 
-    /// `Authorization: Bearer <token>` when the header is there (anything else
-    /// in it is a 401), else the session cookie.
-    private func credential(_ request: Request) throws(HTTPError) -> (token: String, fromCookie: Bool)? {
-        if let authorization = request.header("authorization") {
-            guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-                throw HTTPError(AccessDenial.unauthenticated("send 'Authorization: Bearer <token>'"))
-            }
-            return (String(authorization.dropFirst(7).trimmingWhitespace()), false)
+    /// The teacher an `Authorization: Bearer <token>` header names; anything
+    /// else in it, or a token nobody holds, is a 401 counted as a failure.
+    private func bearerTeacher(_ header: String, _ request: Request, _ client: String, _ roster: Roster) throws(HTTPError) -> Teacher {
+        if let refusal = attempts.refusal([client]) { throw refusal }
+        guard header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+            throw HTTPError(AccessDenial.unauthenticated("send 'Authorization: Bearer <token>'"))
         }
-        return cookie.token(in: request).map { ($0, true) }
+        guard let teacher = roster.teacher(forToken: String(header.dropFirst(7).trimmingWhitespace())) else {
+            failed("bearer token", request, client: client)
+            throw HTTPError(AccessDenial.unauthenticated("the token is not valid"))
+        }
+        return teacher
+    }
+
+    /// Counts and logs a failed sign-in: by the client's address, and by the
+    /// teacher when the attempt names one.
+    public func failed(_ what: String, _ request: Request, client: String, teacher: String? = nil) {
+        attempts.fail([client] + (teacher.map { ["teacher:" + $0] } ?? []))
+        var fields = ["requestId": request.requestID, "client": client, "credential": what]
+        if let teacher { fields["teacher"] = teacher }
+        logger.warning("sign-in failed", fields)
+    }
+
+    static func signInHint(stale: Bool) -> String {
+        stale ? "the session has ended; sign in again" : "send 'Authorization: Bearer <token>', or sign in on the service's page"
     }
 
     /// A browser names the page a request comes from in `Origin`; another
@@ -120,7 +184,14 @@ public struct GuardedRouter: Sendable {
         let unavailable = pattern.hasPrefix("/v1/") ? self.unavailable : nil
         router.add(method, pattern) { request in
             if let error = unavailable?() { throw error }
-            return try await handler(request, try policy.admit(request, access))
+            let caller = try policy.admit(request, access)
+            var response = try await handler(request, caller)
+            // A session in use lives on: its cookie is renewed (hourly at most).
+            if let session = caller.session, let renewed = policy.sessions.renewal(of: session),
+               !response.headers.contains(where: { $0.0.lowercased() == "set-cookie" }) {
+                response.headers.append(("Set-Cookie", policy.cookie.set(policy.sessions.cookieValue(renewed, name: policy.cookie.name), maxAge: policy.sessions.maxAge)))
+            }
+            return response
         }
     }
 

@@ -103,6 +103,7 @@ public struct MailSettings: Sendable, Equatable {
         case .directory(let path):
             let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).eml")
             do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
                 try Data(message).write(to: file, options: .atomic)
                 return .accepted
             } catch {

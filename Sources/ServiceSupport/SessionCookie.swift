@@ -1,10 +1,11 @@
 import Foundation
 import HTTP
 
-/// A web page's session: the teacher's token in an `HttpOnly`,
-/// `SameSite=Strict` cookie (`Secure` when the public address is https), so
-/// the page's script never sees it and other sites' pages never send it. Each
-/// service has its own name: cookies do not tell ports apart.
+/// A web page's session cookie: a signed session (`Sessions`), never a
+/// token, in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` when the
+/// public address is https) that expires with the session, so the page's
+/// script never sees it and other sites' pages never send it. Each service
+/// has its own name: cookies do not tell ports apart.
 public struct SessionCookie: Sendable {
     public let name: String
     public let secure: Bool
@@ -14,11 +15,11 @@ public struct SessionCookie: Sendable {
         secure = publicURL?.lowercased().hasPrefix("https://") ?? false
     }
 
-    /// The `Set-Cookie` value that signs the browser in. The token is
-    /// percent-encoded, so no character of it can end the cookie early.
-    public func set(_ token: String) -> String {
-        let value = token.addingPercentEncoding(withAllowedCharacters: SessionCookie.valueCharacters) ?? ""
-        return "\(name)=\(value); \(attributes)"
+    /// The `Set-Cookie` value that signs the browser in for `maxAge`. The
+    /// value is percent-encoded, so no character of it can end the cookie early.
+    public func set(_ value: String, maxAge: Duration) -> String {
+        let encoded = value.addingPercentEncoding(withAllowedCharacters: SessionCookie.valueCharacters) ?? ""
+        return "\(name)=\(encoded); Max-Age=\(maxAge.components.seconds); \(attributes)"
     }
 
     /// The `Set-Cookie` value that signs the browser out.
@@ -26,8 +27,8 @@ public struct SessionCookie: Sendable {
 
     private var attributes: String { "Path=/; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "") }
 
-    /// The token in the request's `Cookie` header, if it carries this cookie.
-    public func token(in request: Request) -> String? {
+    /// The value of this cookie in the request's `Cookie` header, if any.
+    public func value(in request: Request) -> String? {
         guard let header = request.header("cookie") else { return nil }
         for pair in header.split(separator: ";") {
             let trimmed = pair.drop { $0 == " " }

@@ -58,6 +58,7 @@ public enum Page {
             <header class="bar">
             <h1>\(HTML.escape(title))</h1>
             <p class="who">\(HTML.escape(school?.name ?? teacher.schoolID)) · \(HTML.escape(teacher.name)) (\(HTML.escape(roleName(teacher))))</p>
+            <a class="devices" href="/session/devices">기기 연결</a>
             <form method="post" action="/session/end"><button type="submit" class="secondary">로그아웃</button></form>
             </header>
 

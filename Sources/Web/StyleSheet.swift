@@ -18,7 +18,7 @@ extension Asset {
         label, legend { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
         fieldset { border: 0; padding: 0; margin: 0; }
         input, select, textarea, button { font: inherit; }
-        input[type=password], input[type=text], select, textarea { width: 100%; padding: .6rem; border: 1px solid #9aa3af; border-radius: .375rem; background: #fff; }
+        input[type=password], input[type=text], input[type=email], select, textarea { width: 100%; padding: .6rem; border: 1px solid #9aa3af; border-radius: .375rem; background: #fff; }
         textarea { min-height: 4.5rem; resize: vertical; }
         .seat { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: .5rem; }
         main > * { min-width: 0; }
@@ -51,6 +51,10 @@ extension Asset {
         th { font-size: .85rem; color: var(--muted); font-weight: 600; }
         td.detail { white-space: normal; overflow-wrap: anywhere; width: 100%; }
         .removed td { text-decoration: line-through; color: var(--muted); }
+        .notice { margin: 0; padding: .75rem 1rem; border-radius: .5rem; background: #e8f0fd; }
+        .code { font: 700 2rem/1.3 ui-monospace, "DejaVu Sans Mono", monospace; letter-spacing: .12em; margin: .5rem 0; }
+        .bar a.devices { display: inline-flex; align-items: center; min-height: 2.75rem; color: var(--accent); font-weight: 600; }
+        details > summary { cursor: pointer; font-weight: 600; min-height: 2.75rem; display: flex; align-items: center; }
         [hidden] { display: none !important; }
         """#)
 }

@@ -4,11 +4,13 @@ import Foundation
 import Guidance
 import Kafka
 import Notifier
+import ServiceSupport
 
 /// Operator commands:
 ///
 ///     guidance-admin token issue TEACHER_ID    prints a new token once; tokens.csv keeps its SHA-256
-///     guidance-admin token revoke TEACHER_ID   removes every token of that teacher
+///     guidance-admin token revoke TEACHER_ID   removes every token of that teacher (and ends the sessions it signed in)
+///     guidance-admin session revoke TEACHER_ID signs the teacher out on every device, on both services
 ///     guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
 ///                                              re-publishes dead letters to the topic they came from
 ///
@@ -17,6 +19,7 @@ import Notifier
 let usage = """
     usage: guidance-admin token issue TEACHER_ID
            guidance-admin token revoke TEACHER_ID
+           guidance-admin session revoke TEACHER_ID
            guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
     (ROSTER_DIR names the roster folder, default examples/roster; KAFKA_BOOTSTRAP_SERVERS the brokers)
     """
@@ -29,6 +32,10 @@ func fail(_ message: String) -> Never {
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "dlq" {
     await replayDeadLetters(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "session" {
+    await revokeSessions(Array(arguments.dropFirst()))
     exit(0)
 }
 guard arguments.count == 3, arguments[0] == "token", ["issue", "revoke"].contains(arguments[1]) else { fail(usage) }
@@ -117,6 +124,34 @@ func replayDeadLetters(_ arguments: [String]) async {
         let letters = try await replay.run(selection, dryRun: dryRun)
         for letter in letters { print(letter) }
         print(dryRun ? "\(letters.count) dead letter(s) would be replayed (dry run: nothing sent)" : "\(letters.count) dead letter(s) replayed")
+    } catch {
+        fail("\(error)")
+    }
+}
+
+/// `session revoke TEACHER_ID`: every session of the teacher signed in
+/// until now ends on every replica of both services (within a second).
+func revokeSessions(_ arguments: [String]) async {
+    guard arguments.count == 2, arguments[0] == "revoke" else { fail(usage) }
+    let environment = Environment()
+    let directory = environment["ROSTER_DIR"] ?? "examples/roster"
+    guard let roster = try? Roster.load(from: directory) else { fail("cannot read the roster in ROSTER_DIR=\(directory)") }
+    guard roster.teachers[arguments[1]] != nil else { fail("no teacher '\(arguments[1])' in \(directory)/teachers.csv") }
+    do {
+        let kafka = try KafkaConfig.fromEnvironment(environment)
+        let topic = try WebSettings.fromEnvironment(environment).topic
+        let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: Logger(component: "guidance-admin", level: .warning))
+        let record = SessionLog.Record.signedOut(teacher: arguments[1], at: Int64(Timestamp.now() * 1000))
+        var failure: KafkaError?
+        do {
+            _ = try await producer.send(SessionLog.message(record, topic: topic))
+        } catch {
+            failure = error
+        }
+        // Closing waits for the polling thread: off the cooperative pool.
+        _ = try? await blocking { producer.close() }
+        if let failure { throw failure }
+        print("signed \(arguments[1]) out on every device; both services refuse the old sessions within a second")
     } catch {
         fail("\(error)")
     }

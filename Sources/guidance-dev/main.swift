@@ -88,21 +88,26 @@ do {
         } else {
             say("state: STORE_URL is set, so its data stays, while the mock cluster starts empty: events and offsets begin again at 0 (replays are harmless); the store's old digests stay")
         }
-        // E-mails link to the teacher page on this machine.
-        let notifierPort = values["NOTIFIER_PORT"] ?? "8081"
-        if values["PUBLIC_NOTIFIER_URL"] == nil && notifierPort != "0" {
-            values["PUBLIC_NOTIFIER_URL"] = "http://127.0.0.1:\(notifierPort)"
+        // E-mails (digests, sign-in links) link to the pages on this machine.
+        for (variable, port) in [("PUBLIC_NOTIFIER_URL", values["NOTIFIER_PORT"] ?? "8081"), ("PUBLIC_INGEST_URL", values["INGEST_PORT"] ?? "8080")]
+        where values[variable] == nil && port != "0" {
+            values[variable] = "http://127.0.0.1:\(port)"
         }
+        // Both services sign sessions and device codes with one secret, as
+        // every replica must in production; here a new one each run.
+        if values["SESSION_SECRET"] == nil { values["SESSION_SECRET"] = RandomID.uuid() + RandomID.uuid() }
         let serviceEnvironment = Environment(values)
-        let ingestConfig = try IngestConfig.fromEnvironment(serviceEnvironment)
-        let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
+        var ingestConfig = try IngestConfig.fromEnvironment(serviceEnvironment)
         var notifierConfig = try NotifierConfig.fromEnvironment(serviceEnvironment)
         if notifierConfig.delivery.mail == nil {
             // No mail server here: each e-mail is written where a mail client opens it.
             let folder = FileManager.default.currentDirectoryPath + "/var/mail"
-            notifierConfig.delivery.mail = MailSettings(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
-            say("e-mail: no SMTP_URL, so each digest e-mail is written as an .eml file (open it with a mail client) into \(folder)")
+            let mail = MailSettings(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
+            notifierConfig.delivery.mail = mail
+            ingestConfig.mail = mail
+            say("e-mail: no SMTP_URL, so each e-mail (digests, sign-in links) is written as an .eml file (open it with a mail client) into \(folder)")
         }
+        let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
         let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))
         try await ingest.start()
         try await notifier.start()

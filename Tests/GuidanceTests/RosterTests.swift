@@ -92,23 +92,17 @@ final class RosterTests: XCTestCase {
         assertRejected(students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass, "teachers.csv:2: a homeroom teacher needs grade and class")
     }
 
-    func testTokensAuthenticateByDigestAndScopeToSchoolAndRole() throws {
+    func testTokensAuthenticateByDigestAndNameTheirTeacher() throws {
         let tokens = "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
         let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
         XCTAssertTrue(roster.authenticationEnabled)
-        XCTAssertEqual(try roster.authorize(token: "gate-secret", school: "sa", roles: [.gate])?.id, "g1")
-        XCTAssertThrowsError(try roster.authorize(token: nil, school: "sa", roles: [.gate])) { error in
-            XCTAssertEqual(error as? AccessDenial, .unauthenticated("send 'Authorization: Bearer <token>', or sign in on the service's page"))
-        }
-        XCTAssertThrowsError(try roster.authorize(token: "wrong", school: "sa", roles: [.gate])) { error in
-            XCTAssertEqual(error as? AccessDenial, .unauthenticated("the token is not valid"))
-        }
-        XCTAssertThrowsError(try roster.authorize(token: "gate-secret", school: "sb", roles: [.gate])) { error in
-            guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
-        }
-        XCTAssertThrowsError(try roster.authorize(token: "hr-secret", school: "sa", roles: [.gate])) { error in
-            guard case .forbidden = error as? AccessDenial else { return XCTFail("\(error)") }
-        }
+        XCTAssertEqual(roster.teacher(forToken: "gate-secret")?.id, "g1")
+        XCTAssertEqual(roster.teacher(forToken: "hr-secret")?.id, "t1")
+        XCTAssertNil(roster.teacher(forToken: "wrong"))
+        XCTAssertNil(roster.teacher(forToken: ""))
+        // A session names its token by fingerprint; the roster says whether the teacher still holds it.
+        XCTAssertTrue(roster.holdsToken(teacher: "g1", fingerprint: Roster.fingerprint(token: "gate-secret")))
+        XCTAssertFalse(roster.holdsToken(teacher: "t1", fingerprint: Roster.fingerprint(token: "gate-secret")))
     }
 
     func testSampleRosterLoads() throws {
@@ -118,7 +112,7 @@ final class RosterTests: XCTestCase {
         XCTAssertGreaterThan(roster.studentCount, 800)
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .homeroom).count, 31)
         XCTAssertEqual(roster.teachers(of: "demo-hs", role: .volunteerDuty).count, 3)
-        XCTAssertEqual(try roster.authenticate(token: "demo-t-gate-01")?.id, "t-gate-01")
+        XCTAssertEqual(roster.teacher(forToken: "demo-t-gate-01")?.id, "t-gate-01")
     }
 
     /// Parsing fails with exactly `message` (file, line and reason).

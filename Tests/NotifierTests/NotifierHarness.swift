@@ -6,6 +6,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
+import ServiceSupport
 import TestSupport
 import XCTest
 
@@ -77,19 +78,27 @@ final class NotifierHarness: @unchecked Sendable {
     /// With `rosterFolders`, each service reads its own folder (`ingest-roster/`,
     /// `notifier-roster/` under `directory`), reloaded only when a test says.
     let rosterFolders: Bool
+    /// Sessions both services share: one secret, a session log per test.
+    let web: WebSettings
+    /// Where the ingest's sign-in links point (nil: no links).
+    let publicIngestURL: String?
     let rosterGrace: Duration
 
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
-        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60)
+        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60),
+        publicIngestURL: String? = nil
     ) async throws {
+        self.publicIngestURL = publicIngestURL
         self.store = store
         self.clock = clock
         self.delivery = delivery
         self.rosterFolders = rosterFolders
         self.rosterGrace = rosterGrace
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
-        topics = Topics(prefix: "n\(UUID().uuidString.prefix(6)).")
+        let prefix = "n\(UUID().uuidString.prefix(6))."
+        topics = Topics(prefix: prefix)
+        web = WebSettings(secret: "harness-session-secret-of-at-least-32-bytes", topic: prefix + "guidance.sessions")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
@@ -105,6 +114,9 @@ final class NotifierHarness: @unchecked Sendable {
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
             topics: topics, partitions: 4)
         ingestConfig.rosterCheckInterval = .seconds(3600)
+        ingestConfig.web = web
+        ingestConfig.mail = delivery.mail
+        ingestConfig.publicURL = publicIngestURL
         ingest = try IngestService(config: ingestConfig, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
         try await ingest.start()
         ingestBase = "http://127.0.0.1:\(ingest.port)"
@@ -157,6 +169,7 @@ final class NotifierHarness: @unchecked Sendable {
             groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
         config.delivery = delivery
+        config.web = web
         config.rosterGrace = rosterGrace
         config.rosterCheckInterval = .seconds(3600)
         if let clock { config.clock = clock }

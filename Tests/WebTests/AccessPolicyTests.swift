@@ -2,6 +2,7 @@ import Common
 import Crypto
 import Guidance
 import HTTP
+import Kafka
 import ServiceSupport
 import Web
 import XCTest
@@ -20,13 +21,20 @@ final class AccessPolicyTests: XCTestCase {
             schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
     }
 
-    /// A router with one guarded route per access kind and the sign-in routes of a gate page.
-    private func router(publicURL: String? = nil) throws -> Router {
+    private var sessions: Sessions!
+    private var rosters: LiveRoster!
+
+    /// A router with one guarded route per access kind and the sign-in routes
+    /// of a gate page; sessions live in this process (`SessionLog.local`).
+    private func router(publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil) throws -> Router {
+        self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
-        var routes = GuardedRouter(router: Router(), policy: AccessPolicy(rosters: LiveRoster(try roster()), cookie: cookie, publicURL: publicURL))
+        sessions = Sessions(settings: WebSettings(secret: String(repeating: "s", count: 32)), log: .local())
+        let policy = AccessPolicy(rosters: self.rosters, cookie: cookie, sessions: sessions, publicURL: publicURL, attempts: attempts, logger: Logger(component: "test", level: .error))
+        var routes = GuardedRouter(router: Router(), policy: policy)
         routes.post("/v1/schools/{schoolId}/things", .school(roles: [.gate])) { _, caller in .text(caller.teacher?.id ?? "-") }
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
-        let signIn = SignIn(title: "교문 지도", roles: [.gate], cookie: cookie, logger: Logger(component: "test"))
+        let signIn = SignIn(title: "교문 지도", roles: [.gate], policy: policy, mail: nil, publicURL: publicURL, logger: Logger(component: "test", level: .error))
         signIn.routes(into: &routes, script: Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';"))
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
@@ -35,6 +43,20 @@ final class AccessPolicyTests: XCTestCase {
         }
         return routes.router
     }
+
+    /// A `Cookie` header signing `teacher` in as if by `token`, renewed `age` ago.
+    private func cookie(_ teacher: String, token: String, age: Duration = .zero) -> String {
+        let fresh = sessions.new(teacher: teacher, credential: "token:" + Roster.fingerprint(token: token))
+        let session = Session(id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - age.milliseconds, credential: fresh.credential)
+        return "gate_session=" + sessions.cookieValue(session, name: "gate_session")
+    }
+
+    /// The `name=value` a `Set-Cookie` answer sets.
+    private func setCookie(_ response: Response) -> String? {
+        header(response, "Set-Cookie").map { String($0.prefix { $0 != ";" }) }
+    }
+
+    private let form = ["content-type": "application/x-www-form-urlencoded", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"]
 
     private func send(_ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "") async -> Response {
         await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8)))
@@ -64,15 +86,17 @@ final class AccessPolicyTests: XCTestCase {
         await expect(401, router, "POST", path, headers: ["authorization": "Basic Z2F0ZS1hOg=="])
         await expect(403, router, "POST", path, headers: ["authorization": "Bearer gate-b"], message: "another school's gate teacher")
         await expect(403, router, "POST", path, headers: ["authorization": "Bearer hr-a"], message: "a homeroom teacher may not")
-        let me = await send(router, "GET", "/v1/me", headers: ["cookie": "theme=dark; gate_session=hr-a"])
+        let me = await send(router, "GET", "/v1/me", headers: ["cookie": "theme=dark; " + cookie("t1", token: "hr-a")])
         XCTAssertEqual(text(me), "t1", "a GET signed in by cookie needs no Origin")
         await expect(401, router, "GET", "/v1/me", headers: ["cookie": "gate_session=nope"])
+        await expect(401, router, "GET", "/v1/me", headers: ["cookie": "gate_session=hr-a"], message: "a token is not a session")
+        await expect(403, router, "GET", "/v1/me", headers: ["cookie": cookie("t1", token: "hr-a"), "origin": "https://evil.example"], message: "a foreign Origin, even on a read")
     }
 
     func testACookieSignedChangeMustComeFromThisSite() async throws {
         let router = try router(publicURL: "https://gate.school.example/")
         let path = "/v1/schools/sa/things"
-        let cookie = "gate_session=gate-a"
+        let cookie = self.cookie("g1", token: "gate-a")
         let missing = await send(router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080"])
         XCTAssertEqual(missing.status, 403)
         XCTAssertTrue(text(missing).contains("Origin"))
@@ -88,13 +112,18 @@ final class AccessPolicyTests: XCTestCase {
         await expect(403, router, "POST", path, headers: ["authorization": "Bearer gate-a", "origin": "https://evil.example"])
     }
 
-    func testSignInSetsAStrictHttpOnlyCookieAndReturnsOnlyToThisSite() async throws {
+    func testSignInSetsAStrictHttpOnlyExpiringSessionCookieAndReturnsOnlyToThisSite() async throws {
         let router = try router()
-        let form = ["content-type": "application/x-www-form-urlencoded", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"]
         let signedIn = await send(router, "POST", "/session", headers: form, body: "token=gate-a&next=%2Fdigests%2Fd1")
         XCTAssertEqual(signedIn.status, 303)
         XCTAssertEqual(header(signedIn, "Location"), "/digests/d1")
-        XCTAssertEqual(header(signedIn, "Set-Cookie"), "gate_session=gate-a; Path=/; HttpOnly; SameSite=Strict")
+        let set = try XCTUnwrap(header(signedIn, "Set-Cookie"))
+        XCTAssertTrue(set.hasSuffix("; Max-Age=2592000; Path=/; HttpOnly; SameSite=Strict"), set)
+        let cookie = try XCTUnwrap(setCookie(signedIn))
+        XCTAssertFalse(cookie.contains("gate-a"), "the cookie is a session, not the token: \(cookie)")
+        XCTAssertGreaterThan(cookie.count, 60)
+        let me = await send(router, "GET", "/v1/me", headers: ["cookie": cookie])
+        XCTAssertEqual(text(me), "g1")
         for next in ["//evil.example/", "https://evil.example/", "/\\evil.example", "/ok\r\nSet-Cookie:x"] {
             let escaped = next.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             let answer = await send(router, "POST", "/session", headers: form, body: "token=gate-a&next=\(escaped)")
@@ -106,15 +135,112 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertNil(header(wrong, "Set-Cookie"))
         let homeroom = await send(router, "POST", "/session", headers: form, body: "token=hr-a")
         XCTAssertEqual(homeroom.status, 403, "the gate page serves gate teachers only")
+        XCTAssertNil(header(homeroom, "Set-Cookie"))
         await expect(415, router, "POST", "/session", headers: ["host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"], body: "token=gate-a")
         let foreign = await send(router, "POST", "/session", headers: form.merging(["origin": "https://evil.example"]) { $1 }, body: "token=gate-a")
         XCTAssertEqual(foreign.status, 403, "another site cannot sign a browser in")
-        let out = await send(router, "POST", "/session/end", headers: ["cookie": "gate_session=gate-a", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"])
+
+        // Signing out ends the session on the server: the cookie replayed is refused.
+        let out = await send(router, "POST", "/session/end", headers: form.merging(["cookie": cookie]) { $1 })
         XCTAssertEqual(out.status, 303)
         XCTAssertEqual(header(out, "Set-Cookie"), "gate_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict")
+        await expect(401, router, "GET", "/v1/me", headers: ["cookie": cookie], message: "a cookie replayed after sign-out")
+
         let secure = try self.router(publicURL: "https://gate.school.example")
         let overTLS = await send(secure, "POST", "/session", headers: form.merging(["origin": "https://gate.school.example"]) { $1 }, body: "token=gate-a")
-        XCTAssertEqual(header(overTLS, "Set-Cookie"), "gate_session=gate-a; Path=/; HttpOnly; SameSite=Strict; Secure")
+        XCTAssertTrue(try XCTUnwrap(header(overTLS, "Set-Cookie")).hasSuffix("; HttpOnly; SameSite=Strict; Secure"))
+    }
+
+    /// A session ends by itself after SESSION_DAYS unused, lives on when
+    /// used (renewed hourly at most), and ends with the token it came from
+    /// or when the teacher signs out everywhere else.
+    func testSessionsExpireRenewAndEnd() async throws {
+        let router = try router()
+        await expect(401, router, "GET", "/v1/me", headers: ["cookie": cookie("g1", token: "gate-a", age: .seconds(30 * 86_400 + 60))], message: "expired")
+        let old = await send(router, "GET", "/v1/me", headers: ["cookie": cookie("g1", token: "gate-a", age: .seconds(7200))])
+        XCTAssertEqual(old.status, 200)
+        let renewed = try XCTUnwrap(setCookie(old), "a session used after an hour gets a new cookie")
+        let fresh = await send(router, "GET", "/v1/me", headers: ["cookie": renewed])
+        XCTAssertNil(header(fresh, "Set-Cookie"), "a fresh one is not renewed again")
+
+        // 다른 기기 모두 로그아웃: the other device's cookie ends, this one goes on.
+        let here = cookie("g1", token: "gate-a"), there = cookie("g1", token: "gate-a")
+        let others = await send(router, "POST", "/session/devices/end-others", headers: form.merging(["cookie": here]) { $1 })
+        XCTAssertEqual(others.status, 303)
+        let kept = try XCTUnwrap(setCookie(others))
+        await expect(401, router, "GET", "/v1/me", headers: ["cookie": there], message: "the other device")
+        await expect(200, router, "GET", "/v1/me", headers: ["cookie": kept], message: "this device, with its new cookie")
+
+        // Revoking the token ends the sessions it signed in.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func write(tokens: [(String, String)]) throws {
+            for (name, text) in [
+                ("schools.csv", "school_id,name,timezone,digest_time\nsa,A,Asia/Seoul,08:50\n"),
+                ("students.csv", "school_id,student_id,grade,class,number,name,photo_url\n"),
+                ("teachers.csv", "school_id,teacher_id,name,email,role,grade,class\nsa,g1,G,g1@a.example,gate,,\nsa,t1,Kim,t1@a.example,homeroom,1,2\n"),
+                ("tokens.csv", "token_sha256,teacher_id\n" + tokens.map { "\(SHA256.hex(SHA256.hash(Array($0.0.utf8)))),\($0.1)\n" }.joined()),
+            ] {
+                try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
+        }
+        try write(tokens: [("gate-a", "g1"), ("hr-a", "t1")])
+        let live = LiveRoster(directory: folder.path, roster: try Roster.load(from: folder.path), logger: Logger(component: "test", level: .error), metrics: Metrics())
+        let fromFolder = try self.router(rosters: live)
+        let withToken = cookie("t1", token: "hr-a"), gate = cookie("g1", token: "gate-a")
+        await expect(200, fromFolder, "GET", "/v1/me", headers: ["cookie": withToken])
+        try write(tokens: [("gate-a", "g1")])
+        XCTAssertTrue(live.reload(because: "hr-a's token revoked"))
+        await expect(401, fromFolder, "GET", "/v1/me", headers: ["cookie": withToken], message: "the token was revoked")
+        await expect(200, fromFolder, "GET", "/v1/me", headers: ["cookie": gate], message: "another teacher's token stays")
+    }
+
+    /// A device code signs one other device in, once; the admin's devices
+    /// page; failures past ten in ten minutes are 429 with Retry-After.
+    func testADeviceCodeSignsInOnceAndFailuresAreLimited() async throws {
+        let router = try router()
+        let here = cookie("g1", token: "gate-a")
+        let page = await send(router, "GET", "/session/devices", headers: ["cookie": here])
+        XCTAssertTrue(text(page).contains("연결 코드 만들기") && text(page).contains("다른 기기 모두 로그아웃"), text(page))
+        let made = await send(router, "POST", "/session/devices/code", headers: form.merging(["cookie": here]) { $1 })
+        let html = text(made)
+        let code = try XCTUnwrap(html.range(of: #"id="device-code"[^>]*>([A-Z2-9]{4}-[A-Z2-9]{4})<"#, options: .regularExpression).map { String(html[$0].suffix(10).prefix(9)) })
+        XCTAssertFalse(code.contains { "01OIL".contains($0) }, code)
+        let paired = await send(router, "POST", "/session/code", headers: form, body: "code=\(code.lowercased().replacingOccurrences(of: "-", with: "+"))")
+        XCTAssertEqual(paired.status, 303, text(paired))
+        let pairedCookie = try XCTUnwrap(setCookie(paired))
+        let me = await send(router, "GET", "/v1/me", headers: ["cookie": pairedCookie])
+        XCTAssertEqual(text(me), "g1", "the second device is signed in as the teacher who showed the code")
+        let again = await send(router, "POST", "/session/code", headers: form, body: "code=\(code)")
+        XCTAssertEqual(again.status, 401)
+        XCTAssertTrue(text(again).contains("이미 쓴 코드"), text(again))
+
+        // Nine more failures (ten in all) are answered; the eleventh is 429.
+        for attempt in 1...9 {
+            let wrong = await send(router, "POST", "/session", headers: form, body: "token=wrong-\(attempt)")
+            XCTAssertEqual(wrong.status, 401, "attempt \(attempt + 1)")
+        }
+        let limited = await send(router, "POST", "/session", headers: form, body: "token=gate-a")
+        XCTAssertEqual(limited.status, 429, "even the right token waits")
+        let wait = try XCTUnwrap(Int(try XCTUnwrap(header(limited, "Retry-After"))))
+        XCTAssertTrue((590...600).contains(wait), "Retry-After \(wait)")
+        let bearer = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer gate-a"])
+        XCTAssertEqual(bearer.status, 429, "bearer tokens from the same address too")
+        let elsewhere = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer gate-a", "x-forwarded-for": "10.9.9.9"])
+        XCTAssertEqual(elsewhere.status, 429, "X-Forwarded-For from an untrusted peer changes nothing")
+    }
+
+    /// Behind a trusted proxy the client is the address it names.
+    func testTheClientAddressComesFromTrustedProxiesOnly() {
+        let clients = ClientAddresses(trusted: ["10.0.0.0/8", "192.168.1.1"])
+        func client(_ peer: String, _ forwarded: String?) -> String {
+            clients.client(of: Request(method: "GET", path: "/", headers: forwarded.map { ["x-forwarded-for": $0] } ?? [:], peer: peer))
+        }
+        XCTAssertEqual(client("203.0.113.7", "1.2.3.4"), "203.0.113.7", "an untrusted peer's header is ignored")
+        XCTAssertEqual(client("10.1.2.3", "1.2.3.4, 198.51.100.9"), "198.51.100.9", "the nearest untrusted hop")
+        XCTAssertEqual(client("192.168.1.1", "198.51.100.9, 10.0.0.7"), "198.51.100.9", "trusted hops are skipped")
+        XCTAssertEqual(client("10.1.2.3", nil), "10.1.2.3")
     }
 
     func testPagesEscapeRosterTextAndCarryAStrictPolicy() async throws {
@@ -122,8 +248,10 @@ final class AccessPolicyTests: XCTestCase {
         let signedOut = await send(router, "GET", "/")
         XCTAssertEqual(signedOut.status, 200)
         XCTAssertTrue(text(signedOut).contains("<label for=\"token\">토큰</label>"))
+        XCTAssertTrue(text(signedOut).contains("<label for=\"code\">기기 연결 코드</label>"))
+        XCTAssertFalse(text(signedOut).contains("로그인 링크"), "no link form without mail and a public address")
         XCTAssertTrue(text(signedOut).contains("<button type=\"submit\">로그인</button>"))
-        let page = await send(router, "GET", "/", headers: ["cookie": "gate_session=gate-a"])
+        let page = await send(router, "GET", "/", headers: ["cookie": cookie("g1", token: "gate-a")])
         XCTAssertEqual(page.status, 200)
         let html = text(page)
         XCTAssertTrue(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), html)
@@ -136,9 +264,9 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertFalse(policy.contains("unsafe-inline"))
         XCTAssertFalse(html.contains("<script>"), "no inline script")
         let revoked = await send(router, "GET", "/", headers: ["cookie": "gate_session=revoked"])
-        XCTAssertTrue(text(revoked).contains("로그인이 만료되었습니다"))
+        XCTAssertTrue(text(revoked).contains("로그인이 끝났습니다"))
         XCTAssertEqual(header(revoked, "Set-Cookie"), "gate_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict")
-        let otherRole = await send(router, "GET", "/", headers: ["cookie": "gate_session=hr-a"])
+        let otherRole = await send(router, "GET", "/", headers: ["cookie": cookie("t1", token: "hr-a")])
         XCTAssertEqual(otherRole.status, 403)
     }
 

@@ -1,0 +1,92 @@
+import Common
+import Foundation
+import HTTP
+import Synchronization
+
+/// Failed sign-ins (a wrong token, link or code) counted per key — the
+/// client's address, the teacher when known — over a sliding window; past
+/// the limit, the key is refused with 429 until its oldest failure ages out.
+/// Each replica counts its own.
+public final class AttemptLimiter: Sendable {
+    public let limit: Int
+    public let window: Duration
+    private let failures = Mutex<[String: [ContinuousClock.Instant]]>([:])
+
+    public init(limit: Int = 10, window: Duration = .seconds(600)) {
+        self.limit = limit
+        self.window = window
+    }
+
+    /// The 429 for the first of `keys` over the limit, if any.
+    public func refusal(_ keys: [String]) -> HTTPError? {
+        let now = ContinuousClock.now
+        let wait = failures.withLock { failures in
+            keys.compactMap { key -> Duration? in
+                let recent = (failures[key] ?? []).filter { now - $0 < window }
+                guard recent.count >= limit, let oldest = recent.first else { return nil }
+                return window - (now - oldest)
+            }.max()
+        }
+        guard let wait else { return nil }
+        let seconds = max(1, Int(wait.seconds.rounded(.up)))
+        return HTTPError(status: 429, detail: "too many failed sign-ins; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
+    }
+
+    /// Counts one failure against each of `keys`.
+    public func fail(_ keys: [String]) {
+        let now = ContinuousClock.now
+        failures.withLock { failures in
+            for key in keys {
+                failures[key, default: []].append(now)
+                if failures[key]!.count > limit { failures[key]!.removeFirst(failures[key]!.count - limit) }
+            }
+            // Addresses come and go: forget the idle ones before they pile up.
+            if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }
+        }
+    }
+}
+
+/// Who a request comes from: the connection's peer, or behind a proxy of
+/// `TRUSTED_PROXIES` (addresses or IPv4 CIDR ranges) the nearest untrusted
+/// address in `X-Forwarded-For`. Anyone else's `X-Forwarded-For` is ignored.
+public struct ClientAddresses: Sendable {
+    let trusted: [String]
+
+    public init(trusted: [String] = []) {
+        self.trusted = trusted
+    }
+
+    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> ClientAddresses {
+        let entries = (environment["TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+        for entry in entries where entry.contains("/") && ClientAddresses.range(entry) == nil {
+            throw ConfigurationError(variable: "TRUSTED_PROXIES", reason: "'\(entry)' is not an IPv4 range like 172.16.0.0/12")
+        }
+        return ClientAddresses(trusted: entries)
+    }
+
+    public func client(of request: Request) -> String {
+        guard isTrusted(request.peer), let forwarded = request.header("x-forwarded-for") else { return request.peer }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingWhitespace() }
+        return hops.reversed().first { !isTrusted($0) } ?? hops.first ?? request.peer
+    }
+
+    func isTrusted(_ address: String) -> Bool {
+        trusted.contains { entry in
+            guard entry.contains("/") else { return entry == address }
+            guard let (network, mask) = ClientAddresses.range(entry), let value = ClientAddresses.ipv4(address) else { return false }
+            return value & mask == network & mask
+        }
+    }
+
+    static func range(_ entry: String) -> (UInt32, UInt32)? {
+        let parts = entry.split(separator: "/")
+        guard parts.count == 2, let network = ipv4(String(parts[0])), let bits = Int(parts[1]), (0...32).contains(bits) else { return nil }
+        return (network, bits == 0 ? 0 : UInt32.max << (32 - bits))
+    }
+
+    static func ipv4(_ text: String) -> UInt32? {
+        let octets = text.split(separator: ".", omittingEmptySubsequences: false).compactMap { UInt32($0) }
+        guard octets.count == 4, octets.allSatisfy({ $0 <= 255 }) else { return nil }
+        return octets.reduce(0) { $0 << 8 | $1 }
+    }
+}

@@ -1,0 +1,244 @@
+import Common
+import Foundation
+import Guidance
+import Kafka
+import Synchronization
+
+/// What every replica of both services must agree on about sessions, kept
+/// in one Kafka topic (`guidance.sessions`, one partition, kept
+/// `SESSION_DAYS` + 1 days) that each process reads whole: sessions ended,
+/// teachers signed out everywhere, device codes issued, and sign-in grants
+/// (links, codes) used. Nothing here names a student; sessions and codes
+/// appear only as SHA-256 hashes.
+///
+/// Kafka, not the notifier's store: the ingest keeps signing in and
+/// registering while the notifier or its store is down, and a record reaches
+/// every replica within milliseconds. A grant is used once because the log
+/// has one order: a replica publishes its use, waits until it has read the
+/// log up to it, and wins only if its use is the first one there.
+public final class SessionLog: Sendable {
+    public enum Record: Sendable, Equatable {
+        /// One session signed out.
+        case ended(session: String, at: Int64)
+        /// Every session of the teacher renewed at or before `at` ends.
+        case signedOut(teacher: String, at: Int64)
+        /// A device code, valid until `until`, signs a device in as `teacher`
+        /// with the issuing session's credential.
+        case code(code: String, teacher: String, credential: String, until: Int64, at: Int64)
+        /// A grant (link or code) used by the session `session`.
+        case used(grant: String, session: String, at: Int64)
+    }
+
+    struct Code: Sendable, Equatable {
+        let teacher: String
+        let credential: String
+        let until: Int64
+    }
+
+    struct State: Sendable {
+        var ended: [String: Int64] = [:]
+        var signedOut: [String: Int64] = [:]
+        var codes: [String: Code] = [:]
+        var used: [String: (session: String, at: Int64)] = [:]
+        /// The offset after the last record applied.
+        var position: Int64 = 0
+        /// The log's end when reading began; nil until known.
+        var startEnd: Int64?
+        var caughtUp: Bool { startEnd.map { position >= $0 } ?? false }
+
+        mutating func apply(_ record: Record) {
+            switch record {
+            case .ended(let session, let at): ended[session] = at
+            case .signedOut(let teacher, let at): signedOut[teacher] = max(signedOut[teacher] ?? 0, at)
+            case .code(let code, let teacher, let credential, let until, _): codes[code] = Code(teacher: teacher, credential: credential, until: until)
+            // The first use of a grant is the one that counts.
+            case .used(let grant, let session, let at): if used[grant] == nil { used[grant] = (session, at) }
+            }
+        }
+
+        /// Forgets what can no longer matter: ends and sign-outs older than
+        /// the longest a session lives unrenewed, codes past their time,
+        /// uses of grants long expired.
+        mutating func prune(now: Int64, lifetime: Int64) {
+            ended = ended.filter { $0.value > now - lifetime }
+            signedOut = signedOut.filter { $0.value > now - lifetime }
+            codes = codes.filter { $0.value.until > now }
+            used = used.filter { $0.value.at > now - 86_400_000 }
+        }
+    }
+
+    public let topic: String
+    let lifetime: Duration
+    private let kafka: KafkaConfig
+    /// nil: a log of this process alone (`local`).
+    private let producer: Producer?
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let stopping = Atomic<Bool>(false)
+
+    public convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
+        self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, logger: logger)
+    }
+
+    /// A log that lives in this process only, for a single process that
+    /// needs no broker (the access tests).
+    public static func local(lifetime: Duration = .seconds(30 * 86_400)) -> SessionLog {
+        let log = SessionLog(topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, logger: Logger(component: "sessions"))
+        log.state.withLock { $0.startEnd = 0 }
+        return log
+    }
+
+    private init(topic: String, kafka: KafkaConfig, producer: Producer?, lifetime: Duration, logger: Logger) {
+        self.topic = topic
+        self.kafka = kafka
+        self.producer = producer
+        self.lifetime = lifetime
+        self.logger = logger
+    }
+
+    /// Whether the log was read up to where it ended when the service started:
+    /// before, a session ended a moment ago might still pass.
+    public var caughtUp: Bool { state.withLock { $0.caughtUp } }
+
+    /// Creates the topic when missing and starts reading it on a thread of
+    /// its own. A broker that is down only delays this.
+    public func start() {
+        guard producer != nil else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "session-log"
+        thread.start()
+    }
+
+    /// The reading thread leaves the group and ends within 100 ms.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+    }
+
+    /// Publishes `record`; returns once the broker acknowledged it and this
+    /// process has read the log up to it (so its own view includes it).
+    public func publish(_ record: Record, timeout: Duration = .seconds(5)) async throws(KafkaError) {
+        guard let producer else {
+            state.withLock { state in
+                state.apply(record)
+                state.position += 1
+            }
+            return
+        }
+        let report = try await producer.send(SessionLog.message(record, topic: topic))
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.position }) <= report.offset {
+            guard ContinuousClock.now < deadline else {
+                throw KafkaError(.deliveryTimedOut, "the session log was not read up to offset \(report.offset) within \(timeout)")
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Reads the state under the lock.
+    func read<T>(_ body: (State) -> T) -> T { state.withLock { body($0) } }
+
+    private func run() {
+        let specs = [TopicSpec(name: topic, partitions: 1, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)])]
+        var consumer: Consumer?
+        var lastPrune = ContinuousClock.now
+        while !stopping.load(ordering: .acquiring) {
+            guard let reader = consumer else {
+                do {
+                    try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                    let group = "guidance-sessions-\(RandomID.uuid())"
+                    let end = try OffsetsReader(kafka: kafka, groupID: group, clientID: "guidance-sessions", logger: logger)
+                        .highWatermark(of: TopicPartition(topic: topic, partition: 0))
+                    var config = ConsumerConfig(kafka: kafka, groupID: group, topics: [topic], clientID: "guidance-sessions")
+                    config.readsWholeTopics = true
+                    consumer = try Consumer(config: config, logger: logger)
+                    state.withLock { $0.startEnd = end }
+                    logger.info("reading the session log", ["topic": topic, "records": String(end)])
+                } catch {
+                    logger.warning("cannot read the session log yet; cookie sign-ins wait for it", ["error": "\(error)"])
+                    Thread.sleep(forTimeInterval: 1)
+                }
+                continue
+            }
+            let messages = reader.poll(maxMessages: 500, timeout: .milliseconds(100))
+            let now = SessionLog.now()
+            state.withLock { state in
+                for message in messages {
+                    if let value = message.value, let record = SessionLog.decode(value) {
+                        state.apply(record)
+                    } else {
+                        logger.warning("session log record not understood; skipped", ["offset": String(message.offset)])
+                    }
+                    state.position = max(state.position, message.offset + 1)
+                }
+                if ContinuousClock.now - lastPrune > .seconds(60) {
+                    state.prune(now: now, lifetime: lifetime.milliseconds)
+                    lastPrune = ContinuousClock.now
+                }
+            }
+        }
+        consumer?.close()
+    }
+
+    /// Milliseconds since 1970, the log's clock.
+    static func now() -> Int64 { Int64(Timestamp.now() * 1000) }
+
+    /// The Kafka message that carries `record` (also for `guidance-admin`).
+    public static func message(_ record: Record, topic: String) -> OutgoingMessage {
+        OutgoingMessage(topic: topic, key: Array(key(record).utf8), value: encode(record))
+    }
+
+    static func key(_ record: Record) -> String {
+        switch record {
+        case .ended(let session, _): "ended/" + session
+        case .signedOut(let teacher, _): "signedOut/" + teacher
+        case .code(let code, _, _, _, _): "code/" + code
+        case .used(let grant, let session, _): "used/\(grant)/\(session)"
+        }
+    }
+
+    static func encode(_ record: Record) -> [UInt8] {
+        var writer = JSONWriter(capacity: 160)
+        switch record {
+        case .ended(let session, let at):
+            writer.field("type", "ended")
+            writer.field("session", session)
+            writer.field("at", at)
+        case .signedOut(let teacher, let at):
+            writer.field("type", "signedOut")
+            writer.field("teacher", teacher)
+            writer.field("at", at)
+        case .code(let code, let teacher, let credential, let until, let at):
+            writer.field("type", "code")
+            writer.field("code", code)
+            writer.field("teacher", teacher)
+            writer.field("credential", credential)
+            writer.field("until", until)
+            writer.field("at", at)
+        case .used(let grant, let session, let at):
+            writer.field("type", "used")
+            writer.field("grant", grant)
+            writer.field("session", session)
+            writer.field("at", at)
+        }
+        return writer.finish()
+    }
+
+    static func decode(_ bytes: [UInt8]) -> Record? {
+        guard let object = try? JSONReader.object(bytes) else { return nil }
+        let fields = JSONFields(object)
+        func at() throws(FieldError) -> Int64 { Int64(try fields.integer("at")) }
+        do {
+            switch try fields.string("type") {
+            case "ended": return .ended(session: try fields.string("session"), at: try at())
+            case "signedOut": return .signedOut(teacher: try fields.string("teacher"), at: try at())
+            case "code":
+                return .code(code: try fields.string("code"), teacher: try fields.string("teacher"), credential: try fields.string("credential"),
+                             until: Int64(try fields.integer("until")), at: try at())
+            case "used": return .used(grant: try fields.string("grant"), session: try fields.string("session"), at: try at())
+            default: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import Common
+import Crypto
+import Foundation
+import Guidance
+import Kafka
+
+/// A signed-in browser, as its cookie carries it (signed, so it cannot be
+/// altered). The server stores nothing per session until it ends.
+public struct Session: Sendable, Equatable {
+    /// 128 random bits in hex. Only its SHA-256 (`hash`) ever leaves the
+    /// cookie, into the session log.
+    public let id: String
+    public let teacherID: String
+    /// When it was signed in or last renewed, in ms since 1970; it ends
+    /// `SESSION_DAYS` after, unless used (and so renewed) before.
+    public let renewedAt: Int64
+    /// How it was signed in: `token:<fingerprint>` ends with that token;
+    /// `link` (an e-mailed link). A device paired by code inherits it.
+    public let credential: String
+
+    public init(id: String, teacherID: String, renewedAt: Int64, credential: String) {
+        self.id = id
+        self.teacherID = teacherID
+        self.renewedAt = renewedAt
+        self.credential = credential
+    }
+
+    public var hash: String { SHA256.hex(SHA256.hash(Array(id.utf8))) }
+}
+
+/// What both services read for their pages and sign-in: `SESSION_SECRET`
+/// (shared by every replica of both services), `SESSION_DAYS`,
+/// `TRUSTED_PROXIES` and `HTTP_CONNECTIONS_PER_ADDRESS`.
+public struct WebSettings: Sendable {
+    /// nil: a random secret per process (sessions then end at restart and
+    /// work on one replica only; the service warns).
+    public var secret: String?
+    public var days: Int
+    public var topic: String
+    public var clients: ClientAddresses
+    /// Connections one address may hold open: a whole school behind one NAT
+    /// address needs more than the default.
+    public var connectionsPerAddress: Int
+
+    public init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
+        self.secret = secret
+        self.days = days
+        self.topic = topic
+        self.clients = clients
+        self.connectionsPerAddress = connectionsPerAddress
+    }
+
+    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> WebSettings {
+        let secret = environment["SESSION_SECRET"]
+        if let secret, secret.utf8.count < 32 {
+            throw ConfigurationError(variable: "SESSION_SECRET", reason: "must be at least 32 characters (e.g. openssl rand -base64 32)")
+        }
+        return WebSettings(
+            secret: secret, days: try environment.int("SESSION_DAYS", default: 30, range: 1...365),
+            topic: environment.string("SESSION_TOPIC", default: "guidance.sessions"),
+            clients: try ClientAddresses.fromEnvironment(environment),
+            connectionsPerAddress: try environment.int("HTTP_CONNECTIONS_PER_ADDRESS", default: 500, range: 1...100_000))
+    }
+}
+
+/// Why a sign-in link or device code did not sign anyone in.
+public enum GrantRefusal: Error, Sendable, Equatable {
+    case invalid
+    case expired
+    case used
+}
+
+/// Sessions: signing them into cookies, checking them on every request,
+/// ending them, and the two ways in that need no token (an e-mailed link,
+/// a device code). Ends and grant uses are shared through the `SessionLog`.
+public final class Sessions: Sendable {
+    public let days: Int
+    public let log: SessionLog
+    private let key: [UInt8]
+
+    /// A link's life, and a device code's.
+    public static let linkLifetime: Int64 = 15 * 60_000
+    public static let codeLifetime: Int64 = 10 * 60_000
+    /// A session used after this long since it was renewed gets a new cookie.
+    static let renewAfter: Int64 = 3_600_000
+    /// Code characters: no 0/O, 1/I/L look-alikes.
+    static let codeAlphabet = Array("ABCDEFGHJKMNPQRSTUVWXYZ23456789")
+
+    public init(settings: WebSettings, log: SessionLog) {
+        days = settings.days
+        self.log = log
+        let secret = settings.secret.map { Array($0.utf8) } ?? Sessions.randomBytes(32)
+        key = SHA256.hash(Array("guidance sessions\n".utf8) + secret)
+    }
+
+    var lifetime: Int64 { Int64(days) * 86_400_000 }
+    /// The cookie's `Max-Age`.
+    public var maxAge: Duration { .seconds(days * 86_400) }
+
+    // MARK: - Cookies
+
+    public func new(teacher: String, credential: String) -> Session {
+        Session(id: SHA256.hex(Sessions.randomBytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential)
+    }
+
+    /// The cookie value for `session` under the cookie `name` (a gate cookie
+    /// is not a teacher-page cookie).
+    public func cookieValue(_ session: Session, name: String) -> String {
+        seal("session/" + name, [session.id, session.teacherID, String(session.renewedAt), session.credential])
+    }
+
+    public enum Check: Sendable {
+        case valid(Session, Teacher)
+        /// The cookie no longer signs anyone in; why, for the log.
+        case invalid(String)
+        /// The session log is not read up to where it stood at start yet.
+        case starting
+    }
+
+    /// Whether the cookie `value` still signs its teacher in.
+    public func check(_ value: String, name: String, roster: Roster) -> Check {
+        guard let fields = open("session/" + name, value), fields.count == 4, let renewedAt = Int64(fields[2]) else {
+            return .invalid("not a session cookie of this service")
+        }
+        let session = Session(id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3])
+        let now = SessionLog.now()
+        guard renewedAt + lifetime > now else { return .invalid("expired") }
+        guard let teacher = roster.teachers[session.teacherID] else { return .invalid("teacher no longer in the roster") }
+        if session.credential.hasPrefix("token:") && !roster.holdsToken(teacher: teacher.id, fingerprint: String(session.credential.dropFirst(6))) {
+            return .invalid("its token was revoked")
+        }
+        let hash = session.hash
+        return log.read { state -> Check in
+            guard state.caughtUp else { return .starting }
+            if state.ended[hash] != nil { return .invalid("signed out") }
+            if let cutoff = state.signedOut[teacher.id], renewedAt <= cutoff { return .invalid("signed out everywhere") }
+            return .valid(session, teacher)
+        }
+    }
+
+    /// The session renewed now, when it was last renewed over an hour ago.
+    public func renewal(of session: Session) -> Session? {
+        let now = SessionLog.now()
+        guard now - session.renewedAt > Sessions.renewAfter else { return nil }
+        return Session(id: session.id, teacherID: session.teacherID, renewedAt: now, credential: session.credential)
+    }
+
+    // MARK: - Ending
+
+    /// Ends one session, on every replica.
+    public func end(_ session: Session) async throws(KafkaError) {
+        try await log.publish(.ended(session: session.hash, at: SessionLog.now()))
+    }
+
+    /// Ends every session of `teacher` signed in or renewed until now (this
+    /// millisecond included). The
+    /// caller's own session, if it should go on, comes back renewed after
+    /// the cut.
+    public func signOutEverywhere(teacher: String, keeping session: Session? = nil) async throws(KafkaError) -> Session? {
+        let cut = SessionLog.now()
+        try await log.publish(.signedOut(teacher: teacher, at: cut))
+        return session.map { Session(id: $0.id, teacherID: $0.teacherID, renewedAt: max(cut + 1, SessionLog.now()), credential: $0.credential) }
+    }
+
+    // MARK: - Sign-in links
+
+    /// A link token for `teacher`, valid 15 minutes and once.
+    public func linkToken(for teacher: Teacher) -> String {
+        seal("link", [teacher.id, SHA256.hex(Sessions.randomBytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
+    }
+
+    /// The teacher a link token names, if it is genuine and in time (it may
+    /// have been used).
+    public func linkTeacher(_ token: String) -> Result<String, GrantRefusal> {
+        guard let fields = open("link", token), fields.count == 3, let until = Int64(fields[2]) else { return .failure(.invalid) }
+        guard until > SessionLog.now() else { return .failure(.expired) }
+        return .success(fields[0])
+    }
+
+    /// Uses the link: a new session for its teacher, or why not.
+    public func useLink(_ token: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+        let teacherID: String
+        switch linkTeacher(token) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let id): teacherID = id
+        }
+        guard roster.teachers[teacherID] != nil else { return .failure(.invalid) }
+        let session = new(teacher: teacherID, credential: "link")
+        guard try await use(grant: "link/" + SHA256.hex(SHA256.hash(Array(token.utf8))), by: session) else { return .failure(.used) }
+        return .success(session)
+    }
+
+    // MARK: - Device codes
+
+    /// A new device code for `session`'s teacher, shown as `ABCD-EFGH`.
+    public func issueCode(for session: Session) async throws(KafkaError) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let code = String((0..<8).map { _ in Sessions.codeAlphabet[Int(generator.next(upperBound: UInt32(Sessions.codeAlphabet.count)))] })
+        let now = SessionLog.now()
+        try await log.publish(.code(code: codeHash(code), teacher: session.teacherID, credential: session.credential,
+                                    until: now + Sessions.codeLifetime, at: now))
+        return code.prefix(4) + "-" + code.suffix(4)
+    }
+
+    /// Uses a device code as typed (any case, spaces and dashes ignored):
+    /// a new session for the teacher who showed it, or why not.
+    public func useCode(_ typed: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+        let code = String(typed.uppercased().filter { !" -".contains($0) })
+        guard code.count == 8, code.allSatisfy(Sessions.codeAlphabet.contains) else { return .failure(.invalid) }
+        let hash = codeHash(code)
+        guard let issued = log.read({ $0.codes[hash] }) else { return .failure(.invalid) }
+        guard issued.until > SessionLog.now() else { return .failure(.expired) }
+        guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
+        let session = new(teacher: issued.teacher, credential: issued.credential)
+        guard try await use(grant: "code/" + hash, by: session) else { return .failure(.used) }
+        return .success(session)
+    }
+
+    /// Codes have 40 bits: keyed, so the log does not let anyone who reads
+    /// it find them by trying every one.
+    private func codeHash(_ code: String) -> String {
+        SHA256.hex(HMAC.sha256(key: key, message: Array("code\n\(code)".utf8)))
+    }
+
+    /// Whether `session` is the first to use `grant`: its use is published,
+    /// and wins only if it is the first in the log's order.
+    private func use(grant: String, by session: Session) async throws(KafkaError) -> Bool {
+        if log.read({ $0.used[grant] != nil }) { return false }
+        try await log.publish(.used(grant: grant, session: session.hash, at: SessionLog.now()))
+        return log.read { $0.used[grant]?.session == session.hash }
+    }
+
+    // MARK: - Sealing
+
+    /// `base64url(fields joined by LF).base64url(HMAC-SHA256(purpose LF payload))`.
+    func seal(_ purpose: String, _ fields: [String]) -> String {
+        let payload = Array(fields.joined(separator: "\n").utf8)
+        return Sessions.base64url(payload) + "." + Sessions.base64url(HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
+    }
+
+    func open(_ purpose: String, _ text: String) -> [String]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, text.utf8.count < 2048, let payload = Sessions.unbase64url(parts[0]), let mac = Sessions.unbase64url(parts[1]),
+              SHA256.constantTimeEqual(mac, HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
+        else { return nil }
+        return String(decoding: payload, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    static func base64url(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func unbase64url(_ text: Substring) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Data(base64Encoded: standard).map(Array.init)
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}
