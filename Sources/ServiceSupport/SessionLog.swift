@@ -141,10 +141,20 @@ public final class SessionLog: Sendable {
         let specs = [TopicSpec(name: topic, partitions: 1, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)])]
         var consumer: Consumer?
         var lastPrune = ContinuousClock.now
+        let started = ContinuousClock.now
+        var reported = false
         while !stopping.load(ordering: .acquiring) {
             guard let reader = consumer else {
                 do {
-                    try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                    // Created with its retention when missing; a cluster that
+                    // will not create topics (the mock) has it made beforehand.
+                    if (try? Admin(config: kafka, logger: logger).partitionCounts(of: [topic], timeout: .seconds(5)))?[topic] == nil {
+                        do {
+                            try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                        } catch {
+                            logger.warning("could not create the session topic", ["topic": topic, "error": "\(error)"])
+                        }
+                    }
                     let group = "guidance-sessions-\(RandomID.uuid())"
                     let end = try OffsetsReader(kafka: kafka, groupID: group, clientID: "guidance-sessions", logger: logger)
                         .highWatermark(of: TopicPartition(topic: topic, partition: 0))
@@ -169,6 +179,10 @@ public final class SessionLog: Sendable {
                         logger.warning("session log record not understood; skipped", ["offset": String(message.offset)])
                     }
                     state.position = max(state.position, message.offset + 1)
+                }
+                if !reported && state.caughtUp {
+                    reported = true
+                    logger.info("session log read; cookie sign-ins are served", ["records": String(state.position), "ms": String((ContinuousClock.now - started).milliseconds)])
                 }
                 if ContinuousClock.now - lastPrune > .seconds(60) {
                     state.prune(now: now, lifetime: lifetime.milliseconds)

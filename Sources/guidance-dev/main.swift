@@ -58,6 +58,8 @@ do {
     for topic in Topics().all {
         try cluster.createTopic(topic, partitions: partitions)
     }
+    // The mock cluster does not create topics on request: the session log's too.
+    try cluster.createTopic(try WebSettings.fromEnvironment(environment).topic, partitions: 1)
     let bootstrap = cluster.bootstrapServers
     if let path = options.bootstrapFile {
         // Write then rename, so a reader never sees half a line.

@@ -66,6 +66,7 @@ final class NotifierHarness: @unchecked Sendable {
     let directory: URL
     var ingest: IngestService!
     var notifier: NotifierService?
+    var replicas: [NotifierService] = []
     var ingestBase = ""
     var notifierBase = ""
     var groupID: String
@@ -100,6 +101,7 @@ final class NotifierHarness: @unchecked Sendable {
         topics = Topics(prefix: prefix)
         web = WebSettings(secret: "harness-session-secret-of-at-least-32-bytes", topic: prefix + "guidance.sessions")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
+        try cluster.createTopic(web.topic, partitions: 1)
         roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
             webhooks: webhooks)
@@ -161,12 +163,26 @@ final class NotifierHarness: @unchecked Sendable {
         }
     }
 
-    private func makeNotifier() throws -> NotifierService {
+    /// Another notifier replica serving the same roster and sessions, with a
+    /// store and consumer group of its own (so the first keeps its
+    /// partitions); shut down with the harness.
+    func startReplica() async throws -> NotifierService {
+        let replica = try makeNotifier(store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path), group: groupID + "-r\(replicas.count)")
+        try await replica.start()
+        replicas.append(replica)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await fetch("GET", "http://127.0.0.1:\(replica.port)/readyz").status != 200 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return replica
+    }
+
+    private func makeNotifier(store: StoreLocation? = nil, group: String? = nil) throws -> NotifierService {
         var config = NotifierConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("notifier") : "(memory)",
-            store: store ?? .sqlite(path: directory.appendingPathComponent("notifier.db").path),
+            store: store ?? self.store ?? .sqlite(path: directory.appendingPathComponent("notifier.db").path),
             kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers, properties: Self.kafkaProperties),
-            groupID: groupID, topics: topics, partitions: 4, scheduleInterval: nil)
+            groupID: group ?? groupID, topics: topics, partitions: 4, scheduleInterval: nil)
         config.drainPeriod = .seconds(2)
         config.delivery = delivery
         config.web = web
@@ -182,6 +198,8 @@ final class NotifierHarness: @unchecked Sendable {
     }
 
     func shutdown() async {
+        for replica in replicas { await replica.shutdown() }
+        replicas = []
         await stopNotifier()
         await ingest.shutdown()
         try? FileManager.default.removeItem(at: directory)

@@ -24,11 +24,25 @@ public struct Reply: Sendable {
     public var object: [String: AnyCodable] { (try? json()) ?? [:] }
 }
 
+/// Answers as they come: a redirect is returned, not followed, and no
+/// cookie is kept or sent unless a test sends it (cookies do not tell
+/// ports apart, so one would leak between tests).
+private final class NoRedirects: NSObject, URLSessionTaskDelegate {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+
 private let session: URLSession = {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpMaximumConnectionsPerHost = 400
     configuration.timeoutIntervalForRequest = 30
-    return URLSession(configuration: configuration)
+    configuration.httpShouldSetCookies = false
+    configuration.httpCookieAcceptPolicy = .never
+    return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
 }()
 
 /// One HTTP request through URLSession, with no retries and no redirects.

@@ -1,0 +1,161 @@
+import Foundation
+import Guidance
+@testable import Notifier
+import ServiceSupport
+import TestSupport
+import XCTest
+
+/// Sessions across both services and several replicas, through the session
+/// log on the (mock) Kafka cluster: a session ended anywhere is refused
+/// everywhere within 5 s; a device code shown on the teacher page signs a
+/// gate phone in once; the sign-in link arrives at a real SMTP server and
+/// works once.
+final class SessionTests: XCTestCase {
+    var harness: NotifierHarness?
+    var sink: Counterpart?
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+        sink?.stop()
+        sink = nil
+    }
+
+    /// Form headers a browser on `base` sends.
+    func form(_ base: String, cookie: String? = nil) -> [String: String] {
+        var headers = ["Content-Type": "application/x-www-form-urlencoded", "Origin": base]
+        if let cookie { headers["Cookie"] = cookie }
+        return headers
+    }
+
+    /// Signs in on `base`'s page with a form post; the cookie it sets.
+    func signIn(_ base: String, path: String = "/session", _ body: String) async throws -> String {
+        let reply = try await fetch("POST", base + path, body: body, headers: form(base))
+        XCTAssertEqual(reply.status, 303, "sign-in at \(base)\(path): \(reply.text.prefix(300))")
+        return try XCTUnwrap(reply.header("Set-Cookie")).components(separatedBy: ";")[0]
+    }
+
+    func status(_ url: String, cookie: String) async throws -> Int {
+        try await fetch("GET", url, headers: ["Cookie": cookie]).status
+    }
+
+    /// Waits until every URL answers `expected` with `cookie`; how long it took.
+    func timeUntil(_ urls: [String], answer expected: Int, cookie: String, within limit: Duration = .seconds(5)) async throws -> Duration {
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < limit + .seconds(5) {
+            var all = true
+            for url in urls where try await status(url, cookie: cookie) != expected { all = false }
+            if all { return ContinuousClock.now - started }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return ContinuousClock.now - started
+    }
+
+    func testAnEndedSessionIsRefusedByBothServicesAndEveryReplicaWithinFiveSeconds() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let replica = try await harness.startReplica()
+        let (ingest, notifier, other) = (harness.ingestBase, harness.notifierBase, "http://127.0.0.1:\(replica.port)")
+        let student = ingest + "/v1/schools/sa/students/1/1/1"
+        let inboxes = [notifier, other].map { $0 + "/v1/teachers/t-hr-1-1/inbox" }
+
+        // Each page's cookie is a session, not the token; one secret serves every replica.
+        let gate = try await signIn(ingest, "token=tok-t-gate")
+        XCTAssertTrue(gate.hasPrefix("gate_session=") && !gate.contains("tok-t-gate"), gate)
+        let homeroom = try await signIn(notifier, "token=tok-t-hr-1-1")
+        for url in [student] { try await assertEqualAsync(await status(url, cookie: gate), 200) }
+        for url in inboxes { try await assertEqualAsync(await status(url, cookie: homeroom), 200, url) }
+
+        // Signed out at the ingest, the same cookie replayed is refused there.
+        let signedOut = try await signIn(ingest, "token=tok-t-gate")
+        let out = try await fetch("POST", ingest + "/session/end", headers: form(ingest, cookie: signedOut))
+        XCTAssertEqual(out.status, 303)
+        try await assertEqualAsync(await status(student, cookie: signedOut), 401, "the cookie replayed after sign-out")
+        try await assertEqualAsync(await status(student, cookie: gate), 200, "the teacher's other session goes on")
+
+        // Signed out at one notifier replica, refused by the other too.
+        let second = try await signIn(other, "token=tok-t-hr-1-1")
+        _ = try await fetch("POST", other + "/session/end", headers: form(other, cookie: second))
+        let replay = try await timeUntil(inboxes, answer: 401, cookie: second)
+        XCTAssertLessThan(replay, .seconds(5), "sign-out reached every replica")
+
+        // An admin signs the homeroom teacher and the gate teacher out from the teacher page.
+        let admin = try await signIn(notifier, "token=tok-t-admin")
+        for teacher in ["t-hr-1-1", "t-gate"] {
+            let revoked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
+            XCTAssertEqual(revoked.status, 303, revoked.text)
+        }
+        let onNotifiers = try await timeUntil(inboxes, answer: 401, cookie: homeroom)
+        let onIngest = try await timeUntil([student], answer: 401, cookie: gate)
+        XCTAssertLessThan(onNotifiers, .seconds(5), "the admin's revocation on both notifier replicas")
+        XCTAssertLessThan(onIngest, .seconds(5), "the admin's revocation on the ingest")
+        print("sessions: revocation refused on 2 notifier replicas after \(onNotifiers), on the ingest after \(onIngest)")
+
+        // Signing in again works; an admin of another school may not sign anyone here out.
+        let again = try await signIn(notifier, "token=tok-t-hr-1-1")
+        for url in inboxes { try await assertEqualAsync(await status(url, cookie: again), 200, url) }
+    }
+
+    /// The admin shows a code on the teacher page; typed on the gate phone,
+    /// it signs that phone in as the admin, once.
+    func testADeviceCodeFromTheTeacherPageSignsTheGatePhoneInOnce() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let (ingest, notifier) = (harness.ingestBase, harness.notifierBase)
+        let admin = try await signIn(notifier, "token=tok-t-admin")
+        let page = try await fetch("POST", notifier + "/session/devices/code", headers: form(notifier, cookie: admin))
+        XCTAssertEqual(page.status, 200, page.text)
+        let code = try XCTUnwrap(page.text.range(of: #"[A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4}(?=</p>)"#, options: .regularExpression).map { String(page.text[$0]) })
+        let phone = try await signIn(ingest, path: "/session/code", "code=\(code)")
+        try await assertEqualAsync(await status(ingest + "/v1/schools/sa/students/1/1/1", cookie: phone), 200)
+        let again = try await fetch("POST", ingest + "/session/code", body: "code=\(code)", headers: form(ingest))
+        XCTAssertEqual(again.status, 401)
+        XCTAssertTrue(again.text.contains("이미 쓴 코드"), again.text)
+        XCTAssertNil(again.header("Set-Cookie"))
+    }
+
+    /// 로그인 링크: the same answer for a known and an unknown address; the
+    /// e-mail reaches a real SMTP server; its link signs in once.
+    func testTheSignInLinkArrivesByMailAndSignsInOnce() async throws {
+        guard FileManager.default.isExecutableFile(atPath: DeliveryTests.systemPython) else { throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd") }
+        let sink = try Counterpart(interpreter: DeliveryTests.systemPython, script: "smtp-sink.py")
+        try sink.start()
+        self.sink = sink
+        var delivery = DeliveryConfig(
+            mail: MailSettings(transport: .smtp(.init(url: "smtp://127.0.0.1:\(sink.port)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
+            publicNotifierURL: "https://notifier.school.example")
+        delivery.pollInterval = .milliseconds(200)
+        let harness = try await NotifierHarness(authentication: true, delivery: delivery)
+        self.harness = harness
+        let notifier = harness.notifierBase
+        let login = try await fetch("GET", notifier + "/")
+        XCTAssertTrue(login.text.contains("로그인 링크 받기"), "the link form is offered")
+
+        let unknown = try await fetch("POST", notifier + "/session/link", body: "email=nobody%40sa.school.example", headers: form(notifier))
+        let known = try await fetch("POST", notifier + "/session/link", body: "email=T-HR-1-1%40sa.school.example", headers: form(notifier))
+        XCTAssertEqual(known.status, 200)
+        XCTAssertEqual(unknown.status, 200)
+        XCTAssertEqual(known.text.replacingOccurrences(of: "T-HR-1-1", with: "nobody"), unknown.text, "the same answer whether the address is known")
+        let mails = try await sink.waitFor(10) { $0.count >= 1 }
+        XCTAssertEqual(mails.count, 1, "one mail, to the known address: \(mails)")
+        let mail = try XCTUnwrap(mails.first)
+        XCTAssertEqual(mail["to"] as? [String], ["t-hr-1-1@sa.school.example"])
+        XCTAssertEqual(mail["subject"] as? String, "[\(TeacherPage.title)] 로그인 링크")
+        let plain = mail["plain"] as? String ?? ""
+        let link = try XCTUnwrap(plain.range(of: #"https://notifier\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map { String(plain[$0]) }, plain)
+        let path = String(link.dropFirst("https://notifier.school.example".count))
+
+        // Opening the link only shows a button (mail scanners open links); the button signs in.
+        let page = try await fetch("GET", notifier + path)
+        XCTAssertEqual(page.status, 200)
+        XCTAssertNil(page.header("Set-Cookie"))
+        let token = String(path.dropFirst("/session/link?t=".count))
+        let cookie = try await signIn(notifier, path: "/session/link/use", "t=\(token)")
+        try await assertEqualAsync(await status(notifier + "/v1/teachers/t-hr-1-1/inbox", cookie: cookie), 200)
+        let second = try await fetch("POST", notifier + "/session/link/use", body: "t=\(token)", headers: form(notifier))
+        XCTAssertEqual(second.status, 410)
+        XCTAssertTrue(second.text.contains("이미 쓴 로그인 링크"), second.text)
+        let forged = try await fetch("POST", notifier + "/session/link/use", body: "t=\(token.dropLast(2))xx", headers: form(notifier))
+        XCTAssertEqual(forged.status, 400)
+    }
+}
