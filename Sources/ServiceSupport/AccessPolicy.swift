@@ -73,7 +73,8 @@ public struct AccessPolicy: Sendable {
         let log = SessionLog(topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), logger: logger.with(["part": "sessions"]))
         return AccessPolicy(
             rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(settings: settings, log: log),
-            publicURL: publicURL, clients: settings.clients, logger: logger.with(["part": "access"]))
+            publicURL: publicURL, attempts: AttemptLimiter(limit: settings.failedSignInLimit), clients: settings.clients,
+            logger: logger.with(["part": "access"]))
     }
 
     /// The caller, or the 401/403/429 the request gets.

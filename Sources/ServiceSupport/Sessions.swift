@@ -41,6 +41,9 @@ public struct WebSettings: Sendable {
     /// Connections one address may hold open: a whole school behind one NAT
     /// address needs more than the default.
     public var connectionsPerAddress: Int
+    /// Failed sign-ins one client address (or teacher) may make in 10 minutes
+    /// before it waits (`SIGN_IN_FAILURE_LIMIT`).
+    public var failedSignInLimit = 10
 
     public init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
         self.secret = secret
@@ -55,11 +58,13 @@ public struct WebSettings: Sendable {
         if let secret, secret.utf8.count < 32 {
             throw ConfigurationError(variable: "SESSION_SECRET", reason: "must be at least 32 characters (e.g. openssl rand -base64 32)")
         }
-        return WebSettings(
+        var settings = WebSettings(
             secret: secret, days: try environment.int("SESSION_DAYS", default: 30, range: 1...365),
             topic: environment.string("SESSION_TOPIC", default: "guidance.sessions"),
             clients: try ClientAddresses.fromEnvironment(environment),
             connectionsPerAddress: try environment.int("HTTP_CONNECTIONS_PER_ADDRESS", default: 500, range: 1...100_000))
+        settings.failedSignInLimit = try environment.int("SIGN_IN_FAILURE_LIMIT", default: 10, range: 1...1_000_000)
+        return settings
     }
 }
 

@@ -85,6 +85,8 @@ func newCluster(partitions: Int = 12) throws -> (MockCluster, Topics) {
     let cluster = try MockCluster(brokers: 3, logger: quiet)
     let topics = Topics()
     for topic in topics.all { try cluster.createTopic(topic, partitions: partitions) }
+    // The session log's topic: the mock cluster does not create topics on request.
+    try cluster.createTopic("guidance.sessions", partitions: 1)
     return (cluster, topics)
 }
 

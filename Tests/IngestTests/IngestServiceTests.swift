@@ -45,6 +45,8 @@ final class IngestServiceTests: XCTestCase {
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "t\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
+        // The session log's topic: the mock cluster does not create topics on request.
+        try cluster.createTopic("guidance.sessions", partitions: 1)
         let roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers,
             tokens: authentication ? Self.tokens : nil)
@@ -57,6 +59,11 @@ final class IngestServiceTests: XCTestCase {
         service = try IngestService(config: config, roster: roster, logger: quietLogger("ingest"))
         try await service.start()
         base = "http://127.0.0.1:\(service.port)"
+        // Ready once it has read the session log (about 150 ms), as a load balancer would wait.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await fetch("GET", "\(base)/readyz").status != 200 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     override func tearDown() async throws {

@@ -88,7 +88,7 @@ final class NotifierHarness: @unchecked Sendable {
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60),
-        publicIngestURL: String? = nil
+        publicIngestURL: String? = nil, failedSignInLimit: Int = 10
     ) async throws {
         self.publicIngestURL = publicIngestURL
         self.store = store
@@ -99,7 +99,9 @@ final class NotifierHarness: @unchecked Sendable {
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         let prefix = "n\(UUID().uuidString.prefix(6))."
         topics = Topics(prefix: prefix)
-        web = WebSettings(secret: "harness-session-secret-of-at-least-32-bytes", topic: prefix + "guidance.sessions")
+        var web = WebSettings(secret: "harness-session-secret-of-at-least-32-bytes", topic: prefix + "guidance.sessions")
+        web.failedSignInLimit = failedSignInLimit
+        self.web = web
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         try cluster.createTopic(web.topic, partitions: 1)
         roster = try Roster.parse(
