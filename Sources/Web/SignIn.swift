@@ -209,7 +209,7 @@ public struct SignIn: Sendable {
         logger.info("device code issued", ["requestId": request.requestID, "teacher": teacher.id])
         let main = """
             <main class="narrow"><h1>기기 연결</h1>
-            <div class="card"><p>연결할 기기에서 이 서비스의 로그인 화면을 열고 <b>기기 연결 코드</b>에 입력하세요. 10분 동안 한 번 쓸 수 있습니다.</p>
+            <div class="card"><p>연결할 기기에서 로그인 화면(교문 지도 또는 지도 알림함)을 열고 <b>기기 연결 코드</b>에 입력하세요. 10분 동안 한 번 쓸 수 있습니다.</p>
             <p class="code" id="device-code" aria-label="기기 연결 코드 \(code.map { String($0) }.joined(separator: " "))">\(code)</p></div>
             <p><a href="/session/devices">돌아가기</a></p></main>
             """
