@@ -62,7 +62,7 @@ def main():
                 for number in range(1, rng.randint(28, 32) + 1):
                     student_id = f"s{grade}{klass:02d}{number:02d}"
                     sw.writerow([school_id, student_id, grade, klass, number, name(rng),
-                                 f"https://photos.school.example/{school_id}/{student_id}.jpg"])
+                                 ""])
         for gate in range(1, 4):
             teacher(school_id, f"{prefix}t-gate-{gate:02d}", "gate")
         teacher(school_id, f"{prefix}t-admin", "admin")

@@ -22,14 +22,16 @@ final class CurlHandle {
         /// Header lines, or an SMTP server's reply lines.
         var lines: [String] = []
         var body: [UInt8] = []
-        /// The body is cut here: only the start is kept for an error message.
-        let bodyLimit = 1024
+        /// The body is cut here: by default only the start is kept, for an
+        /// error message.
+        var bodyLimit = 1024
 
-        func reset(upload bytes: [UInt8]) {
+        func reset(upload bytes: [UInt8], bodyLimit limit: Int = 1024) {
             upload = bytes
             uploaded = 0
             lines = []
             body = []
+            bodyLimit = limit
         }
     }
 

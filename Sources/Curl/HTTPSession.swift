@@ -10,8 +10,8 @@ public enum HTTPResult: Sendable, Equatable {
     case unreachable(String)
 }
 
-/// POSTs over keep-alive connections, one request at a time. Redirects are
-/// not followed. Not thread-safe: each dispatcher worker owns one.
+/// POSTs and GETs over keep-alive connections, one request at a time.
+/// Redirects are not followed. Not thread-safe: each dispatcher worker owns one.
 public final class HTTPSession {
     private let curl: CurlHandle
 
@@ -32,6 +32,29 @@ public final class HTTPSession {
             return .unreachable(error.description)
         }
         curl.transfer.reset(upload: body)
+        // The header list must outlive the transfer.
+        return withExtendedLifetime(list) { perform() }
+    }
+
+    /// GETs `url`; the body is kept whole up to `maxBody` bytes (an answer
+    /// longer than that is `unreachable`, never cut short).
+    public func get(_ url: String, headers: [(String, String)], maxBody: Int) -> HTTPResult {
+        let list = CurlList(headers.map { "\($0.0): \($0.1)" })
+        do {
+            try curl.set(CURLOPT_URL, url)
+            try curl.set(CURLOPT_HTTPGET, 1)
+            try curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_HTTPHEADER, list.list))
+        } catch {
+            return .unreachable(error.description)
+        }
+        curl.transfer.reset(upload: [], bodyLimit: maxBody + 1)
+        let result = withExtendedLifetime(list) { perform() }
+        guard curl.transfer.body.count <= maxBody else { return .unreachable("the answer is longer than \(maxBody) bytes") }
+        return result
+    }
+
+    /// Runs the request set up, then unsets its header list.
+    private func perform() -> HTTPResult {
         let failure = curl.perform()
         _ = try? curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_HTTPHEADER, nil))
         if let failure { return .unreachable(failure) }

@@ -1,12 +1,15 @@
+import Foundation
 import Guidance
 import HTTP
 import ServiceSupport
 import Web
 
-/// The gate page at `/`: sign in with a gate or admin token, pick grade →
-/// class → number and see the student's name and photo, pick a reason,
-/// register; today's registrations on this device, each with 삭제. The page
-/// is a shell; `gate.js` fills it from the API with the session cookie.
+/// The gate page at `/`, for gate and admin teachers: three taps (grade,
+/// class, number as button grids), the face check (the photo large, the
+/// name large), a reason, 등록 — and the school's day from any device. The
+/// page is a shell with the school's grades, classes and reasons in it (no
+/// request before the first tap); `gate.js` does the rest with the session
+/// cookie, keeping what is not yet acknowledged in a per-device queue.
 struct GatePage: Sendable {
     static let title = "교문 지도"
     let signIn: SignIn
@@ -16,43 +19,60 @@ struct GatePage: Sendable {
         router.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
                 Page.signedIn(
-                    title: GatePage.title, teacher: teacher, school: caller.roster.school(teacher.schoolID), main: GatePage.main,
-                    script: GatePage.script.name)
+                    title: GatePage.title, teacher: teacher, school: caller.roster.school(teacher.schoolID),
+                    main: GatePage.main + GatePage.schoolData(caller.roster, school: teacher.schoolID), script: GatePage.script.name)
             }
         }
     }
 
+    /// The school's seats and reasons as a JSON data block the script reads
+    /// (`type="application/json"` is never run, so the strict CSP holds).
+    static func schoolData(_ roster: Roster, school: String) -> String {
+        struct Data: Encodable {
+            let grades: [IngestHandlers.Classes.Grade]
+            let reasons: [Reason]
+        }
+        let grades = roster.seats(school: school).map { grade, classes in
+            IngestHandlers.Classes.Grade(grade: grade, classes: classes.map { IngestHandlers.Classes.Class(classNumber: $0.classNumber, numbers: $0.numbers) })
+        }
+        let reasons = roster.school(school).map { school in school.reasonOrder.compactMap { school.reasons[$0] } } ?? []
+        let encoded = (try? JSONEncoder().encode(Data(grades: grades, reasons: reasons))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        // "</script" inside the data must not end the block.
+        return "<script type=\"application/json\" id=\"school-data\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
+    }
+
     private static let main = """
-        <main class="columns">
-        <form id="register" class="card" novalidate>
-        <h2>학생 확인</h2>
-        <div class="seat">
-        <div><label for="grade">학년</label><select id="grade" name="grade" required><option value="">선택</option></select></div>
-        <div><label for="class">반</label><select id="class" name="class" required><option value="">선택</option></select></div>
-        <div><label for="number">번호</label><select id="number" name="number" required><option value="">선택</option></select></div>
+        <p id="offline" class="banner" role="status" hidden></p>
+        <main class="gate">
+        <section id="pick" class="card" aria-labelledby="step-title">
+        <div class="crumbs"><button type="button" id="back" class="secondary" hidden>이전</button><p id="picked" class="meta"></p></div>
+        <h2 id="step-title" tabindex="-1">학년</h2>
+        <div id="grid" class="grid" role="group" aria-labelledby="step-title"></div>
+        </section>
+        <section id="check" class="card" aria-labelledby="student-name" hidden>
+        <div class="crumbs"><button type="button" id="check-back" class="secondary">번호 다시 고르기</button><p id="seat" class="meta"></p></div>
+        <div class="face">
+        <div class="portrait"><img id="photo" alt="" hidden><p id="photo-state" class="photo-state">사진 불러오는 중</p></div>
+        <h2 id="student-name" class="big-name" tabindex="-1"></h2>
         </div>
-        <div id="student" class="student" aria-live="polite"></div>
-        <p id="student-error" class="error" role="alert"></p>
-        <fieldset aria-describedby="reason-error">
-        <legend>사유</legend>
-        <div id="reasons" class="choices"></div>
-        </fieldset>
+        <fieldset><legend>사유</legend><div id="reasons" class="grid reasons"></div></fieldset>
         <p id="reason-error" class="error" role="alert"></p>
         <div id="detail-row" hidden>
         <label for="detail">상세 내용</label>
         <textarea id="detail" name="detail" maxlength="200" aria-describedby="detail-error"></textarea>
         <p id="detail-error" class="error" role="alert"></p>
         </div>
-        <div class="actions"><button type="submit" id="submit">등록</button></div>
+        <button type="button" id="submit" class="wide">등록</button>
+        </section>
         <p id="register-status" class="status" role="status" aria-live="polite"></p>
-        </form>
         <section class="card" aria-labelledby="today-title">
-        <h2 id="today-title">오늘 등록한 지도</h2>
-        <p class="meta">이 기기에서 오늘 등록한 지도입니다.</p>
-        <ul id="today" class="plain"></ul>
-        <p id="today-empty" class="meta">아직 없습니다.</p>
+        <h2 id="today-title" tabindex="-1">오늘 등록한 지도</h2>
+        <p class="meta">학교 전체, 모든 기기에서 오늘 등록한 지도입니다(최근 것부터).</p>
         <p id="today-status" class="status" role="status" aria-live="polite"></p>
+        <ul id="today" class="plain"></ul>
+        <p id="today-empty" class="meta" hidden>아직 없습니다.</p>
         </section>
         </main>
+
         """
 }

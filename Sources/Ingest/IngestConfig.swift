@@ -24,6 +24,9 @@ public struct IngestConfig: Sendable {
     public var web = WebSettings()
     /// How sign-in links are mailed (`SMTP_URL`…); nil: no links.
     public var mail: MailSettings?
+    /// `NOTIFIER_URL`: a notifier the gate page's day list is read from
+    /// (e.g. `http://notifier:8081`); nil: the page says it cannot load it.
+    public var notifierURL: String?
     /// `LOG_LEVEL`: the least severe level written.
     public var logLevel: Logger.Level = .info
 
@@ -51,6 +54,7 @@ public struct IngestConfig: Sendable {
         config.web = try WebSettings.fromEnvironment(environment)
         config.http.perIPConnectionLimit = config.web.connectionsPerAddress
         config.mail = try MailSettings.fromEnvironment(environment)
+        config.notifierURL = try environment.publicURL("NOTIFIER_URL")
         config.logLevel = try environment.logLevel()
         return config
     }

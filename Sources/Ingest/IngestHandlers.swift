@@ -1,14 +1,21 @@
 import Common
+import Curl
+import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
 import Kafka
+import ServiceSupport
+import Web
 
 /// The gate app's endpoints: validate against the roster, produce the event,
 /// answer 202 only once the broker acknowledged it.
 struct IngestHandlers: Sendable {
     let producer: Producer
     let topics: Topics
+    let photos: StudentPhotos
+    /// `NOTIFIER_URL`: where the school's day list is read from; nil: nowhere.
+    let notifierURL: String?
+    let sessions: Sessions
     let metrics: Metrics
     let logger: Logger
 
@@ -19,8 +26,11 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/classes", gate, classes)
         router.get("/v1/schools/{schoolId}/reasons", gate, reasons)
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
+        router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
+        router.get("/v1/schools/{schoolId}/today", gate, today)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
+        photos.routes(into: &router)
     }
 
     struct Classes: Encodable, Sendable {
@@ -69,7 +79,77 @@ struct IngestHandlers: Sendable {
         guard let student = roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: number) else {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
         }
-        return .json(StudentView(student))
+        return .json(StudentView(student, photoUrl: photos.url(for: student)))
+    }
+
+    struct ClassStudents: Encodable, Sendable {
+        struct Entry: Encodable, Sendable {
+            let studentId: String
+            let number: Int
+            let name: String
+            let photoUrl: String?
+        }
+        let schoolId: String
+        let grade: Int
+        let classNumber: Int
+        let students: [Entry]
+    }
+
+    /// A class's students in number order, for the gate page's face check:
+    /// one request when the class is tapped, none per student.
+    @Sendable func classStudents(_ request: Request, _ caller: Caller) async throws -> Response {
+        let roster = caller.roster
+        let schoolID = request.parameter("schoolId")
+        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        let classNumber = try request.integerParameter("class", in: Student.seatRange)
+        guard let seats = roster.seats(school: schoolID).first(where: { $0.grade == grade })?.classes.first(where: { $0.classNumber == classNumber }) else {
+            throw HTTPError.notFound("no class \(grade)-\(classNumber) at school '\(schoolID)'")
+        }
+        let students = seats.numbers.compactMap { roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: $0) }
+        return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
+            ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: photos.url(for: $0))
+        }))
+    }
+
+    /// The school's registrations today, from any device, read from the
+    /// notifier's list with the caller's own credential (their session,
+    /// re-sealed for the teacher page's cookie, or their bearer token). The
+    /// ingest keeps nothing; when the notifier does not answer, this is a 503
+    /// and registering goes on.
+    @Sendable func today(_ request: Request, _ caller: Caller) async throws -> Response {
+        let schoolID = request.parameter("schoolId")
+        guard caller.roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        guard let notifierURL else {
+            throw HTTPError.unavailable("the day list is not set up here (NOTIFIER_URL is not set); registering works", retryAfterSeconds: 60)
+        }
+        var headers = [("Accept", "application/json")]
+        if let authorization = request.header("authorization") {
+            headers.append(("Authorization", authorization))
+        } else if let session = caller.session {
+            headers.append(("Cookie", SessionCookie.teacherPage + "=" + sessions.cookieValue(session, name: SessionCookie.teacherPage)))
+        }
+        let credentials = headers
+        let url = notifierURL + "/v1/schools/" + (schoolID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? schoolID) + "/guidances"
+        let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
+            do {
+                return try HTTPSession(timeout: .seconds(4)).get(url, headers: credentials, maxBody: 8 * 1024 * 1024)
+            } catch {
+                return .unreachable("\(error)")
+            }
+        }
+        switch answer {
+        case .answered(let status, _, let body)? where status == 200:
+            return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(body.utf8))
+        case .answered(let status, let retryAfter, let body)? where (400..<500).contains(status):
+            return Response(status: status, headers: [("Content-Type", "application/problem+json")] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8))
+        case .answered(let status, _, _)?:
+            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "status": String(status)])
+        case .unreachable(let reason)?:
+            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "error": reason])
+        case nil:
+            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "error": "no answer within 5 s"])
+        }
+        throw HTTPError.unavailable("the day list cannot be loaded now (the notifier does not answer); registering works", retryAfterSeconds: 10)
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {

@@ -47,15 +47,16 @@ struct StudentView: Encodable, Sendable {
     let classNumber: Int
     let number: Int
     let name: String
-    let photoUrl: String
+    /// This service's photo address, the roster's https `photo_url`, or null.
+    let photoUrl: String?
 
-    init(_ student: Student) {
+    init(_ student: Student, photoUrl: String?) {
         studentId = student.id
         schoolId = student.schoolID
         grade = student.grade
         classNumber = student.classNumber
         number = student.number
         name = student.name
-        photoUrl = student.photoURL
+        self.photoUrl = photoUrl
     }
 }

@@ -32,7 +32,7 @@ public final class IngestService: Sendable {
             [([], Double(producer.replacements))]
         }
         let policy = AccessPolicy.forService(
-            cookieName: "gate_session", publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
+            cookieName: SessionCookie.gatePage, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
         self.sessions = sessions
@@ -48,7 +48,10 @@ public final class IngestService: Sendable {
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
-        IngestHandlers(producer: producer, topics: config.topics, metrics: metrics, logger: logger).routes(into: &routes)
+        IngestHandlers(
+            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory), notifierURL: config.notifierURL,
+            sessions: sessions, metrics: metrics, logger: logger
+        ).routes(into: &routes)
         let signIn = SignIn(
             title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,
             logger: logger.with(["part": "web"]))

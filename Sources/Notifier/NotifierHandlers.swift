@@ -31,6 +31,8 @@ struct NotifierHandlers: Sendable {
         // Another school's id is refused whether it exists or not, so ids cannot be probed.
         if let teacher, teacher.schoolID != schoolID { throw HTTPError.otherSchool(teacher) }
         guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let today = runner.today(for: school)
+        let date = try queryDate(request) ?? today
         if let teacher {
             // Without a filter, a teacher sees their own scope.
             if grade == nil && classNumber == nil {
@@ -40,28 +42,28 @@ struct NotifierHandlers: Sendable {
                 case .admin, .gate: break
                 }
             }
-            try mayView(teacher, grade: grade, classNumber: classNumber)
+            try mayView(teacher, grade: grade, classNumber: classNumber, today: date == today)
         }
-        let date = try queryDate(request) ?? runner.today(for: school)
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let records = try await available {
             try await blocking { try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass) }
         }
-        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records))
+        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records) { roster.teachers[$0]?.name })
     }
 
     /// `{date, items, schoolId}` written straight into one buffer: a busy
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
-    static func guidanceList(school: String, date: String, _ records: [GuidanceRecord]) -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + records.count * 320)
+    static func guidanceList(school: String, date: String, _ records: [GuidanceRecord], teacherName: (String) -> String?) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + records.count * 340)
         writer.field("date", date)
         writer.array("items", records) { writer, record in
             writer.field("guidanceId", record.guidanceId)
             writer.field("occurredAt", record.occurredAt)
             writer.object("reason") { record.reason.write(to: &$0) }
             writer.field("recordedBy", record.recordedBy)
+            writer.field("recordedByName", teacherName(record.recordedBy))
             writer.object("student") { record.student.write(to: &$0) }
         }
         writer.field("schoolId", school)
@@ -192,8 +194,9 @@ struct NotifierHandlers: Sendable {
     }
 
     /// Admins see their whole school; homeroom teachers their class;
-    /// volunteer-duty teachers their grade.
-    private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?) throws(HTTPError) {
+    /// volunteer-duty teachers their grade; gate teachers the school's day
+    /// today (the gate page's "오늘 등록한 지도", from any device).
+    private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?, today: Bool) throws(HTTPError) {
         switch teacher.role {
         case .admin:
             return
@@ -201,12 +204,14 @@ struct NotifierHandlers: Sendable {
             return
         case .volunteerDuty where grade == teacher.grade:
             return
+        case .gate where today:
+            return
         case .homeroom:
             throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
         case .volunteerDuty:
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
         case .gate:
-            throw HTTPError(status: 403, detail: "gate teachers record guidances; the lists are for homeroom, volunteer-duty and admin teachers")
+            throw HTTPError(status: 403, detail: "gate teachers see the school's list of today only")
         }
     }
 

@@ -39,7 +39,7 @@ public final class NotifierService: Sendable {
 
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
-            cookieName: "teacher_session", publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
+            cookieName: SessionCookie.teacherPage, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
         self.sessions = sessions
@@ -72,6 +72,7 @@ public final class NotifierService: Sendable {
         }
         NotifierHandlers(store: store, runner: runner, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
+        StudentPhotos(rosterDirectory: roster.directory).routes(into: &routes)
         let signIn = SignIn(
             title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
             logger: logger.with(["part": "web"]))

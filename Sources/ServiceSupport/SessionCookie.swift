@@ -7,6 +7,11 @@ import HTTP
 /// script never sees it and other sites' pages never send it. Each service
 /// has its own name: cookies do not tell ports apart.
 public struct SessionCookie: Sendable {
+    /// The gate page's cookie (guidance-ingest) and the teacher page's
+    /// (guidance-notifier).
+    public static let gatePage = "gate_session"
+    public static let teacherPage = "teacher_session"
+
     public let name: String
     public let secure: Bool
 

@@ -18,7 +18,7 @@ extension Asset {
         label, legend { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
         fieldset { border: 0; padding: 0; margin: 0; }
         input, select, textarea, button { font: inherit; }
-        input[type=password], input[type=text], input[type=email], select, textarea { width: 100%; padding: .6rem; border: 1px solid #9aa3af; border-radius: .375rem; background: #fff; }
+        input[type=password], input[type=text], input[type=email], select, textarea { width: 100%; padding: .6rem; border: 1px solid #6b7280; border-radius: .375rem; background: #fff; }
         textarea { min-height: 4.5rem; resize: vertical; }
         .seat { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: .5rem; }
         main > * { min-width: 0; }
@@ -51,6 +51,25 @@ extension Asset {
         th { font-size: .85rem; color: var(--muted); font-weight: 600; }
         td.detail { white-space: normal; overflow-wrap: anywhere; width: 100%; }
         .removed td { text-decoration: line-through; color: var(--muted); }
+        main.gate { max-width: 40rem; gap: .75rem; padding: .75rem; }
+        .banner { margin: 0; padding: .75rem 1rem; background: #fef0c7; color: #7a2e0e; font-weight: 600; border-bottom: 1px solid #b54708; }
+        .crumbs { display: flex; align-items: center; gap: .75rem; min-height: 2.75rem; margin-bottom: .5rem; }
+        .crumbs p { margin: 0; }
+        .grid { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: .5rem; margin-top: .5rem; }
+        .grid.class { grid-template-columns: repeat(4, minmax(0, 1fr)); }
+        .grid.number { grid-template-columns: repeat(5, minmax(0, 1fr)); }
+        .grid.reasons { grid-template-columns: repeat(2, minmax(0, 1fr)); }
+        .grid button { min-height: 3.25rem; padding: .5rem .25rem; font-size: 1.15rem; background: #fff; color: var(--ink); border: 1px solid #6b7280; }
+        .grid button[aria-pressed=true] { background: var(--accent); color: #fff; border-color: var(--accent); }
+        fieldset legend { font-weight: 600; margin: .75rem 0 0; }
+        .face { display: flex; flex-direction: column; align-items: center; gap: .5rem; }
+        .portrait { width: min(62vw, 16rem); aspect-ratio: 3 / 4; border-radius: .5rem; background: #e7ebf0; border: 1px solid #6b7280; display: grid; place-items: center; overflow: hidden; }
+        .portrait img { width: 100%; height: 100%; object-fit: cover; image-rendering: auto; }
+        .photo-state { margin: 0; padding: .5rem; color: var(--muted); text-align: center; font-weight: 600; }
+        .big-name { font-size: 2rem; margin: 0; text-align: center; }
+        button.wide { width: 100%; min-height: 3.25rem; font-size: 1.15rem; margin-top: .75rem; }
+        li.pending { background: #fffbeb; }
+        .state { color: #93370d; font-size: .9rem; font-weight: 600; }
         .notice { margin: 0; padding: .75rem 1rem; border-radius: .5rem; background: #e8f0fd; }
         .code { font: 700 2rem/1.3 ui-monospace, "DejaVu Sans Mono", monospace; letter-spacing: .12em; margin: .5rem 0; }
         .bar a.devices { display: inline-flex; align-items: center; min-height: 2.75rem; color: var(--accent); font-weight: 600; }

@@ -95,6 +95,11 @@ do {
         where values[variable] == nil && port != "0" {
             values[variable] = "http://127.0.0.1:\(port)"
         }
+        // The gate page reads the school's day from the notifier.
+        let notifierPort = values["NOTIFIER_PORT"] ?? "8081"
+        if values["NOTIFIER_URL"] == nil && notifierPort != "0" {
+            values["NOTIFIER_URL"] = "http://127.0.0.1:\(notifierPort)"
+        }
         // Both services sign sessions and device codes with one secret, as
         // every replica must in production; here a new one each run.
         if values["SESSION_SECRET"] == nil { values["SESSION_SECRET"] = RandomID.uuid() + RandomID.uuid() }

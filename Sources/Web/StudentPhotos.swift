@@ -1,0 +1,76 @@
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+
+/// Students' photos, from `ROSTER_DIR/photos/<studentId>.jpg` (or `.png`,
+/// `.webp`). They are personal data of minors: served only to a signed-in
+/// teacher of the school who may see the student (gate and admin teachers
+/// any, a homeroom teacher their class, a volunteer-duty teacher their
+/// grade), kept by the teacher's browser only (`Cache-Control: private`),
+/// never logged, never sent elsewhere.
+public struct StudentPhotos: Sendable {
+    /// The photos folder; nil when the roster was given whole (tests).
+    let directory: String?
+
+    static let types = [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp")]
+    /// Most bytes one photo may have; a larger file is refused, not sent.
+    static let maxBytes = 2 * 1024 * 1024
+
+    public init(rosterDirectory: String?) {
+        directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
+    }
+
+    /// The path `GET` serves a student's photo at.
+    public static func path(_ student: Student) -> String {
+        "/v1/schools/\(percentEncoded(student.schoolID))/students/\(percentEncoded(student.id))/photo"
+    }
+
+    /// Where a page loads the student's photo from: this service when the
+    /// folder has one, else the roster's https `photo_url`, else nil (none).
+    public func url(for student: Student) -> String? {
+        if file(for: student.id) != nil { return StudentPhotos.path(student) }
+        return student.photoURL.isEmpty ? nil : student.photoURL
+    }
+
+    /// The student's photo file and its media type, if the folder has one.
+    func file(for studentID: String) -> (path: String, type: String)? {
+        // Roster ids hold no '/'; control characters would cut a C path short.
+        guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else { return nil }
+        for (suffix, type) in StudentPhotos.types {
+            let path = directory + "/" + studentID + "." + suffix
+            if access(path, R_OK) == 0 { return (path, type) }
+        }
+        return nil
+    }
+
+    public func routes(into router: inout GuardedRouter) {
+        router.get("/v1/schools/{schoolId}/students/{studentId}/photo", .school(roles: [.gate, .admin, .homeroom, .volunteerDuty]), photo)
+    }
+
+    @Sendable func photo(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (schoolID, studentID) = (request.parameter("schoolId"), request.parameter("studentId"))
+        guard let student = caller.roster.student(school: schoolID, id: studentID) else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
+        if let teacher = caller.teacher {
+            let sees = switch teacher.role {
+            case .gate, .admin: true
+            case .homeroom: teacher.grade == student.grade && teacher.classNumber == student.classNumber
+            case .volunteerDuty: teacher.grade == student.grade
+            }
+            // The same answer for a student outside the teacher's scope as for an unknown one.
+            guard sees else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
+        }
+        guard let (path, type) = file(for: student.id) else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_size <= StudentPhotos.maxBytes else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
+        let etag = "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
+        let headers = [("ETag", etag), ("Cache-Control", "private, max-age=86400")]
+        if request.header("if-none-match") == etag { return Response(status: 304, headers: headers) }
+        guard let bytes = FileManager.default.contents(atPath: path) else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
+        return Response(status: 200, headers: [("Content-Type", type)] + headers, body: Array(bytes))
+    }
+
+    private static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? text
+    }
+}

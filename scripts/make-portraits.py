@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Draws invented placeholder portraits for a sample roster: flat cartoon
+faces (shapes and colours picked from the student id), never photos of
+people. Writes ROSTER_DIR/photos/<student_id>.png for the students of the
+chosen classes, so the gate page's face check shows a face locally; the other
+students have no photo (the page says 사진 없음). Deterministic, standard
+library only (a small PNG writer).
+
+usage: make-portraits.py ROSTER_DIR [--grade 1] [--classes 1-5]
+"""
+import argparse
+import csv
+import hashlib
+import os
+import struct
+import zlib
+
+# Drawn on a 96×128 grid, sampled at twice that, so the edges stay smooth at the page's size.
+GRID_WIDTH, GRID_HEIGHT, SCALE = 96, 128, 2
+WIDTH, HEIGHT = GRID_WIDTH * SCALE, GRID_HEIGHT * SCALE
+BACKGROUNDS = [(222, 234, 247), (232, 240, 226), (246, 234, 222), (236, 228, 244), (226, 242, 240)]
+SKINS = [(249, 219, 189), (241, 200, 160), (224, 172, 130), (198, 140, 100), (250, 228, 208)]
+HAIRS = [(40, 32, 30), (70, 50, 36), (24, 24, 28), (110, 74, 44), (56, 44, 60)]
+SHIRTS = [(31, 95, 191), (32, 120, 90), (140, 60, 70), (80, 80, 96), (200, 140, 40), (60, 110, 150)]
+
+
+def ellipse(cx, cy, rx, ry):
+    return lambda x, y: ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1
+
+
+def rect(x0, y0, x1, y1):
+    return lambda x, y: x0 <= x <= x1 and y0 <= y <= y1
+
+
+def portrait(student_id):
+    h = hashlib.sha256(student_id.encode()).digest()
+    pick = lambda items, i: items[h[i] % len(items)]
+    background, skin, hair, shirt = pick(BACKGROUNDS, 0), pick(SKINS, 1), pick(HAIRS, 2), pick(SHIRTS, 3)
+    style = h[4] % 3          # short, side part, long
+    glasses = h[5] % 4 == 0
+    smile = h[6] % 2 == 0
+    face_rx = 22 + h[7] % 4
+    layers = [
+        (rect(0, 0, GRID_WIDTH, GRID_HEIGHT), background),
+        (ellipse(48, 132, 42, 30), shirt),                    # shoulders
+        (rect(41, 88, 55, 108), skin),                         # neck
+    ]
+    if style == 2:
+        layers.append((rect(22, 40, 74, 100), hair))          # long hair behind
+    layers += [
+        (ellipse(48, 62, face_rx, 28), skin),                 # face
+        (ellipse(24, 64, 4, 7), skin), (ellipse(72, 64, 4, 7), skin),  # ears
+    ]
+    cap = ellipse(48, 48, face_rx + 3, 20)
+    fringe_line = 44 + h[8] % 6
+    if style == 1:
+        layers.append((lambda x, y: cap(x, y) and (y < fringe_line or x < 30 + h[9] % 10), hair))
+    else:
+        layers.append((lambda x, y: cap(x, y) and y < fringe_line, hair))
+    eye_y = 64
+    layers += [(ellipse(39, eye_y, 2.6, 3.2), (30, 30, 36)), (ellipse(57, eye_y, 2.6, 3.2), (30, 30, 36))]
+    if glasses:
+        ring = lambda cx: (lambda x, y: 5.2 <= ((x - cx) ** 2 + (y - eye_y) ** 2) ** 0.5 <= 6.6)
+        layers += [(ring(39), (60, 60, 70)), (ring(57), (60, 60, 70)), (rect(45, eye_y - 1, 51, eye_y), (60, 60, 70))]
+    layers.append((ellipse(48, 72, 2, 1.6), tuple(max(0, c - 40) for c in skin)))      # nose
+    if smile:
+        layers.append((lambda x, y: 42 <= x <= 54 and 77 <= y <= 81 and ((x - 48) / 6) ** 2 + ((y - 77) / 4) ** 2 <= 1, (170, 70, 80)))
+    else:
+        layers.append((rect(43, 79, 53, 80), (170, 70, 80)))
+    rows = []
+    for y in range(HEIGHT):
+        row = bytearray([0])
+        for x in range(WIDTH):
+            colour = background
+            for inside, fill in layers:
+                if inside((x + 0.5) / SCALE, (y + 0.5) / SCALE):
+                    colour = fill
+            row += bytes(colour)
+        rows.append(bytes(row))
+    return png(b"".join(rows))
+
+
+def png(raw):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    header = struct.pack(">IIBBBBB", WIDTH, HEIGHT, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("roster")
+    parser.add_argument("--grade", type=int, default=1)
+    parser.add_argument("--classes", default="1-5")
+    args = parser.parse_args()
+    first, last = (int(part) for part in args.classes.split("-"))
+    folder = os.path.join(args.roster, "photos")
+    os.makedirs(folder, exist_ok=True)
+    count = 0
+    with open(os.path.join(args.roster, "students.csv"), encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if int(row["grade"]) == args.grade and first <= int(row["class"]) <= last:
+                with open(os.path.join(folder, row["student_id"] + ".png"), "wb") as out:
+                    out.write(portrait(row["student_id"]))
+                count += 1
+    print(f"make-portraits: {count} drawn portraits in {folder}")
+
+
+if __name__ == "__main__":
+    main()
