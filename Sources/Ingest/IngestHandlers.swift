@@ -88,6 +88,17 @@ struct IngestHandlers: Sendable {
             let number: Int
             let name: String
             let photoUrl: String?
+
+            enum CodingKeys: String, CodingKey { case studentId, number, name, photoUrl }
+
+            /// `photoUrl` is `null` when there is no photo, not left out.
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(studentId, forKey: .studentId)
+                try container.encode(number, forKey: .number)
+                try container.encode(name, forKey: .name)
+                try container.encode(photoUrl, forKey: .photoUrl)
+            }
         }
         let schoolId: String
         let grade: Int

@@ -59,4 +59,18 @@ struct StudentView: Encodable, Sendable {
         name = student.name
         self.photoUrl = photoUrl
     }
+
+    enum CodingKeys: String, CodingKey { case studentId, schoolId, grade, classNumber, number, name, photoUrl }
+
+    /// `photoUrl` is `null` when there is no photo, not left out.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(studentId, forKey: .studentId)
+        try container.encode(schoolId, forKey: .schoolId)
+        try container.encode(grade, forKey: .grade)
+        try container.encode(classNumber, forKey: .classNumber)
+        try container.encode(number, forKey: .number)
+        try container.encode(name, forKey: .name)
+        try container.encode(photoUrl, forKey: .photoUrl)
+    }
 }

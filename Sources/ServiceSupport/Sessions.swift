@@ -213,7 +213,15 @@ public final class Sessions: Sendable {
         let code = String(typed.uppercased().filter { !" -".contains($0) })
         guard code.count == 8, code.allSatisfy(Sessions.codeAlphabet.contains) else { return .failure(.invalid) }
         let hash = codeHash(code)
-        guard let issued = log.read({ $0.codes[hash] }) else { return .failure(.invalid) }
+        // Shown on another replica a moment ago, it may still be on its way
+        // here: look for up to 2 s (which also slows anyone guessing).
+        var found = log.read { $0.codes[hash] }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while found == nil && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+            found = log.read { $0.codes[hash] }
+        }
+        guard let issued = found else { return .failure(.invalid) }
         guard issued.until > SessionLog.now() else { return .failure(.expired) }
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
         let session = new(teacher: issued.teacher, credential: issued.credential)

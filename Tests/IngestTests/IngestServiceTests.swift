@@ -41,7 +41,8 @@ final class IngestServiceTests: XCTestCase {
 
         """
 
-    func startService(authentication: Bool = false, deliveryTimeout: Duration = .seconds(2)) async throws {
+    /// With `folder`, the roster is read from that folder (photos and all), as in production.
+    func startService(authentication: Bool = false, deliveryTimeout: Duration = .seconds(2), folder: URL? = nil) async throws {
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "t\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
@@ -52,11 +53,11 @@ final class IngestServiceTests: XCTestCase {
             tokens: authentication ? Self.tokens : nil)
         var config = IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0),
-            rosterDirectory: "(in memory)",
+            rosterDirectory: folder?.path ?? "(in memory)",
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: deliveryTimeout),
             topics: topics, partitions: 4)
         config.drainPeriod = .seconds(3)
-        service = try IngestService(config: config, roster: roster, logger: quietLogger("ingest"))
+        service = try IngestService(config: config, roster: folder == nil ? roster : nil, logger: quietLogger("ingest"))
         try await service.start()
         base = "http://127.0.0.1:\(service.port)"
         // Ready once it has read the session log (about 150 ms), as a load balancer would wait.
@@ -172,6 +173,52 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/13"))
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/nowhere/students/1/3/12"))
         try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/one/3/12"))
+    }
+
+    /// Photos come from ROSTER_DIR/photos behind sign-in, only to those who
+    /// may see the student, never stored by a shared cache.
+    func testStudentPhotosAreServedFromTheRosterFolderToSignedInTeachers() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let students = Self.students + "sa,s10313,1,3,13,박서연,\n"
+        for (name, text) in [("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)] {
+            try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
+        try Data(png).write(to: folder.appendingPathComponent("photos/s10313.png"))
+        try await startService(authentication: true, folder: folder)
+        let gate = ["Authorization": "Bearer gate-a"]
+
+        // The look-ups point at this service's photo when the folder has one, else at photo_url, else nothing.
+        let local = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/13", headers: gate)
+        XCTAssertEqual(local.object["photoUrl"]?.string, "/v1/schools/sa/students/s10313/photo")
+        let remote = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: gate)
+        XCTAssertEqual(remote.object["photoUrl"]?.string, "https://photos.example/sa/s10312.jpg")
+        let none = try await fetch("GET", "\(base)/v1/schools/sa/students/2/1/1", headers: gate)
+        XCTAssertEqual(none.object["photoUrl"], .null)
+        let classList = try await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/3/students", headers: gate)
+        XCTAssertEqual(classList.status, 200, classList.text)
+        guard case .array(let entries)? = classList.object["students"] else { return XCTFail(classList.text) }
+        XCTAssertEqual(entries.compactMap { $0["number"]?.int }, [12, 13], "in number order")
+        XCTAssertEqual(entries.last?["photoUrl"]?.string, "/v1/schools/sa/students/s10313/photo")
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/9/students", headers: gate))
+
+        let url = "\(base)/v1/schools/sa/students/s10313/photo"
+        let photo = try await fetch("GET", url, headers: gate)
+        XCTAssertEqual(photo.status, 200)
+        XCTAssertEqual(Array(photo.body), png)
+        XCTAssertEqual(photo.header("Content-Type"), "image/png")
+        XCTAssertEqual(photo.header("Cache-Control"), "private, max-age=86400")
+        let etag = try XCTUnwrap(photo.header("ETag"))
+        try await expectStatus(304, await fetch("GET", url, headers: gate.merging(["If-None-Match": etag]) { $1 }))
+        try await expectStatus(401, await fetch("GET", url))
+        try await expectStatus(403, await fetch("GET", url, headers: ["Authorization": "Bearer gate-b"]), "another school")
+        try await expectStatus(403, await fetch("GET", "\(base)/v1/schools/sb/students/b10101/photo", headers: gate), "another school's student")
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/s20101/photo", headers: gate), "no photo")
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/nobody/photo", headers: gate))
+        // An escaped slash becomes a path of another shape: no file is ever named by it.
+        try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/..%2Fschools.csv/photo", headers: gate))
     }
 
     func testEveryClientErrorIsProblemJSONNamingTheFieldAndProducesNothing() async throws {

@@ -113,18 +113,26 @@ final class NotifierHarness: @unchecked Sendable {
         if rosterFolders {
             for service in ["ingest", "notifier"] { try writeRoster(for: service, students: Self.students) }
         }
-        var ingestConfig = IngestConfig(
+        ingest = try await startIngest()
+        ingestBase = "http://127.0.0.1:\(ingest.port)"
+        try await startNotifier()
+    }
+
+    /// An ingest on the harness's cluster, roster and sessions; `notifierURL`
+    /// gives its gate page the school's day. The caller shuts it down.
+    func startIngest(notifierURL: String? = nil) async throws -> IngestService {
+        var config = IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("ingest") : "(memory)",
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
             topics: topics, partitions: 4)
-        ingestConfig.rosterCheckInterval = .seconds(3600)
-        ingestConfig.web = web
-        ingestConfig.mail = delivery.mail
-        ingestConfig.publicURL = publicIngestURL
-        ingest = try IngestService(config: ingestConfig, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
-        try await ingest.start()
-        ingestBase = "http://127.0.0.1:\(ingest.port)"
-        try await startNotifier()
+        config.rosterCheckInterval = .seconds(3600)
+        config.web = web
+        config.mail = delivery.mail
+        config.publicURL = publicIngestURL
+        config.notifierURL = notifierURL
+        let service = try IngestService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
+        try await service.start()
+        return service
     }
 
     func startNotifier(group: String? = nil) async throws {

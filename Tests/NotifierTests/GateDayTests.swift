@@ -1,0 +1,69 @@
+import Foundation
+import Guidance
+import Ingest
+@testable import Notifier
+import TestSupport
+import XCTest
+
+/// The gate page's "오늘 등록한 지도": the school's registrations today from
+/// every device, read by the ingest from the notifier with the caller's own
+/// credential; registering goes on when the notifier is down.
+final class GateDayTests: XCTestCase {
+    var harness: NotifierHarness?
+    var gate: IngestService?
+
+    override func tearDown() async throws {
+        await gate?.shutdown()
+        gate = nil
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    func testTheSchoolsDayComesFromTheNotifierWithTheCallersCredential() async throws {
+        // The notifier's today is the harness's registrations' day.
+        let noon = try XCTUnwrap(Timestamp.parse("2026-11-21T03:00:00Z"))
+        let harness = try await NotifierHarness(authentication: true, clock: { noon })
+        self.harness = harness
+        let gate = try await harness.startIngest(notifierURL: harness.notifierBase)
+        self.gate = gate
+        let base = "http://127.0.0.1:\(gate.port)"
+        let today = base + "/v1/schools/sa/today"
+
+        // Two registrations by the gate teacher, one by the admin, from two ingests.
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        let body = #"{"student":{"grade":1,"classNumber":2,"number":1},"reason":{"code":"noShoes"},"occurredAt":"2026-11-21T00:10:00Z"}"#
+        let accepted = try await fetch("POST", base + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-admin"))
+        XCTAssertEqual(accepted.status, 202, accepted.text)
+        _ = try await harness.waitForList(count: 2, as: "t-admin")
+
+        let byToken = try await fetch("GET", today, headers: harness.headers("t-gate"))
+        XCTAssertEqual(byToken.status, 200, byToken.text)
+        guard case .array(let items)? = byToken.object["items"] else { return XCTFail(byToken.text) }
+        XCTAssertEqual(items.count, 2, "every device's registrations")
+        XCTAssertEqual(Set(items.compactMap { $0["recordedByName"]?.string }), ["교문", "관리"], "with who recorded them")
+        XCTAssertEqual(byToken.header("Cache-Control"), "no-store")
+
+        // A gate phone signed in by cookie: its session is carried to the notifier.
+        let signIn = try await fetch("POST", base + "/session", body: "token=tok-t-gate",
+                                     headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
+        let cookie = try XCTUnwrap(signIn.header("Set-Cookie")).components(separatedBy: ";")[0]
+        let byCookie = try await fetch("GET", today, headers: ["Cookie": cookie])
+        XCTAssertEqual(byCookie.status, 200, byCookie.text)
+        XCTAssertEqual(byCookie.body, byToken.body)
+
+        // Gate teachers read their own school's today, nothing else.
+        try await assertEqualAsync(await fetch("GET", base + "/v1/schools/sb/today", headers: harness.headers("t-gate")).status, 403)
+        try await assertEqualAsync(await fetch("GET", today, headers: harness.headers("t-hr-1-1")).status, 403, "the gate page's API is for gate and admin teachers")
+        let otherDay = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/guidances?date=2026-11-20", headers: harness.headers("t-gate"))
+        XCTAssertEqual(otherDay.status, 403, otherDay.text)
+
+        // The notifier down: the list says so, registering goes on.
+        await harness.stopNotifier()
+        let down = try await fetch("GET", today, headers: harness.headers("t-gate"))
+        XCTAssertEqual(down.status, 503, down.text)
+        XCTAssertNotNil(down.header("Retry-After"))
+        XCTAssertTrue(down.text.contains("registering works"), down.text)
+        let still = try await fetch("POST", base + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
+        XCTAssertEqual(still.status, 202, still.text)
+    }
+}
