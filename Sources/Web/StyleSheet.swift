@@ -26,11 +26,11 @@ extension Asset {
         .choices label { font-weight: 400; margin: 0; display: flex; align-items: center; gap: .4rem; padding: .55rem .8rem; border: 1px solid var(--line); border-radius: 2rem; background: #fff; cursor: pointer; }
         .choices input { width: 1.1rem; height: 1.1rem; margin: 0; }
         button { min-height: 2.75rem; padding: .5rem 1rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; font-weight: 600; cursor: pointer; }
-        button.secondary { background: #e7ebf0; color: var(--ink); }
-        button.danger { background: #fde8e7; color: var(--danger); }
+        button.secondary { background: #e7ebf0; color: var(--ink); border: 1px solid #6b7280; }
+        button.danger { background: #fde8e7; color: var(--danger); border: 1px solid var(--danger); }
         button.link { background: none; color: var(--accent); padding: 0; min-height: 0; text-align: left; font-weight: 600; text-decoration: underline; }
         button:disabled { opacity: .55; cursor: default; }
-        :focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+        :focus-visible { outline: 3px solid #c2410c; outline-offset: 2px; }
         .actions { display: flex; gap: .5rem; margin-top: 1rem; align-items: center; flex-wrap: wrap; }
         .error { color: var(--danger); margin: .25rem 0 0; min-height: 1.25rem; }
         .error:empty { min-height: 0; }
