@@ -87,18 +87,7 @@ struct IngestHandlers: Sendable {
             let studentId: String
             let number: Int
             let name: String
-            let photoUrl: String?
-
-            enum CodingKeys: String, CodingKey { case studentId, number, name, photoUrl }
-
-            /// `photoUrl` is `null` when there is no photo, not left out.
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(studentId, forKey: .studentId)
-                try container.encode(number, forKey: .number)
-                try container.encode(name, forKey: .name)
-                try container.encode(photoUrl, forKey: .photoUrl)
-            }
+            let photoUrl: PhotoURL
         }
         let schoolId: String
         let grade: Int
@@ -118,7 +107,7 @@ struct IngestHandlers: Sendable {
         }
         let students = seats.numbers.compactMap { roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: $0) }
         return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
-            ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: photos.url(for: $0))
+            ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
         }))
     }
 

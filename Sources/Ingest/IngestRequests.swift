@@ -48,7 +48,7 @@ struct StudentView: Encodable, Sendable {
     let number: Int
     let name: String
     /// This service's photo address, the roster's https `photo_url`, or null.
-    let photoUrl: String?
+    let photoUrl: PhotoURL
 
     init(_ student: Student, photoUrl: String?) {
         studentId = student.id
@@ -57,20 +57,17 @@ struct StudentView: Encodable, Sendable {
         classNumber = student.classNumber
         number = student.number
         name = student.name
-        self.photoUrl = photoUrl
+        self.photoUrl = PhotoURL(value: photoUrl)
     }
+}
 
-    enum CodingKeys: String, CodingKey { case studentId, schoolId, grade, classNumber, number, name, photoUrl }
+/// A photo's address, written as `null` when there is none (a synthesized
+/// encoder would leave the key out).
+struct PhotoURL: Encodable, Sendable {
+    let value: String?
 
-    /// `photoUrl` is `null` when there is no photo, not left out.
     func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(studentId, forKey: .studentId)
-        try container.encode(schoolId, forKey: .schoolId)
-        try container.encode(grade, forKey: .grade)
-        try container.encode(classNumber, forKey: .classNumber)
-        try container.encode(number, forKey: .number)
-        try container.encode(name, forKey: .name)
-        try container.encode(photoUrl, forKey: .photoUrl)
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
     }
 }
