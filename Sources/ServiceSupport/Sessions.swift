@@ -94,7 +94,7 @@ public final class Sessions: Sendable {
     public init(settings: WebSettings, log: SessionLog) {
         days = settings.days
         self.log = log
-        let secret = settings.secret.map { Array($0.utf8) } ?? Sessions.randomBytes(32)
+        let secret = settings.secret.map { Array($0.utf8) } ?? RandomID.bytes(32)
         key = SHA256.hash(Array("guidance sessions\n".utf8) + secret)
     }
 
@@ -105,7 +105,7 @@ public final class Sessions: Sendable {
     // MARK: - Cookies
 
     public func new(teacher: String, credential: String) -> Session {
-        Session(id: SHA256.hex(Sessions.randomBytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential)
+        Session(id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential)
     }
 
     /// The cookie value for `session` under the cookie `name` (a gate cookie
@@ -171,7 +171,7 @@ public final class Sessions: Sendable {
 
     /// A link token for `teacher`, valid 15 minutes and once.
     public func linkToken(for teacher: Teacher) -> String {
-        seal("link", [teacher.id, SHA256.hex(Sessions.randomBytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
+        seal("link", [teacher.id, SHA256.hex(RandomID.bytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
     }
 
     /// The teacher a link token names, if it is genuine and in time (it may
@@ -248,30 +248,14 @@ public final class Sessions: Sendable {
     /// `base64url(fields joined by LF).base64url(HMAC-SHA256(purpose LF payload))`.
     func seal(_ purpose: String, _ fields: [String]) -> String {
         let payload = Array(fields.joined(separator: "\n").utf8)
-        return Sessions.base64url(payload) + "." + Sessions.base64url(HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
+        return RandomID.base64url(payload) + "." + RandomID.base64url(HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
     }
 
     func open(_ purpose: String, _ text: String) -> [String]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, text.utf8.count < 2048, let payload = Sessions.unbase64url(parts[0]), let mac = Sessions.unbase64url(parts[1]),
+        guard parts.count == 2, text.utf8.count < 2048, let payload = RandomID.unbase64url(parts[0]), let mac = RandomID.unbase64url(parts[1]),
               SHA256.constantTimeEqual(mac, HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
         else { return nil }
         return String(decoding: payload, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    }
-
-    static func base64url(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func unbase64url(_ text: Substring) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
-        return Data(base64Encoded: standard).map(Array.init)
-    }
-
-    static func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 }

@@ -72,10 +72,7 @@ func write(_ rows: [String]) {
 
 switch arguments[1] {
 case "issue":
-    var generator = SystemRandomNumberGenerator()
-    let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-    let token = Data(bytes).base64EncodedString()
-        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    let token = RandomID.base64url(RandomID.bytes(32))
     write(rows + ["\(SHA256.hex(SHA256.hash(Array(token.utf8)))),\(teacherID)"])
     if existing.isEmpty {
         FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
