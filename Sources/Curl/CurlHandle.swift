@@ -131,8 +131,11 @@ private func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ cou
     guard let buffer, let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = min(size * count, transfer.upload.count - transfer.uploaded)
+    // An empty upload has no base address: nothing to copy.
+    guard length > 0 else { return 0 }
     transfer.upload.withUnsafeBytes { source in
-        UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + transfer.uploaded, byteCount: length)
+        guard let start = source.baseAddress else { return }
+        UnsafeMutableRawPointer(buffer).copyMemory(from: start + transfer.uploaded, byteCount: length)
     }
     transfer.uploaded += length
     return length
