@@ -27,11 +27,12 @@ final class Exchange: @unchecked Sendable {
     let started = ContinuousClock.now
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
-    /// The peer's address, read when a handler needs it.
+    /// The peer's address (a small string: no allocation for IPv4).
     var peer: String {
-        var text = [CChar](repeating: 0, count: 64)
-        guard guidance_mhd_client_address(connection, &text, socklen_t(text.count)) != 0 else { return "" }
-        return String(cString: text)
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
+            guard let base = text.baseAddress, guidance_mhd_client_address(connection, base, 64) != 0 else { return "" }
+            return String(cString: base)
+        }
     }
     var route = "unmatched"
     var status = 0
@@ -83,10 +84,10 @@ final class Exchange: @unchecked Sendable {
     /// as `Transfer-Encodingchunked`), so a name that starts with a framing
     /// field's name and goes on is one.
     private static func framingProblem(version: String, headers: Collected) -> HTTPError? {
-        if let name = headers.names.first(where: { !isToken($0) }) {
+        if let name = headers.malformedName {
             return .badRequest("the header name \(quoted(name)) is malformed: no whitespace or control characters may come before its colon (RFC 9112 §5.1)")
         }
-        if let name = headers.names.first(where: { name in framingFields.contains { name.hasPrefix($0) && name != $0 } }) {
+        if let name = headers.foldedName {
             return .badRequest("the header \(quoted(name)) is malformed: a line folded onto the previous one (obs-fold) is refused (RFC 9112 §5.2)")
         }
         if headers.controlInValue {
@@ -104,12 +105,23 @@ final class Exchange: @unchecked Sendable {
         return nil
     }
 
-    private static let framingFields = ["transfer-encoding", "content-length", "host"]
+    private static let framingFields: [[UInt8]] = ["transfer-encoding", "content-length", "host"].map { Array($0.utf8) }
+
+    /// Whether a (lowercased) name starts with a framing field's name and goes on.
+    private static func isFolded(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return framingFields.contains { field in bytes.count > field.count && bytes.starts(with: field) }
+    }
 
     /// RFC 9110 §5.6.2 `token`: the characters a field name may have.
     private static func isToken(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            switch byte {
+            case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: true
+            // ! # $ % & ' * + - . ^ _ ` | ~
+            case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2a, 0x2b, 0x2d, 0x2e, 0x5e, 0x5f, 0x60, 0x7c, 0x7e: true
+            default: false
+            }
         }
     }
 
@@ -208,8 +220,11 @@ final class Exchange: @unchecked Sendable {
         var values: [String: String] = [:]
         /// Every value of a name sent more than once.
         var repeated: [String: [String]] = [:]
-        /// Every name, in order.
-        var names: [String] = []
+        /// The first name that is not a token (whitespace before its colon, a
+        /// control character), and the first that starts with a framing
+        /// field's name and goes on (an obs-fold glued onto it).
+        var malformedName: String?
+        var foldedName: String?
         /// Whether a value holds CR, LF or NUL.
         var controlInValue = false
         /// Names and values, in bytes.
@@ -234,8 +249,11 @@ final class Exchange: @unchecked Sendable {
         let name = collected.lowercased ? raw.lowercased() : raw
         let text = value.map { String(cString: $0) } ?? ""
         collected.bytes += name.utf8.count + text.utf8.count + 4
-        collected.names.append(name)
-        if text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
+        if collected.lowercased {
+            if collected.malformedName == nil && !isToken(name) { collected.malformedName = name }
+            if collected.foldedName == nil && isFolded(name) { collected.foldedName = name }
+            if !collected.controlInValue && text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
+        }
         if let previous = collected.values.updateValue(text, forKey: name) {
             collected.repeated[name, default: [previous]].append(text)
         }

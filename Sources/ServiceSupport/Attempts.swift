@@ -11,6 +11,10 @@ public final class AttemptLimiter: Sendable {
     public let limit: Int
     public let window: Duration
     private let failures = Mutex<[String: [ContinuousClock.Instant]]>([:])
+    /// When the last failure was counted (monotonic ns; 0: never). With none
+    /// within the window nobody can be over the limit, so a request passes
+    /// without taking the lock (the ingest's hot path).
+    private let lastFailure = Atomic<UInt64>(0)
 
     public init(limit: Int = 10, window: Duration = .seconds(600)) {
         self.limit = limit
@@ -19,6 +23,8 @@ public final class AttemptLimiter: Sendable {
 
     /// The 429 for the first of `keys` over the limit, if any.
     public func refusal(_ keys: [String]) -> HTTPError? {
+        let last = lastFailure.load(ordering: .relaxed)
+        guard last != 0, DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000 else { return nil }
         let now = ContinuousClock.now
         let wait = failures.withLock { failures in
             keys.compactMap { key -> Duration? in
@@ -34,6 +40,7 @@ public final class AttemptLimiter: Sendable {
 
     /// Counts one failure against each of `keys`.
     public func fail(_ keys: [String]) {
+        lastFailure.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let now = ContinuousClock.now
         failures.withLock { failures in
             for key in keys {
