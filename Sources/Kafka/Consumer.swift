@@ -145,6 +145,11 @@ public final class Consumer: @unchecked Sendable {
         return lag
     }
 
+    /// The offset the next message of `partition` will get, asked of the broker.
+    public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
+        try Metadata.highWatermark(handle: handle, partition: partition, timeout: timeout)
+    }
+
     /// Leaves the group: the revocation commits stored offsets. Call from the
     /// consuming thread after its last poll; later polls return nothing.
     public func close() {

@@ -15,6 +15,18 @@ enum Metadata {
 
     /// Partition counts of those of `topics` that exist. Asks for all topics so
     /// that the request itself never auto-creates one.
+    /// The offset the next message of `partition` will get, asked of its leader.
+    static func highWatermark(handle: OpaquePointer, partition: TopicPartition, timeout: Duration) throws(KafkaError) -> Int64 {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let result = rd_kafka_query_watermark_offsets(
+            handle, partition.topic, partition.partition, &low, &high, Int32(clamping: timeout.milliseconds))
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result, context: "watermarks of \(partition)")
+        }
+        return high
+    }
+
     static func partitionCounts(handle: OpaquePointer, topics: [String], timeout: Duration) throws(KafkaError) -> [String: Int] {
         var metadata: UnsafePointer<rd_kafka_metadata>?
         let result = rd_kafka_metadata(handle, 1, nil, &metadata, Int32(clamping: timeout.milliseconds))

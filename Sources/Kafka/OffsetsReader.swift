@@ -31,14 +31,7 @@ public final class OffsetsReader: @unchecked Sendable {
 
     /// The offset the next produced message of `partition` will get.
     public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
-        var low: Int64 = 0
-        var high: Int64 = 0
-        let result = rd_kafka_query_watermark_offsets(
-            handle, partition.topic, partition.partition, &low, &high, Int32(clamping: timeout.milliseconds))
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(result, context: "watermarks of \(partition)")
-        }
-        return high
+        try Metadata.highWatermark(handle: handle, partition: partition, timeout: timeout)
     }
 
     /// The high watermark of every partition of those of `topics` that exist.

@@ -146,21 +146,20 @@ public final class SessionLog: Sendable {
         while !stopping.load(ordering: .acquiring) {
             guard let reader = consumer else {
                 do {
-                    // Created with its retention when missing; a cluster that
-                    // will not create topics (the mock) has it made beforehand.
-                    if (try? Admin(config: kafka, logger: logger).partitionCounts(of: [topic], timeout: .seconds(5)))?[topic] == nil {
-                        do {
-                            try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
-                        } catch {
-                            logger.warning("could not create the session topic", ["topic": topic, "error": "\(error)"])
-                        }
-                    }
-                    let group = "guidance-sessions-\(RandomID.uuid())"
-                    let end = try OffsetsReader(kafka: kafka, groupID: group, clientID: "guidance-sessions", logger: logger)
-                        .highWatermark(of: TopicPartition(topic: topic, partition: 0))
-                    var config = ConsumerConfig(kafka: kafka, groupID: group, topics: [topic], clientID: "guidance-sessions")
+                    var config = ConsumerConfig(kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
                     config.readsWholeTopics = true
-                    consumer = try Consumer(config: config, logger: logger)
+                    let reader: Consumer
+                    do {
+                        reader = try Consumer(config: config, logger: logger)
+                    } catch {
+                        // Missing: created with its retention (a cluster that will
+                        // not create topics, the mock, has it made beforehand).
+                        try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                        reader = try Consumer(config: config, logger: logger)
+                    }
+                    // One client: the consumer itself asks where the log ends.
+                    let end = try reader.highWatermark(of: TopicPartition(topic: topic, partition: 0))
+                    consumer = reader
                     state.withLock { $0.startEnd = end }
                     logger.info("reading the session log", ["topic": topic, "records": String(end)])
                 } catch {
