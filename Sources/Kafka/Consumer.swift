@@ -145,9 +145,10 @@ public final class Consumer: @unchecked Sendable {
         return lag
     }
 
-    /// The offset the next message of `partition` will get, asked of the broker.
-    public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
-        try Metadata.highWatermark(handle: handle, partition: partition, timeout: timeout)
+    /// The partition's first kept offset (older ones were deleted by
+    /// retention) and the offset its next message will get, asked of the broker.
+    public func watermarks(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> (low: Int64, high: Int64) {
+        try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout)
     }
 
     /// Leaves the group: the revocation commits stored offsets. Call from the

@@ -15,8 +15,9 @@ enum Metadata {
 
     /// Partition counts of those of `topics` that exist. Asks for all topics so
     /// that the request itself never auto-creates one.
-    /// The offset the next message of `partition` will get, asked of its leader.
-    static func highWatermark(handle: OpaquePointer, partition: TopicPartition, timeout: Duration) throws(KafkaError) -> Int64 {
+    /// The partition's first kept offset and the offset its next message
+    /// will get, asked of its leader.
+    static func watermarks(handle: OpaquePointer, partition: TopicPartition, timeout: Duration) throws(KafkaError) -> (low: Int64, high: Int64) {
         var low: Int64 = 0
         var high: Int64 = 0
         let result = rd_kafka_query_watermark_offsets(
@@ -24,7 +25,7 @@ enum Metadata {
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError(result, context: "watermarks of \(partition)")
         }
-        return high
+        return (low, high)
     }
 
     static func partitionCounts(handle: OpaquePointer, topics: [String], timeout: Duration) throws(KafkaError) -> [String: Int] {

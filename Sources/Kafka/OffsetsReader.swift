@@ -31,7 +31,7 @@ public final class OffsetsReader: @unchecked Sendable {
 
     /// The offset the next produced message of `partition` will get.
     public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
-        try Metadata.highWatermark(handle: handle, partition: partition, timeout: timeout)
+        try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout).high
     }
 
     /// The high watermark of every partition of those of `topics` that exist.

@@ -109,7 +109,7 @@ public final class SessionLog: Sendable {
         thread.start()
     }
 
-    /// The reading thread leaves the group and ends within 100 ms.
+    /// The reading thread closes its consumer and ends within 100 ms.
     public func stop() {
         stopping.store(true, ordering: .releasing)
     }
@@ -157,11 +157,15 @@ public final class SessionLog: Sendable {
                         try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
                         reader = try Consumer(config: config, logger: logger)
                     }
-                    // One client: the consumer itself asks where the log ends.
-                    let end = try reader.highWatermark(of: TopicPartition(topic: topic, partition: 0))
+                    // One client: the consumer itself asks where the log starts
+                    // (retention deletes what no longer matters) and ends.
+                    let (start, end) = try reader.watermarks(of: TopicPartition(topic: topic, partition: 0))
                     consumer = reader
-                    state.withLock { $0.startEnd = end }
-                    logger.info("reading the session log", ["topic": topic, "records": String(end)])
+                    state.withLock { state in
+                        state.position = max(state.position, start)
+                        state.startEnd = end
+                    }
+                    logger.info("reading the session log", ["topic": topic, "records": String(end - start)])
                 } catch {
                     logger.warning("cannot read the session log yet; cookie sign-ins wait for it", ["error": "\(error)"])
                     Thread.sleep(forTimeInterval: 1)
@@ -181,7 +185,7 @@ public final class SessionLog: Sendable {
                 }
                 if !reported && state.caughtUp {
                     reported = true
-                    logger.info("session log read; cookie sign-ins are served", ["records": String(state.position), "ms": String((ContinuousClock.now - started).milliseconds)])
+                    logger.info("session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
                 }
                 if ContinuousClock.now - lastPrune > .seconds(60) {
                     state.prune(now: now, lifetime: lifetime.milliseconds)
