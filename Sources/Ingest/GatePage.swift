@@ -45,7 +45,7 @@ struct GatePage: Sendable {
         <p id="offline" class="banner" role="status" hidden></p>
         <main class="gate">
         <section id="pick" class="card" aria-labelledby="step-title">
-        <div class="crumbs"><button type="button" id="back" class="secondary" hidden>이전</button><p id="picked" class="meta"></p></div>
+        <div class="crumbs" hidden><button type="button" id="back" class="secondary">이전</button><p id="picked" class="meta"></p></div>
         <h2 id="step-title" tabindex="-1">학년</h2>
         <div id="grid" class="grid" role="group" aria-labelledby="step-title"></div>
         </section>

@@ -47,7 +47,8 @@ extension GatePage {
               : entry.numbers.map((n) => [String(n), 'number', n]);
             $('step-title').textContent = { grade: '학년', class: '반', number: '번호' }[current];
             $('picked').textContent = [pick.grade && pick.grade + '학년', pick.classNumber && pick.classNumber + '반'].filter(Boolean).join(' ');
-            $('back').hidden = current === 'grade';
+            // At the first step there is nothing to go back to or to show.
+            $('back').parentElement.hidden = current === 'grade';
             $('grid').className = 'grid ' + current;
             $('grid').replaceChildren(...choices.map(([label, field, value]) =>
               G.el('button', { type: 'button', onclick: () => choose(field, value) }, label)));

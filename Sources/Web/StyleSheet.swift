@@ -8,8 +8,9 @@ extension Asset {
         h1 { font-size: 1.25rem; margin: 0; }
         h2 { font-size: 1.1rem; margin: 0 0 .75rem; }
         h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
-        .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .25rem 1rem; padding: .75rem 1rem; background: var(--card); border-bottom: 1px solid var(--line); }
-        .bar .who { margin: 0; color: var(--muted); flex: 1; min-width: 10rem; }
+        .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .25rem .75rem; padding: .5rem 1rem; background: var(--card); border-bottom: 1px solid var(--line); }
+        .bar .who { margin: 0; color: var(--muted); flex: 1 1 12rem; font-size: .9rem; word-break: keep-all; }
+        body { word-break: keep-all; overflow-wrap: anywhere; }
         .bar form { margin: 0; }
         main { padding: 1rem; display: grid; gap: 1rem; max-width: 72rem; margin: 0 auto; }
         main.narrow { max-width: 26rem; padding-top: 3rem; }
@@ -35,6 +36,7 @@ extension Asset {
         .error { color: var(--danger); margin: .25rem 0 0; min-height: 1.25rem; }
         .error:empty { min-height: 0; }
         .status { margin: .5rem 0 0; min-height: 1.5rem; }
+        main.gate > .status:empty { min-height: 0; margin: 0; }
         .status.ok { color: var(--ok); }
         .status.warn { color: #b54708; }
         .student { display: flex; align-items: center; gap: .75rem; margin-top: .75rem; min-height: 4.5rem; }
