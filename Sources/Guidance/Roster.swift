@@ -11,6 +11,9 @@ public struct School: Sendable, Equatable {
     public let reasons: [String: Reason]
     public let reasonOrder: [String]
 
+    /// The school's reasons in its order, as teachers pick them.
+    public var orderedReasons: [Reason] { reasonOrder.compactMap { reasons[$0] } }
+
     public func reason(_ code: String) -> Reason? { reasons[code] }
 }
 

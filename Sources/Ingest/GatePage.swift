@@ -32,11 +32,8 @@ struct GatePage: Sendable {
             let grades: [IngestHandlers.Classes.Grade]
             let reasons: [Reason]
         }
-        let grades = roster.seats(school: school).map { grade, classes in
-            IngestHandlers.Classes.Grade(grade: grade, classes: classes.map { IngestHandlers.Classes.Class(classNumber: $0.classNumber, numbers: $0.numbers) })
-        }
-        let reasons = roster.school(school).map { school in school.reasonOrder.compactMap { school.reasons[$0] } } ?? []
-        let encoded = (try? JSONEncoder().encode(Data(grades: grades, reasons: reasons))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let data = Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? [])
+        let encoded = (try? JSONEncoder().encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         // "</script" inside the data must not end the block.
         return "<script type=\"application/json\" id=\"school-data\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
     }

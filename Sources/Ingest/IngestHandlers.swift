@@ -44,6 +44,13 @@ struct IngestHandlers: Sendable {
         }
         let schoolId: String
         let grades: [Grade]
+
+        /// The school's seats as grades of classes of numbers, each level sorted.
+        static func grades(_ roster: Roster, school: String) -> [Grade] {
+            roster.seats(school: school).map { grade, classes in
+                Grade(grade: grade, classes: classes.map { Class(classNumber: $0.classNumber, numbers: $0.numbers) })
+            }
+        }
     }
 
     /// The school's grades, classes and student numbers, for the gate page's
@@ -51,10 +58,7 @@ struct IngestHandlers: Sendable {
     @Sendable func classes(_ request: Request, _ caller: Caller) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         guard caller.roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
-        let grades = caller.roster.seats(school: schoolID).map { grade, classes in
-            Classes.Grade(grade: grade, classes: classes.map { Classes.Class(classNumber: $0.classNumber, numbers: $0.numbers) })
-        }
-        return .json(Classes(schoolId: schoolID, grades: grades))
+        return .json(Classes(schoolId: schoolID, grades: Classes.grades(caller.roster, school: schoolID)))
     }
 
     struct Reasons: Encodable, Sendable {
@@ -66,7 +70,7 @@ struct IngestHandlers: Sendable {
     @Sendable func reasons(_ request: Request, _ caller: Caller) async throws -> Response {
         let schoolID = request.parameter("schoolId")
         guard let school = caller.roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
-        return .json(Reasons(schoolId: schoolID, items: school.reasonOrder.compactMap { school.reasons[$0] }))
+        return .json(Reasons(schoolId: schoolID, items: school.orderedReasons))
     }
 
     @Sendable func lookUpStudent(_ request: Request, _ caller: Caller) async throws -> Response {
