@@ -94,16 +94,33 @@ public enum Timestamp {
     /// `YYYY-MM-DD` of the instant in `zone`.
     public static func localDate(_ seconds: Double, in zone: TimeZone) -> String {
         let (year, month, day) = civilFromDays(local(seconds, in: zone).day)
+        return dateString(year, month, day)
+    }
+
+    /// `YYYY-MM-DD`.
+    public static func dateString(_ year: Int, _ month: Int, _ day: Int) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(10)
         appendDate(year, month, day, to: &text)
         return String(decoding: text, as: UTF8.self)
     }
 
-    /// `HH:MM` of the instant in `zone`.
-    public static func localTime(_ seconds: Double, in zone: TimeZone) -> String {
+    /// The instant as teachers read a clock in `zone`: `오전 8:18`, `오후 2:28`
+    /// (the pages write the same with `ko-KR`'s `hour: 'numeric'`).
+    public static func koreanTime(_ seconds: Double, in zone: TimeZone) -> String {
         let minuteOfDay = local(seconds, in: zone).minuteOfDay
-        return pad(minuteOfDay / 60, 2) + ":" + pad(minuteOfDay % 60, 2)
+        let hour = minuteOfDay / 60
+        let twelve = hour % 12 == 0 ? 12 : hour % 12
+        return (hour < 12 ? "오전 " : "오후 ") + String(twelve) + ":" + pad(minuteOfDay % 60, 2)
+    }
+
+    /// `2026-12-01` as teachers write a day: `12월 1일(화)`; the text itself
+    /// when it is not a date.
+    public static func koreanDay(_ date: String) -> String {
+        guard let (year, month, day) = parseDate(date) else { return date }
+        let weekdays = ["목", "금", "토", "일", "월", "화", "수"]
+        let days = daysFromCivil(year: year, month: month, day: day)
+        return "\(month)월 \(day)일(\(weekdays[((days % 7) + 7) % 7]))"
     }
 
     /// Parses `YYYY-MM-DD` into its parts.

@@ -59,7 +59,7 @@ struct DigestMail {
         ]
         let link = self.link
         var plain = digest.text
-        if let link { plain += "\n\n웹에서 보기: \(link)" }
+        if let link { plain += "\n\n알림함에서 보기: \(link)" }
         let lines = headers + [
             "",
             "--\(boundary)",
@@ -78,41 +78,36 @@ struct DigestMail {
         return Array(lines.joined(separator: "\r\n").utf8)
     }
 
-    /// The digest as a table, grouped by class.
+    /// The digest for a phone's mail app: the same words as the text (one
+    /// `DigestText`), each entry a short block rather than a table row, grouped
+    /// by class.
     func html(link: String?) -> String {
-        let added = digest.entries.filter { $0.change == .added }
-        let removed = digest.entries.filter { $0.change == .removed }
+        let text = DigestText(digest, school: school)
         var out = """
             <!DOCTYPE html>
-            <html lang="ko"><head><meta charset="utf-8"><title>\(escape(digest.subject))</title></head>
-            <body style="font-family:sans-serif">
+            <html lang="ko"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escape(digest.subject))</title></head>
+            <body style="font-family:sans-serif;line-height:1.5;word-break:keep-all;max-width:40em;margin:0 auto;padding:0 .5em">
             <h1 style="font-size:1.2em">\(escape(digest.subject))</h1>
 
             """
-        for paragraph in digest.text.split(separator: "\n", omittingEmptySubsequences: false).prefix(while: { !$0.isEmpty }) {
-            out += "<p>\(escape(String(paragraph)))</p>\n"
-        }
-        for (title, part) in [("추가", added), ("취소", removed)] where !part.isEmpty {
-            if digest.revision > 1 { out += "<h2 style=\"font-size:1em\">\(title) \(part.count)건</h2>\n" }
-            out += "<table style=\"border-collapse:collapse\" border=\"1\" cellpadding=\"4\">\n"
-            out += "<thead><tr><th>반</th><th>번호</th><th>이름</th><th>사유</th><th>시각</th></tr></thead>\n<tbody>\n"
+        for sentence in text.introduction { out += "<p>\(escape(sentence))</p>\n" }
+        for section in text.sections {
+            if let heading = section.heading { out += "<h2 style=\"font-size:1.05em\">\(escape(heading))</h2>\n" }
             var currentClass: Int?
-            for entry in part {
-                if digest.scope == .grade && entry.student.classNumber != currentClass {
+            for entry in section.entries {
+                if entry.student.classNumber != currentClass {
                     currentClass = entry.student.classNumber
-                    out += "<tr><th colspan=\"5\" style=\"text-align:left\">\(entry.student.grade)학년 \(entry.student.classNumber)반</th></tr>\n"
+                    out += "<h3 style=\"font-size:1em;margin:1em 0 .25em\">\(entry.student.grade)학년 \(entry.student.classNumber)반</h3>\n"
                 }
-                var reason = entry.reason.label
-                if let detail = entry.reason.detail, !detail.isEmpty { reason += " (\(detail))" }
-                out += "<tr><td>\(entry.student.classNumber)반</td><td>\(entry.student.number)번</td><td>\(escape(entry.student.name))</td>"
-                out += "<td>\(escape(reason))</td><td>\(DigestText.localTime(entry.occurredAt, school: school))</td></tr>\n"
+                let struck = entry.change == .removed ? "text-decoration:line-through;" : ""
+                out += "<p style=\"margin:0;padding:.4em 0;border-top:1px solid #d5dae1\">"
+                out += "<b style=\"\(struck)\">\(entry.student.number)번 \(escape(entry.student.name))</b> · \(escape(text.reason(entry)))<br>"
+                out += "<span style=\"color:#5b6472\">\(text.time(entry))\(text.frequency(entry).map { " · " + $0 } ?? "")</span></p>\n"
             }
-            out += "</tbody></table>\n"
         }
-        if let summary = digest.text.split(separator: "\n").last(where: { $0.hasPrefix("사유별:") }) {
-            out += "<p>\(escape(String(summary)))</p>\n"
-        }
-        if let link { out += "<p><a href=\"\(escape(link))\">웹에서 보기</a></p>\n" }
+        if let summary = text.summary { out += "<p>\(escape(summary))</p>\n" }
+        if let link { out += "<p><a href=\"\(escape(link))\">알림함에서 보기</a></p>\n" }
         return out + "</body></html>\n"
     }
 

@@ -21,8 +21,9 @@ struct DigestPlanner: Sendable {
             let reported = state.reported[recipient] ?? []
             let currentIDs = Set(current.map(\.guidanceId))
             let reportedIDs = Set(reported.map(\.guidanceId))
-            let entries = (current.filter { !reportedIDs.contains($0.guidanceId) }.map(added)
-                + reported.filter { !currentIDs.contains($0.guidanceId) }.map(removed))
+            let frequency = { (student: StudentRef) in state.frequencies[student.studentId] ?? Frequency(thisWeek: 0, thisMonth: 0) }
+            let entries = (current.filter { !reportedIDs.contains($0.guidanceId) }.map { added($0, frequency($0.student)) }
+                + reported.filter { !currentIDs.contains($0.guidanceId) }.map { removed($0, frequency($0.student)) })
                 .sorted(by: DigestPlanner.order)
             guard !entries.isEmpty else { return nil }
             let revision = (state.revisions[recipient] ?? 0) + 1
@@ -43,13 +44,18 @@ struct DigestPlanner: Sendable {
         record.student.grade == recipient.grade && (recipient.classNumber == nil || record.student.classNumber == recipient.classNumber)
     }
 
-    private func added(_ record: GuidanceRecord) -> DigestEntry {
-        DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
+    private func added(_ record: GuidanceRecord, _ frequency: Frequency) -> DigestEntry {
+        DigestEntry(
+            guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added,
+            frequency: frequency)
     }
 
-    /// An entry told before, taken back as it was told.
-    private func removed(_ told: DigestEntry) -> DigestEntry {
-        DigestEntry(guidanceId: told.guidanceId, student: told.student, reason: told.reason, occurredAt: told.occurredAt, change: .removed)
+    /// An entry told before, taken back as it was told, with the student's
+    /// counts as they are now (the cancelled guidance no longer in them).
+    private func removed(_ told: DigestEntry, _ frequency: Frequency) -> DigestEntry {
+        DigestEntry(
+            guidanceId: told.guidanceId, student: told.student, reason: told.reason, occurredAt: told.occurredAt, change: .removed,
+            frequency: frequency)
     }
 
     static func order(_ a: DigestEntry, _ b: DigestEntry) -> Bool {
@@ -58,69 +64,113 @@ struct DigestPlanner: Sendable {
     }
 }
 
-/// The Korean subject and body of a digest, readable as a message.
+/// A digest in the words teachers use (docs/design.md, "Words"), the one
+/// place they are chosen for every channel: the subject, the plain text
+/// (inbox, e-mail, webhooks) and the parts the HTML e-mail lays out. A
+/// digest is a day's 교문 지도 명단; a later revision is its `N차 정정`, whose
+/// entries are 추가된 기록 and 취소된 기록.
 struct DigestText {
-    let subject: String
-    let body: String
+    let school: School
+    let date: String
+    let recipient: Recipient
+    let revision: Int
+    let entries: [DigestEntry]
+    let counts: [String: Int]
 
     init(school: School, date: String, recipient: Recipient, revision: Int, entries: [DigestEntry], counts: [String: Int]) {
-        let day = DigestText.dayLabel(date)
+        self.school = school
+        self.date = date
+        self.recipient = recipient
+        self.revision = revision
+        self.entries = entries
+        self.counts = counts
+    }
+
+    init(_ digest: Digest, school: School) {
+        self.init(school: school, date: digest.date, recipient: digest.recipient, revision: digest.revision, entries: digest.entries, counts: digest.counts)
+    }
+
+    /// `1차 정정` for the second revision; nil for the first. The pages
+    /// write the same from `revision`.
+    static func amendmentName(revision: Int) -> String? {
+        revision > 1 ? "\(revision - 1)차 정정" : nil
+    }
+
+    /// "12월 1일(화) 1학년 3반 교문 지도 명단"
+    var title: String {
         let group = recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
+        return "\(Timestamp.koreanDay(date)) \(group) 교문 지도 명단"
+    }
+
+    var subject: String {
+        let added = entries.count { $0.change == .added }
+        let removed = entries.count { $0.change == .removed }
+        guard let amendment = DigestText.amendmentName(revision: revision) else {
+            return "[\(school.name)] \(title) \(added)건"
+        }
+        let changes = [added > 0 ? "추가 \(added)건" : nil, removed > 0 ? "취소 \(removed)건" : nil].compactMap { $0 }
+        return "[\(school.name)] \(title) \(amendment): \(changes.joined(separator: ", "))"
+    }
+
+    /// The opening sentences.
+    var introduction: [String] {
+        if let amendment = DigestText.amendmentName(revision: revision) {
+            return ["\(title)의 \(amendment)입니다. 바뀐 기록만 적었습니다."]
+        }
+        return ["\(title)입니다."] + (recipient.scope == .grade ? ["아래 학생들을 봉사활동 명단에 올려 주세요."] : [])
+    }
+
+    /// The entries in order, under a heading in an amendment: added first, then cancelled.
+    var sections: [(heading: String?, entries: [DigestEntry])] {
         let added = entries.filter { $0.change == .added }
         let removed = entries.filter { $0.change == .removed }
-        var lines: [String] = []
-        if revision == 1 {
-            subject = "[\(school.name)] \(day) \(group) 교문 지도 \(added.count)건"
-            lines.append("\(day) \(group) 교문 지도 명단입니다.")
-            if recipient.scope == .grade {
-                lines.append("아래 학생들을 봉사활동 명단에 올려 주세요.")
-            }
-        } else {
-            var changes: [String] = []
-            if !added.isEmpty { changes.append("추가 \(added.count)건") }
-            if !removed.isEmpty { changes.append("취소 \(removed.count)건") }
-            subject = "[\(school.name)] [정정 \(revision)판] \(day) \(group) 교문 지도 \(changes.joined(separator: ", "))"
-            lines.append("\(day) \(group) 교문 지도 명단 정정(\(revision)판)입니다. 바뀐 내용만 적었습니다.")
-        }
-        for (title, part) in [("추가", added), ("취소", removed)] where !part.isEmpty {
+        guard revision > 1 else { return [(nil, added)] }
+        return [("추가된 기록 \(added.count)건", added), ("취소된 기록 \(removed.count)건 (교문에서 지운 기록)", removed)].filter { !$0.entries.isEmpty }
+    }
+
+    /// "사유별: 복장 불량 3건 · 실내화 미착용 1건"; nil without added entries.
+    var summary: String? {
+        guard !counts.isEmpty else { return nil }
+        let parts = school.reasonOrder.compactMap { code in counts[code].map { "\(school.reason(code)?.label ?? code) \($0)건" } }
+        return "사유별: " + parts.joined(separator: " · ")
+    }
+
+    var body: String {
+        var lines = introduction
+        for section in sections {
             lines.append("")
-            if revision > 1 { lines.append("■ \(title)") }
+            if let heading = section.heading { lines.append("■ " + heading) }
             var currentClass: Int?
-            for entry in part {
+            for entry in section.entries {
                 if recipient.scope == .grade && entry.student.classNumber != currentClass {
                     currentClass = entry.student.classNumber
                     lines.append("[\(entry.student.classNumber)반]")
                 }
-                lines.append("• " + DigestText.line(entry, zone: school))
+                lines.append("• " + line(entry))
             }
         }
-        if !counts.isEmpty {
-            let summary = school.reasonOrder.compactMap { code in
-                counts[code].map { "\(school.reason(code)?.label ?? code) \($0)건" }
-            }
-            lines.append("")
-            lines.append("사유별: " + summary.joined(separator: " · "))
-        }
-        body = lines.joined(separator: "\n")
+        if let summary { lines += ["", summary] }
+        return lines.joined(separator: "\n")
     }
 
-    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 07:52"
-    static func line(_ entry: DigestEntry, zone school: School) -> String {
-        var reason = entry.reason.label
-        if let detail = entry.reason.detail, !detail.isEmpty { reason += " (\(detail))" }
-        return "\(entry.student.number)번 \(entry.student.name) — \(reason), \(localTime(entry.occurredAt, school: school))"
+    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회"
+    func line(_ entry: DigestEntry) -> String {
+        "\(entry.student.number)번 \(entry.student.name) — \(reason(entry)), \(time(entry))" + (frequency(entry).map { " · " + $0 } ?? "")
     }
 
-    static func localTime(_ occurredAt: String, school: School) -> String {
-        guard let instant = Timestamp.parse(occurredAt) else { return occurredAt }
-        return Timestamp.localTime(instant, in: school.timeZone)
+    /// "기타 (길에 껌을 뱉음)"
+    func reason(_ entry: DigestEntry) -> String {
+        guard let detail = entry.reason.detail, !detail.isEmpty else { return entry.reason.label }
+        return "\(entry.reason.label) (\(detail))"
     }
 
-    /// "2026-11-30" → "11월 30일(월)"
-    static func dayLabel(_ date: String) -> String {
-        guard let (year, month, day) = Timestamp.parseDate(date) else { return date }
-        let weekdays = ["목", "금", "토", "일", "월", "화", "수"]
-        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
-        return "\(month)월 \(day)일(\(weekdays[((days % 7) + 7) % 7]))"
+    /// "오전 7:52" on the school's clock.
+    func time(_ entry: DigestEntry) -> String {
+        Timestamp.parse(entry.occurredAt).map { Timestamp.koreanTime($0, in: school.timeZone) } ?? entry.occurredAt
+    }
+
+    /// "이번 주 2회 · 이번 달 3회"; nil for entries written before it was counted.
+    func frequency(_ entry: DigestEntry) -> String? {
+        entry.frequency.map { "이번 주 \($0.thisWeek)회 · 이번 달 \($0.thisMonth)회" }
     }
 }

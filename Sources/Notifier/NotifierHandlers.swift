@@ -46,19 +46,27 @@ struct NotifierHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
-        let records = try await available {
-            try await blocking { try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass) }
+        let (records, frequencies) = try await available {
+            try await blocking {
+                (try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+                 try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
+            }
         }
-        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records) { roster.teachers[$0]?.name })
+        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records, frequencies: frequencies) { roster.teachers[$0]?.name })
     }
 
     /// `{date, items, schoolId}` written straight into one buffer: a busy
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
-    static func guidanceList(school: String, date: String, _ records: [GuidanceRecord], teacherName: (String) -> String?) -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + records.count * 340)
+    static func guidanceList(
+        school: String, date: String, _ records: [GuidanceRecord], frequencies: [String: Frequency], teacherName: (String) -> String?
+    ) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + records.count * 380)
         writer.field("date", date)
         writer.array("items", records) { writer, record in
+            // Every listed guidance is active, so its student has at least one.
+            let frequency = frequencies[record.student.studentId] ?? Frequency(thisWeek: 1, thisMonth: 1)
+            writer.object("frequency") { frequency.write(to: &$0) }
             writer.field("guidanceId", record.guidanceId)
             writer.field("occurredAt", record.occurredAt)
             writer.object("reason") { record.reason.write(to: &$0) }

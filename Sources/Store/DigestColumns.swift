@@ -13,6 +13,7 @@ enum DigestColumns {
             writer.object("reason") { entry.reason.write(to: &$0) }
             writer.field("occurredAt", entry.occurredAt)
             writer.field("change", entry.change.rawValue)
+            if let frequency = entry.frequency { writer.object("frequency") { frequency.write(to: &$0) } }
         }, as: UTF8.self)
     }
 
@@ -39,8 +40,10 @@ enum DigestColumns {
             guard let change = DigestEntry.Change(rawValue: changeName) else {
                 throw FieldError(field: "change", message: "'\(changeName)' is neither added nor removed")
             }
+            let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
             entries.append(DigestEntry(
-                guidanceId: try fields.string("guidanceId"), student: student, reason: reason, occurredAt: try fields.string("occurredAt"), change: change))
+                guidanceId: try fields.string("guidanceId"), student: student, reason: reason, occurredAt: try fields.string("occurredAt"),
+                change: change, frequency: frequency))
         }
         return entries
     }
@@ -50,5 +53,17 @@ enum DigestColumns {
         var counts: [String: Int] = [:]
         for key in object.object.keys { counts[key] = try object.integer(key) }
         return counts
+    }
+}
+
+extension Frequency {
+    /// As the digests' stored entries, the inbox API and the lists write it.
+    public func write(to writer: inout JSONWriter) {
+        writer.field("thisWeek", thisWeek)
+        writer.field("thisMonth", thisMonth)
+    }
+
+    init(json fields: JSONFields) throws(FieldError) {
+        self.init(thisWeek: try fields.integer("thisWeek"), thisMonth: try fields.integer("thisMonth"))
     }
 }

@@ -63,6 +63,30 @@ public struct Recipient: Sendable, Hashable {
     }
 }
 
+/// How often a student was stopped: the active guidances of the school-local
+/// week (Monday to Sunday) and month of a date, up to and including that date.
+/// A deletion lowers both.
+public struct Frequency: Sendable, Equatable, Codable {
+    public let thisWeek: Int
+    public let thisMonth: Int
+
+    public init(thisWeek: Int, thisMonth: Int) {
+        self.thisWeek = thisWeek
+        self.thisMonth = thisMonth
+    }
+
+    /// The days counted for `date` (`YYYY-MM-DD`): from the week's Monday,
+    /// from the month's first, both through `date`; nil for a malformed date.
+    public static func window(of date: String) -> (weekStart: String, monthStart: String)? {
+        guard let (year, month, day) = Timestamp.parseDate(date) else { return nil }
+        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
+        let monday = days - ((days + 3) % 7 + 7) % 7
+        let (weekYear, weekMonth, weekDay) = Timestamp.civilFromDays(monday)
+        return (Timestamp.dateString(weekYear, weekMonth, weekDay), Timestamp.dateString(year, month, 1))
+    }
+}
+
 public struct DigestEntry: Sendable, Equatable, Codable {
     public enum Change: String, Sendable, Codable {
         case added, removed
@@ -73,13 +97,17 @@ public struct DigestEntry: Sendable, Equatable, Codable {
     public let reason: ReasonRef
     public let occurredAt: String
     public let change: Change
+    /// The student's guidances this week and month as of the digest's day,
+    /// when it was written; nil in digests written before it was counted.
+    public let frequency: Frequency?
 
-    public init(guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change) {
+    public init(guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil) {
         self.guidanceId = guidanceId
         self.student = student
         self.reason = reason
         self.occurredAt = occurredAt
         self.change = change
+        self.frequency = frequency
     }
 }
 
@@ -134,11 +162,15 @@ public struct DeliveryState: Sendable {
     public let reported: [Recipient: [DigestEntry]]
     /// The newest revision each recipient has for the date.
     public let revisions: [Recipient: Int]
+    /// Each student's guidances this week and month, by student id (a
+    /// student the day's entries name and who has none left is absent: 0).
+    public let frequencies: [String: Frequency]
 
-    public init(active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int]) {
+    public init(active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:]) {
         self.active = active
         self.reported = reported
         self.revisions = revisions
+        self.frequencies = frequencies
     }
 }
 
@@ -182,6 +214,11 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// Active guidances of a school-local date, ordered by grade, class,
     /// number and time.
     func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord]
+
+    /// Each student's `Frequency` as of `date`, by student id, for the
+    /// students seated in the grade and class given (nil: all); students
+    /// without an active guidance in the window are absent.
+    func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency]
 
     /// For each run, all or nothing: reads the delivery state of its school
     /// and date, lets `plan` turn it into new digests, writes them with what

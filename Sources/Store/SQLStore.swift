@@ -393,6 +393,36 @@ public final class SQLStore: GuidanceStore {
             """, [.text(school), .text(date), grade.sql, classNumber.sql])
     }
 
+    public func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
+        guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else { return [:] }
+        return try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            var frequencies: [String: Frequency] = [:]
+            try database.forEachRow(statement.sql, statement.parameters) { row in SQLStore.addFrequency(row, to: &frequencies) }
+            return frequencies
+        }
+    }
+
+    /// Counts by student over the days of `Frequency.window`, through the
+    /// day index (a month of a school's days, not its whole history).
+    private static func frequenciesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement? {
+        guard let (weekStart, monthStart) = Frequency.window(of: date) else { return nil }
+        return SQLStatement("""
+            SELECT g.student_id,
+                   SUM(CASE WHEN g.local_date >= $3 THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN g.local_date >= $4 THEN 1 ELSE 0 END)
+            FROM guidances g
+            WHERE g.school_id = $1 AND g.local_date >= $2 AND g.local_date <= $5 AND g.registered = 1 AND g.deleted = 0
+              AND (CAST($6 AS INTEGER) IS NULL OR g.grade = CAST($6 AS INTEGER))
+              AND (CAST($7 AS INTEGER) IS NULL OR g.class_number = CAST($7 AS INTEGER))
+            GROUP BY g.student_id
+            """, [.text(school), .text(min(weekStart, monthStart)), .text(weekStart), .text(monthStart), .text(date), grade.sql, classNumber.sql])
+    }
+
+    private static func addFrequency(_ row: [SQLValue], to frequencies: inout [String: Frequency]) {
+        guard let student = row[0].string else { return }
+        frequencies[student] = Frequency(thisWeek: row[1].int ?? 0, thisMonth: row[2].int ?? 0)
+    }
+
     public func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
@@ -442,12 +472,14 @@ public final class SQLStore: GuidanceStore {
             activeGuidancesStatement(school: school, date: date, grade: nil, classNumber: nil),
             SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)]),
         ]
+        if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) { statements.append(frequencies) }
         let locked = database.lockStatement([SQLStore.dayKey(school, date)], exclusive: true)
         if let locked { statements.insert(locked, at: 0) }
         let first = locked == nil ? 0 : 1
         var active: [GuidanceRecord] = []
         var told: [Recipient: [String: DigestEntry]] = [:]
         var revisions: [Recipient: Int] = [:]
+        var frequencies: [String: Frequency] = [:]
         try database.savepoint(statements) { (index: Int, row: [SQLValue]) throws(StoreError) in
             switch index - first {
             case 0:
@@ -466,11 +498,13 @@ public final class SQLStore: GuidanceStore {
                 for entry in entries {
                     told[recipient, default: [:]][entry.guidanceId] = entry.change == .added ? entry : nil
                 }
+            case 2:
+                SQLStore.addFrequency(row, to: &frequencies)
             default:
                 break
             }
         }
-        return DeliveryState(active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions)
+        return DeliveryState(active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies)
     }
 
     /// Every revision of a school's date, oldest first. Found through

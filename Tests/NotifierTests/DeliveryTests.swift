@@ -83,7 +83,7 @@ final class DeliveryTests: XCTestCase {
             XCTAssertEqual(mail["messageId"] as? String, "<\(digestID)@school.example>")
             XCTAssertEqual(mail["subject"] as? String, digest["subject"]?.string, "the subject decodes to the digest's")
             let plain = (mail["plain"] as? String ?? "").replacingOccurrences(of: "\r\n", with: "\n")
-            XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n웹에서 보기: https://notifier.school.example/digests/\(digestID)")
+            XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n알림함에서 보기: https://notifier.school.example/digests/\(digestID)")
             XCTAssertEqual(mail["contentType"] as? String, "multipart/alternative")
             XCTAssertEqual(mail["from"] as? String, "guidance@school.example")
             XCTAssertTrue((mail["fromHeader"] as? String ?? "").contains("학생부 알림"), "\(mail)")
@@ -93,7 +93,7 @@ final class DeliveryTests: XCTestCase {
         XCTAssertTrue((hr12["toHeader"] as? String ?? "").contains("담임12"))
         XCTAssertTrue((hr12["plain"] as? String ?? "").contains("길에 껌을 뱉음 <b>&</b>"), "Korean and markup intact in the text")
         XCTAssertTrue((hr12["html"] as? String ?? "").contains("길에 껌을 뱉음 &lt;b&gt;&amp;&lt;/b&gt;"), "escaped in the HTML")
-        XCTAssertTrue((hr12["html"] as? String ?? "").contains("<table"))
+        XCTAssertTrue((hr12["html"] as? String ?? "").contains("이번 주 1회 · 이번 달 1회"), "how often, in the HTML too")
 
         let sent = try await waitForDeliveries(harness) { $0.filter { $0["status"]?.string == "sent" }.count == 4 }
         XCTAssertEqual(sent.count, 4, "\(sent)")
@@ -110,7 +110,7 @@ final class DeliveryTests: XCTestCase {
         let revised = try XCTUnwrap(all.first { ($0["digestId"] as? String) == "sa.2026-11-21.t-hr-1-1.class.r2" })
         XCTAssertEqual(revised["inReplyTo"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
         XCTAssertEqual(revised["references"] as? String, "<sa.2026-11-21.t-hr-1-1.class.r1@school.example>")
-        XCTAssertTrue((revised["subject"] as? String ?? "").contains("[정정 2판]"))
+        XCTAssertTrue((revised["subject"] as? String ?? "").contains("1차 정정"))
         XCTAssertEqual(Set(messageIDs(all)).count, 6, "one message per revision and recipient")
     }
 

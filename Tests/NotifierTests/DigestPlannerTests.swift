@@ -36,10 +36,13 @@ final class DigestPlannerTests: XCTestCase {
         DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
     }
 
-    private func plan(active: [GuidanceRecord], reported: [Recipient: [GuidanceRecord]] = [:], revisions: [Recipient: Int] = [:]) -> [String: Digest] {
+    private func plan(
+        active: [GuidanceRecord], reported: [Recipient: [GuidanceRecord]] = [:], revisions: [Recipient: Int] = [:],
+        frequencies: [String: Frequency] = [:]
+    ) -> [String: Digest] {
         let digests = DigestPlanner(roster: DigestPlannerTests.roster).plan(
             school: school, date: "2026-11-30",
-            state: DeliveryState(active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions),
+            state: DeliveryState(active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions, frequencies: frequencies),
             createdAt: "2026-11-30T00:00:00Z")
         return Dictionary(uniqueKeysWithValues: digests.map { ($0.teacherId, $0) })
     }
@@ -88,26 +91,44 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(digests["vd1"]?.revision, 1, "the grade's first digest lists everything active")
     }
 
-    func testTheTextNamesTheDayInKoreanAndTimesInTheSchoolsZone() {
+    /// One vocabulary (docs/design.md, "Words"): 교문 지도 명단, `N차 정정`,
+    /// 추가된 기록 / 취소된 기록, `오전 7:52` on the school's clock, and how often
+    /// the student was stopped this week and month.
+    func testTheTextNamesTheDayTheTimeAndHowOftenInTeachersWords() {
         let a = record("a", "s111", "others", detail: "길에 껌을 뱉음", at: "2026-11-29T22:52:00Z")
-        let c = record("c", "s121", "noShoes", at: "2026-11-29T23:05:00Z")
-        let grade = plan(active: [a, c])["vd1"]!
-        XCTAssertEqual(grade.subject, "[한빛고] 11월 30일(월) 1학년 교문 지도 2건")
+        let c = record("c", "s121", "noShoes", at: "2026-11-30T05:05:00Z")
+        let frequencies = ["s111": Frequency(thisWeek: 2, thisMonth: 4), "s121": Frequency(thisWeek: 1, thisMonth: 1)]
+        let grade = plan(active: [a, c], frequencies: frequencies)["vd1"]!
+        XCTAssertEqual(grade.subject, "[한빛고] 11월 30일(월) 1학년 교문 지도 명단 2건")
         XCTAssertEqual(grade.text, """
             11월 30일(월) 1학년 교문 지도 명단입니다.
             아래 학생들을 봉사활동 명단에 올려 주세요.
 
             [1반]
-            • 1번 김민지 — 기타 (길에 껌을 뱉음), 07:52
+            • 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 4회
             [2반]
-            • 1번 박지우 — 실내화 없음, 08:05
+            • 1번 박지우 — 실내화 없음, 오후 2:05 · 이번 주 1회 · 이번 달 1회
 
             사유별: 실내화 없음 1건 · 기타 1건
             """)
+        XCTAssertEqual(grade.entries.map(\.frequency), [frequencies["s111"], frequencies["s121"]])
         let class11 = Recipient(teacherId: "hr11", scope: .class, grade: 1, classNumber: 1)
-        let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1])["hr11"]!
-        XCTAssertEqual(amendment.subject, "[한빛고] [정정 2판] 11월 30일(월) 1학년 1반 교문 지도 취소 1건")
-        XCTAssertTrue(amendment.text.contains("■ 취소\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 07:52"), amendment.text)
+        // The guidance was deleted: the cancelled entry carries the counts without it.
+        let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(thisWeek: 1, thisMonth: 3)])["hr11"]!
+        XCTAssertEqual(amendment.subject, "[한빛고] 11월 30일(월) 1학년 1반 교문 지도 명단 1차 정정: 취소 1건")
+        XCTAssertTrue(amendment.text.hasPrefix("11월 30일(월) 1학년 1반 교문 지도 명단의 1차 정정입니다."), amendment.text)
+        XCTAssertTrue(amendment.text.contains("■ 취소된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 1회 · 이번 달 3회"), amendment.text)
+        XCTAssertEqual(DigestText.amendmentName(revision: 3), "2차 정정")
+    }
+
+    func testClockTimesReadAsTeachersSayThem() throws {
+        let seoul = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
+        let cases = ["2026-11-29T15:05:00Z": "오전 12:05", "2026-11-29T23:18:00Z": "오전 8:18", "2026-11-30T03:00:00Z": "오후 12:00", "2026-11-30T05:28:00Z": "오후 2:28"]
+        for (instant, expected) in cases {
+            XCTAssertEqual(Timestamp.koreanTime(try XCTUnwrap(Timestamp.parse(instant)), in: seoul), expected, instant)
+        }
+        XCTAssertEqual(Timestamp.koreanDay("2026-12-01"), "12월 1일(화)")
+        XCTAssertEqual(Timestamp.koreanDay("not a day"), "not a day")
     }
 
     // MARK: - EventDecoder

@@ -6,12 +6,14 @@ import XCTest
 
 /// A digest's entries and counts columns: what `JSONEncoder` wrote before
 /// (rows of earlier versions) reads back, and what is written now reads the
-/// same with `JSONDecoder`.
+/// same with `JSONDecoder`. An entry written before `frequency` was counted
+/// (the second) reads back without it.
 final class DigestColumnsTests: XCTestCase {
     private let entries = [
         DigestEntry(
             guidanceId: "a", student: StudentRef(studentId: "s1", grade: 1, classNumber: 3, number: 12, name: "김\"민지\"\n"),
-            reason: ReasonRef(code: "others", label: "기타", detail: "교문 앞 \\ 껌"), occurredAt: "2026-11-30T07:52:10Z", change: .added),
+            reason: ReasonRef(code: "others", label: "기타", detail: "교문 앞 \\ 껌"), occurredAt: "2026-11-30T07:52:10Z", change: .added,
+            frequency: Frequency(thisWeek: 2, thisMonth: 5)),
         DigestEntry(
             guidanceId: "b", student: StudentRef(studentId: "s2", grade: 1, classNumber: 3, number: 13, name: "이서준"),
             reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-30T07:53:00Z", change: .removed),

@@ -52,6 +52,30 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-12-01", grade: nil, classNumber: nil).count, 0)
     }
 
+    /// How often a student was stopped, as of a day: the week from its
+    /// Monday and the month from its first, through that day, active
+    /// guidances only; the same counts reach a digest run's plan.
+    func frequenciesCountTheWeekAndMonthOfTheDay() throws {
+        let store = try makeStore()
+        // 2026-12-02 is a Wednesday: its week began on Monday 11-30, in November.
+        let days = ["g1": "2026-11-27", "g2": "2026-11-30", "g3": "2026-12-01", "g4": "2026-12-02", "g5": "2026-12-02", "g6": "2026-12-03"]
+        _ = try store.apply(days.map { .registered(record($0.key, date: $0.value)) })
+        _ = try store.apply([.registered(record("o1", number: 7, date: "2026-12-02")), .registered(record("x1", school: "sb", date: "2026-12-02"))])
+        let student = "s1312"
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(thisWeek: 4, thisMonth: 3))
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-11-30", grade: 1, classNumber: 3)[student], Frequency(thisWeek: 1, thisMonth: 2))
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)["s137"], Frequency(thisWeek: 1, thisMonth: 1))
+        XCTAssertNil(try store.frequencies(school: "sa", date: "2026-12-02", grade: 2, classNumber: nil)[student], "outside the scope asked")
+        _ = try store.apply([deletion("g4")])
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(thisWeek: 3, thisMonth: 2), "a deletion lowers both")
+        let seen = Mutex<[String: Frequency]>([:])
+        _ = try store.deliver(school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z", plan: { state in
+            seen.withLock { $0 = state.frequencies }
+            return []
+        }, targets: { _ in [] })
+        XCTAssertEqual(seen.withLock { $0 }, [student: Frequency(thisWeek: 3, thisMonth: 2), "s137": Frequency(thisWeek: 1, thisMonth: 1)])
+    }
+
     /// The first registration of an id wins; a retry is a no-op; other
     /// content and other schools are kept out and reported.
     func aGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws {
@@ -342,6 +366,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
+    func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     /// What a digest run and the dispatcher look up by day or channel is
@@ -415,6 +440,7 @@ final class PostgresStoreTests: XCTestCase {
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
+    func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     /// Statements are prepared once per session; when the server ends the
