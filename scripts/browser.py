@@ -190,3 +190,44 @@ def axe(driver, source):
         "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}}).then((r) => done(r.violations.map((v) => v.id + ': ' + "
         "v.nodes.map((n) => n.target.join(' ')).join(', ')))).catch((e) => done(['axe failed: ' + e]));", AXE_TAGS)
     return result
+
+
+CONTRAST = """
+const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+const luminance = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+const ratio = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const behind = (node) => { for (let n = node.parentElement; n; n = n.parentElement) { const c = rgb(getComputedStyle(n).backgroundColor); if (c.length === 3 || c[3] > 0.9) return c.slice(0, 3); } return [255, 255, 255]; };
+const weak = [];
+// The focus ring every control shows (the style sheet's :focus-visible rule).
+const rule = [...document.styleSheets].flatMap((sheet) => [...sheet.cssRules]).find((r) => r.selectorText === ':focus-visible');
+if (!rule || !rule.style.outlineColor) weak.push('no :focus-visible outline in the style sheet');
+const probe = document.createElement('span');
+probe.style.color = rule ? rule.style.outlineColor : 'transparent';
+document.body.append(probe);
+const ringColour = rgb(getComputedStyle(probe).color);
+probe.remove();
+for (const node of document.querySelectorAll('button, input, textarea, select, summary, a')) {
+  if (!node.offsetParent) continue;
+  const style = getComputedStyle(node);
+  const label = node.tagName + ' ' + (node.textContent.trim() || node.id);
+  const around = behind(node);
+  if (parseFloat(style.borderTopWidth) > 0 && ratio(rgb(style.borderTopColor), around) < 3) weak.push(label + ' border ' + style.borderTopColor);
+  if (ratio(ringColour, around) < 3) weak.push(label + ' focus ring ' + ringColour);
+}
+return weak;
+"""
+
+
+def tidiness(driver, source):
+    """What a page in its current state gets wrong, as lines: axe-core's
+    violations (wcag2a … wcag22aa); control borders and the focus ring under
+    3:1 against what is around them (WCAG 1.4.11, 2.4.13); buttons, summaries
+    and links smaller than 44×44 px."""
+    problems = axe(driver, source)
+    problems += [f"contrast: {weak}" for weak in driver.execute_script(CONTRAST)]
+    problems += [f"target: {small}" for small in driver.execute_script(
+        "return [...document.querySelectorAll('button, summary, a')].filter((e) => e.offsetParent)"
+        ".map((e) => [e.textContent.trim(), e.getBoundingClientRect()]).filter(([, r]) => r.width < 44 || r.height < 44)"
+        ".map(([t, r]) => t + ' ' + Math.round(r.width) + 'x' + Math.round(r.height))")]
+    return problems

@@ -20,6 +20,8 @@ struct DeliveryHandlers: Sendable {
         let deliveryId: String
         let digestId: String
         let teacherId: String
+        /// The roster's name for the teacher, for the admin's page; null when the roster no longer lists them.
+        let teacherName: String?
         let channel: Channel
         let target: String
         let status: Delivery.Status
@@ -28,10 +30,11 @@ struct DeliveryHandlers: Sendable {
         let nextAttemptAt: String?
         let sentAt: String?
 
-        init(_ delivery: Delivery) {
+        init(_ delivery: Delivery, teacherName: String?) {
             deliveryId = delivery.deliveryId
             digestId = delivery.digestId
             teacherId = delivery.teacherId
+            self.teacherName = teacherName
             channel = delivery.channel
             target = delivery.target
             status = delivery.status
@@ -47,6 +50,7 @@ struct DeliveryHandlers: Sendable {
             try container.encode(deliveryId, forKey: .deliveryId)
             try container.encode(digestId, forKey: .digestId)
             try container.encode(teacherId, forKey: .teacherId)
+            try container.encode(teacherName, forKey: .teacherName)
             try container.encode(channel, forKey: .channel)
             try container.encode(target, forKey: .target)
             try container.encode(status, forKey: .status)
@@ -57,7 +61,7 @@ struct DeliveryHandlers: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case deliveryId, digestId, teacherId, channel, target, status, attempts, lastError, nextAttemptAt, sentAt
+            case deliveryId, digestId, teacherId, teacherName, channel, target, status, attempts, lastError, nextAttemptAt, sentAt
         }
     }
 
@@ -77,7 +81,8 @@ struct DeliveryHandlers: Sendable {
         let deliveries = try await NotifierHandlers.available(logger: logger) {
             try await blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
         }
-        return .json(List(items: deliveries.map(Item.init)))
+        let roster = caller.roster
+        return .json(List(items: deliveries.map { Item($0, teacherName: roster.teachers[$0.teacherId]?.name) }))
     }
 
     struct Requeued: Encodable, Sendable {

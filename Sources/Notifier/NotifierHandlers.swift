@@ -4,11 +4,14 @@ import HTTP
 import Kafka
 import ServiceSupport
 import Store
+import Web
 
 /// The teachers' read side: guidance lists, inboxes, and digest runs.
 struct NotifierHandlers: Sendable {
     let store: any GuidanceStore
     let runner: DigestRunner
+    /// Where the pages load each listed student's photo from.
+    let photos: StudentPhotos
     let logger: Logger
 
     /// Every route takes any teacher; each handler narrows to what the
@@ -52,14 +55,19 @@ struct NotifierHandlers: Sendable {
                  try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
             }
         }
-        return .json(written: NotifierHandlers.guidanceList(school: schoolID, date: date, records, frequencies: frequencies) { roster.teachers[$0]?.name })
+        let photos = self.photos
+        return .json(written: NotifierHandlers.guidanceList(
+            school: schoolID, date: date, records, frequencies: frequencies,
+            photo: { roster.student(school: schoolID, id: $0.studentId).flatMap(photos.url(for:)) },
+            teacherName: { roster.teachers[$0]?.name }))
     }
 
     /// `{date, items, schoolId}` written straight into one buffer: a busy
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
     static func guidanceList(
-        school: String, date: String, _ records: [GuidanceRecord], frequencies: [String: Frequency], teacherName: (String) -> String?
+        school: String, date: String, _ records: [GuidanceRecord], frequencies: [String: Frequency],
+        photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + records.count * 380)
         writer.field("date", date)
@@ -69,6 +77,7 @@ struct NotifierHandlers: Sendable {
             writer.object("frequency") { frequency.write(to: &$0) }
             writer.field("guidanceId", record.guidanceId)
             writer.field("occurredAt", record.occurredAt)
+            writer.field("photoUrl", photo(record.student))
             writer.object("reason") { record.reason.write(to: &$0) }
             writer.field("recordedBy", record.recordedBy)
             writer.field("recordedByName", teacherName(record.recordedBy))
@@ -91,7 +100,9 @@ struct NotifierHandlers: Sendable {
         let store = self.store
         let digests = try await available { try await blocking { try store.inbox(teacher: teacherID) } }
         let unread = digests.filter { !$0.read }
-        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map(DigestJSON.init)))
+        let (roster, photos) = (caller.roster, self.photos)
+        let photo = { @Sendable (school: String, student: String) in roster.student(school: school, id: student).flatMap(photos.url(for:)) }
+        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map { DigestJSON($0, photo: photo) }))
     }
 
     @Sendable func markRead(_ request: Request, _ caller: Caller) async throws -> Response {

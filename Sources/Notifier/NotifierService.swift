@@ -70,9 +70,10 @@ public final class NotifierService: Sendable {
                 HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
             }
         }
-        NotifierHandlers(store: store, runner: runner, logger: logger).routes(into: &routes)
+        let photos = StudentPhotos(rosterDirectory: roster.directory)
+        NotifierHandlers(store: store, runner: runner, photos: photos, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
-        StudentPhotos(rosterDirectory: roster.directory).routes(into: &routes)
+        photos.routes(into: &routes)
         let signIn = SignIn(
             title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
             logger: logger.with(["part": "web"]))

@@ -26,28 +26,23 @@ struct TeacherPage: Sendable {
         }
     }
 
+    /// One column on a phone: an admin's work first (sending today's lists,
+    /// what failed), then the day; a homeroom or volunteer-duty teacher's
+    /// 알림함 first, then their scope's day. Admins receive no lists, so they
+    /// get no 알림함.
     private func render(_ teacher: Teacher, _ roster: Roster, opening digestID: String?) -> Response {
+        let admin = teacher.role == .admin
         let main = """
             <main class="columns">
-            <section class="card" aria-labelledby="inbox-title">
-            <h2 id="inbox-title">받은 다이제스트 <span id="unread-count" class="badge" hidden></span></h2>
-            <ul id="inbox" class="plain"></ul>
-            <p id="inbox-empty" class="meta" hidden>아직 받은 다이제스트가 없습니다.</p>
-            <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
-            </section>
-            <section class="card" id="digest" hidden aria-labelledby="digest-subject">
-            <h2 id="digest-subject" tabindex="-1"></h2>
-            <p id="digest-meta" class="meta"></p>
-            <div id="digest-body"></div>
-            <div class="actions"><button type="button" id="digest-close" class="secondary">목록으로</button></div>
-            </section>
+            \(admin ? TeacherPage.adminSection : TeacherPage.inboxSection)
             <section class="card" aria-labelledby="today-title">
-            <h2 id="today-title">오늘의 지도</h2>
+            <h2 id="today-title" tabindex="-1">오늘 명단 <span id="today-date" class="meta"></span></h2>
             <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters(teacher, roster))</div></fieldset>
+            <label for="today-search">이름으로 찾기</label>
+            <input type="search" id="today-search" autocomplete="off" enterkeyhint="search">
             <div id="today-body"></div>
             <p id="today-status" class="status" role="status" aria-live="polite"></p>
             </section>
-            \(teacher.role == .admin ? TeacherPage.adminSection : "")
             </main>
             """
         var data = [("role", teacher.role.rawValue)]
@@ -87,12 +82,28 @@ struct TeacherPage: Sendable {
         return "/digests/" + (digestID.addingPercentEncoding(withAllowedCharacters: segment) ?? "")
     }
 
+    private static let inboxSection = """
+        <section class="card" aria-labelledby="inbox-title">
+        <h2 id="inbox-title" tabindex="-1">알림함 <span id="unread-count" class="badge" hidden></span></h2>
+        <ul id="inbox" class="plain"></ul>
+        <p id="inbox-empty" class="meta" hidden>아직 받은 명단이 없습니다. 교문 지도 명단은 매일 정해진 시각에 옵니다.</p>
+        <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+        <section class="card" id="digest" hidden aria-labelledby="digest-subject">
+        <h2 id="digest-subject" tabindex="-1"></h2>
+        <p id="digest-meta" class="meta"></p>
+        <div id="digest-body"></div>
+        <div class="actions"><button type="button" id="digest-close" class="secondary">알림함으로</button></div>
+        </section>
+        """
+
     private static let adminSection = """
         <section class="card" aria-labelledby="admin-title">
         <h2 id="admin-title">관리</h2>
-        <div class="actions"><button type="button" id="run">오늘 다이제스트 실행</button></div>
+        <p class="meta">오늘 명단을 담임과 봉사 지도 교사에게 지금 보냅니다. 정해진 시각에도 저절로 보내집니다.</p>
+        <div class="actions"><button type="button" id="run">오늘 명단 보내기</button></div>
         <p id="run-status" class="status" role="status" aria-live="polite"></p>
-        <h3>실패한 발송</h3>
+        <h3 id="failed-title" tabindex="-1">보내지 못한 알림</h3>
         <ul id="failed" class="plain"></ul>
         <p id="failed-empty" class="meta">없습니다.</p>
         <p id="failed-status" class="status" role="status" aria-live="polite"></p>

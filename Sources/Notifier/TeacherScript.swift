@@ -1,9 +1,12 @@
 import Web
 
 extension TeacherPage {
-    /// The teacher page's behaviour: the inbox, a digest opened and marked
-    /// read, today's list by the chosen filter, and the admin's run button
-    /// and failed deliveries.
+    /// The teacher page's behaviour: the 알림함 and a list opened from it
+    /// (marked read), today's 명단 by the chosen filter with a search by name
+    /// and 50 rows at a time, and the admin's run button and failed
+    /// deliveries. Entries are rows that fit a phone: photo, name and seat,
+    /// reason, time and how often, the detail beneath. Every action leaves
+    /// focus somewhere sensible.
     static let script = Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: #"""
         'use strict';
         (() => {
@@ -12,13 +15,69 @@ extension TeacherPage {
           const data = document.body.dataset;
           const inboxURL = '/v1/teachers/' + encodeURIComponent(data.teacher) + '/inbox';
           const schoolURL = '/v1/schools/' + encodeURIComponent(data.school);
+          const PAGE = 50;
           let digests = [];
+          let openedId = null;
+          let today = { date: '', items: [] };
+          let shown = PAGE;
+
+          // The one name of an amendment, as the e-mail subject writes it.
+          const amendmentName = (revision) => (revision > 1 ? (revision - 1) + '차 정정' : '');
+          const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
+          const often = (f) => (f ? '이번 주 ' + f.thisWeek + '회 · 이번 달 ' + f.thisMonth + '회' : '');
+
+          function photo(url, name) {
+            if (!url) return G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1));
+            const img = G.el('img', { class: 'thumb', src: url, alt: '', loading: 'lazy', decoding: 'async' });
+            img.addEventListener('error', () => img.replaceWith(G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1))));
+            return img;
+          }
+
+          // One entry as a row: photo, name and number, time; reason and how often; the detail beneath.
+          function row(entry) {
+            const s = entry.student;
+            const removed = entry.change === 'removed';
+            return G.el('li', { class: 'entry' + (removed ? ' removed' : ''), tabindex: '-1' },
+              photo(entry.photoUrl, s.name),
+              G.el('div', { class: 'entry-text' },
+                G.el('p', { class: 'entry-head' },
+                  G.el('span', { class: 'who' }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
+                  G.el('span', { class: 'time' }, G.clock(entry.occurredAt))),
+                G.el('p', { class: 'entry-reason' },
+                  removed ? G.el('span', { class: 'tag' }, '취소') : null,
+                  G.el('span', { class: 'reason' }, entry.reason.label),
+                  entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null),
+                entry.reason.detail ? G.el('p', { class: 'detail' }, entry.reason.detail) : null));
+          }
+
+          // Entries grouped by class (grade, class order), newest first in each, with counts.
+          function grouped(entries, limit) {
+            const groups = new Map();
+            for (const entry of entries) {
+              const name = seatName(entry.student);
+              if (!groups.has(name)) groups.set(name, { key: entry.student.grade * 1000 + entry.student.classNumber, entries: [] });
+              groups.get(name).entries.push(entry);
+            }
+            const nodes = [];
+            let left = limit;
+            for (const [name, group] of [...groups].sort((a, b) => a[1].key - b[1].key)) {
+              if (left <= 0) break;
+              group.entries.sort((a, b) => (a.occurredAt < b.occurredAt ? 1 : a.occurredAt > b.occurredAt ? -1 : 0));
+              const visible = group.entries.slice(0, left);
+              left -= visible.length;
+              nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + '건')));
+              nodes.push(G.el('ul', { class: 'entries' }, ...visible.map(row)));
+            }
+            return nodes;
+          }
+
+          // --- 알림함 ---
 
           async function loadInbox() {
             try {
               digests = (await G.api('GET', inboxURL)).items;
             } catch (error) {
-              G.say('inbox-status', '받은 다이제스트를 불러오지 못했습니다. ' + G.message(error), 'warn');
+              G.say('inbox-status', '알림함을 불러오지 못했습니다. ' + G.message(error), 'warn');
               return;
             }
             G.say('inbox-status', '');
@@ -32,41 +91,30 @@ extension TeacherPage {
             $('inbox-empty').hidden = digests.length > 0;
             $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
               G.el('div', {},
-                G.el('button', { type: 'button', class: 'link', onclick: () => open(digest.digestId) }, digest.subject),
-                G.el('div', { class: 'meta' }, digest.date + (digest.revision > 1 ? ' · 수정 ' + (digest.revision - 1) : '')
-                  + ' · ' + (digest.read ? '읽음' : '읽지 않음'))))));
+                G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, digest.subject),
+                G.el('div', { class: 'meta' }, [G.day(digest.date), amendmentName(digest.revision), digest.read ? '읽음' : '읽지 않음']
+                  .filter(Boolean).join(' · '))))));
           }
-
-          function groupName(student) { return student.grade + '학년 ' + student.classNumber + '반'; }
 
           async function open(digestId) {
             const digest = digests.find((d) => d.digestId === digestId);
             if (!digest) {
-              G.say('inbox-status', '이 다이제스트를 찾을 수 없습니다. 다른 교사의 것이거나 주소가 잘못되었습니다.', 'warn');
+              G.say('inbox-status', '이 명단을 찾을 수 없습니다. 다른 교사에게 간 명단이거나 주소가 잘못되었습니다.', 'warn');
+              $('inbox-title').focus();
               return;
             }
+            openedId = digestId;
             const amendment = digest.revision > 1;
-            const groups = new Map();
-            for (const entry of digest.entries) {
-              const name = groupName(entry.student);
-              if (!groups.has(name)) groups.set(name, []);
-              groups.get(name).push(entry);
-            }
+            const added = digest.entries.filter((e) => e.change !== 'removed');
+            const removed = digest.entries.filter((e) => e.change === 'removed');
             const body = [];
             if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
-            for (const [name, entries] of groups) {
-              body.push(G.el('h3', {}, name));
-              body.push(G.el('table', {},
-                G.el('thead', {}, G.el('tr', {}, ...['번호', '이름', '사유', '시각'].concat(amendment ? ['변경'] : []).map((h) => G.el('th', { scope: 'col' }, h)))),
-                G.el('tbody', {}, ...entries.map((entry) => G.el('tr', { class: entry.change === 'removed' ? 'removed' : '' },
-                  G.el('td', {}, entry.student.number),
-                  G.el('td', {}, entry.student.name),
-                  G.el('td', { class: 'detail' }, entry.reason.label + (entry.reason.detail ? ' — ' + entry.reason.detail : '')),
-                  G.el('td', {}, G.clock(entry.occurredAt)),
-                  amendment ? G.el('td', {}, entry.change === 'removed' ? '삭제' : '추가') : null)))));
-            }
+            if (amendment && added.length) body.push(G.el('h3', { class: 'section' }, '추가된 기록 ' + added.length + '건'));
+            body.push(...grouped(added, Infinity));
+            if (removed.length) body.push(G.el('h3', { class: 'section' }, '취소된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
+            body.push(...grouped(removed, Infinity));
             $('digest-subject').textContent = digest.subject;
-            $('digest-meta').textContent = digest.date + (amendment ? ' · 수정본 ' + (digest.revision - 1) : '') + ' · ' + digest.entries.length + '건';
+            $('digest-meta').textContent = [G.day(digest.date), amendmentName(digest.revision)].filter(Boolean).join(' · ');
             $('digest-body').replaceChildren(...body);
             $('digest').hidden = false;
             $('digest-subject').focus();
@@ -82,57 +130,104 @@ extension TeacherPage {
             }
           }
 
-          $('digest-close').addEventListener('click', () => {
+          function closeDigest() {
             $('digest').hidden = true;
             history.replaceState(null, '', '/');
-          });
+            const back = openedId && document.querySelector('#inbox button[data-digest="' + CSS.escape(openedId) + '"]');
+            (back || $('inbox-title')).focus();
+          }
+
+          // --- 오늘 명단 ---
 
           async function loadToday() {
             const chosen = document.querySelector('input[name=filter]:checked');
             const query = chosen ? chosen.value : '';
             try {
-              const list = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
+              today = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
               G.say('today-status', '');
-              renderToday(list);
             } catch (error) {
-              G.say('today-status', '오늘의 지도를 불러오지 못했습니다. ' + G.message(error), 'warn');
-            }
-          }
-
-          function renderToday(list) {
-            if (list.items.length === 0) {
-              $('today-body').replaceChildren(G.el('p', { class: 'meta' }, list.date + ': 등록된 지도가 없습니다.'));
+              G.say('today-status', '오늘 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
               return;
             }
-            $('today-body').replaceChildren(
-              G.el('p', { class: 'meta' }, list.date + ' · ' + list.items.length + '건'),
-              G.el('table', {},
-                G.el('thead', {}, G.el('tr', {}, ...['학년·반', '번호', '이름', '사유', '시각'].map((h) => G.el('th', { scope: 'col' }, h)))),
-                G.el('tbody', {}, ...list.items.map((item) => G.el('tr', {},
-                  G.el('td', {}, groupName(item.student)),
-                  G.el('td', {}, item.student.number),
-                  G.el('td', {}, item.student.name),
-                  G.el('td', { class: 'detail' }, item.reason.label + (item.reason.detail ? ' — ' + item.reason.detail : '')),
-                  G.el('td', {}, G.clock(item.occurredAt)))))));
+            shown = PAGE;
+            renderToday();
           }
 
+          function matching() {
+            const wanted = $('today-search').value.trim();
+            return wanted ? today.items.filter((item) => item.student.name.includes(wanted)) : today.items;
+          }
+
+          function renderToday(focusFrom) {
+            $('today-date').textContent = today.date ? G.day(today.date) : '';
+            const items = matching();
+            const searching = $('today-search').value.trim() !== '';
+            const nodes = [];
+            if (today.items.length === 0) {
+              nodes.push(G.el('p', { class: 'meta' }, '등록된 지도가 없습니다.'));
+            } else if (items.length === 0) {
+              nodes.push(G.el('p', { class: 'meta' }, '찾는 이름이 없습니다.'));
+            } else {
+              nodes.push(G.el('p', { class: 'meta' }, (searching ? '찾은 기록 ' : '모두 ') + items.length + '건'));
+              nodes.push(...grouped(items, shown));
+              if (items.length > shown) {
+                nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'more', onclick: more },
+                  '더 보기 (남은 ' + (items.length - shown) + '건)')));
+              }
+            }
+            $('today-body').replaceChildren(...nodes);
+            if (focusFrom !== undefined) {
+              const rows = $('today-body').querySelectorAll('li.entry');
+              (rows[focusFrom] || $('today-title')).focus();
+            }
+          }
+
+          function more() {
+            const before = $('today-body').querySelectorAll('li.entry').length;
+            shown += PAGE;
+            renderToday(before);
+          }
+
+          let searchTimer = 0;
+          $('today-search').addEventListener('input', () => {
+            clearTimeout(searchTimer);
+            searchTimer = setTimeout(() => { shown = PAGE; renderToday(); }, 150);
+          });
           $('filters').addEventListener('change', loadToday);
 
+          // --- 관리 ---
+
+          let running = false;
           async function run() {
             const button = $('run');
-            button.disabled = true;
-            G.say('run-status', '다이제스트를 만드는 중…');
+            if (running) return;
+            running = true;
+            // aria-disabled, not disabled: a disabled button loses focus to <body>.
+            button.setAttribute('aria-disabled', 'true');
+            G.say('run-status', '명단을 만들어 보내는 중…');
             try {
               const answer = await G.api('POST', '/v1/digests/run', {});
               const written = answer.runs.reduce((sum, r) => sum + r.digests, 0);
-              G.say('run-status', (answer.runs[0] ? answer.runs[0].date + ': ' : '') + '다이제스트 ' + written + '개를 만들었습니다.', 'ok');
-              loadInbox();
+              const day = answer.runs[0] ? G.day(answer.runs[0].date) + ' ' : '';
+              G.say('run-status', written ? day + '명단 ' + written + '개를 보냈습니다.' : day + '새로 보낼 명단이 없습니다. 바뀐 기록이 없습니다.', 'ok');
               loadFailed();
             } catch (error) {
-              G.say('run-status', '실행하지 못했습니다. ' + G.message(error), 'warn');
+              G.say('run-status', '보내지 못했습니다. ' + G.message(error), 'warn');
             } finally {
-              button.disabled = false;
+              running = false;
+              button.removeAttribute('aria-disabled');
             }
+          }
+
+          // Why a delivery failed, in words an admin can act on; the raw reply stays in the server's log.
+          function failure(item) {
+            const error = item.lastError || '';
+            const status = /^HTTP (\d+)/.exec(error);
+            if (status) return '받는 서버가 거절했습니다(응답 ' + status[1] + '). 학교 담당자에게 웹훅 설정을 확인해 달라고 하세요.';
+            if (/^gave up/.test(error)) return '여러 번 보냈지만 받는 서버에 닿지 못했습니다.';
+            if (/not an e-mail address/.test(error)) return '명부의 이메일 주소가 올바르지 않습니다.';
+            if (/roster|webhooks\.csv/.test(error)) return '명부에서 받을 곳이 없어졌습니다.';
+            return item.channel === 'email' ? '메일 서버가 받지 않았습니다. 주소를 확인하세요.' : '받는 서버가 받지 않았습니다.';
           }
 
           async function loadFailed() {
@@ -140,33 +235,36 @@ extension TeacherPage {
             try {
               items = (await G.api('GET', schoolURL + '/deliveries?status=failed&limit=50')).items;
             } catch (error) {
-              G.say('failed-status', '실패한 발송을 불러오지 못했습니다. ' + G.message(error), 'warn');
+              G.say('failed-status', '보내지 못한 알림을 불러오지 못했습니다. ' + G.message(error), 'warn');
               return;
             }
             $('failed-empty').hidden = items.length > 0;
             $('failed').replaceChildren(...items.map((item) => G.el('li', {},
               G.el('div', {},
-                G.el('div', {}, item.teacherId + ' · ' + (item.channel === 'email' ? '이메일' : '웹훅') + ' · ' + item.target),
-                G.el('div', { class: 'meta' }, '시도 ' + item.attempts + '회 · ' + (item.lastError || ''))),
+                G.el('div', {}, (item.teacherName || '명부에 없는 교사') + ' · ' + (item.channel === 'email' ? '이메일' : '웹훅')),
+                G.el('div', { class: 'meta' }, '시도 ' + item.attempts + '회 · ' + failure(item))),
               G.el('button', { type: 'button', class: 'secondary', onclick: () => retry(item) }, '다시 보내기'))));
           }
 
           async function retry(item) {
             try {
               await G.api('POST', schoolURL + '/deliveries/' + encodeURIComponent(item.deliveryId) + '/retry');
-              G.say('failed-status', '다시 보내도록 했습니다: ' + item.teacherId, 'ok');
+              G.say('failed-status', (item.teacherName || '') + ' 선생님께 다시 보내도록 했습니다.', 'ok');
             } catch (error) {
               G.say('failed-status', '다시 보내지 못했습니다. ' + G.message(error), 'warn');
             }
-            loadFailed();
+            await loadFailed();
+            $('failed-title').focus();
           }
 
           if (data.role === 'admin') {
             $('run').addEventListener('click', run);
             loadFailed();
+          } else {
+            $('digest-close').addEventListener('click', closeDigest);
+            loadInbox().then(() => { if (data.open) open(data.open); });
           }
           loadToday();
-          loadInbox().then(() => { if (data.open) open(data.open); });
         })();
         """#)
 }

@@ -19,8 +19,18 @@ public struct Asset: Sendable {
         etag = "\"" + SHA256.hex(SHA256.hash(body)).prefix(16) + "\""
     }
 
-    /// The style sheet and the script every page shares.
-    public static let shared = [styleSheet, commonScript]
+    /// The style sheet, the script and the icon every page shares.
+    public static let shared = [styleSheet, commonScript, icon]
+
+    /// The tab's and home screen's icon: a school gate, drawn (no font needed).
+    static let icon = Asset(name: "icon.svg", contentType: "image/svg+xml", text: """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">\
+        <rect width="64" height="64" rx="14" fill="#1f5fbf"/>\
+        <path d="M12 52V24l20-12 20 12v28h-9V30H21v22z" fill="#fff"/>\
+        <path d="M25 34h14v18H25z" fill="#f2b705"/>\
+        </svg>
+
+        """)
 
     /// Serves `assets` (plus the shared ones) at `/assets/{name}`.
     public static func routes(_ assets: [Asset], into router: inout GuardedRouter) {

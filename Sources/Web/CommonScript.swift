@@ -93,9 +93,18 @@ extension Asset {
           // Times and dates as the school's clock shows them (data-time-zone).
           const timeZone = document.body.dataset.timeZone || undefined;
 
+          // "오전 8:18", as the e-mails write it.
           function clock(iso) {
             const date = new Date(iso);
-            return isNaN(date) ? '' : date.toLocaleTimeString('ko-KR', { hour: '2-digit', minute: '2-digit', timeZone });
+            return isNaN(date) ? '' : date.toLocaleTimeString('ko-KR', { hour: 'numeric', minute: '2-digit', timeZone });
+          }
+
+          // "2026-12-01" -> "12월 1일(화)", as the e-mails write it.
+          function day(text) {
+            const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text || '');
+            if (!parts) return text || '';
+            const date = new Date(Date.UTC(+parts[1], +parts[2] - 1, +parts[3]));
+            return (+parts[2]) + '월 ' + (+parts[3]) + '일(' + '일월화수목금토'[date.getUTCDay()] + ')';
           }
 
           // The school's date today, YYYY-MM-DD.
@@ -105,7 +114,7 @@ extension Asset {
 
           const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-          return { api, ApiError, message, el, say, uuid, clock, today, sleep };
+          return { api, ApiError, message, el, say, uuid, clock, day, today, sleep };
         })();
         """#)
 }

@@ -28,6 +28,7 @@ public enum Page {
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(HTML.escape(title))</title>
+            <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
             <link rel="stylesheet" href="/assets/style.css">
             \(scripts)
             </head>

@@ -10,7 +10,7 @@ extension Asset {
         h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
         .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .25rem .75rem; padding: .5rem 1rem; background: var(--card); border-bottom: 1px solid var(--line); }
         .bar .who { margin: 0; color: var(--muted); flex: 1 1 12rem; font-size: .9rem; word-break: keep-all; }
-        body { word-break: keep-all; overflow-wrap: anywhere; }
+        body { word-break: keep-all; overflow-wrap: break-word; }
         .bar form { margin: 0; }
         main { padding: 1rem; display: grid; gap: 1rem; max-width: 72rem; margin: 0 auto; }
         main.narrow { max-width: 26rem; padding-top: 3rem; }
@@ -24,14 +24,15 @@ extension Asset {
         .seat { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: .5rem; }
         main > * { min-width: 0; }
         .choices { display: flex; flex-wrap: wrap; gap: .5rem; }
-        .choices label { font-weight: 400; margin: 0; display: flex; align-items: center; gap: .4rem; padding: .55rem .8rem; border: 1px solid var(--line); border-radius: 2rem; background: #fff; cursor: pointer; }
+        .choices label { font-weight: 400; margin: 0; display: flex; align-items: center; gap: .4rem; min-height: 2.75rem; padding: .4rem .9rem; border: 1px solid #6b7280; border-radius: 2rem; background: #fff; cursor: pointer; white-space: nowrap; }
         .choices input { width: 1.1rem; height: 1.1rem; margin: 0; }
-        button { min-height: 2.75rem; padding: .5rem 1rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; font-weight: 600; cursor: pointer; }
+        button { min-height: 2.75rem; min-width: 2.75rem; white-space: nowrap; padding: .5rem 1rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; font-weight: 600; cursor: pointer; }
         button.secondary { background: #e7ebf0; color: var(--ink); border: 1px solid #6b7280; }
         button.danger { background: #fde8e7; color: var(--danger); border: 1px solid var(--danger); }
-        button.link { background: none; color: var(--accent); padding: 0; min-height: 0; text-align: left; font-weight: 600; text-decoration: underline; }
-        button:disabled { opacity: .55; cursor: default; }
-        :focus-visible { outline: 3px solid #c2410c; outline-offset: 2px; }
+        button.link { background: none; color: var(--accent); padding: .25rem 0; text-align: left; font-weight: 600; text-decoration: underline; white-space: normal; }
+        button:disabled, button[aria-disabled=true] { opacity: .55; cursor: default; }
+        :focus-visible { outline: 3px solid #1d2430; outline-offset: 2px; }
+        [tabindex="-1"]:focus { outline: 3px solid #1d2430; outline-offset: 2px; }
         .actions { display: flex; gap: .5rem; margin-top: 1rem; align-items: center; flex-wrap: wrap; }
         .error { color: var(--danger); margin: .25rem 0 0; min-height: 1.25rem; }
         .error:empty { min-height: 0; }
@@ -44,6 +45,7 @@ extension Asset {
         .student .name { font-size: 1.3rem; font-weight: 700; }
         ul.plain { list-style: none; margin: 0; padding: 0; }
         ul.plain li { display: flex; gap: .75rem; align-items: center; justify-content: space-between; padding: .6rem 0; border-top: 1px solid var(--line); }
+        ul.plain li > button { flex: none; }
         ul.plain li:first-child { border-top: 0; }
         .meta { color: var(--muted); font-size: .9rem; }
         .badge { display: inline-block; padding: 0 .5rem; border-radius: 1rem; background: var(--accent); color: #fff; font-size: .8rem; font-weight: 700; }
@@ -52,7 +54,23 @@ extension Asset {
         th, td { text-align: left; padding: .45rem .35rem; border-top: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
         th { font-size: .85rem; color: var(--muted); font-weight: 600; }
         td.detail { white-space: normal; overflow-wrap: anywhere; width: 100%; }
-        .removed td { text-decoration: line-through; color: var(--muted); }
+        ul.entries { list-style: none; margin: 0; padding: 0; }
+        li.entry { display: flex; gap: .6rem; align-items: flex-start; padding: .5rem 0; border-top: 1px solid var(--line); }
+        li.entry:first-child { border-top: 0; }
+        .thumb { width: 2.75rem; height: 2.75rem; border-radius: 50%; flex: none; object-fit: cover; background: #dbe7fb; color: var(--accent); display: grid; place-items: center; font-weight: 700; }
+        .entry-text { flex: 1; min-width: 0; }
+        .entry-text p { margin: 0; }
+        .entry-head { display: flex; justify-content: space-between; gap: .5rem; align-items: baseline; }
+        .entry-seat, .entry-head .time, .often { color: var(--muted); font-size: .9rem; }
+        .entry-head .time { flex: none; }
+        .entry-reason { display: flex; flex-wrap: wrap; gap: 0 .6rem; align-items: baseline; }
+        .entry .detail { font-size: .9rem; color: var(--ink); background: var(--bg); border-radius: .25rem; padding: .15rem .4rem; margin-top: .2rem; white-space: pre-wrap; }
+        .tag { font-size: .8rem; font-weight: 700; color: var(--danger); border: 1px solid var(--danger); border-radius: .25rem; padding: 0 .3rem; }
+        li.entry.removed .who strong, li.entry.removed .reason { text-decoration: line-through; }
+        h3.group { display: flex; gap: .5rem; align-items: baseline; border-bottom: 2px solid var(--line); padding-bottom: .25rem; }
+        h3.section { color: var(--accent); }
+        input[type=search] { width: 100%; min-height: 2.75rem; padding: .5rem .6rem; border: 1px solid #6b7280; border-radius: .375rem; background: #fff; margin-bottom: .5rem; }
+        #today-title .meta { font-weight: 400; }
         main.gate { max-width: 40rem; gap: .75rem; padding: .75rem; }
         .banner { margin: 0; padding: .75rem 1rem; background: #fef0c7; color: #7a2e0e; font-weight: 600; border-bottom: 1px solid #b54708; }
         .crumbs { display: flex; align-items: center; gap: .75rem; min-height: 2.75rem; margin-bottom: .5rem; }

@@ -18,8 +18,8 @@ enum DevGuide {
               gate page     \(ingest)/      로그인 링크 for t-gate-01@demo-hs.school.example (the e-mail
                               lands in var/mail/ as an .eml file without SMTP_URL), or 토큰으로 로그인
                               demo-t-gate-01; tap 1학년 → 3반 → 12, a reason, 등록
-              teacher page  \(notifier)/      sign in as demo-t-admin and press 오늘 다이제스트 실행,
-                              then sign out and in as demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it;
+              teacher page  \(notifier)/      sign in as demo-t-admin and press 오늘 명단 보내기,
+                              then sign out and in as demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it in the 알림함;
                               기기 연결 (top bar) shows a code that signs another device in
 
             With curl:

@@ -39,8 +39,8 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(class11.first?["revision"]?.int, 1)
         XCTAssertEqual(class11.first?["counts"]?["others"]?.int, 1)
         let text = class11.first?["text"]?.string ?? ""
-        XCTAssertTrue(text.contains("1번 가가 — 기타 (spat gum on the road), 08:30"), text)
-        XCTAssertTrue(text.contains("2번 가나 — 복장 불량, 08:30"), text)
+        XCTAssertTrue(text.contains("1번 가가 — 기타 (spat gum on the road), 오전 8:30 · 이번 주 1회 · 이번 달 1회"), text)
+        XCTAssertTrue(text.contains("2번 가나 — 복장 불량, 오전 8:30 · 이번 주 1회 · 이번 달 1회"), text)
         XCTAssertTrue((class11.first?["subject"]?.string ?? "").contains("1학년 1반"))
 
         try await assertEqualAsync(await harness.inbox("t-hr-1-2").first?.entryChanges, ["\(c) added"])
@@ -305,7 +305,7 @@ final class NotifierFlowTests: XCTestCase {
         try await assertEqualAsync(await harness.runDigests(school: "sb", date: "2026-11-20").status, 200)
         let inbox = try await harness.inbox("t-hr-b")
         XCTAssertEqual(inbox.first?["date"]?.string, "2026-11-20")
-        XCTAssertTrue((inbox.first?["text"]?.string ?? "").contains("15:30"), "local time in Los Angeles")
+        XCTAssertTrue((inbox.first?["text"]?.string ?? "").contains("오후 3:30"), "local time in Los Angeles")
     }
 
     func testGuidanceListFiltersAndOrders() async throws {
