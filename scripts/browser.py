@@ -101,8 +101,8 @@ class Page:
         self.open(path)
         self.wait(lambda: self.driver.find_elements(By.ID, "token"), "the sign-in form")
         if not self.driver.find_element(By.XPATH, "//details[summary]").get_attribute("open"):
-            self.driver.find_element(By.XPATH, "//summary[normalize-space()='토큰으로 로그인']").click()
-        field = self.driver.find_element(By.XPATH, "//label[normalize-space()='토큰']/following::input[1]")
+            self.driver.find_element(By.XPATH, "//summary[normalize-space()='접속 키로 로그인']").click()
+        field = self.driver.find_element(By.XPATH, "//label[normalize-space()='접속 키']/following::input[1]")
         field.clear()
         field.send_keys(token)
         self.button("로그인").click()

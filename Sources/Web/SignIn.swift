@@ -56,7 +56,7 @@ public struct SignIn: Sendable {
         guard caller.roster.authenticationEnabled else {
             let main = """
                 <main class="narrow"><h1>\(HTML.escape(title))</h1>
-                <p class="error" role="alert">인증이 꺼져 있어(로스터에 tokens.csv 없음) 웹 페이지를 열 수 없습니다. 관리자는 guidance-admin token issue로 토큰을 만드세요.</p></main>
+                <p class="error" role="alert">인증이 꺼져 있어(로스터에 tokens.csv 없음) 웹 페이지를 열 수 없습니다. 관리자는 guidance-admin token issue로 접속 키(토큰)를 만드세요.</p></main>
                 """
             return Page.response(title: title, main: main, status: 503)
         }
@@ -76,10 +76,10 @@ public struct SignIn: Sendable {
         let next = SignIn.localPath(fields["next"])
         if let refusal = policy.attempts.refusal([caller.client]) { return tooMany(refusal, next: next) }
         let token = (fields["token"] ?? "").trimmingWhitespace()
-        guard !token.isEmpty else { return form(next: next, status: 400, errors: [.token: "토큰을 입력하세요."]) }
+        guard !token.isEmpty else { return form(next: next, status: 400, errors: [.token: "접속 키를 입력하세요."]) }
         guard let teacher = caller.roster.teacher(forToken: token) else {
             policy.failed("token", request, client: caller.client)
-            return form(next: next, status: 401, errors: [.token: "토큰이 올바르지 않습니다."])
+            return form(next: next, status: 401, errors: [.token: "접속 키가 올바르지 않습니다."])
         }
         return signedIn(sessions.new(teacher: teacher.id, credential: "token:" + Roster.fingerprint(token: token)), teacher, request, next: next)
     }
@@ -110,7 +110,7 @@ public struct SignIn: Sendable {
         let fields = try request.form()
         let next = SignIn.localPath(fields["next"])
         guard let mail, let publicURL else {
-            return form(next: next, status: 503, errors: [.email: "이 서비스는 메일 로그인이 설정되지 않았습니다(SMTP_URL, 공개 주소). 토큰으로 로그인하세요."])
+            return form(next: next, status: 503, errors: [.email: "이 서비스는 메일 로그인이 설정되지 않았습니다(SMTP_URL, 공개 주소). 접속 키로 로그인하세요."])
         }
         let address = (fields["email"] ?? "").trimmingWhitespace()
         guard MailAddress.isAddress(address) else { return form(next: next, status: 400, errors: [.email: "이메일 주소를 입력하세요(예: kim@school.example)."]) }
@@ -291,9 +291,9 @@ public struct SignIn: Sendable {
             \(field(.code, "code", label: "기기 연결 코드", input: "name=\"code\" type=\"text\" autocomplete=\"one-time-code\" autocapitalize=\"characters\" spellcheck=\"false\" maxlength=\"12\""))
             <button type="submit">코드로 로그인</button>
             </form>
-            <details class="card"\(errors[.token] == nil ? "" : " open")><summary>토큰으로 로그인</summary>
+            <details class="card"\(errors[.token] == nil ? "" : " open")><summary>접속 키로 로그인</summary>
             <form method="post" action="/session">\(hidden)
-            \(field(.token, "token", label: "토큰", input: "name=\"token\" type=\"password\" autocomplete=\"current-password\""))
+            \(field(.token, "token", label: "접속 키", input: "name=\"token\" type=\"password\" autocomplete=\"current-password\""))
             <button type="submit">로그인</button>
             </form></details>
             </main>

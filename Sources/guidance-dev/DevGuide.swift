@@ -16,7 +16,7 @@ enum DevGuide {
 
             In a browser:
               gate page     \(ingest)/      로그인 링크 for t-gate-01@demo-hs.school.example (the e-mail
-                              lands in var/mail/ as an .eml file without SMTP_URL), or 토큰으로 로그인
+                              lands in var/mail/ as an .eml file without SMTP_URL), or 접속 키로 로그인
                               demo-t-gate-01; tap 1학년 → 3반 → 12, a reason, 등록
               teacher page  \(notifier)/      sign in as demo-t-admin and press 오늘 명단 보내기,
                               then sign out and in as demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it in the 알림함;

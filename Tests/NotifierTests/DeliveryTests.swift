@@ -252,6 +252,8 @@ final class DeliveryTests: XCTestCase {
             XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [500, 204], id)
             XCTAssertEqual(attempts.last?["type"] as? String, "digest.created")
             XCTAssertEqual((attempts.last?["digestId"] as? String).map { $0 + ".webhook" }, id)
+            XCTAssertEqual(attempts.last?["frequencies"] as? [[String: Int]], [["thisWeek": 1, "thisMonth": 1]], "how often, in the payload")
+            XCTAssertEqual(attempts.last?["photoUrls"] as? Int, 0, "photos stay in the school's services")
         }
         let inbox = try await harness.inbox("t-hr-1-1")
         XCTAssertEqual(byID["sa.2026-11-21.t-hr-1-1.class.r1.webhook"]?.last?["teacherId"] as? String, inbox.first?["teacherId"]?.string)

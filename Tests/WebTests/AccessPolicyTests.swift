@@ -131,7 +131,7 @@ final class AccessPolicyTests: XCTestCase {
         }
         let wrong = await send(router, "POST", "/session", headers: form, body: "token=wrong+token&next=%2F")
         XCTAssertEqual(wrong.status, 401)
-        XCTAssertTrue(text(wrong).contains("토큰이 올바르지 않습니다."))
+        XCTAssertTrue(text(wrong).contains("접속 키가 올바르지 않습니다."))
         XCTAssertNil(header(wrong, "Set-Cookie"))
         let homeroom = await send(router, "POST", "/session", headers: form, body: "token=hr-a")
         XCTAssertEqual(homeroom.status, 403, "the gate page serves gate teachers only")
@@ -247,7 +247,7 @@ final class AccessPolicyTests: XCTestCase {
         let router = try router()
         let signedOut = await send(router, "GET", "/")
         XCTAssertEqual(signedOut.status, 200)
-        XCTAssertTrue(text(signedOut).contains("<label for=\"token\">토큰</label>"))
+        XCTAssertTrue(text(signedOut).contains("<label for=\"token\">접속 키</label>"))
         XCTAssertTrue(text(signedOut).contains("<label for=\"code\">기기 연결 코드</label>"))
         XCTAssertFalse(text(signedOut).contains("로그인 링크"), "no link form without mail and a public address")
         XCTAssertTrue(text(signedOut).contains("<button type=\"submit\">로그인</button>"))

@@ -2,7 +2,8 @@
 """A webhook receiver for the delivery tests: verifies every request with the
 reference Standard Webhooks library (`standardwebhooks` from PyPI) and
 appends one JSON line per request to --log:
-{"id", "status", "verified", "error", "type", "digestId", "teacherId"}.
+{"id", "status", "verified", "error", "type", "digestId", "teacherId",
+"frequencies" (each entry's), "photoUrls" (how many entries carry one)}.
 
 --secret whsec_...  the secret to verify with (a wrong one must fail)
 --fail-first        answers 500 to the first request of every webhook-id
@@ -43,7 +44,9 @@ class Receiver(BaseHTTPRequestHandler):
         try:
             payload = verifier.verify(body, headers)
             record.update(verified=True, type=payload.get("type"), digestId=payload["data"].get("digestId"),
-                          teacherId=payload["data"].get("teacherId"), timestamp=payload.get("timestamp"))
+                          teacherId=payload["data"].get("teacherId"), timestamp=payload.get("timestamp"),
+                          frequencies=[e.get("frequency") for e in payload["data"].get("entries", [])],
+                          photoUrls=sum(1 for e in payload["data"].get("entries", []) if "photoUrl" in e))
         except Exception as error:  # the library's verification errors
             record["error"] = f"{type(error).__name__}: {error}"
         with lock:
