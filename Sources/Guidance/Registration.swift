@@ -29,10 +29,11 @@ public struct Registration: Sendable, Equatable {
         public var description: String { problems.map(\.description).joined(separator: "; ") }
     }
 
-    /// Whether `occurredAt` lies in the window around `recordedAt`.
-    public static func occurredAtProblem(_ occurredAt: Double, recordedAt: Double) -> String? {
+    /// Whether `occurredAt` lies in the window around `recordedAt`, reaching
+    /// `pastDays` back (`Retention.windowDays`).
+    public static func occurredAtProblem(_ occurredAt: Double, recordedAt: Double, pastDays: Int = pastWindowDays) -> String? {
         if occurredAt > recordedAt + futureTolerance { return "is more than 5 minutes in the future" }
-        if occurredAt < recordedAt - Double(pastWindowDays) * 86_400 { return "is more than \(pastWindowDays) days in the past" }
+        if occurredAt < recordedAt - Double(pastDays) * 86_400 { return "is more than \(pastDays) days in the past" }
         return nil
     }
 }
@@ -43,12 +44,13 @@ extension Roster {
     /// each naming its field as the HTTP contract does.
     public func registration(
         school schoolID: String, grade: Int, classNumber: Int, number: Int,
-        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
+        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double,
+        pastDays: Int = Registration.pastWindowDays
     ) throws(Registration.Invalid) -> Registration {
         try registration(
             school: schoolID, student: student(school: schoolID, grade: grade, classNumber: classNumber, number: number),
             missing: "no student at grade \(grade), class \(classNumber), number \(number)",
-            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt, pastDays: pastDays)
     }
 
     /// The registration of an event ingest accepted: the student found by
@@ -56,7 +58,8 @@ extension Roster {
     /// changed class since is not an error), with the roster's name.
     public func registration(
         school schoolID: String, studentID: String, recordedSeat seat: (grade: Int, classNumber: Int, number: Int),
-        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
+        reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double,
+        pastDays: Int = Registration.pastWindowDays
     ) throws(Registration.Invalid) -> Registration {
         guard [seat.grade, seat.classNumber, seat.number].allSatisfy(Student.seatRange.contains) else {
             throw Registration.Invalid(
@@ -69,12 +72,12 @@ extension Roster {
         }
         return try registration(
             school: schoolID, student: student, missing: "no student '\(studentID)' at this school",
-            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt)
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt, pastDays: pastDays)
     }
 
     private func registration(
         school schoolID: String, student: Student?, missing: String,
-        reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double
+        reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double, pastDays: Int
     ) throws(Registration.Invalid) -> Registration {
         guard let school = school(schoolID) else {
             throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(schoolID)'")], awaitingRoster: true)
@@ -110,7 +113,7 @@ extension Roster {
         default:
             problems.append(FieldError(field: "recordedBy", message: "unknown teacher '\(recordedBy)' at this school"))
         }
-        if let problem = Registration.occurredAtProblem(occurredAt, recordedAt: recordedAt) {
+        if let problem = Registration.occurredAtProblem(occurredAt, recordedAt: recordedAt, pastDays: pastDays) {
             problems.append(FieldError(field: "occurredAt", message: problem))
         }
         guard problems.isEmpty, let student, let reason else {

@@ -97,6 +97,12 @@ public enum Timestamp {
         return dateString(year, month, day)
     }
 
+    /// `YYYY-MM-DD` of a day counted from 1970-01-01.
+    public static func dateString(civil days: Int) -> String {
+        let (year, month, day) = civilFromDays(days)
+        return dateString(year, month, day)
+    }
+
     /// `YYYY-MM-DD`.
     public static func dateString(_ year: Int, _ month: Int, _ day: Int) -> String {
         var text: [UInt8] = []

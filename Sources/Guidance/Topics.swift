@@ -3,17 +3,25 @@ public struct Topics: Sendable, Equatable {
     public var registered: String
     public var deleted: String
     public var deadLetters: String
+    /// Who read which student data (`AccessRecord`), for the notifier to store.
+    public var access: String
 
-    public init(registered: String = "guidance.registered", deleted: String = "guidance.deleted", deadLetters: String = "guidance.dlq") {
+    public init(
+        registered: String = "guidance.registered", deleted: String = "guidance.deleted", deadLetters: String = "guidance.dlq",
+        access: String = "guidance.access"
+    ) {
         self.registered = registered
         self.deleted = deleted
         self.deadLetters = deadLetters
+        self.access = access
     }
 
     /// Topics named with a prefix, so tests can share nothing.
     public init(prefix: String) {
-        self.init(registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", deadLetters: prefix + "guidance.dlq")
+        self.init(
+            registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", deadLetters: prefix + "guidance.dlq",
+            access: prefix + "guidance.access")
     }
 
-    public var all: [String] { [registered, deleted, deadLetters] }
+    public var all: [String] { [registered, deleted, deadLetters, access] }
 }

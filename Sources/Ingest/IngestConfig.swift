@@ -29,6 +29,8 @@ public struct IngestConfig: Sendable {
     public var notifierURL: String?
     /// `LOG_LEVEL`: the least severe level written.
     public var logLevel: Logger.Level = .info
+    /// `RETENTION_DAYS` (how far back `occurredAt` may reach) and the topics' retention.
+    public var retention = Retention()
 
     public init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
         self.http = http
@@ -56,6 +58,7 @@ public struct IngestConfig: Sendable {
         config.mail = try MailSettings.fromEnvironment(environment)
         config.notifierURL = try environment.publicURL("NOTIFIER_URL")
         config.logLevel = try environment.logLevel()
+        config.retention = try Retention.fromEnvironment(environment)
         return config
     }
 }

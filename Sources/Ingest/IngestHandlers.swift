@@ -13,6 +13,10 @@ struct IngestHandlers: Sendable {
     let producer: Producer
     let topics: Topics
     let photos: StudentPhotos
+    /// Every student and class a teacher looks up is recorded.
+    let accessLog: AccessLog
+    /// How far back `occurredAt` may reach (`Retention.windowDays`).
+    let retention: Retention
     /// `NOTIFIER_URL`: where the school's day list is read from; nil: nowhere.
     let notifierURL: String?
     let sessions: Sessions
@@ -83,6 +87,7 @@ struct IngestHandlers: Sendable {
         guard let student = roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: number) else {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
         }
+        accessLog.record(caller, .student, school: schoolID, target: student.id)
         return .json(StudentView(student, photoUrl: photos.url(for: student)))
     }
 
@@ -110,6 +115,7 @@ struct IngestHandlers: Sendable {
             throw HTTPError.notFound("no class \(grade)-\(classNumber) at school '\(schoolID)'")
         }
         let students = seats.numbers.compactMap { roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: $0) }
+        accessLog.record(caller, .classStudents, school: schoolID, target: "\(grade)-\(classNumber)")
         return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
             ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
         }))
@@ -183,7 +189,8 @@ struct IngestHandlers: Sendable {
         do {
             registration = try roster.registration(
                 school: schoolID, grade: body.student.grade, classNumber: body.student.classNumber, number: body.student.number,
-                reasonCode: body.reason.code, detail: body.reason.detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: now)
+                reasonCode: body.reason.code, detail: body.reason.detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: now,
+                pastDays: retention.windowDays)
         } catch {
             throw HTTPError.unprocessable(error.description, errors: error.problems)
         }

@@ -48,9 +48,10 @@ public final class IngestService: Sendable {
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
+        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
-            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory), notifierURL: config.notifierURL,
-            sessions: sessions, metrics: metrics, logger: logger
+            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
+            accessLog: accessLog, retention: config.retention, notifierURL: config.notifierURL, sessions: sessions, metrics: metrics, logger: logger
         ).routes(into: &routes)
         let signIn = SignIn(
             title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,
@@ -89,10 +90,19 @@ public final class IngestService: Sendable {
         logger.info("shut down")
     }
 
+    /// The topics the ingest creates, each kept for its retention: events
+    /// `TOPIC_RETENTION_DAYS`, dead letters `DLQ_RETENTION_DAYS`.
+    static func topicSpecs(_ config: IngestConfig) -> [TopicSpec] {
+        config.topics.all.map { topic in
+            let days = topic == config.topics.deadLetters ? config.retention.deadLetterDays : config.retention.topicDays
+            return TopicSpec(name: topic, partitions: config.partitions, configs: ["retention.ms": String(days * 86_400_000)])
+        }
+    }
+
     /// Topics are created when missing; a broker that is down now only delays
     /// that, it does not stop the service (it answers 503 until Kafka is back).
     private func ensureTopics() async {
-        let specs = config.topics.all.map { TopicSpec(name: $0, partitions: config.partitions) }
+        let specs = IngestService.topicSpecs(config)
         let kafka = config.producer.kafka
         let logger = self.logger
         let partitions = config.partitions

@@ -73,12 +73,12 @@ final class DigestRunner: Sendable {
     /// Why a digest run may not be asked for `date` (`YYYY-MM-DD`), given the
     /// school's `today`: it must be a date, at most a day ahead and at most
     /// `Registration.pastWindowDays` back. Nil when it may.
-    static func dateProblem(_ date: String, today: String) -> String? {
+    static func dateProblem(_ date: String, today: String, pastDays: Int = Registration.pastWindowDays) -> String? {
         guard let asked = Timestamp.parseDate(date), let now = Timestamp.parseDate(today) else { return "must be YYYY-MM-DD" }
         let days = Timestamp.daysFromCivil(year: asked.year, month: asked.month, day: asked.day)
             - Timestamp.daysFromCivil(year: now.year, month: now.month, day: now.day)
         if days > 1 { return "must be at most one day after the school's today (\(today))" }
-        if days < -Registration.pastWindowDays { return "must be at most \(Registration.pastWindowDays) days before the school's today (\(today))" }
+        if days < -pastDays { return "must be at most \(pastDays) days before the school's today (\(today)); older days are past RETENTION_DAYS or the 400-day window" }
         return nil
     }
 

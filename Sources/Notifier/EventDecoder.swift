@@ -12,6 +12,11 @@ import Store
 struct EventDecoder: Sendable {
     let roster: Roster
     let topics: Topics
+    /// Registrations for school days a purge would remove are refused: a
+    /// replay must never bring a purged day back.
+    var retention = Retention()
+    /// Seconds since the epoch, for the school's today.
+    var now: Double = Timestamp.now()
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
         guard let value = message.value else { return .failure(DecodeFailure(reason: "the message's value is null")) }
@@ -26,6 +31,8 @@ struct EventDecoder: Sendable {
                 return registered(try GuidanceRegistered(json: fields))
             case topics.deleted where type == EventType.deleted.rawValue:
                 return deleted(try GuidanceDeleted(json: fields))
+            case topics.access where type == AccessRecord.type:
+                return accessed(try AccessRecord(json: fields))
             default:
                 return .failure(DecodeFailure(reason: "event type '\(type)' does not belong on \(message.topic)"))
             }
@@ -49,13 +56,17 @@ struct EventDecoder: Sendable {
                 school: event.schoolId, studentID: student.studentId,
                 recordedSeat: (student.grade, student.classNumber, student.number),
                 reasonCode: event.reason.code, detail: event.reason.detail, recordedBy: event.recordedBy,
-                occurredAt: occurred, recordedAt: recorded)
+                occurredAt: occurred, recordedAt: recorded, pastDays: retention.windowDays)
         } catch {
             return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
         }
+        let date = Timestamp.localDate(occurred, in: registration.school.timeZone)
+        if let kept = retention.firstKeptDay(today: Timestamp.localDate(now, in: registration.school.timeZone)), date < kept {
+            return .failure(DecodeFailure(reason: "occurredAt: its school day \(date) is older than RETENTION_DAYS (\(retention.days)) keeps"))
+        }
         return .success(.registered(GuidanceRecord(
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
-            date: Timestamp.localDate(occurred, in: registration.school.timeZone), student: StudentRef(registration.student),
+            date: date, student: StudentRef(registration.student),
             reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
             occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
     }
@@ -74,6 +85,12 @@ struct EventDecoder: Sendable {
         return .success(.deleted(
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
             deletedBy: event.deletedBy, occurredAt: Timestamp.format(occurred)))
+    }
+
+    private func accessed(_ record: AccessRecord) -> Result<StoredEvent, DecodeFailure> {
+        guard RandomID.isUUID(record.accessId) else { return .failure(DecodeFailure(reason: "accessId '\(record.accessId)' is not a UUID")) }
+        guard Timestamp.parse(record.at) != nil else { return .failure(DecodeFailure(reason: "at '\(record.at)' is not RFC 3339")) }
+        return .success(.accessed(record))
     }
 
     private func idProblem(_ eventID: String, _ guidanceID: String) -> DecodeFailure? {

@@ -34,6 +34,8 @@ final class Materializer: Sendable {
     /// Since when, and why, the store refuses writes; nil while it takes them.
     private let outage = Mutex<StoreOutage?>(nil)
     private let rosterGrace: Double
+    private let retention: Retention
+    private let clock: @Sendable () -> Double
     /// Messages waiting for the roster (`RosterHold.count`), for metrics.
     private let held = Atomic<Int>(0)
     /// Partitions revoked inside `poll`, for the consuming thread to forget.
@@ -48,9 +50,11 @@ final class Materializer: Sendable {
         groupID = config.groupID
         maxBatch = config.maxBatch
         rosterGrace = config.rosterGrace.seconds
+        retention = config.retention
+        clock = config.clock
         self.roster = roster
         consumerConfig = ConsumerConfig(
-            kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted],
+            kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted, config.topics.access],
             instanceID: config.instanceID, clientID: "guidance-notifier")
         current = Mutex(try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger))
         metrics.gauge("notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0.") { [weak self] in
@@ -130,7 +134,7 @@ final class Materializer: Sendable {
                 continue
             }
             // One roster for the whole batch, even if it is reloaded meanwhile.
-            let decoder = EventDecoder(roster: roster.current, topics: topics)
+            let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
             let released = hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
                 logger.warning("event held until the roster lists the id it names; its partition waits behind it", [
                     "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),

@@ -89,6 +89,9 @@ public struct NotifierConfig: Sendable {
     public var maxBatch = 5000
     /// `LOG_LEVEL`: the least severe level written.
     public var logLevel: Logger.Level = .info
+    /// What is kept how long: the daily purge, and events and runs for days
+    /// past `RETENTION_DAYS` refused.
+    public var retention = Retention()
 
     public init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
@@ -122,6 +125,7 @@ public struct NotifierConfig: Sendable {
         config.web = try WebSettings.fromEnvironment(environment)
         config.http.perIPConnectionLimit = config.web.connectionsPerAddress
         config.logLevel = try environment.logLevel()
+        config.retention = try Retention.fromEnvironment(environment)
         return config
     }
 }

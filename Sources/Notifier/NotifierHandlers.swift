@@ -12,6 +12,10 @@ struct NotifierHandlers: Sendable {
     let runner: DigestRunner
     /// Where the pages load each listed student's photo from.
     let photos: StudentPhotos
+    /// Every list and inbox a teacher reads is recorded.
+    let accessLog: AccessLog
+    /// How far back a digest run may reach (`Retention.windowDays`).
+    let retention: Retention
     let logger: Logger
 
     /// Every route takes any teacher; each handler narrows to what the
@@ -56,6 +60,8 @@ struct NotifierHandlers: Sendable {
             }
         }
         let photos = self.photos
+        let scope = [("date", date), ("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
+        accessLog.record(caller, .list, school: schoolID, target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
         return .json(written: NotifierHandlers.guidanceList(
             school: schoolID, date: date, records, frequencies: frequencies,
             photo: { roster.student(school: schoolID, id: $0.studentId).flatMap(photos.url(for:)) },
@@ -99,6 +105,7 @@ struct NotifierHandlers: Sendable {
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
         let digests = try await available { try await blocking { try store.inbox(teacher: teacherID) } }
+        if let school = caller.roster.teachers[teacherID]?.schoolID { accessLog.record(caller, .inbox, school: school, target: teacherID) }
         let unread = digests.filter { !$0.read }
         let (roster, photos) = (caller.roster, self.photos)
         let photo = { @Sendable (school: String, student: String) in roster.student(school: school, id: student).flatMap(photos.url(for:)) }
@@ -164,7 +171,7 @@ struct NotifierHandlers: Sendable {
                 batch.append((school, today))
                 continue
             }
-            guard let problem = DigestRunner.dateProblem(date, today: today) else {
+            guard let problem = DigestRunner.dateProblem(date, today: today, pastDays: retention.windowDays) else {
                 batch.append((school, date))
                 continue
             }

@@ -70,9 +70,11 @@ public final class NotifierService: Sendable {
                 HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
             }
         }
-        let photos = StudentPhotos(rosterDirectory: roster.directory)
-        NotifierHandlers(store: store, runner: runner, photos: photos, logger: logger).routes(into: &routes)
+        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog)
+        NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
+        DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
         photos.routes(into: &routes)
         let signIn = SignIn(
             title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
@@ -90,7 +92,7 @@ public final class NotifierService: Sendable {
 
     /// Opens the store, failing with `STORE_URL` named and its password
     /// never shown.
-    static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
+    public static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
         do {
             switch location {
             case .sqlite(let path):
@@ -131,10 +133,13 @@ public final class NotifierService: Sendable {
         if let interval = config.scheduleInterval {
             let runner = self.runner
             let amendmentInterval = config.amendmentInterval
+            let (purger, roster) = (Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"])), self.roster)
             schedule.start {
                 var lastAmendment = ContinuousClock.now
+                var purgeChecked: Int?
                 while !Task.isCancelled {
                     await runner.runDueSchools()
+                    purgeChecked = await purger.runIfDue(roster: roster.current, checked: purgeChecked)
                     if ContinuousClock.now - lastAmendment >= amendmentInterval {
                         lastAmendment = .now
                         await runner.runAmendments()

@@ -40,6 +40,8 @@ public struct Rejection: Sendable, Equatable {
 public enum StoredEvent: Sendable, Equatable {
     case registered(GuidanceRecord)
     case deleted(guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String)
+    /// A read of student data, for the access log (stored once per `accessId`).
+    case accessed(AccessRecord)
 }
 
 public enum DigestScope: String, Sendable, Codable, Hashable {
@@ -82,8 +84,7 @@ public struct Frequency: Sendable, Equatable, Codable {
         let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
         // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
         let monday = days - ((days + 3) % 7 + 7) % 7
-        let (weekYear, weekMonth, weekDay) = Timestamp.civilFromDays(monday)
-        return (Timestamp.dateString(weekYear, weekMonth, weekDay), Timestamp.dateString(year, month, 1))
+        return (Timestamp.dateString(civil: monday), Timestamp.dateString(year, month, 1))
     }
 }
 
@@ -268,6 +269,21 @@ public protocol GuidanceStore: AnyObject, Sendable {
 
     /// Pending deliveries per channel.
     func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog]
+
+    // Data protection (README, "Data protection").
+
+    /// A school's access records in `[from, to)`, newest first.
+    func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord]
+    /// Every school the store holds anything of.
+    func schoolsStored() throws(StoreError) -> [String]
+    /// Whether this caller is the first to purge on `day`.
+    func claimPurge(day: String, now: Double) throws(StoreError) -> Bool
+    /// Removes (or counts) what each cut says is past its retention, in short batches.
+    func purge(_ cuts: [PurgeCut], dryRun: Bool) throws(StoreError) -> PurgeReport
+    /// Everything stored about one student.
+    func records(school: String, student: String) throws(StoreError) -> StudentRecords
+    /// Erases one student: guidances gone, digests' entries neutral, access records' target `(erased)`.
+    func erase(school: String, student: String, rewrite: @Sendable (Digest) -> (subject: String, text: String)) throws(StoreError) -> (guidances: Int, digests: Int)
 }
 
 extension Digest {

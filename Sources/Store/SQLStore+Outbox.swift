@@ -155,5 +155,5 @@ extension SQLStore {
 
 }
 
-private func milliseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1000).rounded()) }
+func milliseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1000).rounded()) }
 private func seconds(_ value: SQLValue) -> Double { Double(value.int ?? 0) / 1000 }

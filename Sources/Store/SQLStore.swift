@@ -9,7 +9,7 @@ import Synchronization
 /// never waits behind a batch of events. Writers that could race across replicas (a digest run and the
 /// events of its day) serialise on a lock per school and date.
 public final class SQLStore: GuidanceStore {
-    private let writer: Mutex<any SQLDatabase>
+    let writer: Mutex<any SQLDatabase>
     let reader: Mutex<any SQLDatabase>
     let outbox: Mutex<any SQLDatabase>
 
@@ -34,7 +34,7 @@ public final class SQLStore: GuidanceStore {
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
     static func migrations(for database: any SQLDatabase) -> [String] {
-        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems]
+        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection]
     }
 
     /// Brings the schema to the newest version, under the schema lock so
@@ -217,8 +217,14 @@ public final class SQLStore: GuidanceStore {
                     try database.lock(chunk.map { SQLStore.dayKey($0.school, $0.date) }, exclusive: false)
                 }
                 var rejections: [Rejection] = []
+                var accessed: [AccessRecord] = []
                 var index = 0
                 while index < events.count {
+                    if case .accessed(let record) = events[index] {
+                        accessed.append(record)
+                        index += 1
+                        continue
+                    }
                     if case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt) = events[index] {
                         if let reason = try SQLStore.delete(
                             guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt, in: database) {
@@ -240,6 +246,7 @@ public final class SQLStore: GuidanceStore {
                 for chunk in days.chunks(of: database.rowsPerStatement) {
                     try SQLStore.markAmendments(chunk, in: database)
                 }
+                try SQLStore.insert(accessed, in: database)
                 return rejections
             }
         }
@@ -356,12 +363,12 @@ public final class SQLStore: GuidanceStore {
             """, days.flatMap { [SQLValue.text($0.school), .text($0.date)] })
     }
 
-    private static let recordColumns = """
+    static let recordColumns = """
         g.guidance_id, g.school_id, g.local_date, g.student_id, g.grade, g.class_number, g.number, g.student_name,
         g.reason_code, g.reason_label, g.reason_detail, g.occurred_at, g.recorded_by
         """
 
-    private static func record(_ row: ArraySlice<SQLValue>) -> GuidanceRecord {
+    static func record(_ row: ArraySlice<SQLValue>) -> GuidanceRecord {
         let values = Array(row)
         return GuidanceRecord(
             guidanceId: values[0].string ?? "", schoolId: values[1].string ?? "", date: values[2].string ?? "",

@@ -12,13 +12,16 @@ import ServiceSupport
 public struct StudentPhotos: Sendable {
     /// The photos folder; nil when the roster was given whole (tests).
     let directory: String?
+    /// Every photo served is recorded.
+    let accessLog: AccessLog?
 
     static let types = [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp")]
     /// Most bytes one photo may have; a larger file is refused, not sent.
     static let maxBytes = 2 * 1024 * 1024
 
-    public init(rosterDirectory: String?) {
+    public init(rosterDirectory: String?, accessLog: AccessLog? = nil) {
         directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
+        self.accessLog = accessLog
     }
 
     /// The path `GET` serves a student's photo at.
@@ -65,6 +68,8 @@ public struct StudentPhotos: Sendable {
         guard stat(path, &info) == 0, info.st_size <= StudentPhotos.maxBytes else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
         let etag = "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
         let headers = [("ETag", etag), ("Cache-Control", "private, max-age=86400")]
+        // Shown again from the browser's copy (304) is a read too.
+        accessLog?.record(caller, .photo, school: schoolID, target: studentID)
         if request.header("if-none-match") == etag { return Response(status: 304, headers: headers) }
         guard let bytes = FileManager.default.contents(atPath: path) else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
         return Response(status: 200, headers: [("Content-Type", type)] + headers, body: Array(bytes))

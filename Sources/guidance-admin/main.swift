@@ -13,6 +13,8 @@ import ServiceSupport
 ///     guidance-admin session revoke TEACHER_ID signs the teacher out on every device, on both services
 ///     guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
 ///                                              re-publishes dead letters to the topic they came from
+///     guidance-admin purge [--dry-run]         removes now what is past RETENTION_DAYS / ACCESS_LOG_DAYS
+///                                              (what the notifier does daily), and says what went
 ///
 /// Token commands change the roster folder (`ROSTER_DIR`); running services
 /// pick the change up within seconds (or at once on SIGHUP). The replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
@@ -21,6 +23,7 @@ let usage = """
            guidance-admin token revoke TEACHER_ID
            guidance-admin session revoke TEACHER_ID
            guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
+           guidance-admin purge [--dry-run]
     (ROSTER_DIR names the roster folder, default examples/roster; KAFKA_BOOTSTRAP_SERVERS the brokers)
     """
 
@@ -32,6 +35,10 @@ func fail(_ message: String) -> Never {
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "dlq" {
     await replayDeadLetters(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "purge" {
+    purge(Array(arguments.dropFirst()))
     exit(0)
 }
 if arguments.first == "session" {
@@ -149,6 +156,31 @@ func revokeSessions(_ arguments: [String]) async {
         _ = try? await blocking { producer.close() }
         if let failure { throw failure }
         print("signed \(arguments[1]) out on every device; both services refuse the old sessions within a second")
+    } catch {
+        fail("\(error)")
+    }
+}
+
+/// `purge [--dry-run]`: the notifier's daily purge, now, with the same
+/// settings (`STORE_URL`, `ROSTER_DIR`, `RETENTION_DAYS`, `ACCESS_LOG_DAYS`).
+func purge(_ arguments: [String]) {
+    guard arguments.isEmpty || arguments == ["--dry-run"] else { fail(usage) }
+    let dryRun = arguments == ["--dry-run"]
+    let environment = Environment()
+    let directory = environment["ROSTER_DIR"] ?? "examples/roster"
+    do {
+        let roster = try Roster.load(from: directory)
+        let location = try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db"))
+        let store = try NotifierService.openStore(location)
+        let purger = Purger(
+            store: store, retention: try Retention.fromEnvironment(environment), clock: Timestamp.now,
+            logger: Logger(component: "guidance-admin", level: .warning))
+        let (report, oldest) = try purger.purge(roster: roster, dryRun: dryRun)
+        let tables = ["guidances", "digests", "deliveries", "digest_runs", "pending_amendments", "access_log"]
+        print(dryRun ? "would remove (dry run):" : "removed:")
+        for table in tables { print("  \(table): \(report.removed[table] ?? 0)") }
+        print("oldest day kept: \(oldest ?? "-")")
+        if !dryRun { print("in \(report.batches) batches, the longest holding the store's writer \(Int(report.longestBatchMilliseconds.rounded(.up))) ms") }
     } catch {
         fail("\(error)")
     }

@@ -1,0 +1,73 @@
+import Common
+
+/// One read of student data by a teacher (접속 기록): who, when, from where,
+/// what kind of read, and which ids it named — never the contents. Both
+/// services publish them to the access topic; the notifier stores them.
+public struct AccessRecord: Sendable, Equatable {
+    /// What was read.
+    public enum Action: String, Sendable, CaseIterable {
+        /// A day list (`target`: the query, e.g. `date=2026-12-01&grade=1&classNumber=3`).
+        case list
+        /// An inbox with its digests (`target`: the inbox's teacher id).
+        case inbox
+        /// A student looked up at the gate (`target`: the student id).
+        case student
+        /// A class's students at the gate (`target`: `grade-class`).
+        case classStudents = "class"
+        /// A student's photo (`target`: the student id).
+        case photo
+        /// A student's records exported (`target`: the student id).
+        case export
+        /// A student's records erased (`target`: `(erased)`, the id is not kept).
+        case erase
+        /// The access record itself read (`target`: the query).
+        case accessLog = "access-log"
+    }
+
+    public static let schemaVersion = 1
+    public static let type = "guidance.accessed"
+
+    /// A UUID the recorder makes: a replayed record is stored once.
+    public let accessId: String
+    /// RFC 3339, UTC.
+    public let at: String
+    public let schoolId: String
+    public let teacherId: String
+    public let action: Action
+    public let target: String
+    /// The client's address (behind a trusted proxy, the one it names).
+    public let client: String
+
+    public init(accessId: String, at: String, schoolId: String, teacherId: String, action: Action, target: String, client: String) {
+        self.accessId = accessId
+        self.at = at
+        self.schoolId = schoolId
+        self.teacherId = teacherId
+        self.action = action
+        self.target = target
+        self.client = client
+    }
+
+    /// The record as the access topic carries it.
+    public var json: [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.field("schemaVersion", AccessRecord.schemaVersion)
+        writer.field("type", AccessRecord.type)
+        writer.field("accessId", accessId)
+        writer.field("at", at)
+        writer.field("schoolId", schoolId)
+        writer.field("teacherId", teacherId)
+        writer.field("action", action.rawValue)
+        writer.field("target", target)
+        writer.field("client", client)
+        return writer.finish()
+    }
+
+    public init(json fields: JSONFields) throws(FieldError) {
+        let name = try fields.string("action")
+        guard let action = Action(rawValue: name) else { throw FieldError(field: "action", message: "unknown action '\(name)'") }
+        self.init(
+            accessId: try fields.string("accessId"), at: try fields.string("at"), schoolId: try fields.string("schoolId"),
+            teacherId: try fields.string("teacherId"), action: action, target: try fields.string("target"), client: try fields.string("client"))
+    }
+}

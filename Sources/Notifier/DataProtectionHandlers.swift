@@ -1,0 +1,226 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+import Store
+
+/// What a school's data-protection officer asks for, admins of the school
+/// only: the access log (접속 기록), and one student's records exported (JSON,
+/// or CSV for spreadsheets) or erased. Each of these reads or erasures is
+/// itself recorded in the access log.
+struct DataProtectionHandlers: Sendable {
+    let store: any GuidanceStore
+    let accessLog: AccessLog
+    let clock: @Sendable () -> Double
+    let logger: Logger
+
+    func routes(into router: inout GuardedRouter) {
+        let admins = Access.school(roles: [.admin])
+        router.get("/v1/schools/{schoolId}/access-log", admins, readAccessLog)
+        router.get("/v1/schools/{schoolId}/students/{studentId}/records", admins, export)
+        router.delete("/v1/schools/{schoolId}/students/{studentId}/records", admins, erase)
+    }
+
+    // MARK: - Access log
+
+    struct AccessLogJSON: Encodable, Sendable {
+        struct Item: Encodable, Sendable {
+            let accessId: String
+            let at: String
+            let teacherId: String
+            let teacherName: String?
+            let action: String
+            let target: String
+            let client: String
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(accessId, forKey: .accessId)
+                try container.encode(at, forKey: .at)
+                try container.encode(teacherId, forKey: .teacherId)
+                try container.encode(teacherName, forKey: .teacherName)
+                try container.encode(action, forKey: .action)
+                try container.encode(target, forKey: .target)
+                try container.encode(client, forKey: .client)
+            }
+
+            enum CodingKeys: String, CodingKey { case accessId, at, teacherId, teacherName, action, target, client }
+        }
+
+        let schoolId: String
+        let from: String
+        let to: String
+        let items: [Item]
+    }
+
+    /// `from` and `to` are RFC 3339 instants or school-local days
+    /// (`YYYY-MM-DD`, from its start; `to` through its end); by default the
+    /// last 7 days. Newest first, at most `limit` (default 500, at most 5,000).
+    @Sendable func readAccessLog(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try knownSchool(request, caller)
+        let now = clock()
+        let to = try instant(request, "to", school: school, endOfDay: true) ?? now + 1
+        let from = try instant(request, "from", school: school, endOfDay: false) ?? to - 7 * 86_400
+        guard from < to else { throw HTTPError(FieldError(field: "from", message: "must be before to")) }
+        let teacher = request.query["teacherId"]
+        let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
+        let store = self.store
+        let records = try await NotifierHandlers.available(logger: logger) {
+            try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, limit: limit) }
+        }
+        accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
+        let roster = caller.roster
+        return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), items: records.map {
+            AccessLogJSON.Item(
+                accessId: $0.accessId, at: $0.at, teacherId: $0.teacherId, teacherName: roster.teachers[$0.teacherId]?.name,
+                action: $0.action.rawValue, target: $0.target, client: $0.client)
+        }))
+    }
+
+    private func instant(_ request: Request, _ name: String, school: School, endOfDay: Bool) throws(HTTPError) -> Double? {
+        guard let text = request.query[name] else { return nil }
+        if let instant = Timestamp.parse(text) { return instant }
+        if let (year, month, day) = Timestamp.parseDate(text) {
+            // The school-local day's start: midnight UTC moved by the zone's offset that day.
+            let midnight = Double(Timestamp.daysFromCivil(year: year, month: month, day: day) + (endOfDay ? 1 : 0)) * 86_400
+            return midnight - Double(school.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: midnight)))
+        }
+        throw HTTPError(FieldError(field: name, message: "must be an RFC 3339 timestamp or YYYY-MM-DD"))
+    }
+
+    // MARK: - Export and erasure
+
+    struct Export: Encodable, Sendable {
+        struct Guidance: Encodable, Sendable {
+            let guidanceId: String
+            let date: String
+            let occurredAt: String
+            let student: StudentRef
+            let reason: ReasonRef
+            let recordedBy: String
+            let deletedBy: String?
+            let deletedAt: String?
+            let digests: [String]
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(guidanceId, forKey: .guidanceId)
+                try container.encode(date, forKey: .date)
+                try container.encode(occurredAt, forKey: .occurredAt)
+                try container.encode(student, forKey: .student)
+                try container.encode(reason, forKey: .reason)
+                try container.encode(recordedBy, forKey: .recordedBy)
+                try container.encode(deletedBy, forKey: .deletedBy)
+                try container.encode(deletedAt, forKey: .deletedAt)
+                try container.encode(digests, forKey: .digests)
+            }
+
+            enum CodingKeys: String, CodingKey { case guidanceId, date, occurredAt, student, reason, recordedBy, deletedBy, deletedAt, digests }
+        }
+
+        struct Appearance: Encodable, Sendable {
+            let digestId: String
+            let teacherId: String
+            let date: String
+            let revision: Int
+            let guidanceId: String
+            let change: String
+        }
+
+        let schoolId: String
+        let studentId: String
+        let exportedAt: String
+        let guidances: [Guidance]
+        let digests: [Appearance]
+    }
+
+    /// Everything stored about the student: JSON, or with `Accept: text/csv`
+    /// one row per guidance, UTF-8 with a byte-order mark (spreadsheet
+    /// programs then read Korean right).
+    @Sendable func export(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try knownSchool(request, caller)
+        let studentID = request.parameter("studentId")
+        let store = self.store
+        let records = try await NotifierHandlers.available(logger: logger) {
+            try await blocking { try store.records(school: school.id, student: studentID) }
+        }
+        guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty else {
+            throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
+        }
+        accessLog.record(caller, .export, school: school.id, target: studentID)
+        let export = Export(
+            schoolId: school.id, studentId: studentID, exportedAt: Timestamp.format(clock()),
+            guidances: records.guidances.map { item in
+                Export.Guidance(
+                    guidanceId: item.record.guidanceId, date: item.record.date, occurredAt: item.record.occurredAt, student: item.record.student,
+                    reason: item.record.reason, recordedBy: item.record.recordedBy, deletedBy: item.deletedBy, deletedAt: item.deletedAt,
+                    digests: records.digests.filter { $0.guidanceId == item.record.guidanceId }.map(\.digestId))
+            },
+            digests: records.digests.map {
+                Export.Appearance(digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId, change: $0.change.rawValue)
+            })
+        guard (request.header("accept") ?? "").contains("text/csv") else { return .json(export) }
+        let disposition = "attachment; filename=\"records-\(studentID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""
+        return Response(
+            status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", disposition)],
+            body: [0xEF, 0xBB, 0xBF] + Array(DataProtectionHandlers.csv(export).utf8))
+    }
+
+    /// One row per guidance; the header names the columns in Korean and English.
+    static func csv(_ export: Export) -> String {
+        let header = ["guidanceId", "날짜(date)", "시각(occurredAt)", "학년(grade)", "반(class)", "번호(number)", "이름(name)", "사유(reason)",
+                      "상세(detail)", "기록(recordedBy)", "삭제(deletedBy)", "삭제 시각(deletedAt)", "명단(digests)"]
+        var lines = [header.map(field).joined(separator: ",")]
+        for item in export.guidances {
+            lines.append([
+                item.guidanceId, item.date, item.occurredAt, String(item.student.grade), String(item.student.classNumber), String(item.student.number),
+                item.student.name, item.reason.label, item.reason.detail ?? "", item.recordedBy, item.deletedBy ?? "", item.deletedAt ?? "",
+                item.digests.joined(separator: " "),
+            ].map(field).joined(separator: ","))
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// RFC 4180: quoted when it holds a comma, quote or line break; a
+    /// leading `=`, `+`, `-` or `@` is prefixed with `'` so a spreadsheet does
+    /// not run it as a formula.
+    private static func field(_ value: String) -> String {
+        var text = value
+        if let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    struct Erased: Encodable, Sendable {
+        let schoolId: String
+        let guidances: Int
+        let digests: Int
+    }
+
+    /// Erases the student's records from the store (see `GuidanceStore.erase`).
+    @Sendable func erase(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try knownSchool(request, caller)
+        let studentID = request.parameter("studentId")
+        let store = self.store
+        let erased = try await NotifierHandlers.available(logger: logger) {
+            try await blocking {
+                try store.erase(school: school.id, student: studentID) { digest in
+                    let text = DigestText(digest, school: school)
+                    return (text.subject, text.body)
+                }
+            }
+        }
+        accessLog.record(caller, .erase, school: school.id, target: SQLStore.erasedID)
+        logger.info("a student's records were erased", [
+            "school": school.id, "guidances": String(erased.guidances), "digests": String(erased.digests), "by": caller.teacher?.id ?? "(authentication off)",
+        ])
+        return .json(Erased(schoolId: school.id, guidances: erased.guidances, digests: erased.digests))
+    }
+
+    private func knownSchool(_ request: Request, _ caller: Caller) throws(HTTPError) -> School {
+        let id = request.parameter("schoolId")
+        guard let school = caller.roster.school(id) else { throw HTTPError.notFound("unknown school '\(id)'") }
+        return school
+    }
+}

@@ -1,0 +1,296 @@
+import Common
+import Foundation
+import Guidance
+
+/// What a purge removed (or, dry, would remove), by table.
+public struct PurgeReport: Sendable, Equatable {
+    public var removed: [String: Int] = [:]
+    /// Statements that deleted rows, each in its own short transaction.
+    public var batches = 0
+    /// The longest any batch held the writer, in milliseconds.
+    public var longestBatchMilliseconds = 0.0
+
+    public init() {}
+}
+
+/// One school's cut: days before `firstKeptDay` (`YYYY-MM-DD`, school-local)
+/// go, and tombstones and access records from before `before` (seconds).
+public struct PurgeCut: Sendable, Equatable {
+    public let school: String
+    public let firstKeptDay: String
+    public let before: Double
+    public let accessLogBefore: Double
+
+    public init(school: String, firstKeptDay: String, before: Double, accessLogBefore: Double) {
+        self.school = school
+        self.firstKeptDay = firstKeptDay
+        self.before = before
+        self.accessLogBefore = accessLogBefore
+    }
+}
+
+/// Everything the store holds about one student, for an export.
+public struct StudentRecords: Sendable, Equatable {
+    public struct Guidance: Sendable, Equatable {
+        public let record: GuidanceRecord
+        public let deletedBy: String?
+        public let deletedAt: String?
+    }
+
+    /// A digest that named the student, and how.
+    public struct Appearance: Sendable, Equatable {
+        public let digestId: String
+        public let teacherId: String
+        public let date: String
+        public let revision: Int
+        public let guidanceId: String
+        public let change: DigestEntry.Change
+    }
+
+    public let guidances: [Guidance]
+    public let digests: [Appearance]
+}
+
+/// One line of the access log as stored.
+public struct StoredAccess: Sendable, Equatable {
+    public let record: AccessRecord
+}
+
+extension SQLStore {
+    /// Version 7: the access log, the lookup of a digest's deliveries (the
+    /// purge removes them with their digest), and one purge a day across
+    /// replicas.
+    static let dataProtection = """
+        CREATE TABLE IF NOT EXISTS access_log (
+            access_id TEXT PRIMARY KEY,
+            at_ms BIGINT NOT NULL,
+            school_id TEXT NOT NULL,
+            teacher_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            target TEXT NOT NULL,
+            client TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS access_log_by_school ON access_log(school_id, at_ms);
+        CREATE INDEX IF NOT EXISTS deliveries_by_digest ON deliveries(digest_id);
+        CREATE TABLE IF NOT EXISTS purge_runs (
+            day TEXT PRIMARY KEY,
+            started_at TEXT NOT NULL
+        );
+        """
+
+    // MARK: - Access log
+
+    static func insert(_ records: [AccessRecord], in database: any SQLDatabase) throws(StoreError) {
+        let rows = records.map { record -> [SQLValue] in
+            [.text(record.accessId), .integer(Int64(((Timestamp.parse(record.at) ?? 0) * 1000).rounded())), .text(record.schoolId),
+             .text(record.teacherId), .text(record.action.rawValue), .text(record.target), .text(record.client)]
+        }
+        for statement in database.inserts(
+            "INSERT INTO access_log (access_id, at_ms, school_id, teacher_id, action, target, client) VALUES ",
+            rows: rows, perStatement: database.rowsPerStatement, then: "ON CONFLICT (access_id) DO NOTHING") {
+            try database.run(statement.sql, statement.parameters)
+        }
+    }
+
+    /// A school's access records from `from` up to `to` (seconds), newest
+    /// first, of one teacher when `teacher` is given; at most `limit`.
+    public func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord] {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("""
+                SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
+                WHERE school_id = $1 AND at_ms >= $2 AND at_ms < $3 AND (CAST($4 AS TEXT) IS NULL OR teacher_id = CAST($4 AS TEXT))
+                ORDER BY at_ms DESC, access_id LIMIT $5
+                """, [.text(school), .integer(milliseconds(from)), .integer(milliseconds(to)), teacher.sql, .integer(Int64(limit))]) { row in
+                AccessRecord(
+                    accessId: row[0].string ?? "", at: Timestamp.format(Double(row[1].int ?? 0) / 1000), schoolId: row[2].string ?? "",
+                    teacherId: row[3].string ?? "", action: AccessRecord.Action(rawValue: row[4].string ?? "") ?? .list,
+                    target: row[5].string ?? "", client: row[6].string ?? "")
+            }
+        }
+    }
+
+    // MARK: - Purge
+
+    /// Every school the store holds anything of, so that a school gone from
+    /// the roster is purged too.
+    public func schoolsStored() throws(StoreError) -> [String] {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("""
+                SELECT school_id FROM guidances GROUP BY school_id
+                UNION SELECT school_id FROM digests GROUP BY school_id
+                UNION SELECT school_id FROM access_log GROUP BY school_id
+                """, []) { $0[0].string ?? "" }
+        }
+    }
+
+    /// Whether this replica is the first to purge on `day` (UTC); one purge
+    /// a day, whichever replica gets there first.
+    public func claimPurge(day: String, now: Double) throws(StoreError) -> Bool {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> Bool in
+                try database.run("DELETE FROM purge_runs WHERE day < $1", [.text(day)])
+                return try database.run(
+                    "INSERT INTO purge_runs (day, started_at) VALUES ($1, $2) ON CONFLICT (day) DO NOTHING",
+                    [.text(day), .text(Timestamp.format(now))]) == 1
+            }
+        }
+    }
+
+    /// The purge's deletions, in the order foreign keys need: a digest's
+    /// deliveries before the digest. Each takes at most `$3` rows found
+    /// through an index that starts with the school.
+    private static let purgeSteps: [(table: String, key: String, select: String, count: String)] = [
+        ("deliveries", "delivery_id",
+         "SELECT d.delivery_id FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2",
+         "SELECT COUNT(*) FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2"),
+        ("digests", "digest_id", "SELECT digest_id FROM digests WHERE school_id = $1 AND date < $2",
+         "SELECT COUNT(*) FROM digests WHERE school_id = $1 AND date < $2"),
+        ("guidances", "guidance_id", "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date < $2",
+         "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date < $2"),
+        ("digest_runs", "", "DELETE FROM digest_runs WHERE school_id = $1 AND date < $2",
+         "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"),
+        ("pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
+         "SELECT COUNT(*) FROM pending_amendments WHERE school_id = $1 AND date < $2"),
+    ]
+
+    /// Removes what `cuts` say is past its retention, in batches that each
+    /// hold the writer briefly (the batch size adapts to stay near 25 ms, a
+    /// pause between batches lets events and runs in); `dryRun` counts
+    /// instead. Safe to stop and run again: each batch commits on its own.
+    public func purge(_ cuts: [PurgeCut], dryRun: Bool = false) throws(StoreError) -> PurgeReport {
+        var report = PurgeReport()
+        var limit = 500
+        for cut in cuts {
+            let day: [SQLValue] = [.text(cut.school), .text(cut.firstKeptDay)]
+            var steps = SQLStore.purgeSteps.map { ($0.table, $0.key, $0.select, $0.count, day) }
+            // Tombstones (deletions whose registration never came or was purged) have no day: by time.
+            steps.append(("guidances", "guidance_id",
+                          "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
+                          "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
+                          [.text(cut.school), .text(Timestamp.format(cut.before))]))
+            steps.append(("access_log", "access_id", "SELECT access_id FROM access_log WHERE school_id = $1 AND at_ms < $2",
+                          "SELECT COUNT(*) FROM access_log WHERE school_id = $1 AND at_ms < $2",
+                          [.text(cut.school), .integer(milliseconds(cut.accessLogBefore))]))
+            for (table, key, select, count, parameters) in steps {
+                if dryRun {
+                    let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in try database.query(count, parameters) }
+                    report.removed[table, default: 0] += rows.first?.first?.int ?? 0
+                    continue
+                }
+                let sql = key.isEmpty ? select : "DELETE FROM \(table) WHERE \(key) IN (\(select) LIMIT $3)"
+                while true {
+                    let started = DispatchTime.now().uptimeNanoseconds
+                    let removed = try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> Int in
+                        try database.transaction { () throws(StoreError) -> Int in
+                            try database.run(sql, key.isEmpty ? parameters : parameters + [.integer(Int64(limit))])
+                        }
+                    }
+                    let held = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
+                    report.longestBatchMilliseconds = max(report.longestBatchMilliseconds, held)
+                    guard removed > 0 else { break }
+                    report.batches += 1
+                    report.removed[table, default: 0] += removed
+                    limit = held > 25 ? max(20, limit / 2) : (held < 8 ? min(20_000, limit * 2) : limit)
+                    if key.isEmpty || removed < limit { break }
+                    // Between batches the writer is free: events and runs waiting for it go first.
+                    usleep(2_000)
+                }
+            }
+        }
+        return report
+    }
+
+    // MARK: - Export and erasure
+
+    /// Everything stored about a student of `school`: guidances (deleted
+    /// ones with who deleted them) and each digest entry naming them.
+    public func records(school: String, student: String) throws(StoreError) -> StudentRecords {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            let guidances = try database.query("""
+                SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
+                WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id
+                """, [.text(school), .text(student)]) { row in
+                StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[13].string, deletedAt: row[14].string)
+            }
+            var appearances: [StudentRecords.Appearance] = []
+            try SQLStore.digestsNaming(student, school: school, in: database) { digestID, teacher, date, revision, entries in
+                for entry in entries where entry.student.studentId == student {
+                    appearances.append(StudentRecords.Appearance(
+                        digestId: digestID, teacherId: teacher, date: date, revision: revision, guidanceId: entry.guidanceId, change: entry.change))
+                }
+            }
+            return StudentRecords(guidances: guidances, digests: appearances)
+        }
+    }
+
+    /// The digests of `school` whose entries name `student`, with their entries.
+    private static func digestsNaming(
+        _ student: String, school: String, in database: any SQLDatabase,
+        _ body: (String, String, String, Int, [DigestEntry]) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        var quoted: [UInt8] = []
+        JSONWriter.append(quoted: student, to: &quoted)
+        // LIKE's own wildcards in an id would widen the match; the entries are checked after.
+        let pattern = "%\"studentId\":" + String(decoding: quoted, as: UTF8.self) + "%"
+        let rows = try database.query(
+            "SELECT digest_id, teacher_id, date, revision, entries FROM digests WHERE school_id = $1 AND entries LIKE $2 ORDER BY date, digest_id",
+            [.text(school), .text(pattern)])
+        for row in rows {
+            let entries: [DigestEntry]
+            do throws(FieldError) {
+                entries = try DigestColumns.entries(from: row[4].string ?? "[]")
+            } catch {
+                throw StoreError(.failed, "digest \(row[0].string ?? "") is unreadable: \(error)")
+            }
+            try body(row[0].string ?? "", row[1].string ?? "", row[2].string ?? "", row[3].int ?? 0, entries)
+        }
+    }
+
+    /// What an erased student becomes in stored digests.
+    public static let erasedName = "(삭제된 학생)"
+    public static let erasedID = "(erased)"
+
+    /// Erases a student of `school` from the store in one transaction: their
+    /// guidances go; in every digest naming them the name and id become
+    /// neutral marks (`rewrite` renders the digest's subject and text again
+    /// from the changed entries); access records naming their id name
+    /// `(erased)`. Returns how many guidances and digests it changed.
+    public func erase(
+        school: String, student: String, rewrite: @Sendable (Digest) -> (subject: String, text: String)
+    ) throws(StoreError) -> (guidances: Int, digests: Int) {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> (guidances: Int, digests: Int) in
+                let guidances = try database.run(
+                    "DELETE FROM guidances WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                var changed: [(String, [DigestEntry])] = []
+                try SQLStore.digestsNaming(student, school: school, in: database) { digestID, _, _, _, entries in
+                    let neutral = entries.map { entry in
+                        guard entry.student.studentId == student else { return entry }
+                        let seat = entry.student
+                        return DigestEntry(
+                            guidanceId: entry.guidanceId,
+                            student: StudentRef(studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number, name: SQLStore.erasedName),
+                            reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency)
+                    }
+                    changed.append((digestID, neutral))
+                }
+                for (digestID, entries) in changed {
+                    let rows = try database.query("SELECT \(SQLStore.digestColumns) FROM digests WHERE digest_id = $1", [.text(digestID)])
+                guard let row = rows.first else { continue }
+                let digest = try SQLStore.digest(row[...])
+                    let rewritten = Digest(
+                        digestId: digest.digestId, teacherId: digest.teacherId, schoolId: digest.schoolId, date: digest.date, scope: digest.scope,
+                        grade: digest.grade, classNumber: digest.classNumber, revision: digest.revision, createdAt: digest.createdAt,
+                        read: digest.read, subject: digest.subject, text: digest.text, entries: entries, counts: digest.counts)
+                    let (subject, text) = rewrite(rewritten)
+                    try database.run(
+                        "UPDATE digests SET entries = $2, subject = $3, text = $4 WHERE digest_id = $1",
+                        [.text(digestID), .text(DigestColumns.entries(entries)), .text(subject), .text(text)])
+                }
+                try database.run(
+                    "UPDATE access_log SET target = $3 WHERE school_id = $1 AND target = $2", [.text(school), .text(student), .text(SQLStore.erasedID)])
+                return (guidances, changed.count)
+            }
+        }
+    }
+}
