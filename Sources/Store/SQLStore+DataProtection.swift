@@ -179,10 +179,11 @@ extension SQLStore {
                 }
                 let sql = key.isEmpty ? select : "DELETE FROM \(table) WHERE \(key) IN (\(select) LIMIT $3)"
                 while true {
+                    let asked = limit
                     let started = DispatchTime.now().uptimeNanoseconds
                     let removed = try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> Int in
                         try database.transaction { () throws(StoreError) -> Int in
-                            try database.run(sql, key.isEmpty ? parameters : parameters + [.integer(Int64(limit))])
+                            try database.run(sql, key.isEmpty ? parameters : parameters + [.integer(Int64(asked))])
                         }
                     }
                     let held = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
@@ -191,7 +192,7 @@ extension SQLStore {
                     report.batches += 1
                     report.removed[table, default: 0] += removed
                     limit = held > 25 ? max(20, limit / 2) : (held < 8 ? min(20_000, limit * 2) : limit)
-                    if key.isEmpty || removed < limit { break }
+                    if key.isEmpty || removed < asked { break }
                     // Between batches the writer is free: events and runs waiting for it go first.
                     usleep(2_000)
                 }

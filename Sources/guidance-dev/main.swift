@@ -109,10 +109,14 @@ do {
         if notifierConfig.delivery.mail == nil {
             // No mail server here: each e-mail is written where a mail client opens it.
             let folder = FileManager.default.currentDirectoryPath + "/var/mail"
+            // Mails of an earlier run name students of a store that is gone: they go with it.
+            if values["STORE_URL"] == "sqlite:var/guidance-dev.db", let old = try? FileManager.default.contentsOfDirectory(atPath: folder) {
+                for name in old where name.hasSuffix(".eml") { unlink(folder + "/" + name) }
+            }
             let mail = MailSettings(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
             notifierConfig.delivery.mail = mail
             ingestConfig.mail = mail
-            say("e-mail: no SMTP_URL, so each e-mail (digests, sign-in links) is written as an .eml file (open it with a mail client) into \(folder)")
+            say("e-mail: no SMTP_URL, so each e-mail (digests, sign-in links) is written as an .eml file (open it with a mail client) into \(folder), emptied at each start with the store")
         }
         let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
         let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))

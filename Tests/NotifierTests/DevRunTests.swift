@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// `guidance-dev` as a newcomer runs it: the store starts fresh with the
-/// in-memory cluster, and a second instance in the same folder refuses to
+/// `guidance-dev` as a newcomer runs it: the store (and `var/mail/`) starts
+/// fresh with the in-memory cluster, and a second instance in the same folder refuses to
 /// share (and reset) the first one's state.
 final class DevRunTests: XCTestCase {
     let root = repositoryRoot
@@ -32,6 +32,9 @@ final class DevRunTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: folder) }
         // What a previous run with an old cluster left behind; not a database at all.
         try Data("left over from another run".utf8).write(to: folder.appendingPathComponent("var/guidance-dev.db"))
+        // And an e-mail of that run, naming students of the store that goes.
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("var/mail"), withIntermediateDirectories: true)
+        try Data("Subject: old".utf8).write(to: folder.appendingPathComponent("var/mail/old.eml"))
 
         let ports = (try freePort(), try freePort())
         let first = try start(in: folder, ports: ports, log: folder.appendingPathComponent("first.log"))
@@ -45,6 +48,7 @@ final class DevRunTests: XCTestCase {
         let firstLog = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
         XCTAssertTrue(ready, "guidance-dev did not come up on the old folder:\n\(firstLog.suffix(1500))")
         XCTAssertTrue(firstLog.contains("starts empty on every run"), firstLog.suffix(1500).description)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("var/mail/old.eml").path), "var/mail starts empty with the store")
 
         let second = try start(in: folder, ports: (try freePort(), try freePort()), log: folder.appendingPathComponent("second.log"))
         let refusal = Date().addingTimeInterval(30)

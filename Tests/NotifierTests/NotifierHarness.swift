@@ -84,12 +84,15 @@ final class NotifierHarness: @unchecked Sendable {
     /// Where the ingest's sign-in links point (nil: no links).
     let publicIngestURL: String?
     let rosterGrace: Duration
+    /// What both services keep how long.
+    let retention: Retention
 
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60),
-        publicIngestURL: String? = nil, failedSignInLimit: Int = 10
+        publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention()
     ) async throws {
+        self.retention = retention
         self.publicIngestURL = publicIngestURL
         self.store = store
         self.clock = clock
@@ -130,6 +133,7 @@ final class NotifierHarness: @unchecked Sendable {
         config.mail = delivery.mail
         config.publicURL = publicIngestURL
         config.notifierURL = notifierURL
+        config.retention = retention
         let service = try IngestService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
         try await service.start()
         return service
@@ -198,6 +202,7 @@ final class NotifierHarness: @unchecked Sendable {
         config.web = web
         config.rosterGrace = rosterGrace
         config.rosterCheckInterval = .seconds(3600)
+        config.retention = retention
         if let clock { config.clock = clock }
         return try NotifierService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("notifier"))
     }
@@ -240,8 +245,8 @@ final class NotifierHarness: @unchecked Sendable {
         return reply.object["guidanceId"]?.string ?? ""
     }
 
-    func delete(school: String = "sa", grade: Int, guidanceID: String) async throws {
-        let reply = try await fetch("DELETE", "\(ingestBase)/v1/schools/\(school)/grades/\(grade)/guidances/\(guidanceID)")
+    func delete(school: String = "sa", grade: Int, guidanceID: String, as teacher: String? = nil) async throws {
+        let reply = try await fetch("DELETE", "\(ingestBase)/v1/schools/\(school)/grades/\(grade)/guidances/\(guidanceID)", headers: teacher.map(headers) ?? [:])
         XCTAssertEqual(reply.status, 202, reply.text)
     }
 
@@ -251,8 +256,8 @@ final class NotifierHarness: @unchecked Sendable {
     }
 
     /// The digests in a teacher's inbox, newest first.
-    func inbox(_ teacher: String) async throws -> [AnyCodable] {
-        let reply = try await fetch("GET", "\(notifierBase)/v1/teachers/\(teacher)/inbox", headers: headers(nil))
+    func inbox(_ teacher: String, signedIn: Bool = false) async throws -> [AnyCodable] {
+        let reply = try await fetch("GET", "\(notifierBase)/v1/teachers/\(teacher)/inbox", headers: headers(signedIn ? teacher : nil))
         XCTAssertEqual(reply.status, 200, reply.text)
         guard case .array(let items) = reply.object["items"] else { return [] }
         return items

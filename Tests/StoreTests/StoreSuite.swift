@@ -339,6 +339,11 @@ final class SQLiteStoreTests: XCTestCase {
         return StoreSuite { try SQLStore.sqlite(path: path) }
     }
 
+    func testExportAndErasureLeaveNoTrace() throws {
+        let path = directory.appendingPathComponent("test.db").path
+        try suite.exportAndErasureLeaveNoTrace { try StoreSuite.dumpEverything(SQLiteConnection(path: path), sqlite: true) }
+    }
+
     func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
         let path = directory.appendingPathComponent("migrations.db").path
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try SQLiteConnection(path: path) }
@@ -367,6 +372,8 @@ final class SQLiteStoreTests: XCTestCase {
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
+    func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     /// What a digest run and the dispatcher look up by day or channel is
@@ -411,6 +418,11 @@ final class PostgresStoreTests: XCTestCase {
         return StoreSuite { try SQLStore.postgres(url: url) }
     }
 
+    func testExportAndErasureLeaveNoTrace() throws {
+        let url = self.url
+        try suite.exportAndErasureLeaveNoTrace { try StoreSuite.dumpEverything(PostgresConnection(url: url), sqlite: false) }
+    }
+
     func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
         let url = self.url
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
@@ -441,6 +453,8 @@ final class PostgresStoreTests: XCTestCase {
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
+    func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
 
     /// Statements are prepared once per session; when the server ends the

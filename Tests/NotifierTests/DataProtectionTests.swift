@@ -1,0 +1,206 @@
+import Foundation
+import Guidance
+import Kafka
+@testable import Notifier
+import Store
+import TestSupport
+import XCTest
+
+/// Retention, the access log, export and erasure through both services, as
+/// an admin and the data-protection officer would use them.
+final class DataProtectionTests: XCTestCase {
+    var harness: NotifierHarness?
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    /// `YYYY-MM-DD` in Seoul `days` before now, and an instant at 08:00 that day.
+    private func seoulDay(_ days: Int) -> (date: String, at: String) {
+        let seoul = TimeZone(identifier: "Asia/Seoul")!
+        let date = Timestamp.localDate(Timestamp.now() - Double(days) * 86_400, in: seoul)
+        return (date, date + "T08:00:00+09:00")
+    }
+
+    private func ids(_ reply: Reply) -> [String] {
+        guard case .array(let items)? = reply.object["items"] else { return [] }
+        return items.compactMap { $0["guidanceId"]?.string }
+    }
+
+    /// Days older than `RETENTION_DAYS` leave lists and inboxes when purged;
+    /// newer ones stay. With the retention that short, the same days are
+    /// refused at the gate, for a run, and as events.
+    func testAPurgeRemovesOldDaysAndOldDaysAreRefused() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let (old, recent) = (seoulDay(20), seoulDay(3))
+        let gone = try await harness.register(grade: 1, classNumber: 1, number: 1, at: old.at, as: "t-gate")
+        let kept = try await harness.register(grade: 1, classNumber: 1, number: 2, at: recent.at, as: "t-gate")
+        for day in [old, recent] {
+            _ = try await harness.waitForList(date: day.date, count: 1, as: "t-admin")
+            try await assertEqualAsync(await harness.runDigests(date: day.date, as: "t-admin").status, 200)
+        }
+        try await assertEqualAsync(await harness.inbox("t-hr-1-1", signedIn: true).count, 2)
+
+        var short = Retention()
+        short.days = 10
+        let store = try NotifierService.openStore(.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path))
+        let purger = Purger(store: store, retention: short, clock: Timestamp.now, logger: quietLogger("purge"))
+        let (dry, _) = try purger.purge(roster: harness.roster, dryRun: true)
+        XCTAssertEqual(dry.removed["guidances"], 1)
+        let (report, oldest) = try purger.purge(roster: harness.roster)
+        XCTAssertEqual(report.removed["guidances"], 1)
+        XCTAssertEqual(report.removed["digests"], 2, "the old day's class and grade digests")
+        XCTAssertEqual(report.removed["digest_runs"], 1)
+        XCTAssertEqual(try purger.cuts(roster: harness.roster).first { $0.school == "sa" }?.firstKeptDay, seoulDay(10).date)
+        XCTAssertNotNil(oldest)
+        try await assertEqualAsync(ids(await harness.list(date: old.date, as: "t-admin")), [])
+        try await assertEqualAsync(ids(await harness.list(date: recent.date, as: "t-admin")), [kept])
+        let inbox = try await harness.inbox("t-hr-1-1", signedIn: true)
+        XCTAssertEqual(inbox.compactMap { $0["date"]?.string }, [recent.date])
+        XCTAssertFalse(gone.isEmpty)
+        await harness.shutdown()
+        self.harness = nil
+
+        // Services with that retention refuse the old day, naming the field.
+        let strict = try await NotifierHarness(authentication: true, retention: short)
+        self.harness = strict
+        let body = #"{"student":{"grade":1,"classNumber":1,"number":1},"reason":{"code":"noShoes"},"occurredAt":"\#(old.at)"}"#
+        let refused = try await fetch("POST", strict.ingestBase + "/v1/schools/sa/guidances", body: body, headers: strict.headers("t-gate"))
+        XCTAssertEqual(refused.status, 422, refused.text)
+        XCTAssertTrue(refused.text.contains("occurredAt") && refused.text.contains("10 days"), refused.text)
+        let run = try await strict.runDigests(date: old.date, as: "t-admin")
+        XCTAssertEqual(run.status, 422, run.text)
+        XCTAssertTrue(run.text.contains("\"date\""), run.text)
+        // An event of that day arriving anyway (a replay) is dead-lettered, not stored.
+        let producer = try Producer(config: producerConfig(strict.cluster), logger: quietLogger("replay"))
+        let event = GuidanceRegistered(
+            eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "sa",
+            student: StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가"),
+            reason: ReasonRef(code: "noShoes", label: "실내화", detail: nil), recordedBy: "t-gate", occurredAt: old.at, recordedAt: old.at)
+        _ = try await producer.send(OutgoingMessage(topic: strict.topics.registered, key: Array("sa/1".utf8), value: event.json))
+        producer.close()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (strict.notifier?.metrics.value("notifier_dead_letters_total") ?? 0) < 1 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(strict.notifier?.metrics.value("notifier_dead_letters_total"), 1)
+        try await assertEqualAsync(ids(await strict.list(date: old.date, as: "t-admin")), [])
+    }
+
+    /// Each kind of read by a teacher appears once with that teacher;
+    /// registrations, runs and deletions are not reads and do not appear.
+    func testEveryReadOfStudentDataIsInTheAccessLogWithItsTeacher() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let (ingest, notifier) = (harness.ingestBase, harness.notifierBase)
+        let id = try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 1, as: "t-admin")
+        try await harness.delete(grade: 1, guidanceID: try await harness.register(grade: 1, classNumber: 1, number: 2, as: "t-gate"), as: "t-gate")
+        try await assertEqualAsync(await harness.runDigests(as: "t-admin").status, 200)
+        let reads: [(String, String, String)] = [
+            ("t-gate", ingest, "/v1/schools/sa/students/1/1/1"),
+            ("t-gate", ingest, "/v1/schools/sa/grades/1/classes/1/students"),
+            ("t-hr-1-1", notifier, "/v1/schools/sa/guidances?date=2026-11-21"),
+            ("t-hr-1-1", notifier, "/v1/teachers/t-hr-1-1/inbox"),
+            ("t-admin", notifier, "/v1/schools/sa/students/a111/records"),
+        ]
+        for (teacher, base, path) in reads {
+            let reply = try await fetch("GET", base + path, headers: harness.headers(teacher))
+            XCTAssertEqual(reply.status, 200, "\(path): \(reply.text)")
+        }
+        // The admin's own list reads (waiting for the registration) are reads too.
+        let expected: Set<String> = ["t-gate student a111", "t-gate class 1-1", "t-hr-1-1 list date=2026-11-21&grade=1&classNumber=1",
+                                     "t-hr-1-1 inbox t-hr-1-1", "t-admin export a111", "t-admin list date=2026-11-21"]
+        var seen: Set<String> = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let log = try await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-admin"))
+            XCTAssertEqual(log.status, 200, log.text)
+            guard case .array(let items)? = log.object["items"] else { return XCTFail(log.text) }
+            let reads = items.filter { $0["action"]?.string != "access-log" }
+            seen = Set(reads.map { "\($0["teacherId"]?.string ?? "") \($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" })
+            XCTAssertTrue(items.filter { $0["action"]?.string == "access-log" }.allSatisfy { $0["teacherId"]?.string == "t-admin" })
+            XCTAssertTrue(reads.allSatisfy { $0["client"]?.string == "127.0.0.1" && $0["teacherName"]?.string != nil }, log.text)
+            if seen.count >= expected.count { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        XCTAssertEqual(seen, expected)
+        XCTAssertFalse(id.isEmpty)
+        let filtered = try await fetch("GET", notifier + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
+        guard case .array(let gateReads)? = filtered.object["items"] else { return XCTFail(filtered.text) }
+        XCTAssertEqual(gateReads.count, 2)
+        try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-hr-1-1")).status, 403)
+        try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log?from=soon", headers: harness.headers("t-admin")).status, 400)
+    }
+
+    /// The export holds every guidance of the student (a deleted one with who
+    /// deleted it) and the digests naming them, as JSON and as CSV that
+    /// Python's csv module reads with Korean intact; after erasure no table of
+    /// the store holds the student's name or id.
+    func testExportRoundTripsAndErasureLeavesNoTrace() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let kept = try await harness.register(grade: 1, classNumber: 1, number: 1, code: "others", detail: "교문 앞, \\\"껌\\\"", as: "t-gate")
+        let deleted = try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-20T23:40:00Z", as: "t-gate")
+        let other = try await harness.register(grade: 1, classNumber: 1, number: 2, as: "t-gate")
+        _ = try await harness.waitForList(count: 3, as: "t-admin")
+        try await assertEqualAsync(await harness.runDigests(as: "t-admin").status, 200)
+        try await harness.delete(grade: 1, guidanceID: deleted, as: "t-gate")
+        _ = try await harness.waitForList(equalTo: [kept, other], as: "t-admin")
+        let path = harness.notifierBase + "/v1/schools/sa/students/a111/records"
+
+        let json = try await fetch("GET", path, headers: harness.headers("t-admin"))
+        XCTAssertEqual(json.status, 200, json.text)
+        guard case .array(let guidances)? = json.object["guidances"] else { return XCTFail(json.text) }
+        XCTAssertEqual(Set(guidances.compactMap { $0["guidanceId"]?.string }), [kept, deleted])
+        XCTAssertEqual(guidances.first { $0["guidanceId"]?.string == deleted }?["deletedBy"]?.string, "t-gate")
+        XCTAssertEqual(guidances.first { $0["guidanceId"]?.string == kept }?["digests"]?[0]?.string?.hasPrefix("sa.2026-11-21.t-hr-1-1"), true)
+
+        var headers = harness.headers("t-admin")
+        headers["Accept"] = "text/csv"
+        let csv = try await fetch("GET", path, headers: headers)
+        XCTAssertEqual(csv.status, 200)
+        XCTAssertEqual(Array(csv.body.prefix(3)), [0xEF, 0xBB, 0xBF], "UTF-8 with a byte-order mark")
+        let file = harness.directory.appendingPathComponent("records.csv")
+        try csv.body.write(to: file)
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", "import csv, json, sys; print(json.dumps(list(csv.DictReader(open(sys.argv[1], encoding='utf-8-sig'))), ensure_ascii=False))", file.path]
+        let out = Pipe()
+        python.standardOutput = out
+        try python.run()
+        python.waitUntilExit()
+        let rows = try XCTUnwrap(JSONSerialization.jsonObject(with: out.fileHandleForReading.readDataToEndOfFile()) as? [[String: String]])
+        XCTAssertEqual(rows.count, 2)
+        XCTAssertEqual(Set(rows.compactMap { $0["이름(name)"] }), ["가가"])
+        XCTAssertEqual(rows.first { $0["guidanceId"] == kept }?["상세(detail)"], "교문 앞, \"껌\"")
+
+        let erased = try await fetch("DELETE", path, headers: harness.headers("t-admin"))
+        XCTAssertEqual(erased.status, 200, erased.text)
+        XCTAssertEqual(erased.object["guidances"]?.int, 2)
+        // Every table of the store, every value: neither the name nor the id.
+        let dump = Process()
+        dump.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        dump.arguments = ["-c", """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                for row in db.execute('SELECT * FROM "%s"' % table):
+                    print(table, *row)
+            """, harness.directory.appendingPathComponent("notifier.db").path]
+        let dumped = Pipe()
+        dump.standardOutput = dumped
+        try dump.run()
+        dump.waitUntilExit()
+        let everything = String(decoding: dumped.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(everything.contains("가나"), "the other student stays")
+        XCTAssertFalse(everything.contains("가가"), "the name is gone from every table")
+        XCTAssertFalse(everything.contains("a111"), "the id is gone from every table")
+        let digest = try await harness.inbox("t-hr-1-1", signedIn: true).first
+        XCTAssertTrue((digest?["text"]?.string ?? "").contains(SQLStore.erasedName), digest?["text"]?.string ?? "")
+        try await assertEqualAsync(await fetch("GET", path, headers: harness.headers("t-admin")).status, 200, "the roster still lists the student")
+        try await assertEqualAsync(await fetch("DELETE", path, headers: harness.headers("t-hr-1-1")).status, 403)
+    }
+}
