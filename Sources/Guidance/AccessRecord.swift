@@ -48,19 +48,34 @@ public struct AccessRecord: Sendable, Equatable {
         self.client = client
     }
 
-    /// The record as the access topic carries it.
-    public var json: [UInt8] {
-        var writer = JSONWriter(capacity: 256)
-        writer.field("schemaVersion", AccessRecord.schemaVersion)
-        writer.field("type", AccessRecord.type)
-        writer.field("accessId", accessId)
-        writer.field("at", at)
-        writer.field("schoolId", schoolId)
-        writer.field("teacherId", teacherId)
-        writer.field("action", action.rawValue)
-        writer.field("target", target)
-        writer.field("client", client)
+    /// Records as one message of the access topic:
+    /// `{"schemaVersion":1,"type":"guidance.accessed","records":[…]}`.
+    public static func message(_ records: [AccessRecord]) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + records.count * 200)
+        writer.field("schemaVersion", schemaVersion)
+        writer.field("type", type)
+        writer.array("records", records) { writer, record in
+            writer.field("accessId", record.accessId)
+            writer.field("at", record.at)
+            writer.field("schoolId", record.schoolId)
+            writer.field("teacherId", record.teacherId)
+            writer.field("action", record.action.rawValue)
+            writer.field("target", record.target)
+            writer.field("client", record.client)
+        }
         return writer.finish()
+    }
+
+    /// The records of a message `message(_:)` wrote (its other fields checked by the caller).
+    public static func records(json fields: JSONFields) throws(FieldError) -> [AccessRecord] {
+        guard case .array(let values)? = fields.object["records"] else { throw FieldError(field: "records", message: "must be an array") }
+        var records: [AccessRecord] = []
+        records.reserveCapacity(values.count)
+        for value in values {
+            guard case .object(let object) = value else { throw FieldError(field: "records", message: "must hold objects") }
+            records.append(try AccessRecord(json: JSONFields(object)))
+        }
+        return records
     }
 
     public init(json fields: JSONFields) throws(FieldError) {

@@ -60,8 +60,7 @@ struct IngestHandlers: Sendable {
     /// The school's grades, classes and student numbers, for the gate page's
     /// 학년 / 반 / 번호 controls (names come one at a time, by look-up).
     @Sendable func classes(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = request.parameter("schoolId")
-        guard caller.roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let schoolID = try caller.school(of: request).id
         return .json(Classes(schoolId: schoolID, grades: Classes.grades(caller.roster, school: schoolID)))
     }
 
@@ -72,18 +71,16 @@ struct IngestHandlers: Sendable {
 
     /// The school's reason catalogue in its order, with the Korean labels.
     @Sendable func reasons(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = request.parameter("schoolId")
-        guard let school = caller.roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
-        return .json(Reasons(schoolId: schoolID, items: school.orderedReasons))
+        let school = try caller.school(of: request)
+        return .json(Reasons(schoolId: school.id, items: school.orderedReasons))
     }
 
     @Sendable func lookUpStudent(_ request: Request, _ caller: Caller) async throws -> Response {
         let roster = caller.roster
-        let schoolID = request.parameter("schoolId")
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         let classNumber = try request.integerParameter("class", in: Student.seatRange)
         let number = try request.integerParameter("number", in: Student.seatRange)
-        guard roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let schoolID = try caller.school(of: request).id
         guard let student = roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: number) else {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
         }
@@ -127,8 +124,7 @@ struct IngestHandlers: Sendable {
     /// ingest keeps nothing; when the notifier does not answer, this is a 503
     /// and registering goes on.
     @Sendable func today(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = request.parameter("schoolId")
-        guard caller.roster.school(schoolID) != nil else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let schoolID = try caller.school(of: request).id
         guard let notifierURL else {
             throw HTTPError.unavailable("the day list is not set up here (NOTIFIER_URL is not set); registering works", retryAfterSeconds: 60)
         }

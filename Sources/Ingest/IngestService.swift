@@ -13,6 +13,8 @@ public final class IngestService: Sendable {
     public let roster: LiveRoster
     public let metrics = Metrics()
     private let producer: Producer
+    /// Reads of student data, to the access topic.
+    private let accessLog: AccessLog
     private let sessions: Sessions
     private let server: HTTPServer
     private let logger: Logger
@@ -48,7 +50,7 @@ public final class IngestService: Sendable {
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
-        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
             producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
             accessLog: accessLog, retention: config.retention, notifierURL: config.notifierURL, sessions: sessions, metrics: metrics, logger: logger
@@ -75,6 +77,7 @@ public final class IngestService: Sendable {
     public func start() async throws {
         await ensureTopics()
         sessions.log.start()
+        accessLog.start()
         try Startup.listen(server, portVariable: "INGEST_PORT", service: "guidance-ingest")
         roster.watch(every: config.rosterCheckInterval)
     }
@@ -84,6 +87,7 @@ public final class IngestService: Sendable {
         logger.info("shutting down: draining requests")
         await server.shutdown(gracePeriod: config.drainPeriod)
         sessions.log.stop()
+        await accessLog.stop()
         // Closing waits for the last acknowledgements: off the cooperative pool.
         let (producer, timeout) = (self.producer, config.producer.deliveryTimeout)
         _ = try? await blocking { producer.close(timeout: timeout) }

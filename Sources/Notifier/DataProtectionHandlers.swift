@@ -58,7 +58,7 @@ struct DataProtectionHandlers: Sendable {
     /// (`YYYY-MM-DD`, from its start; `to` through its end); by default the
     /// last 7 days. Newest first, at most `limit` (default 500, at most 5,000).
     @Sendable func readAccessLog(_ request: Request, _ caller: Caller) async throws -> Response {
-        let school = try knownSchool(request, caller)
+        let school = try caller.school(of: request)
         let now = clock()
         let to = try instant(request, "to", school: school, endOfDay: true) ?? now + 1
         let from = try instant(request, "from", school: school, endOfDay: false) ?? to - 7 * 86_400
@@ -139,7 +139,7 @@ struct DataProtectionHandlers: Sendable {
     /// one row per guidance, UTF-8 with a byte-order mark (spreadsheet
     /// programs then read Korean right).
     @Sendable func export(_ request: Request, _ caller: Caller) async throws -> Response {
-        let school = try knownSchool(request, caller)
+        let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
         let records = try await NotifierHandlers.available(logger: logger) {
@@ -200,7 +200,7 @@ struct DataProtectionHandlers: Sendable {
 
     /// Erases the student's records from the store (see `GuidanceStore.erase`).
     @Sendable func erase(_ request: Request, _ caller: Caller) async throws -> Response {
-        let school = try knownSchool(request, caller)
+        let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
         let erased = try await NotifierHandlers.available(logger: logger) {
@@ -216,11 +216,5 @@ struct DataProtectionHandlers: Sendable {
             "school": school.id, "guidances": String(erased.guidances), "digests": String(erased.digests), "by": caller.teacher?.id ?? "(authentication off)",
         ])
         return .json(Erased(schoolId: school.id, guidances: erased.guidances, digests: erased.digests))
-    }
-
-    private func knownSchool(_ request: Request, _ caller: Caller) throws(HTTPError) -> School {
-        let id = request.parameter("schoolId")
-        guard let school = caller.roster.school(id) else { throw HTTPError.notFound("unknown school '\(id)'") }
-        return school
     }
 }

@@ -70,7 +70,7 @@ struct DeliveryHandlers: Sendable {
     }
 
     @Sendable func list(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = try knownSchool(request, caller)
+        let schoolID = try caller.school(of: request).id
         let text = request.query["status"]
         let status = text.flatMap(Delivery.Status.init(rawValue:))
         if text != nil && status == nil {
@@ -91,7 +91,7 @@ struct DeliveryHandlers: Sendable {
     }
 
     @Sendable func retry(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = try knownSchool(request, caller)
+        let schoolID = try caller.school(of: request).id
         let deliveryID = request.parameter("deliveryId")
         let store = self.store
         let now = clock()
@@ -107,13 +107,5 @@ struct DeliveryHandlers: Sendable {
         case .notFailed(let status):
             throw HTTPError(status: 409, detail: "delivery \(deliveryID) is \(status.rawValue); only a failed delivery is queued again")
         }
-    }
-
-    /// The route's school; 404 when the roster has none of that id (asked
-    /// only once the caller may ask about it).
-    private func knownSchool(_ request: Request, _ caller: Caller) throws(HTTPError) -> String {
-        let school = request.parameter("schoolId")
-        guard caller.roster.school(school) != nil else { throw HTTPError.notFound("unknown school '\(school)'") }
-        return school
     }
 }

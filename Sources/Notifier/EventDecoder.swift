@@ -32,7 +32,7 @@ struct EventDecoder: Sendable {
             case topics.deleted where type == EventType.deleted.rawValue:
                 return deleted(try GuidanceDeleted(json: fields))
             case topics.access where type == AccessRecord.type:
-                return accessed(try AccessRecord(json: fields))
+                return accessed(try AccessRecord.records(json: fields))
             default:
                 return .failure(DecodeFailure(reason: "event type '\(type)' does not belong on \(message.topic)"))
             }
@@ -87,10 +87,12 @@ struct EventDecoder: Sendable {
             deletedBy: event.deletedBy, occurredAt: Timestamp.format(occurred)))
     }
 
-    private func accessed(_ record: AccessRecord) -> Result<StoredEvent, DecodeFailure> {
-        guard RandomID.isUUID(record.accessId) else { return .failure(DecodeFailure(reason: "accessId '\(record.accessId)' is not a UUID")) }
-        guard Timestamp.parse(record.at) != nil else { return .failure(DecodeFailure(reason: "at '\(record.at)' is not RFC 3339")) }
-        return .success(.accessed(record))
+    private func accessed(_ records: [AccessRecord]) -> Result<StoredEvent, DecodeFailure> {
+        for record in records {
+            guard RandomID.isUUID(record.accessId) else { return .failure(DecodeFailure(reason: "accessId '\(record.accessId)' is not a UUID")) }
+            guard Timestamp.parse(record.at) != nil else { return .failure(DecodeFailure(reason: "at '\(record.at)' is not RFC 3339")) }
+        }
+        return .success(.accessed(records))
     }
 
     private func idProblem(_ eventID: String, _ guidanceID: String) -> DecodeFailure? {

@@ -37,7 +37,7 @@ struct NotifierHandlers: Sendable {
         }
         // Another school's id is refused whether it exists or not, so ids cannot be probed.
         if let teacher, teacher.schoolID != schoolID { throw HTTPError.otherSchool(teacher) }
-        guard let school = roster.school(schoolID) else { throw HTTPError.notFound("unknown school '\(schoolID)'") }
+        let school = try caller.school(of: request)
         let today = runner.today(for: school)
         let date = try queryDate(request) ?? today
         if let teacher {

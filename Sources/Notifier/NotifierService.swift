@@ -17,6 +17,8 @@ public final class NotifierService: Sendable {
     public let metrics = Metrics()
     private let store: any GuidanceStore
     private let producer: Producer
+    /// Reads of student data, to the access topic.
+    private let accessLog: AccessLog
     private let materializer: Materializer
     let runner: DigestRunner
     let dispatcher: Dispatcher
@@ -70,7 +72,7 @@ public final class NotifierService: Sendable {
                 HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
             }
         }
-        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog)
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
@@ -127,6 +129,7 @@ public final class NotifierService: Sendable {
         await runner.checkPartitions(expected: config.partitions)
         materializer.start()
         sessions.log.start()
+        accessLog.start()
         try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
         roster.watch(every: config.rosterCheckInterval)
         dispatcher.start()
@@ -163,6 +166,7 @@ public final class NotifierService: Sendable {
         async let dispatcherStopped: Void = dispatcher.stop(within: config.drainPeriod)
         _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
         sessions.log.stop()
+        await accessLog.stop()
         let producer = self.producer
         _ = try? await blocking { producer.close() }
         logger.info("shut down")

@@ -108,5 +108,12 @@ struct TeacherPage: Sendable {
         <p id="failed-empty" class="meta">없습니다.</p>
         <p id="failed-status" class="status" role="status" aria-live="polite"></p>
         </section>
+        <section class="card" aria-labelledby="access-title">
+        <details id="access"><summary id="access-title">접속 기록 (최근 7일)</summary>
+        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다.</p>
+        <ul id="access-list" class="plain"></ul>
+        <p id="access-status" class="status" role="status" aria-live="polite"></p>
+        </details>
+        </section>
         """
 }

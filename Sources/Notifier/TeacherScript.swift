@@ -257,8 +257,41 @@ extension TeacherPage {
             $('failed-title').focus();
           }
 
+          // --- 접속 기록 ---
+
+          const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
+            export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회' };
+
+          // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
+          function targetText(item) {
+            if (item.action === 'list' || item.action === 'access-log') {
+              const q = new URLSearchParams(item.target);
+              return [q.get('date') && G.day(q.get('date')), q.get('grade') && q.get('grade') + '학년',
+                q.get('classNumber') && q.get('classNumber') + '반'].filter(Boolean).join(' ') || '학교 전체';
+            }
+            if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
+            if (item.action === 'inbox') return '알림함';
+            return '학생 ' + item.target;
+          }
+
+          async function loadAccess() {
+            let answer;
+            try {
+              answer = await G.api('GET', schoolURL + '/access-log?limit=50');
+            } catch (error) {
+              G.say('access-status', '접속 기록을 불러오지 못했습니다. ' + G.message(error), 'warn');
+              return;
+            }
+            G.say('access-status', answer.items.length ? '' : '최근 7일 동안 기록이 없습니다.');
+            $('access-list').replaceChildren(...answer.items.map((item) => G.el('li', {},
+              G.el('div', {},
+                G.el('div', {}, (item.teacherName || '명부에 없는 교사') + ' · ' + (actionNames[item.action] || item.action) + ' · ' + targetText(item)),
+                G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(item.at) + ' · ' + item.client)))));
+          }
+
           if (data.role === 'admin') {
             $('run').addEventListener('click', run);
+            $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
             loadFailed();
           } else {
             $('digest-close').addEventListener('click', closeDigest);

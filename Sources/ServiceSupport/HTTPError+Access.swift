@@ -15,3 +15,13 @@ extension HTTPError {
     /// 403 for a school that is not the teacher's (see `AccessDenial.otherSchool`).
     public static func otherSchool(_ teacher: Teacher) -> HTTPError { HTTPError(AccessDenial.otherSchool(teacher)) }
 }
+
+extension Caller {
+    /// The school the route's `{schoolId}` names; 404 when the roster has
+    /// none (asked only once the caller may ask about that school).
+    public func school(of request: Request) throws(HTTPError) -> School {
+        let id = request.parameter("schoolId")
+        guard let school = roster.school(id) else { throw HTTPError.notFound("unknown school '\(id)'") }
+        return school
+    }
+}

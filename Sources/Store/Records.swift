@@ -40,8 +40,8 @@ public struct Rejection: Sendable, Equatable {
 public enum StoredEvent: Sendable, Equatable {
     case registered(GuidanceRecord)
     case deleted(guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String)
-    /// A read of student data, for the access log (stored once per `accessId`).
-    case accessed(AccessRecord)
+    /// Reads of student data, for the access log (each stored once per `accessId`).
+    case accessed([AccessRecord])
 }
 
 public enum DigestScope: String, Sendable, Codable, Hashable {

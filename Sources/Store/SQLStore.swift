@@ -220,8 +220,8 @@ public final class SQLStore: GuidanceStore {
                 var accessed: [AccessRecord] = []
                 var index = 0
                 while index < events.count {
-                    if case .accessed(let record) = events[index] {
-                        accessed.append(record)
+                    if case .accessed(let records) = events[index] {
+                        accessed += records
                         index += 1
                         continue
                     }

@@ -107,9 +107,9 @@ extension Asset {
             return (+parts[2]) + '월 ' + (+parts[3]) + '일(' + '일월화수목금토'[date.getUTCDay()] + ')';
           }
 
-          // The school's date today, YYYY-MM-DD.
-          function today() {
-            return new Date().toLocaleDateString('en-CA', { timeZone });
+          // The school's date today (or of the instant `at`), YYYY-MM-DD.
+          function today(at) {
+            return (at ? new Date(at) : new Date()).toLocaleDateString('en-CA', { timeZone });
           }
 
           const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

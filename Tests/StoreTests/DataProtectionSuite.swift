@@ -18,9 +18,9 @@ extension StoreSuite {
     }
 
     private func access(_ id: String, at: String, teacher: String = "t-admin", action: AccessRecord.Action = .list, target: String = "date=2026-11-30") -> StoredEvent {
-        .accessed(AccessRecord(
+        .accessed([AccessRecord(
             accessId: "0b0d4c1e-0000-4000-8000-\(String(repeating: "0", count: 12 - id.count))\(id)", at: at, schoolId: "sa", teacherId: teacher,
-            action: action, target: target, client: "127.0.0.1"))
+            action: action, target: target, client: "127.0.0.1")])
     }
 
     /// Days before the cut go from every table (a digest's deliveries with
