@@ -60,6 +60,29 @@ final class DataProtectionTests: XCTestCase {
         let inbox = try await harness.inbox("t-hr-1-1", signedIn: true)
         XCTAssertEqual(inbox.compactMap { $0["date"]?.string }, [recent.date])
         XCTAssertFalse(gone.isEmpty)
+
+        // guidance-admin purge does the same with the services' settings, and says what it did
+        // (sa is not in examples/roster, so its days are cut in UTC: one day kept removes the recent one).
+        let admin = repositoryRoot.appendingPathComponent(".build/debug/guidance-admin")
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: admin.path), "build guidance-admin first (swift build)")
+        if FileManager.default.isExecutableFile(atPath: admin.path) {
+            let process = Process()
+            process.executableURL = admin
+            process.arguments = ["purge"]
+            process.environment = [
+                "STORE_URL": "sqlite:" + harness.directory.appendingPathComponent("notifier.db").path, "RETENTION_DAYS": "1",
+                "ROSTER_DIR": repositoryRoot.appendingPathComponent("examples/roster").path,
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            process.waitUntilExit()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertEqual(process.terminationStatus, 0, printed)
+            XCTAssertTrue(printed.contains("removed:\n  guidances: 1\n  digests: 2"), printed)
+            XCTAssertTrue(printed.contains("oldest day kept: "), printed)
+            try await assertEqualAsync(ids(await harness.list(date: recent.date, as: "t-admin")), [])
+        }
         await harness.shutdown()
         self.harness = nil
 
