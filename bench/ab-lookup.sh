@@ -28,7 +28,7 @@ for round in $(seq "$rounds"); do
     port=$([ $side = old ] && echo 18090 || echo 18091)
     pid=$(cat "$work/$side.log.pid")
     before=$(ticks "$pid") broker_before=$(ticks "$broker")
-    line=$(wrk -t2 -c64 -d"${seconds}s" -s bench/lookup.lua "http://127.0.0.1:$port" | grep '^requests/s')
+    line=$(LOOKUP=1 wrk -t2 -c64 -d"${seconds}s" -s bench/post.lua "http://127.0.0.1:$port" | grep '^requests/s')
     rps=$(echo "$line" | awk '{print $2}')
     hz=$(getconf CLK_TCK)
     cpu=$(awk -v t=$(( $(ticks "$pid") - before )) -v b=$(( $(ticks "$broker") - broker_before )) -v r="$rps" -v s="$seconds" -v hz="$hz" \

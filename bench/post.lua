@@ -1,4 +1,6 @@
--- wrk script: POST valid, varied registrations for the sample school.
+-- wrk script: POST valid, varied registrations for the sample school; with
+-- LOOKUP=1, GET the same seats' student look-ups instead (each one a read
+-- recorded in the access log).
 -- usage: wrk -t2 -c64 -d10s -s bench/post.lua http://127.0.0.1:8080
 -- Set SCHOOLS=N to spread over a district roster made by make-roster.py --schools N.
 local reasons = {
@@ -7,6 +9,7 @@ local reasons = {
 }
 local classes = {10, 12, 9}
 local schools = tonumber(os.getenv("SCHOOLS") or "1")
+local lookup = os.getenv("LOOKUP") == "1"
 local counter = 0
 
 request = function()
@@ -18,6 +21,11 @@ request = function()
   if schools > 1 then
     school = string.format("school-%03d", counter % schools + 1)
     gate = school .. "-t-gate-01"
+  end
+  if lookup then
+    return wrk.format("GET", string.format("/v1/schools/%s/students/%d/%d/%d", school, grade, class, number), {
+      ["Authorization"] = "Bearer demo-" .. gate,
+    })
   end
   -- recordedBy is required when the roster has no tokens.csv.
   local body = string.format('{"student":{"grade":%d,"classNumber":%d,"number":%d},"reason":%s,"recordedBy":"%s"}',

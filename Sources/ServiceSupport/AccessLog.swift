@@ -7,8 +7,11 @@ import Synchronization
 /// Records every read of student data by a teacher (`AccessRecord`) on the
 /// access topic, for the notifier to store. The request only appends to a
 /// buffer (a lock and an append; the record's id and time text are made
-/// later); every 200 ms, or at 1,000 records, the buffer goes to the
-/// producer as one message per school, and `stop` sends what is left. A message the broker refuses after the producer's retries
+/// later); every 200 ms, or at 25 records, the buffer goes to the producer
+/// as one message per school, and `stop` sends what is left. Small messages
+/// keep memory flat: at 47,000 look-ups/s, batches of 1,000 took the ingest's
+/// peak RSS from 38 to 140–180 MB (allocations of a few hundred KB freed on
+/// other threads), of 100 to 71–81 MB, of 25 to 61–64 MB. A message the broker refuses after the producer's retries
 /// is logged and counted (`access_records_lost_total`), never silently
 /// dropped. What a kill -9 can lose: the last 200 ms of records.
 public final class AccessLog: Sendable {
@@ -33,7 +36,7 @@ public final class AccessLog: Sendable {
         let target: String
         let client: String
     }
-    static let batch = 1000
+    static let batch = 25
     static let interval: Duration = .milliseconds(200)
 
     public init(producer: Producer, topic: String, metrics: Metrics, logger: Logger) {
