@@ -4,7 +4,7 @@
 # times so both see the same machine: e.g. the release before the access log
 # and this one. Each line: wrk's figures, then the CPU the ingest and the
 # mock broker (same machine here, not in production) used per request.
-#   bench/ab-lookup.sh OLD_INGEST NEW_INGEST [ROUNDS] [SECONDS]
+#   bench/ab-lookup.sh OLD_INGEST NEW_INGEST [ROUNDS] [SECONDS]     (LOOKUP=0: registrations instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=$2 rounds=${3:-3} seconds=${4:-10}
@@ -28,7 +28,7 @@ for round in $(seq "$rounds"); do
     port=$([ $side = old ] && echo 18090 || echo 18091)
     pid=$(cat "$work/$side.log.pid")
     before=$(ticks "$pid") broker_before=$(ticks "$broker")
-    line=$(LOOKUP=1 wrk -t2 -c64 -d"${seconds}s" -s bench/post.lua "http://127.0.0.1:$port" | grep '^requests/s')
+    line=$(LOOKUP=${LOOKUP:-1} wrk -t2 -c64 -d"${seconds}s" -s bench/post.lua "http://127.0.0.1:$port" | grep '^requests/s')
     rps=$(echo "$line" | awk '{print $2}')
     hz=$(getconf CLK_TCK)
     cpu=$(awk -v t=$(( $(ticks "$pid") - before )) -v b=$(( $(ticks "$broker") - broker_before )) -v r="$rps" -v s="$seconds" -v hz="$hz" \
