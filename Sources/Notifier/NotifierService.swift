@@ -160,10 +160,13 @@ public final class NotifierService: Sendable {
     public func shutdown() async {
         logger.info("shutting down")
         let materializer = self.materializer
-        async let scheduleStopped: Void = schedule.cancel()
-        async let drained: Void = server.shutdown(gracePeriod: config.drainPeriod)
-        async let consumerLeft: Void? = try? blocking { materializer.stop() }
-        async let dispatcherStopped: Void = dispatcher.stop(within: config.drainPeriod)
+        let (logger, started) = (self.logger, ContinuousClock.now)
+        // Each part says when it is done: a shutdown that hangs names what it waits for.
+        @Sendable func done(_ part: String) { logger.info("shutdown: \(part) done", ["ms": String(Int((ContinuousClock.now - started).seconds * 1000))]) }
+        async let scheduleStopped: Void = { await self.schedule.cancel(); done("schedule") }()
+        async let drained: Void = { await self.server.shutdown(gracePeriod: self.config.drainPeriod); done("http") }()
+        async let consumerLeft: Void = { _ = try? await blocking { materializer.stop() }; done("consumer") }()
+        async let dispatcherStopped: Void = { await self.dispatcher.stop(within: self.config.drainPeriod); done("dispatcher") }()
         _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
         sessions.log.stop()
         await accessLog.stop()

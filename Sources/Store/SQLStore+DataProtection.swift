@@ -154,12 +154,12 @@ extension SQLStore {
     ]
 
     /// Removes what `cuts` say is past its retention, in batches that each
-    /// hold the writer briefly (the batch size adapts to stay near 25 ms, a
+    /// hold the writer briefly (the batch size adapts to stay within 5–20 ms, a
     /// pause between batches lets events and runs in); `dryRun` counts
     /// instead. Safe to stop and run again: each batch commits on its own.
     public func purge(_ cuts: [PurgeCut], dryRun: Bool = false) throws(StoreError) -> PurgeReport {
         var report = PurgeReport()
-        var limit = 500
+        var limit = 200
         for cut in cuts {
             let day: [SQLValue] = [.text(cut.school), .text(cut.firstKeptDay)]
             var steps = SQLStore.purgeSteps.map { ($0.table, $0.key, $0.select, $0.count, day) }
@@ -180,18 +180,19 @@ extension SQLStore {
                 let sql = key.isEmpty ? select : "DELETE FROM \(table) WHERE \(key) IN (\(select) LIMIT $3)"
                 while true {
                     let asked = limit
-                    let started = DispatchTime.now().uptimeNanoseconds
-                    let removed = try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> Int in
-                        try database.transaction { () throws(StoreError) -> Int in
+                    // Timed inside the lock: how long the batch held the writer, not how long it waited for it.
+                    let (removed, held) = try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> (Int, Double) in
+                        let started = DispatchTime.now().uptimeNanoseconds
+                        let removed = try database.transaction { () throws(StoreError) -> Int in
                             try database.run(sql, key.isEmpty ? parameters : parameters + [.integer(Int64(asked))])
                         }
+                        return (removed, Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
                     }
-                    let held = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
                     report.longestBatchMilliseconds = max(report.longestBatchMilliseconds, held)
                     guard removed > 0 else { break }
                     report.batches += 1
                     report.removed[table, default: 0] += removed
-                    limit = held > 25 ? max(20, limit / 2) : (held < 8 ? min(20_000, limit * 2) : limit)
+                    limit = held > 20 ? max(20, limit / 2) : (held < 5 ? min(5_000, limit * 2) : limit)
                     if key.isEmpty || removed < asked { break }
                     // Between batches the writer is free: events and runs waiting for it go first.
                     usleep(2_000)

@@ -10,6 +10,14 @@ do {
     try await service.start()
     let signal = await waitForTerminationSignal()
     logger.info("received signal, stopping", ["signal": String(signal)])
+    // A part that cannot finish (a store that does not answer) must not keep
+    // the replica from stopping: events it did not commit are read again by the group.
+    let limit = config.drainPeriod + .seconds(8)
+    Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: limit.seconds)
+        logger.error("shutdown did not finish in time; exiting, events not committed are read again by the group", ["seconds": String(Int(limit.seconds))])
+        exit(1)
+    }
     await service.shutdown()
 } catch {
     Logger(component: "notifier").error("guidance-notifier could not start: \(error)")
