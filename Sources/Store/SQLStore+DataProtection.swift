@@ -51,11 +51,6 @@ public struct StudentRecords: Sendable, Equatable {
     public let digests: [Appearance]
 }
 
-/// One line of the access log as stored.
-public struct StoredAccess: Sendable, Equatable {
-    public let record: AccessRecord
-}
-
 extension SQLStore {
     /// Version 7: the access log, the lookup of a digest's deliveries (the
     /// purge removes them with their digest), and one purge a day across
@@ -215,37 +210,28 @@ extension SQLStore {
                 StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[13].string, deletedAt: row[14].string)
             }
             var appearances: [StudentRecords.Appearance] = []
-            try SQLStore.digestsNaming(student, school: school, in: database) { digestID, teacher, date, revision, entries in
-                for entry in entries where entry.student.studentId == student {
+            try SQLStore.digestsNaming(student, school: school, in: database) { digest in
+                for entry in digest.entries where entry.student.studentId == student {
                     appearances.append(StudentRecords.Appearance(
-                        digestId: digestID, teacherId: teacher, date: date, revision: revision, guidanceId: entry.guidanceId, change: entry.change))
+                        digestId: digest.digestId, teacherId: digest.teacherId, date: digest.date, revision: digest.revision,
+                        guidanceId: entry.guidanceId, change: entry.change))
                 }
             }
             return StudentRecords(guidances: guidances, digests: appearances)
         }
     }
 
-    /// The digests of `school` whose entries name `student`, with their entries.
+    /// The digests of `school` whose entries name `student`.
     private static func digestsNaming(
-        _ student: String, school: String, in database: any SQLDatabase,
-        _ body: (String, String, String, Int, [DigestEntry]) throws(StoreError) -> Void
+        _ student: String, school: String, in database: any SQLDatabase, _ body: (Digest) throws(StoreError) -> Void
     ) throws(StoreError) {
         var quoted: [UInt8] = []
         JSONWriter.append(quoted: student, to: &quoted)
         // LIKE's own wildcards in an id would widen the match; the entries are checked after.
         let pattern = "%\"studentId\":" + String(decoding: quoted, as: UTF8.self) + "%"
         let rows = try database.query(
-            "SELECT digest_id, teacher_id, date, revision, entries FROM digests WHERE school_id = $1 AND entries LIKE $2 ORDER BY date, digest_id",
-            [.text(school), .text(pattern)])
-        for row in rows {
-            let entries: [DigestEntry]
-            do throws(FieldError) {
-                entries = try DigestColumns.entries(from: row[4].string ?? "[]")
-            } catch {
-                throw StoreError(.failed, "digest \(row[0].string ?? "") is unreadable: \(error)")
-            }
-            try body(row[0].string ?? "", row[1].string ?? "", row[2].string ?? "", row[3].int ?? 0, entries)
-        }
+            "SELECT \(digestColumns) FROM digests WHERE school_id = $1 AND entries LIKE $2 ORDER BY date, digest_id", [.text(school), .text(pattern)])
+        for row in rows { try body(try digest(row[...])) }
     }
 
     /// What an erased student becomes in stored digests.
@@ -264,9 +250,9 @@ extension SQLStore {
             try database.transaction { () throws(StoreError) -> (guidances: Int, digests: Int) in
                 let guidances = try database.run(
                     "DELETE FROM guidances WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
-                var changed: [(String, [DigestEntry])] = []
-                try SQLStore.digestsNaming(student, school: school, in: database) { digestID, _, _, _, entries in
-                    let neutral = entries.map { entry in
+                var changed: [Digest] = []
+                try SQLStore.digestsNaming(student, school: school, in: database) { digest in
+                    let neutral = digest.entries.map { entry in
                         guard entry.student.studentId == student else { return entry }
                         let seat = entry.student
                         return DigestEntry(
@@ -274,20 +260,16 @@ extension SQLStore {
                             student: StudentRef(studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number, name: SQLStore.erasedName),
                             reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency)
                     }
-                    changed.append((digestID, neutral))
-                }
-                for (digestID, entries) in changed {
-                    let rows = try database.query("SELECT \(SQLStore.digestColumns) FROM digests WHERE digest_id = $1", [.text(digestID)])
-                guard let row = rows.first else { continue }
-                let digest = try SQLStore.digest(row[...])
-                    let rewritten = Digest(
+                    changed.append(Digest(
                         digestId: digest.digestId, teacherId: digest.teacherId, schoolId: digest.schoolId, date: digest.date, scope: digest.scope,
                         grade: digest.grade, classNumber: digest.classNumber, revision: digest.revision, createdAt: digest.createdAt,
-                        read: digest.read, subject: digest.subject, text: digest.text, entries: entries, counts: digest.counts)
-                    let (subject, text) = rewrite(rewritten)
+                        read: digest.read, subject: digest.subject, text: digest.text, entries: neutral, counts: digest.counts))
+                }
+                for digest in changed {
+                    let (subject, text) = rewrite(digest)
                     try database.run(
                         "UPDATE digests SET entries = $2, subject = $3, text = $4 WHERE digest_id = $1",
-                        [.text(digestID), .text(DigestColumns.entries(entries)), .text(subject), .text(text)])
+                        [.text(digest.digestId), .text(DigestColumns.entries(digest.entries)), .text(subject), .text(text)])
                 }
                 try database.run(
                     "UPDATE access_log SET target = $3 WHERE school_id = $1 AND target = $2", [.text(school), .text(student), .text(SQLStore.erasedID)])
