@@ -135,6 +135,17 @@ class Page:
         return path
 
 
+def wait_for(what, condition, seconds=30):
+    """Polls `condition` every 0.3 s; returns its first truthy value, or fails after `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def choose_seat(gate, grade, class_number, number):
     """Taps grade, class and number on the gate page's grids, from wherever it stands."""
     gate.wait(lambda: gate.driver.find_elements(By.CSS_SELECTOR, "#grid button") or gate.find("#check").is_displayed(), "the seat grids")
