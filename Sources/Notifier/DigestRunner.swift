@@ -5,7 +5,7 @@ import Kafka
 import Store
 
 /// Runs the cutoff procedure of DESIGN.md for a batch of schools: capture the
-/// high watermarks of both topics, wait until the group's committed offsets
+/// high watermarks of the events topics, wait until the group's committed offsets
 /// reach them, then let the store write each school's digests in one
 /// transaction. The store's uniqueness of `(teacher, school, date, scope,
 /// revision)` decides between replicas; a rerun finds nothing new to say.
@@ -52,7 +52,7 @@ final class DigestRunner: Sendable {
     /// replica beyond the partition count would sit idle.
     func checkPartitions(expected: Int) async {
         let offsets = self.offsets
-        let topics = [self.topics.registered, self.topics.deleted]
+        let topics = self.topics.events
         do {
             let counts = try await blocking { try offsets.partitionCounts(of: topics) }
             for topic in topics {
@@ -117,9 +117,11 @@ final class DigestRunner: Sendable {
             let planner = DigestPlanner(roster: roster)
             let store = self.store
             let dispatcher = self.dispatcher
+            // The one clock of the service: a digest is due for delivery when it was written.
+            let clock = self.clock
             let runs = part.map { school, date in
-                DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(Timestamp.now())) { state in
-                    planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(Timestamp.now()))
+                DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(clock())) { state in
+                    planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                 } targets: { digest in
                     dispatcher.targets(for: digest, roster: roster)
                 }
@@ -201,7 +203,7 @@ final class DigestRunner: Sendable {
 
     private func waitForCutoff() async throws {
         let offsets = self.offsets
-        let topics = [self.topics.registered, self.topics.deleted]
+        let topics = self.topics.events
         let cutoff = try await blocking { try offsets.endOffsets(of: topics) }
         let deadline = ContinuousClock.now + cutoffTimeout
         while true {
