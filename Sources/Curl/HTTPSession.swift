@@ -21,19 +21,30 @@ public final class HTTPSession {
     }
 
     public func post(_ url: String, headers: [(String, String)], body: [UInt8]) -> HTTPResult {
+        send("POST", url, headers: headers, body: body, maxBody: nil)
+    }
+
+    /// A request with a body (`POST`, or `DELETE` with an empty one): the
+    /// answer's body kept whole up to `maxBody` bytes (longer is
+    /// `unreachable`), or only its start when nil.
+    public func send(_ method: String, _ url: String, headers: [(String, String)], body: [UInt8], maxBody: Int?) -> HTTPResult {
         // No `Expect: 100-continue`: it would wait a second for servers that never answer it.
         let list = CurlList(headers.map { "\($0.0): \($0.1)" } + ["Expect:"])
         do {
             try curl.set(CURLOPT_URL, url)
             try curl.set(CURLOPT_POST, 1)
+            // libcurl copies the method; POST is CURLOPT_POST's own.
+            if method != "POST" { try curl.set(CURLOPT_CUSTOMREQUEST, method) }
             try curl.check(guidance_curl_set_offset(curl.handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             try curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_HTTPHEADER, list.list))
         } catch {
             return .unreachable(error.description)
         }
-        curl.transfer.reset(upload: body)
+        curl.transfer.reset(upload: body, bodyLimit: maxBody.map { $0 + 1 } ?? 1024)
         // The header list must outlive the transfer.
-        return withExtendedLifetime(list) { perform() }
+        let result = withExtendedLifetime(list) { perform() }
+        guard let maxBody, curl.transfer.body.count > maxBody else { return result }
+        return .unreachable("the answer is longer than \(maxBody) bytes")
     }
 
     /// GETs `url`; the body is kept whole up to `maxBody` bytes (an answer
@@ -53,10 +64,11 @@ public final class HTTPSession {
         return result
     }
 
-    /// Runs the request set up, then unsets its header list.
+    /// Runs the request set up, then unsets its header list and method.
     private func perform() -> HTTPResult {
         let failure = curl.perform()
         _ = try? curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_HTTPHEADER, nil))
+        _ = try? curl.check(guidance_curl_set_pointer(curl.handle, CURLOPT_CUSTOMREQUEST, nil))
         if let failure { return .unreachable(failure) }
         let retryAfter = curl.transfer.lines.last { $0.lowercased().hasPrefix("retry-after:") }
             .map { String($0.dropFirst("retry-after:".count)).trimmingWhitespace() }

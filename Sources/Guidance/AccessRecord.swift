@@ -22,6 +22,8 @@ public struct AccessRecord: Sendable, Equatable {
         case erase
         /// The access record itself read (`target`: the query).
         case accessLog = "access-log"
+        /// The 봉사 명단 (`target`: the query, e.g. `grade=1`).
+        case service
     }
 
     public static let schemaVersion = 1

@@ -5,6 +5,8 @@ import Common
 public enum EventType: String, Sendable, Codable {
     case registered = "guidance.registered"
     case deleted = "guidance.deleted"
+    case serviceRecorded = "guidance.service.recorded"
+    case serviceWithdrawn = "guidance.service.withdrawn"
 }
 
 public enum EventHeader {

@@ -7,12 +7,20 @@ public struct Reason: Sendable, Equatable, Codable {
     public let label: String
     /// Whether a free-text detail (1–200 characters) is required.
     public let requiresDetail: Bool
+    /// Sessions of volunteer service a guidance for it puts on the student's
+    /// account (`reasons.csv` column `service_sessions`, default 1).
+    public let serviceSessions: Int
 
-    public init(code: String, label: String, requiresDetail: Bool = false) {
+    public init(code: String, label: String, requiresDetail: Bool = false, serviceSessions: Int = 1) {
         self.code = code
         self.label = label
         self.requiresDetail = requiresDetail
+        self.serviceSessions = serviceSessions
     }
+
+    /// What `service_sessions` may say: none up to `maxServiceSessions`.
+    public static let serviceSessionsRange = 0...maxServiceSessions
+    public static let maxServiceSessions = 10
 
     public static let maxDetailLength = 200
 

@@ -102,7 +102,12 @@ extension Roster {
                 throw row.error("code '\(code)' may hold only letters, digits, '_' and '-'")
             }
             let requires = try row.bool("requires_detail")
-            reasons[try row.nonEmpty("school_id"), default: []].append(Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires))
+            let sessions = row["service_sessions"].isEmpty ? 1 : Int(row["service_sessions"]) ?? -1
+            guard Reason.serviceSessionsRange.contains(sessions) else {
+                throw row.error("service_sessions '\(row["service_sessions"])' is not a whole number from 0 to \(Reason.maxServiceSessions)")
+            }
+            reasons[try row.nonEmpty("school_id"), default: []].append(
+                Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires, serviceSessions: sessions))
         }
         return reasons
     }

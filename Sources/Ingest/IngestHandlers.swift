@@ -18,8 +18,7 @@ struct IngestHandlers: Sendable {
     /// How far back `occurredAt` may reach (`Retention.windowDays`).
     let retention: Retention
     /// `NOTIFIER_URL`: where the school's day list is read from; nil: nowhere.
-    let notifierURL: String?
-    let sessions: Sessions
+    let notifier: Forwarding?
     let metrics: Metrics
     let logger: Logger
 
@@ -34,6 +33,9 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/today", gate, today)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
+        let service = Access.school(roles: IngestHandlers.serviceRoles)
+        router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, recordService)
+        router.delete("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, withdrawService)
         photos.routes(into: &router)
     }
 
@@ -125,44 +127,19 @@ struct IngestHandlers: Sendable {
     /// and registering goes on.
     @Sendable func today(_ request: Request, _ caller: Caller) async throws -> Response {
         let schoolID = try caller.school(of: request).id
-        guard let notifierURL else {
+        guard let notifier else {
             throw HTTPError.unavailable("the day list is not set up here (NOTIFIER_URL is not set); registering works", retryAfterSeconds: 60)
         }
-        var headers = [("Accept", "application/json")]
-        if let authorization = request.header("authorization") {
-            headers.append(("Authorization", authorization))
-        } else if let session = caller.session {
-            headers.append(("Cookie", SessionCookie.teacherPage + "=" + sessions.cookieValue(session, name: SessionCookie.teacherPage)))
-        }
-        let credentials = headers
-        let url = notifierURL + "/v1/schools/" + (schoolID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? schoolID) + "/guidances"
-        let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
-            do {
-                return try HTTPSession(timeout: .seconds(4)).get(url, headers: credentials, maxBody: 8 * 1024 * 1024)
-            } catch {
-                return .unreachable("\(error)")
-            }
-        }
-        switch answer {
-        case .answered(let status, _, let body)? where status == 200:
-            return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(body.utf8))
-        case .answered(let status, let retryAfter, let body)? where (400..<500).contains(status):
-            return Response(status: status, headers: [("Content-Type", "application/problem+json")] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8))
-        case .answered(let status, _, _)?:
-            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "status": String(status)])
-        case .unreachable(let reason)?:
-            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "error": reason])
-        case nil:
-            logger.warning("the day list could not be read from the notifier", ["requestId": request.requestID, "error": "no answer within 5 s"])
-        }
-        throw HTTPError.unavailable("the day list cannot be loaded now (the notifier does not answer); registering works", retryAfterSeconds: 10)
+        return try await notifier.send(
+            "GET", "/v1/schools/" + Forwarding.segment(schoolID) + "/guidances", maxBody: 8 * 1024 * 1024, request: request, session: caller.session,
+            unavailable: "the day list cannot be loaded now (the notifier does not answer); registering works")
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {
         let event = try registeredEvent(request, caller)
         return try await publish(
             event.json, type: .registered, topic: topics.registered, key: eventKey(school: event.schoolId, grade: event.student.grade),
-            guidanceID: event.guidanceId, eventID: event.eventId, request: request)
+            id: ("guidanceId", event.guidanceId), eventID: event.eventId, request: request)
     }
 
     /// The event a registration request stands for, or the 400/422 it gets.
@@ -204,7 +181,7 @@ struct IngestHandlers: Sendable {
     }
 
     /// The client's guidance id, lowercased, or a new one.
-    private func guidanceID(_ given: String?) throws(HTTPError) -> String {
+    func guidanceID(_ given: String?) throws(HTTPError) -> String {
         guard let given else { return RandomID.uuid() }
         guard RandomID.isUUID(given) else { throw HTTPError(FieldError(field: "guidanceId", message: "must be a UUID")) }
         return given.lowercased()
@@ -227,11 +204,14 @@ struct IngestHandlers: Sendable {
             deletedBy: deletedBy, occurredAt: Timestamp.format(Timestamp.now()))
         return try await publish(
             event.json, type: .deleted, topic: topics.deleted, key: eventKey(school: schoolID, grade: grade),
-            guidanceID: guidanceID, eventID: event.eventId, request: request)
+            id: ("guidanceId", guidanceID), eventID: event.eventId, request: request)
     }
 
-    private func publish(
-        _ value: [UInt8], type: EventType, topic: String, key: String, guidanceID: String, eventID: String, request: Request
+    /// Produces an event and answers 202 once the broker acknowledged it;
+    /// `id` names what it is about (`guidanceId`, `serviceId`), in the log,
+    /// the answer and the 503 that asks for a retry with the same id.
+    func publish(
+        _ value: [UInt8], type: EventType, topic: String, key: String, id: (name: StaticString, value: String), eventID: String, request: Request
     ) async throws -> Response {
         let message = OutgoingMessage(
             topic: topic, key: key, value: value,
@@ -241,26 +221,35 @@ struct IngestHandlers: Sendable {
             report = try await producer.send(message)
         } catch {
             metrics.increment("ingest_produce_errors_total", help: "Events the broker did not acknowledge, by reason.", labels: [("code", "\(error.code)")])
-            logger.warning("event not acknowledged", ["requestId": request.requestID, "guidanceId": guidanceID, "error": error.message])
+            logger.warning("event not acknowledged", ["requestId": request.requestID, id.name.description: id.value, "error": error.message])
             if error.isRetriable {
                 throw HTTPError.unavailable(
-                    "the event broker did not acknowledge the event; retry with the same guidanceId", retryAfterSeconds: 2,
-                    members: [("guidanceId", guidanceID)])
+                    "the event broker did not acknowledge the event; retry with the same \(id.name)", retryAfterSeconds: 2,
+                    members: [(id.name.description, id.value)])
             }
             throw error
         }
-        guard logger.isEnabled(.info) else { return accepted(guidanceID, eventID, report) }
-        logger.info(type == .registered ? "guidance registered" : "guidance deleted", [
-            "requestId": request.requestID, "guidanceId": guidanceID, "key": key,
+        guard logger.isEnabled(.info) else { return accepted(id, eventID, report) }
+        logger.info(IngestHandlers.logMessage(type), [
+            "requestId": request.requestID, id.name.description: id.value, "key": key,
             "partition": String(report.partition), "offset": String(report.offset),
         ])
-        return accepted(guidanceID, eventID, report)
+        return accepted(id, eventID, report)
     }
 
-    private func accepted(_ guidanceID: String, _ eventID: String, _ report: DeliveryReport) -> Response {
+    private static func logMessage(_ type: EventType) -> String {
+        switch type {
+        case .registered: "guidance registered"
+        case .deleted: "guidance deleted"
+        case .serviceRecorded: "service recorded"
+        case .serviceWithdrawn: "service withdrawn"
+        }
+    }
+
+    private func accepted(_ id: (name: StaticString, value: String), _ eventID: String, _ report: DeliveryReport) -> Response {
         var body = JSONWriter(capacity: 192)
         body.field("eventId", eventID)
-        body.field("guidanceId", guidanceID)
+        body.field(id.name, id.value)
         body.field("offset", report.offset)
         body.field("partition", report.partition)
         body.field("topic", report.topic)

@@ -42,7 +42,7 @@ public final class IngestService: Sendable {
         // Ready once a send goes straight to its partition's leader: before,
         // the first requests waited for topic metadata (p99 643 ms in the
         // first 8 s after a fresh broker, 12-36 ms steady).
-        let topics = [config.topics.registered, config.topics.deleted]
+        let topics = config.topics.events
         router.addOperationalRoutes(metrics: metrics) {
             guard let missing = await producer.partitionsWithoutLeader(of: topics) else { return (false, "no Kafka broker answers") }
             guard missing.isEmpty else { return (false, "no leader known yet for \(missing.joined(separator: ", "))") }
@@ -53,7 +53,9 @@ public final class IngestService: Sendable {
         accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
             producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
-            accessLog: accessLog, retention: config.retention, notifierURL: config.notifierURL, sessions: sessions, metrics: metrics, logger: logger
+            accessLog: accessLog, retention: config.retention, notifier: config.notifierURL.map {
+                Forwarding(base: $0, cookieName: SessionCookie.teacherPage, sessions: sessions, logger: logger.with(["part": "day-list"]))
+            }, metrics: metrics, logger: logger
         ).routes(into: &routes)
         let signIn = SignIn(
             title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,

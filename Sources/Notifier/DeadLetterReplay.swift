@@ -96,7 +96,7 @@ public struct DeadLetterReplay: Sendable {
                 if let end = remaining[message.partition], message.offset + 1 >= end { remaining[message.partition] = nil }
                 guard selection.contains(message) else { continue }
                 let source = message.header("dlq-source-topic") ?? ""
-                guard source == topics.registered || source == topics.deleted else {
+                guard topics.events.contains(source) else {
                     logger.warning("dead letter without a known source topic; left alone", ["partition": String(message.partition), "offset": String(message.offset)])
                     continue
                 }

@@ -102,8 +102,8 @@ struct DigestMail {
                 }
                 let struck = entry.change == .removed ? "text-decoration:line-through;" : ""
                 out += "<p style=\"margin:0;padding:.4em 0;border-top:1px solid #d5dae1\">"
-                out += "<b style=\"\(struck)\">\(entry.student.number)번 \(escape(entry.student.name))</b> · \(escape(text.reason(entry)))<br>"
-                out += "<span style=\"color:#5b6472\">\(text.time(entry))\(text.frequency(entry).map { " · " + $0 } ?? "")</span></p>\n"
+                out += "<b style=\"\(struck)\">\(entry.student.number)번 \(escape(entry.student.name))</b> · \(escape(text.what(entry)))<br>"
+                out += "<span style=\"color:#5b6472\">\(escape(text.particulars(entry)))</span></p>\n"
             }
         }
         if let summary = text.summary { out += "<p>\(escape(summary))</p>\n" }

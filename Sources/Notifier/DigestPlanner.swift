@@ -9,53 +9,88 @@ struct DigestPlanner: Sendable {
     let roster: Roster
 
     func plan(school: School, date: String, state: DeliveryState, createdAt: String) -> [Digest] {
-        var recipients = roster.teachers(of: school.id, role: .homeroom).compactMap { teacher -> Recipient? in
-            guard let grade = teacher.grade, let classNumber = teacher.classNumber else { return nil }
-            return Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
+        var lists: [(recipient: Recipient, current: [DigestEntry])] = []
+        for teacher in roster.teachers(of: school.id, role: .homeroom) {
+            guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
+            let recipient = Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
+            lists.append((recipient, dayEntries(state, grade: grade, classNumber: classNumber)))
         }
-        recipients += roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher -> Recipient? in
-            teacher.grade.map { Recipient(teacherId: teacher.id, scope: .grade, grade: $0, classNumber: nil) }
+        let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in teacher.grade.map { (teacher.id, $0) } }
+        for (teacher, grade) in volunteerDuty {
+            lists.append((Recipient(teacherId: teacher, scope: .grade, grade: grade, classNumber: nil), dayEntries(state, grade: grade, classNumber: nil)))
         }
-        return recipients.compactMap { recipient -> Digest? in
-            let current = state.active.filter { covers(recipient, $0) }
-            let reported = state.reported[recipient] ?? []
-            let currentIDs = Set(current.map(\.guidanceId))
-            let reportedIDs = Set(reported.map(\.guidanceId))
-            let frequency = { (student: StudentRef) in state.frequencies[student.studentId] ?? Frequency(thisWeek: 0, thisMonth: 0) }
-            let entries = (current.filter { !reportedIDs.contains($0.guidanceId) }.map { added($0, frequency($0.student)) }
-                + reported.filter { !currentIDs.contains($0.guidanceId) }.map { removed($0, frequency($0.student)) })
-                .sorted(by: DigestPlanner.order)
-            guard !entries.isEmpty else { return nil }
-            let revision = (state.revisions[recipient] ?? 0) + 1
-            var counts: [String: Int] = [:]
-            for entry in entries where entry.change == .added {
-                counts[entry.reason.code, default: 0] += 1
+        // Mondays: each volunteer-duty teacher's weekly 봉사 명단.
+        if Frequency.isWeekStart(date) {
+            for (teacher, grade) in volunteerDuty {
+                lists.append((Recipient(teacherId: teacher, scope: .service, grade: grade, classNumber: nil), owing(state, school: school, grade: grade)))
             }
-            let text = DigestText(school: school, date: date, recipient: recipient, revision: revision, entries: entries, counts: counts)
-            return Digest(
-                digestId: Digest.id(school: school.id, date: date, recipient: recipient, revision: revision),
-                teacherId: recipient.teacherId, schoolId: school.id, date: date, scope: recipient.scope,
-                grade: recipient.grade, classNumber: recipient.classNumber, revision: revision, createdAt: createdAt,
-                read: false, subject: text.subject, text: text.body, entries: entries, counts: counts)
+        }
+        return lists.compactMap { recipient, current in
+            digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
         }
     }
 
-    private func covers(_ recipient: Recipient, _ record: GuidanceRecord) -> Bool {
-        record.student.grade == recipient.grade && (recipient.classNumber == nil || record.student.classNumber == recipient.classNumber)
+    /// What the recipient was not told yet, and what it was told that no
+    /// longer holds; nil when nothing changed.
+    private func digest(
+        _ recipient: Recipient, current: [DigestEntry], school: School, date: String, state: DeliveryState, createdAt: String
+    ) -> Digest? {
+        let reported = state.reported[recipient] ?? []
+        let currentKeys = Set(current.map { $0.key(in: recipient.scope) })
+        let reportedKeys = Set(reported.map { $0.key(in: recipient.scope) })
+        let entries = (current.filter { !reportedKeys.contains($0.key(in: recipient.scope)) }
+            + reported.filter { !currentKeys.contains($0.key(in: recipient.scope)) }.map { removed($0, scope: recipient.scope, state) })
+            .sorted(by: DigestPlanner.order)
+        guard !entries.isEmpty else { return nil }
+        let revision = (state.revisions[recipient] ?? 0) + 1
+        var counts: [String: Int] = [:]
+        for entry in entries where entry.change == .added && recipient.scope != .service {
+            counts[entry.reason.code, default: 0] += 1
+        }
+        let text = DigestText(school: school, date: date, recipient: recipient, revision: revision, entries: entries, counts: counts)
+        return Digest(
+            digestId: Digest.id(school: school.id, date: date, recipient: recipient, revision: revision),
+            teacherId: recipient.teacherId, schoolId: school.id, date: date, scope: recipient.scope,
+            grade: recipient.grade, classNumber: recipient.classNumber, revision: revision, createdAt: createdAt,
+            read: false, subject: text.subject, text: text.body, entries: entries, counts: counts)
     }
 
-    private func added(_ record: GuidanceRecord, _ frequency: Frequency) -> DigestEntry {
-        DigestEntry(
-            guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added,
-            frequency: frequency)
+    /// The day's active guidances in a grade (and class), each with the
+    /// student's counts and service as of the day.
+    private func dayEntries(_ state: DeliveryState, grade: Int, classNumber: Int?) -> [DigestEntry] {
+        state.active.filter { $0.student.grade == grade && (classNumber == nil || $0.student.classNumber == classNumber) }.map { record in
+            DigestEntry(
+                guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added,
+                frequency: frequency(record.student, state), service: state.accounts[record.student.studentId]?.standing)
+        }
+    }
+
+    /// The grade's students (in the roster now) who still owe service as of
+    /// the day, each with their newest guidance.
+    private func owing(_ state: DeliveryState, school: School, grade: Int) -> [DigestEntry] {
+        state.accounts.values.compactMap { account in
+            guard account.standing.outstanding > 0, let last = account.lastGuidance,
+                  let student = roster.student(school: school.id, id: account.studentId), student.grade == grade
+            else { return nil }
+            return DigestEntry(
+                guidanceId: last.guidanceId, student: StudentRef(student),
+                reason: ReasonRef(code: last.reasonCode, label: school.reason(last.reasonCode)?.label ?? last.reasonCode, detail: nil),
+                occurredAt: last.occurredAt, change: .added, service: account.standing)
+        }
+    }
+
+    /// Every listed guidance is active, so its student has at least one.
+    private func frequency(_ student: StudentRef, _ state: DeliveryState) -> Frequency {
+        state.frequencies[student.studentId] ?? Frequency(thisWeek: 0, thisMonth: 0)
     }
 
     /// An entry told before, taken back as it was told, with the student's
-    /// counts as they are now (the cancelled guidance no longer in them).
-    private func removed(_ told: DigestEntry, _ frequency: Frequency) -> DigestEntry {
+    /// counts and service as they are now (the cancelled guidance no longer in them).
+    private func removed(_ told: DigestEntry, scope: DigestScope, _ state: DeliveryState) -> DigestEntry {
         DigestEntry(
             guidanceId: told.guidanceId, student: told.student, reason: told.reason, occurredAt: told.occurredAt, change: .removed,
-            frequency: frequency)
+            frequency: scope == .service ? nil : frequency(told.student, state),
+            service: state.accounts[told.student.studentId]?.standing ?? ServiceStanding(owed: 0, served: 0))
     }
 
     static func order(_ a: DigestEntry, _ b: DigestEntry) -> Bool {
@@ -96,28 +131,36 @@ struct DigestText {
         revision > 1 ? "\(revision - 1)차 정정" : nil
     }
 
-    /// "12월 1일(화) 1학년 3반 교문 지도 명단"
+    /// "12월 1일(화) 1학년 3반 교문 지도 명단"; "12월 7일(월) 1학년 봉사 명단"
     var title: String {
         let group = recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
-        return "\(Timestamp.koreanDay(date)) \(group) 교문 지도 명단"
+        return "\(Timestamp.koreanDay(date)) \(group) " + (weekly ? "봉사 명단" : "교문 지도 명단")
     }
+
+    /// The weekly 봉사 명단 counts students (명), a day's list guidances (건).
+    private var weekly: Bool { recipient.scope == .service }
+    private var unit: String { weekly ? "명" : "건" }
 
     var subject: String {
         let added = entries.count { $0.change == .added }
         let removed = entries.count { $0.change == .removed }
         guard let amendment = DigestText.amendmentName(revision: revision) else {
-            return "[\(school.name)] \(title) \(added)건"
+            return "[\(school.name)] \(title) \(added)\(unit)"
         }
-        let changes = [added > 0 ? "추가 \(added)건" : nil, removed > 0 ? "취소 \(removed)건" : nil].compactMap { $0 }
+        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "취소") + " \(removed)\(unit)" : nil].compactMap { $0 }
         return "[\(school.name)] \(title) \(amendment): \(changes.joined(separator: ", "))"
     }
 
     /// The opening sentences.
     var introduction: [String] {
         if let amendment = DigestText.amendmentName(revision: revision) {
-            return ["\(title)의 \(amendment)입니다. 바뀐 기록만 적었습니다."]
+            return ["\(title)의 \(amendment)입니다. 바뀐 " + (weekly ? "학생만" : "기록만") + " 적었습니다."]
         }
-        return ["\(title)입니다."] + (recipient.scope == .grade ? ["아래 학생들을 봉사활동 명단에 올려 주세요."] : [])
+        switch recipient.scope {
+        case .service: return ["\(title)입니다. 봉사가 남은 학생 \(entries.count)명입니다."]
+        case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
+        case .class: return ["\(title)입니다."]
+        }
     }
 
     /// The entries in order, under a heading in an amendment: added first, then cancelled.
@@ -125,7 +168,10 @@ struct DigestText {
         let added = entries.filter { $0.change == .added }
         let removed = entries.filter { $0.change == .removed }
         guard revision > 1 else { return [(nil, added)] }
-        return [("추가된 기록 \(added.count)건", added), ("취소된 기록 \(removed.count)건 (교문에서 지운 기록)", removed)].filter { !$0.entries.isEmpty }
+        let headings = weekly
+            ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 취소됨)")
+            : ("추가된 기록 \(added.count)건", "취소된 기록 \(removed.count)건 (교문에서 지운 기록)")
+        return [(headings.0, added), (headings.1, removed)].filter { !$0.entries.isEmpty }
     }
 
     /// "사유별: 복장 불량 3건 · 실내화 미착용 1건"; nil without added entries.
@@ -142,7 +188,7 @@ struct DigestText {
             if let heading = section.heading { lines.append("■ " + heading) }
             var currentClass: Int?
             for entry in section.entries {
-                if recipient.scope == .grade && entry.student.classNumber != currentClass {
+                if recipient.classNumber == nil && entry.student.classNumber != currentClass {
                     currentClass = entry.student.classNumber
                     lines.append("[\(entry.student.classNumber)반]")
                 }
@@ -153,9 +199,34 @@ struct DigestText {
         return lines.joined(separator: "\n")
     }
 
-    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회"
+    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (3회 중 1회 함) · 마지막 지도 11월 27일(금) 복장 불량"
     func line(_ entry: DigestEntry) -> String {
-        "\(entry.student.number)번 \(entry.student.name) — \(reason(entry)), \(time(entry))" + (frequency(entry).map { " · " + $0 } ?? "")
+        "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
+    }
+
+    /// What an entry is about: the reason; in the 봉사 명단 the service left.
+    func what(_ entry: DigestEntry) -> String {
+        weekly ? service(entry) ?? "" : reason(entry)
+    }
+
+    /// The rest of an entry's line: "오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// in the 봉사 명단 "마지막 지도 11월 27일(금) 복장 불량".
+    func particulars(_ entry: DigestEntry) -> String {
+        if weekly { return "마지막 지도 \(lastGuidance(entry))" }
+        return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
+    }
+
+    /// "남은 봉사 2회", in the 봉사 명단 with "(3회 중 1회 함)"; nil for entries written before it was kept.
+    func service(_ entry: DigestEntry) -> String? {
+        guard let service = entry.service else { return nil }
+        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (\(service.owed)회 중 \(service.served)회 함)" : "")
+    }
+
+    /// "11월 27일(금) 복장 불량": the day and reason of the student's newest guidance.
+    func lastGuidance(_ entry: DigestEntry) -> String {
+        let day = Timestamp.parse(entry.occurredAt).map { Timestamp.localDate($0, in: school.timeZone) } ?? entry.occurredAt
+        return "\(Timestamp.koreanDay(day)) \(entry.reason.label)"
     }
 
     /// "기타 (길에 껌을 뱉음)"

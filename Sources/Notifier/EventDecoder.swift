@@ -31,6 +31,10 @@ struct EventDecoder: Sendable {
                 return registered(try GuidanceRegistered(json: fields))
             case topics.deleted where type == EventType.deleted.rawValue:
                 return deleted(try GuidanceDeleted(json: fields))
+            case topics.service where type == EventType.serviceRecorded.rawValue:
+                return serviceRecorded(try ServiceRecorded(json: fields))
+            case topics.service where type == EventType.serviceWithdrawn.rawValue:
+                return serviceWithdrawn(try ServiceWithdrawn(json: fields))
             case topics.access where type == AccessRecord.type:
                 return accessed(try AccessRecord.records(json: fields))
             default:
@@ -68,7 +72,40 @@ struct EventDecoder: Sendable {
             guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
             date: date, student: StudentRef(registration.student),
             reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
-            occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy)))
+            occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy, serviceSessions: registration.reason.serviceSessions)))
+    }
+
+    /// A service record, held to the ingest's rules (`Roster.serviceProblems`)
+    /// on the notifier's clock: a day after the school's today, or before
+    /// what `RETENTION_DAYS` keeps, is refused.
+    private func serviceRecorded(_ event: ServiceRecorded) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(event.eventId, event.serviceId, name: "serviceId") { return .failure(problem) }
+        let today = roster.school(event.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
+        // A day's worth of clock skew between the ingest and this replica is not an error.
+        let tomorrow = Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1) } ?? today
+        let (problems, awaitingRoster) = roster.serviceProblems(event, today: tomorrow, firstDay: retention.firstKeptDay(today: today))
+        guard problems.isEmpty else {
+            return .failure(DecodeFailure(reason: problems.map(\.description).joined(separator: "; "), awaitingRoster: awaitingRoster))
+        }
+        return .success(.serviceRecorded(ServiceRecord(
+            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId, date: event.date,
+            sessions: event.sessions, note: try? Reason.detail(event.note), recordedBy: event.recordedBy, recordedAt: event.recordedAt)))
+    }
+
+    private func serviceWithdrawn(_ event: ServiceWithdrawn) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(event.eventId, event.serviceId, name: "serviceId") { return .failure(problem) }
+        guard roster.school(event.schoolId) != nil else {
+            return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'", awaitingRoster: true))
+        }
+        guard roster.hasGrade(event.grade, in: event.schoolId) else {
+            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)", awaitingRoster: true))
+        }
+        guard let occurred = Timestamp.parse(event.occurredAt) else {
+            return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
+        }
+        return .success(.serviceWithdrawn(
+            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
+            withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
     }
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {
@@ -95,9 +132,9 @@ struct EventDecoder: Sendable {
         return .success(.accessed(records))
     }
 
-    private func idProblem(_ eventID: String, _ guidanceID: String) -> DecodeFailure? {
+    private func idProblem(_ eventID: String, _ id: String, name: String = "guidanceId") -> DecodeFailure? {
         if !RandomID.isUUID(eventID) { return DecodeFailure(reason: "eventId '\(eventID)' is not a UUID") }
-        if !RandomID.isUUID(guidanceID) { return DecodeFailure(reason: "guidanceId '\(guidanceID)' is not a UUID") }
+        if !RandomID.isUUID(id) { return DecodeFailure(reason: "\(name) '\(id)' is not a UUID") }
         return nil
     }
 }

@@ -5,7 +5,7 @@ import Kafka
 import Store
 import Synchronization
 
-/// The consumer-group member that writes both topics into the store. It runs
+/// The consumer-group member that writes the events topics into the store. It runs
 /// on a thread of its own: poll a batch, send undecodable messages to the
 /// dead-letter topic, hand the rest to the writer queue for one store
 /// transaction, and poll and decode the next batch meanwhile; only once the
@@ -54,7 +54,7 @@ final class Materializer: Sendable {
         clock = config.clock
         self.roster = roster
         consumerConfig = ConsumerConfig(
-            kafka: config.kafka, groupID: config.groupID, topics: [config.topics.registered, config.topics.deleted, config.topics.access],
+            kafka: config.kafka, groupID: config.groupID, topics: config.topics.events + [config.topics.access],
             instanceID: config.instanceID, clientID: "guidance-notifier")
         current = Mutex(try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger))
         metrics.gauge("notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0.") { [weak self] in

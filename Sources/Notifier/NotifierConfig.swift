@@ -92,6 +92,9 @@ public struct NotifierConfig: Sendable {
     /// What is kept how long: the daily purge, and events and runs for days
     /// past `RETENTION_DAYS` refused.
     public var retention = Retention()
+    /// `INGEST_URL`: the ingest the teacher page records service through
+    /// (`봉사 완료`); nil: recording answers 503, the 봉사 명단 still shows.
+    public var ingestURL: String?
 
     public init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
@@ -126,6 +129,7 @@ public struct NotifierConfig: Sendable {
         config.http.perIPConnectionLimit = config.web.connectionsPerAddress
         config.logLevel = try environment.logLevel()
         config.retention = try Retention.fromEnvironment(environment)
+        config.ingestURL = try environment.publicURL("INGEST_URL")
         return config
     }
 }

@@ -77,6 +77,11 @@ public final class NotifierService: Sendable {
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
+        ServiceHandlers(
+            store: store, photos: photos, accessLog: accessLog, clock: config.clock,
+            ingest: config.ingestURL.map { Forwarding(base: $0, cookieName: SessionCookie.gatePage, sessions: sessions, logger: logger.with(["part": "service"])) },
+            logger: logger
+        ).routes(into: &routes)
         photos.routes(into: &routes)
         let signIn = SignIn(
             title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,

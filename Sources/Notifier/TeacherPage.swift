@@ -35,6 +35,7 @@ struct TeacherPage: Sendable {
         let main = """
             <main class="columns">
             \(admin ? TeacherPage.adminSection : TeacherPage.inboxSection)
+            \(TeacherPage.serviceSection(teacher))
             <section class="card" aria-labelledby="today-title">
             <h2 id="today-title" tabindex="-1">오늘 명단 <span id="today-date" class="meta"></span></h2>
             <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters(teacher, roster))</div></fieldset>
@@ -96,6 +97,24 @@ struct TeacherPage: Sendable {
         <div class="actions"><button type="button" id="digest-close" class="secondary">알림함으로</button></div>
         </section>
         """
+
+    /// The 봉사 명단: the caller's scope, students with service left first;
+    /// volunteer-duty teachers and admins record `봉사 완료` and take it back.
+    private static func serviceSection(_ teacher: Teacher) -> String {
+        let scope = switch teacher.role {
+        case .homeroom: "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 지도 교사가 봉사를 기록합니다."
+        case .volunteerDuty: "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 마친 학생은 봉사 완료를 누르세요."
+        case .admin, .gate: "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
+        }
+        return """
+            <section class="card" aria-labelledby="service-title">
+            <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
+            <p class="meta">\(scope)</p>
+            <div id="service-body"></div>
+            <p id="service-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+            """
+    }
 
     private static let adminSection = """
         <section class="card" aria-labelledby="admin-title">

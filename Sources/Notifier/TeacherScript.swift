@@ -195,6 +195,107 @@ extension TeacherPage {
           });
           $('filters').addEventListener('change', loadToday);
 
+          // --- 봉사 명단 ---
+
+          const recorder = data.role === 'volunteer_duty' || data.role === 'admin';
+          let service = { today: '', items: [] };
+          let serviceShown = PAGE;
+          // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
+          const unsent = new Map();
+
+          async function loadService() {
+            try {
+              service = await G.api('GET', schoolURL + '/service');
+              G.say('service-status', '');
+            } catch (error) {
+              G.say('service-status', '봉사 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
+              return;
+            }
+            renderService();
+          }
+
+          function serviceRow(item, index) {
+            const s = item.student;
+            const nameId = 'service-name-' + index;
+            const last = item.lastGuidance;
+            const records = item.services.map((record) => G.el('li', {},
+              G.el('span', {}, G.day(record.date) + ' ' + record.sessions + '회' + (record.recordedByName ? ' · ' + record.recordedByName : '')),
+              recorder ? G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId,
+                onclick: () => withdraw(item, record) }, '되돌리기') : null));
+            return G.el('li', { class: 'entry' + (item.outstanding > 0 ? ' owing' : ''), tabindex: '-1', 'data-student': s.studentId },
+              photo(item.photoUrl, s.name),
+              G.el('div', { class: 'entry-text' },
+                G.el('p', { class: 'entry-head' },
+                  G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ',
+                    G.el('span', { class: 'entry-seat' }, seatName(s) + ' ' + s.number + '번')),
+                  G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 다 함')),
+                G.el('p', { class: 'often' }, '받은 봉사 ' + item.owed + '회 중 ' + item.served + '회 함' +
+                  (last ? ' · 마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label : '')),
+                records.length ? G.el('ul', { class: 'services' }, ...records) : null,
+                recorder && item.outstanding > 0 ? G.el('div', { class: 'actions' },
+                  G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료')) : null));
+          }
+
+          function renderService(focusStudent) {
+            const owing = service.items.filter((item) => item.outstanding > 0).length;
+            $('service-count').textContent = service.items.length ? '봉사 남은 학생 ' + owing + '명' : '';
+            const nodes = [];
+            if (service.items.length === 0) nodes.push(G.el('p', { class: 'meta' }, '봉사할 학생이 없습니다.'));
+            nodes.push(G.el('ul', { class: 'entries' }, ...service.items.slice(0, serviceShown).map(serviceRow)));
+            if (service.items.length > serviceShown) {
+              nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary',
+                onclick: () => { serviceShown += PAGE; renderService(); } }, '더 보기 (남은 ' + (service.items.length - serviceShown) + '명)')));
+            }
+            $('service-body').replaceChildren(...nodes);
+            if (focusStudent) {
+              const row = $('service-body').querySelector('li[data-student="' + CSS.escape(focusStudent) + '"]');
+              (row || $('service-title')).focus();
+            }
+          }
+
+          // The notifier stores what the ingest acknowledged within moments: the list is read until it shows it.
+          async function until(reflected, studentId) {
+            for (let i = 0; i < 20; i++) {
+              await loadService();
+              const item = service.items.find((x) => x.student.studentId === studentId);
+              if (reflected(item)) { renderService(studentId); return true; }
+              await G.sleep(300);
+            }
+            renderService(studentId);
+            return false;
+          }
+
+          async function served(item) {
+            const s = item.student;
+            const serviceId = unsent.get(s.studentId) || G.uuid();
+            unsent.set(s.studentId, serviceId);
+            G.say('service-status', s.name + ' 봉사를 기록하는 중…');
+            try {
+              await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
+                { serviceId, date: service.today, sessions: 1 });
+            } catch (error) {
+              G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 완료를 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+              return;
+            }
+            unsent.delete(s.studentId);
+            const shown = await until((x) => x && x.services.some((r) => r.serviceId === serviceId), s.studentId);
+            G.say('service-status', shown ? s.name + ' 봉사 1회를 기록했습니다.' : s.name + ' 봉사를 기록했습니다. 명단에는 곧 보입니다.', 'ok');
+          }
+
+          async function withdraw(item, record) {
+            const s = item.student;
+            G.say('service-status', s.name + ' 봉사 기록을 되돌리는 중…');
+            try {
+              await G.api('DELETE', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service/' +
+                encodeURIComponent(record.serviceId));
+            } catch (error) {
+              G.say('service-status', '되돌리지 못했습니다. ' + G.message(error), 'warn');
+              return;
+            }
+            const shown = await until((x) => !x || !x.services.some((r) => r.serviceId === record.serviceId), s.studentId);
+            G.say('service-status', shown ? s.name + ' ' + G.day(record.date) + ' 봉사 기록을 되돌렸습니다.' : '되돌렸습니다. 명단에는 곧 보입니다.', 'ok');
+          }
+
           // --- 관리 ---
 
           let running = false;
@@ -260,14 +361,14 @@ extension TeacherPage {
           // --- 접속 기록 ---
 
           const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
-            export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회' };
+            export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회' };
 
           // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
           function targetText(item) {
-            if (item.action === 'list' || item.action === 'access-log') {
+            if (item.action === 'list' || item.action === 'access-log' || item.action === 'service') {
               const q = new URLSearchParams(item.target);
               return [q.get('date') && G.day(q.get('date')), q.get('grade') && q.get('grade') + '학년',
-                q.get('classNumber') && q.get('classNumber') + '반'].filter(Boolean).join(' ') || '학교 전체';
+                (q.get('classNumber') || q.get('class')) && (q.get('classNumber') || q.get('class')) + '반'].filter(Boolean).join(' ') || '학교 전체';
             }
             if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
             if (item.action === 'inbox') return '알림함';
@@ -298,6 +399,7 @@ extension TeacherPage {
             loadInbox().then(() => { if (data.open) open(data.open); });
           }
           loadToday();
+          loadService();
         })();
         """#)
 }

@@ -158,7 +158,7 @@ public struct AccessPolicy: Sendable {
     }
 
     /// `scheme://host[:port]` of a URL, lowercased.
-    static func origin(of url: String) -> String {
+    public static func origin(of url: String) -> String {
         let lowered = url.lowercased()
         guard let schemeEnd = lowered.range(of: "://") else { return lowered }
         let rest = lowered[schemeEnd.upperBound...]

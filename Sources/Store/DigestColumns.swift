@@ -14,6 +14,7 @@ enum DigestColumns {
             writer.field("occurredAt", entry.occurredAt)
             writer.field("change", entry.change.rawValue)
             if let frequency = entry.frequency { writer.object("frequency") { frequency.write(to: &$0) } }
+            if let service = entry.service { writer.object("service") { service.write(to: &$0) } }
         }, as: UTF8.self)
     }
 
@@ -41,9 +42,10 @@ enum DigestColumns {
                 throw FieldError(field: "change", message: "'\(changeName)' is neither added nor removed")
             }
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
+            let service = fields.object["service"] == nil ? nil : try ServiceStanding(json: fields.object("service"))
             entries.append(DigestEntry(
                 guidanceId: try fields.string("guidanceId"), student: student, reason: reason, occurredAt: try fields.string("occurredAt"),
-                change: change, frequency: frequency))
+                change: change, frequency: frequency, service: service))
         }
         return entries
     }
@@ -65,5 +67,18 @@ extension Frequency {
 
     init(json fields: JSONFields) throws(FieldError) {
         self.init(thisWeek: try fields.integer("thisWeek"), thisMonth: try fields.integer("thisMonth"))
+    }
+}
+
+extension ServiceStanding {
+    /// As the digests' stored entries, the inbox API and the 봉사 명단 write it.
+    public func write(to writer: inout JSONWriter) {
+        writer.field("owed", owed)
+        writer.field("served", served)
+        writer.field("outstanding", outstanding)
+    }
+
+    init(json fields: JSONFields) throws(FieldError) {
+        self.init(owed: try fields.integer("owed"), served: try fields.integer("served"))
     }
 }

@@ -11,8 +11,14 @@ public struct GuidanceRecord: Sendable, Equatable, Codable {
     /// RFC 3339, UTC.
     public let occurredAt: String
     public let recordedBy: String
+    /// Sessions of volunteer service it puts on the student's account (its
+    /// reason's `serviceSessions` when it was stored).
+    public var serviceSessions = 1
 
-    public init(guidanceId: String, schoolId: String, date: String, student: StudentRef, reason: ReasonRef, occurredAt: String, recordedBy: String) {
+    public init(
+        guidanceId: String, schoolId: String, date: String, student: StudentRef, reason: ReasonRef, occurredAt: String, recordedBy: String,
+        serviceSessions: Int = 1
+    ) {
         self.guidanceId = guidanceId
         self.schoolId = schoolId
         self.date = date
@@ -20,6 +26,89 @@ public struct GuidanceRecord: Sendable, Equatable, Codable {
         self.reason = reason
         self.occurredAt = occurredAt
         self.recordedBy = recordedBy
+        self.serviceSessions = serviceSessions
+    }
+}
+
+/// Volunteer service a student served, as stored (`ServiceRecorded`).
+public struct ServiceRecord: Sendable, Equatable {
+    public let serviceId: String
+    public let schoolId: String
+    public let grade: Int
+    public let studentId: String
+    /// The school-local day it was served.
+    public let date: String
+    public let sessions: Int
+    public let note: String?
+    public let recordedBy: String
+    public let recordedAt: String
+
+    public init(
+        serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
+        recordedBy: String, recordedAt: String
+    ) {
+        self.serviceId = serviceId
+        self.schoolId = schoolId
+        self.grade = grade
+        self.studentId = studentId
+        self.date = date
+        self.sessions = sessions
+        self.note = note
+        self.recordedBy = recordedBy
+        self.recordedAt = recordedAt
+    }
+}
+
+/// Sessions of volunteer service a student owes (one per active guidance,
+/// or its reason's number) and has served.
+public struct ServiceStanding: Sendable, Equatable, Codable {
+    public let owed: Int
+    public let served: Int
+    /// What is left to serve; service beyond what is owed (a guidance
+    /// deleted after it was served) is not carried over as credit.
+    public var outstanding: Int { max(0, owed - served) }
+
+    public init(owed: Int, served: Int) {
+        self.owed = owed
+        self.served = served
+    }
+
+    private enum CodingKeys: String, CodingKey { case owed, served, outstanding }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(owed: try container.decode(Int.self, forKey: .owed), served: try container.decode(Int.self, forKey: .served))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(owed, forKey: .owed)
+        try container.encode(served, forKey: .served)
+        try container.encode(outstanding, forKey: .outstanding)
+    }
+}
+
+/// One student's volunteer-service account as of a day.
+public struct ServiceAccount: Sendable, Equatable {
+    public let studentId: String
+    public let standing: ServiceStanding
+    /// The newest active guidance: its id, time and reason code.
+    public let lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?
+    /// The newest day service was served.
+    public let lastService: String?
+    /// The active service records, oldest first (only where asked for).
+    public var records: [ServiceRecord] = []
+
+    public init(studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?, lastService: String?) {
+        self.studentId = studentId
+        self.standing = standing
+        self.lastGuidance = lastGuidance
+        self.lastService = lastService
+    }
+
+    public static func == (a: ServiceAccount, b: ServiceAccount) -> Bool {
+        a.studentId == b.studentId && a.standing == b.standing && a.lastGuidance?.guidanceId == b.lastGuidance?.guidanceId
+            && a.lastService == b.lastService && a.records == b.records
     }
 }
 
@@ -42,11 +131,17 @@ public enum StoredEvent: Sendable, Equatable {
     case deleted(guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String)
     /// Reads of student data, for the access log (each stored once per `accessId`).
     case accessed([AccessRecord])
+    /// Service served; the first record of a `serviceId` wins.
+    case serviceRecorded(ServiceRecord)
+    /// A service record taken back: a tombstone that wins whatever the order.
+    case serviceWithdrawn(serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
 }
 
 public enum DigestScope: String, Sendable, Codable, Hashable {
     case `class`
     case grade
+    /// The weekly 봉사 명단: a grade's students who still owe service, on Mondays.
+    case service
 }
 
 /// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty
@@ -86,6 +181,12 @@ public struct Frequency: Sendable, Equatable, Codable {
         let monday = days - ((days + 3) % 7 + 7) % 7
         return (Timestamp.dateString(civil: monday), Timestamp.dateString(year, month, 1))
     }
+
+    /// Whether `date` is a Monday, the day a week's counting starts and the
+    /// weekly 봉사 명단 goes out.
+    public static func isWeekStart(_ date: String) -> Bool {
+        window(of: date)?.weekStart == date
+    }
 }
 
 public struct DigestEntry: Sendable, Equatable, Codable {
@@ -101,15 +202,26 @@ public struct DigestEntry: Sendable, Equatable, Codable {
     /// The student's guidances this week and month as of the digest's day,
     /// when it was written; nil in digests written before it was counted.
     public let frequency: Frequency?
+    /// The student's volunteer service as of the digest's day, when it was
+    /// written; nil in digests written before it was kept.
+    public let service: ServiceStanding?
 
-    public init(guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil) {
+    public init(
+        guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
+        service: ServiceStanding? = nil
+    ) {
         self.guidanceId = guidanceId
         self.student = student
         self.reason = reason
         self.occurredAt = occurredAt
         self.change = change
         self.frequency = frequency
+        self.service = service
     }
+
+    /// What a recipient's revisions tell apart: a guidance in a day's list,
+    /// a student in the weekly 봉사 명단 (whose newest guidance may change).
+    public func key(in scope: DigestScope) -> String { scope == .service ? student.studentId : guidanceId }
 }
 
 /// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,
@@ -166,12 +278,19 @@ public struct DeliveryState: Sendable {
     /// Each student's guidances this week and month, by student id (a
     /// student the day's entries name and who has none left is absent: 0).
     public let frequencies: [String: Frequency]
+    /// Each student's volunteer service as of the date, by student id
+    /// (students with neither guidances nor service are absent).
+    public let accounts: [String: ServiceAccount]
 
-    public init(active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:]) {
+    public init(
+        active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:],
+        accounts: [String: ServiceAccount] = [:]
+    ) {
         self.active = active
         self.reported = reported
         self.revisions = revisions
         self.frequencies = frequencies
+        self.accounts = accounts
     }
 }
 
@@ -229,6 +348,11 @@ public protocol GuidanceStore: AnyObject, Sendable {
     /// others written. Returns each run's digests or its error, in order;
     /// throws, with none written, when the database is busy or lost.
     func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
+
+    /// Each student's volunteer-service account as of `date` (nil: all
+    /// days), of the grade given (nil: every grade), with their active
+    /// service records; students with neither guidances nor service are absent.
+    func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount]
 
     /// Whether a digest run for `school` and `date` completed.
     func runCompleted(school: String, date: String) throws(StoreError) -> Bool

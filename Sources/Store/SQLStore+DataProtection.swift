@@ -142,6 +142,8 @@ extension SQLStore {
          "SELECT COUNT(*) FROM digests WHERE school_id = $1 AND date < $2"),
         ("guidances", "guidance_id", "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date < $2",
          "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date < $2"),
+        ("service_records", "service_id", "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date < $2",
+         "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date < $2"),
         ("digest_runs", "", "DELETE FROM digest_runs WHERE school_id = $1 AND date < $2",
          "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"),
         ("pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
@@ -163,13 +165,18 @@ extension SQLStore {
                           "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
                           "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
                           [.text(cut.school), .text(Timestamp.format(cut.before))]))
+            steps.append(("service_records", "service_id",
+                          "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
+                          "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
+                          [.text(cut.school), .text(Timestamp.format(cut.before))]))
             steps.append(("access_log", "access_id", "SELECT access_id FROM access_log WHERE school_id = $1 AND at_ms < $2",
                           "SELECT COUNT(*) FROM access_log WHERE school_id = $1 AND at_ms < $2",
                           [.text(cut.school), .integer(milliseconds(cut.accessLogBefore))]))
             for (table, key, select, count, parameters) in steps {
                 if dryRun {
                     let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in try database.query(count, parameters) }
-                    report.removed[table, default: 0] += rows.first?.first?.int ?? 0
+                    let count = rows.first?.first?.int ?? 0
+                    if count > 0 { report.removed[table, default: 0] += count }
                     continue
                 }
                 let sql = key.isEmpty ? select : "DELETE FROM \(table) WHERE \(key) IN (\(select) LIMIT $3)"
@@ -207,7 +214,7 @@ extension SQLStore {
                 SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
                 WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id
                 """, [.text(school), .text(student)]) { row in
-                StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[13].string, deletedAt: row[14].string)
+                StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[14].string, deletedAt: row[15].string)
             }
             var appearances: [StudentRecords.Appearance] = []
             try SQLStore.digestsNaming(student, school: school, in: database) { digest in
@@ -250,6 +257,7 @@ extension SQLStore {
             try database.transaction { () throws(StoreError) -> (guidances: Int, digests: Int) in
                 let guidances = try database.run(
                     "DELETE FROM guidances WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM service_records WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 var changed: [Digest] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
                     let neutral = digest.entries.map { entry in
@@ -258,7 +266,8 @@ extension SQLStore {
                         return DigestEntry(
                             guidanceId: entry.guidanceId,
                             student: StudentRef(studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number, name: SQLStore.erasedName),
-                            reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency)
+                            reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency,
+                            service: entry.service)
                     }
                     changed.append(Digest(
                         digestId: digest.digestId, teacherId: digest.teacherId, schoolId: digest.schoolId, date: digest.date, scope: digest.scope,

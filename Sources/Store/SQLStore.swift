@@ -34,7 +34,7 @@ public final class SQLStore: GuidanceStore {
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
     static func migrations(for database: any SQLDatabase) -> [String] {
-        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection]
+        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection, volunteerService]
     }
 
     /// Brings the schema to the newest version, under the schema lock so
@@ -218,18 +218,37 @@ public final class SQLStore: GuidanceStore {
                 }
                 var rejections: [Rejection] = []
                 var accessed: [AccessRecord] = []
+                // The earliest day each school's accounts changed on, for its weekly lists.
+                var changed: [String: String] = [:]
+                for day in days { changed[day.school] = min(changed[day.school] ?? day.date, day.date) }
                 var index = 0
                 while index < events.count {
-                    if case .accessed(let records) = events[index] {
+                    switch events[index] {
+                    case .accessed(let records):
                         accessed += records
-                        index += 1
-                        continue
-                    }
-                    if case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt) = events[index] {
-                        if let reason = try SQLStore.delete(
+                    case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
+                        switch try SQLStore.delete(
                             guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt, in: database) {
-                            rejections.append(Rejection(index: index, reason: reason))
+                        case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
+                        case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
+                        case .success(nil): break
                         }
+                    case .serviceRecorded(let service):
+                        if let reason = try SQLStore.record(service, in: database) {
+                            rejections.append(Rejection(index: index, reason: reason))
+                        } else {
+                            changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
+                        }
+                    case .serviceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
+                        switch try SQLStore.withdraw(serviceId: serviceId, schoolId: schoolId, grade: grade, studentId: studentId, by: by, at: at, in: database) {
+                        case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
+                        case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
+                        case .success(nil): break
+                        }
+                    case .registered:
+                        break
+                    }
+                    guard case .registered = events[index] else {
                         index += 1
                         continue
                     }
@@ -246,6 +265,7 @@ public final class SQLStore: GuidanceStore {
                 for chunk in days.chunks(of: database.rowsPerStatement) {
                     try SQLStore.markAmendments(chunk, in: database)
                 }
+                try SQLStore.markWeeklyAmendments(changed, in: database)
                 try SQLStore.insert(accessed, in: database)
                 return rejections
             }
@@ -258,13 +278,13 @@ public final class SQLStore: GuidanceStore {
     /// takes the row, undeleted. Returns why any was kept out.
     private static func register(_ run: [(index: Int, record: GuidanceRecord)], in database: any SQLDatabase) throws(StoreError) -> [Rejection] {
         var parameters: [SQLValue] = []
-        parameters.reserveCapacity(run.count * 13)
+        parameters.reserveCapacity(run.count * 14)
         for (_, record) in run {
             parameters += [
                 .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
                 .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
                 .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
-                .text(record.recordedBy), .text(record.occurredAt),
+                .text(record.recordedBy), .text(record.occurredAt), .integer(Int64(record.serviceSessions)),
             ]
         }
         let sql = run.count < registerStatements.count ? registerStatements[run.count] : registerStatement(rows: run.count)
@@ -291,14 +311,14 @@ public final class SQLStore: GuidanceStore {
     private static func registerStatement(rows count: Int) -> String {
         """
             INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
-                                   reason_code, reason_label, reason_detail, recorded_by, occurred_at, registered)
-            VALUES \(placeholders(rows: count, width: 13, extra: ", 1"))
+                                   reason_code, reason_label, reason_detail, recorded_by, occurred_at, service_sessions, registered)
+            VALUES \(placeholders(rows: count, width: 14, extra: ", 1"))
             ON CONFLICT (guidance_id) DO UPDATE SET
                 grade = excluded.grade, local_date = excluded.local_date,
                 class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
                 student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
                 reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
-                registered = 1,
+                service_sessions = excluded.service_sessions, registered = 1,
                 deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
                 deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
                 deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
@@ -323,24 +343,25 @@ public final class SQLStore: GuidanceStore {
         return nil
     }
 
-    /// Applies a deletion; returns why it was kept out, or nil.
+    /// Applies a deletion; returns why it was kept out, or the day of the
+    /// guidance it deleted (nil when it is not registered yet).
     private static func delete(
         guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String, in database: any SQLDatabase
-    ) throws(StoreError) -> String? {
+    ) throws(StoreError) -> Result<String?, Rejected> {
         let written = try database.run("""
             INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
             VALUES ($1, $2, $3, 1, $4, $5)
             ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
             WHERE guidances.school_id = excluded.school_id
             """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
-        guard written > 0 else { return "foreign: guidance \(guidanceId) belongs to another school" }
+        guard written > 0 else { return .failure(Rejected(reason: "foreign: guidance \(guidanceId) belongs to another school")) }
         let dates = try database.query(
             "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
         if let date = dates.first?.first?.string {
             try database.lock([dayKey(schoolId, date)], exclusive: false)
             try markAmendments([Day(school: schoolId, date: date)], in: database)
         }
-        return nil
+        return .success(dates.first?.first?.string)
     }
 
     private struct Day: Hashable {
@@ -365,7 +386,7 @@ public final class SQLStore: GuidanceStore {
 
     static let recordColumns = """
         g.guidance_id, g.school_id, g.local_date, g.student_id, g.grade, g.class_number, g.number, g.student_name,
-        g.reason_code, g.reason_label, g.reason_detail, g.occurred_at, g.recorded_by
+        g.reason_code, g.reason_label, g.reason_detail, g.occurred_at, g.recorded_by, g.service_sessions
         """
 
     static func record(_ row: ArraySlice<SQLValue>) -> GuidanceRecord {
@@ -376,7 +397,7 @@ public final class SQLStore: GuidanceStore {
                 studentId: values[3].string ?? "", grade: values[4].int ?? 0, classNumber: values[5].int ?? 0,
                 number: values[6].int ?? 0, name: values[7].string ?? ""),
             reason: ReasonRef(code: values[8].string ?? "", label: values[9].string ?? "", detail: values[10].string),
-            occurredAt: values[11].string ?? "", recordedBy: values[12].string ?? "")
+            occurredAt: values[11].string ?? "", recordedBy: values[12].string ?? "", serviceSessions: values[13].int ?? 1)
     }
 
     public func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
@@ -479,14 +500,19 @@ public final class SQLStore: GuidanceStore {
             activeGuidancesStatement(school: school, date: date, grade: nil, classNumber: nil),
             SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)]),
         ]
+        statements.append(accountsStatement(school: school, grade: nil, asOf: date))
         if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) { statements.append(frequencies) }
-        let locked = database.lockStatement([SQLStore.dayKey(school, date)], exclusive: true)
+        // A Monday's weekly lists count every earlier day: its run holds the
+        // schools' service lock too (after the day's, as event batches take them).
+        let keys = [SQLStore.dayKey(school, date)] + (Frequency.isWeekStart(date) ? [serviceKey(school)] : [])
+        let locked = database.lockStatement(keys, exclusive: true)
         if let locked { statements.insert(locked, at: 0) }
         let first = locked == nil ? 0 : 1
         var active: [GuidanceRecord] = []
         var told: [Recipient: [String: DigestEntry]] = [:]
         var revisions: [Recipient: Int] = [:]
         var frequencies: [String: Frequency] = [:]
+        var accounts: [String: ServiceAccount] = [:]
         try database.savepoint(statements) { (index: Int, row: [SQLValue]) throws(StoreError) in
             switch index - first {
             case 0:
@@ -503,15 +529,19 @@ public final class SQLStore: GuidanceStore {
                     throw StoreError(.failed, "a digest of \(recipient.teacherId) for \(school) \(date) is unreadable: \(error)")
                 }
                 for entry in entries {
-                    told[recipient, default: [:]][entry.guidanceId] = entry.change == .added ? entry : nil
+                    told[recipient, default: [:]][entry.key(in: recipient.scope)] = entry.change == .added ? entry : nil
                 }
             case 2:
+                let account = SQLStore.account(row)
+                accounts[account.studentId] = account
+            case 3:
                 SQLStore.addFrequency(row, to: &frequencies)
             default:
                 break
             }
         }
-        return DeliveryState(active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies)
+        return DeliveryState(
+            active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies, accounts: accounts)
     }
 
     /// Every revision of a school's date, oldest first. Found through
@@ -549,9 +579,9 @@ public final class SQLStore: GuidanceStore {
             }, perStatement: database.rowsPerStatement)
         statements += SQLStore.enqueue(digests.map { ($0.digest, $0.targets) }, in: database)
         statements.append(SQLStatement("""
-            INSERT INTO digest_runs (school_id, date, completed_at, digests) VALUES ($1, $2, $3, $4)
+            INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-            """, [.text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count))]))
+            """, [.text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)), .integer(Frequency.isWeekStart(run.date) ? 1 : 0)]))
         statements.append(SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
         try database.savepoint(statements)
         return digests.map(\.digest)

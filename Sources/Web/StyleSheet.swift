@@ -67,6 +67,10 @@ extension Asset {
         .entry .detail { font-size: .9rem; color: var(--ink); background: var(--bg); border-radius: .25rem; padding: .15rem .4rem; margin-top: .2rem; white-space: pre-wrap; }
         .tag { font-size: .8rem; font-weight: 700; color: var(--danger); border: 1px solid var(--danger); border-radius: .25rem; padding: 0 .3rem; }
         li.entry.removed .who strong, li.entry.removed .reason { text-decoration: line-through; }
+        .entry-head .left { flex: none; font-weight: 700; }
+        li.entry.owing .left { color: var(--danger); }
+        ul.services { list-style: none; padding: 0; margin: .2rem 0 0; font-size: .9rem; }
+        ul.services li { display: flex; justify-content: space-between; align-items: center; gap: .5rem; padding: .1rem 0; }
         h3.group { display: flex; gap: .5rem; align-items: baseline; border-bottom: 2px solid var(--line); padding-bottom: .25rem; }
         h3.section { color: var(--accent); }
         input[type=search] { width: 100%; min-height: 2.75rem; padding: .5rem .6rem; border: 1px solid #6b7280; border-radius: .375rem; background: #fff; margin-bottom: .5rem; }

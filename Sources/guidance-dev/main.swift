@@ -100,6 +100,11 @@ do {
         if values["NOTIFIER_URL"] == nil && notifierPort != "0" {
             values["NOTIFIER_URL"] = "http://127.0.0.1:\(notifierPort)"
         }
+        // The teacher page records service (봉사 완료) through the ingest.
+        let ingestPort = values["INGEST_PORT"] ?? "8080"
+        if values["INGEST_URL"] == nil && ingestPort != "0" {
+            values["INGEST_URL"] = "http://127.0.0.1:\(ingestPort)"
+        }
         // Both services sign sessions and device codes with one secret, as
         // every replica must in production; here a new one each run.
         if values["SESSION_SECRET"] == nil { values["SESSION_SECRET"] = RandomID.uuid() + RandomID.uuid() }

@@ -24,7 +24,7 @@ final class DeliveryTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: Self.systemPython) else { throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd (scripts/setup)") }
     }
 
-    func delivery(smtpPort: Int) -> DeliveryConfig {
+    static func delivery(smtpPort: Int) -> DeliveryConfig {
         var config = DeliveryConfig(
             mail: .init(transport: .smtp(.init(url: "smtp://127.0.0.1:\(smtpPort)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
             publicNotifierURL: "https://notifier.school.example")
@@ -58,7 +58,7 @@ final class DeliveryTests: XCTestCase {
     func testEachRevisionIsOneReadableKoreanEmailAndAmendmentsThreadUnderTheFirst() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start()
-        let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
+        let harness = try await NotifierHarness(delivery: Self.delivery(smtpPort: sink.port))
         running = harness
         let first = try await harness.register(grade: 1, classNumber: 1, number: 1)
         try await harness.register(grade: 1, classNumber: 2, number: 1, code: "others", detail: "길에 껌을 뱉음 <b>&</b>")
@@ -120,7 +120,7 @@ final class DeliveryTests: XCTestCase {
     func testNoDeliveryIsClaimedWhileDigestRunsWrite() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start()
-        let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
+        let harness = try await NotifierHarness(delivery: Self.delivery(smtpPort: sink.port))
         running = harness
         try await harness.register(grade: 1, classNumber: 1, number: 1)
         _ = try await harness.waitForList(count: 1)
@@ -142,7 +142,7 @@ final class DeliveryTests: XCTestCase {
     func testAServerOutageAndA451AreRetriedUntilEachMessageArrivesOnce() async throws {
         // Nobody listens on the port while the digests are written.
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
-        let harness = try await NotifierHarness(delivery: delivery(smtpPort: sink.port))
+        let harness = try await NotifierHarness(delivery: Self.delivery(smtpPort: sink.port))
         running = harness
         try await harness.register(grade: 1, classNumber: 1, number: 1)
         _ = try await harness.waitForList(count: 1)
@@ -170,7 +170,7 @@ final class DeliveryTests: XCTestCase {
     func testA550FailsOnlyThatRecipientAndAnAdminQueuesItAgain() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start(["--reject", "t-hr-1-2@sa.school.example"])
-        let harness = try await NotifierHarness(authentication: true, delivery: delivery(smtpPort: sink.port))
+        let harness = try await NotifierHarness(authentication: true, delivery: Self.delivery(smtpPort: sink.port))
         running = harness
         try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
         try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")

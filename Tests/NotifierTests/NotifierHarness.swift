@@ -90,7 +90,7 @@ final class NotifierHarness: @unchecked Sendable {
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60),
-        publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention()
+        publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil
     ) async throws {
         self.retention = retention
         self.publicIngestURL = publicIngestURL
@@ -109,7 +109,7 @@ final class NotifierHarness: @unchecked Sendable {
         try cluster.createTopic(web.topic, partitions: 1)
         roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
-            webhooks: webhooks)
+            reasons: reasons, webhooks: webhooks)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         groupID = "g-\(UUID().uuidString.prefix(8))"
@@ -203,6 +203,7 @@ final class NotifierHarness: @unchecked Sendable {
         config.rosterGrace = rosterGrace
         config.rosterCheckInterval = .seconds(3600)
         config.retention = retention
+        if !ingestBase.isEmpty { config.ingestURL = ingestBase }
         if let clock { config.clock = clock }
         return try NotifierService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("notifier"))
     }

@@ -1,0 +1,149 @@
+import Common
+
+/// Volunteer service a student served (봉사 완료), recorded by the grade's
+/// volunteer-duty teacher or an admin: the `guidance.service.recorded`
+/// event on `Topics.service`, keyed `school/grade` like the student's
+/// guidances. The first event of a `serviceId` wins; a withdrawal wins over
+/// it whatever the order.
+public struct ServiceRecorded: Sendable, Equatable {
+    public let eventId: String
+    public let serviceId: String
+    public let schoolId: String
+    public let grade: Int
+    public let studentId: String
+    /// The school-local day it was served, `YYYY-MM-DD`.
+    public let date: String
+    public let sessions: Int
+    public var note: String?
+    public let recordedBy: String
+    /// RFC 3339, UTC.
+    public let recordedAt: String
+
+    public init(
+        eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
+        recordedBy: String, recordedAt: String
+    ) {
+        self.eventId = eventId
+        self.serviceId = serviceId
+        self.schoolId = schoolId
+        self.grade = grade
+        self.studentId = studentId
+        self.date = date
+        self.sessions = sessions
+        self.note = note
+        self.recordedBy = recordedBy
+        self.recordedAt = recordedAt
+    }
+
+    /// Sessions one record may hold.
+    public static let sessionsRange = 1...20
+
+    public var json: [UInt8] {
+        var writer = JSONWriter(capacity: 384)
+        writer.field("schemaVersion", 1)
+        writer.field("type", EventType.serviceRecorded.rawValue)
+        writer.field("eventId", eventId)
+        writer.field("serviceId", serviceId)
+        writer.field("schoolId", schoolId)
+        writer.field("grade", grade)
+        writer.field("studentId", studentId)
+        writer.field("date", date)
+        writer.field("sessions", sessions)
+        writer.field("note", note)
+        writer.field("recordedBy", recordedBy)
+        writer.field("recordedAt", recordedAt)
+        return writer.finish()
+    }
+
+    public init(json fields: JSONFields) throws(FieldError) {
+        self.init(
+            eventId: try fields.string("eventId"), serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
+            grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
+            date: try fields.string("date"), sessions: try fields.integer("sessions", in: ServiceRecorded.sessionsRange),
+            note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"), recordedAt: try fields.string("recordedAt"))
+    }
+}
+
+/// A service record taken back (`guidance.service.withdrawn`).
+public struct ServiceWithdrawn: Sendable, Equatable {
+    public let eventId: String
+    public let serviceId: String
+    public let schoolId: String
+    public let grade: Int
+    public let studentId: String
+    public let withdrawnBy: String
+    public let occurredAt: String
+
+    public init(eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String) {
+        self.eventId = eventId
+        self.serviceId = serviceId
+        self.schoolId = schoolId
+        self.grade = grade
+        self.studentId = studentId
+        self.withdrawnBy = withdrawnBy
+        self.occurredAt = occurredAt
+    }
+
+    public var json: [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.field("schemaVersion", 1)
+        writer.field("type", EventType.serviceWithdrawn.rawValue)
+        writer.field("eventId", eventId)
+        writer.field("serviceId", serviceId)
+        writer.field("schoolId", schoolId)
+        writer.field("grade", grade)
+        writer.field("studentId", studentId)
+        writer.field("withdrawnBy", withdrawnBy)
+        writer.field("occurredAt", occurredAt)
+        return writer.finish()
+    }
+
+    public init(json fields: JSONFields) throws(FieldError) {
+        self.init(
+            eventId: try fields.string("eventId"), serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
+            grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
+            withdrawnBy: try fields.string("withdrawnBy"), occurredAt: try fields.string("occurredAt"))
+    }
+}
+
+extension Roster {
+    /// Every rule a service record breaks, each naming its field: the one
+    /// check of the ingest (a request) and the notifier (an event). `date`
+    /// lies between `firstDay` and the school's `today`.
+    public func serviceProblems(_ event: ServiceRecorded, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
+        guard school(event.schoolId) != nil else {
+            return ([FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], true)
+        }
+        var problems: [FieldError] = []
+        var unknown = 0
+        switch student(school: event.schoolId, id: event.studentId) {
+        case nil:
+            problems.append(FieldError(field: "studentId", message: "no student '\(event.studentId)' at this school"))
+            unknown += 1
+        case let student? where student.grade != event.grade:
+            problems.append(FieldError(field: "grade", message: "student '\(event.studentId)' is in grade \(student.grade), not \(event.grade)"))
+        default:
+            break
+        }
+        if teachers[event.recordedBy]?.schoolID != event.schoolId {
+            problems.append(FieldError(field: "recordedBy", message: "unknown teacher '\(event.recordedBy)' at this school"))
+            if teachers[event.recordedBy] == nil { unknown += 1 }
+        }
+        if Timestamp.parseDate(event.date) == nil {
+            problems.append(FieldError(field: "date", message: "must be a date, YYYY-MM-DD"))
+        } else if event.date > today {
+            problems.append(FieldError(field: "date", message: "must not be after the school's today (\(today))"))
+        } else if let firstDay, event.date < firstDay {
+            problems.append(FieldError(field: "date", message: "must not be before \(firstDay) (RETENTION_DAYS)"))
+        }
+        if !ServiceRecorded.sessionsRange.contains(event.sessions) {
+            problems.append(FieldError(field: "sessions", message: "must be a whole number from 1 to \(ServiceRecorded.sessionsRange.upperBound)"))
+        }
+        do {
+            _ = try Reason.detail(event.note)
+        } catch {
+            problems.append(FieldError(field: "note", message: error.description))
+        }
+        return (problems, !problems.isEmpty && unknown == problems.count)
+    }
+}

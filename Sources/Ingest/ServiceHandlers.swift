@@ -1,0 +1,94 @@
+import Common
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+
+/// Volunteer service served (봉사 완료) and taken back: events on the
+/// student's key (`school/grade`), answered 202 once the broker acknowledged
+/// them, like registrations.
+extension IngestHandlers {
+    /// The grade's volunteer-duty teacher runs the sessions; admins may record too.
+    static let serviceRoles: Set<Teacher.Role> = [.volunteerDuty, .admin]
+
+    /// `POST /v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service`
+    /// `{"serviceId": "<uuid>", "date": "YYYY-MM-DD", "sessions": 1, "note": "…"}`.
+    @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
+        let event = try serviceRecorded(request, caller)
+        return try await publish(
+            event.json, type: .serviceRecorded, topic: topics.service, key: eventKey(school: event.schoolId, grade: event.grade),
+            id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
+    }
+
+    /// `DELETE …/students/{studentId}/service/{serviceId}`: the record taken back.
+    @Sendable func withdrawService(_ request: Request, _ caller: Caller) async throws -> Response {
+        let (schoolID, grade, studentID) = try serviceTarget(request, caller)
+        guard RandomID.isUUID(request.parameter("serviceId")) else {
+            throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID"))
+        }
+        let event = ServiceWithdrawn(
+            eventId: RandomID.uuid(), serviceId: request.parameter("serviceId").lowercased(), schoolId: schoolID, grade: grade,
+            studentId: studentID, withdrawnBy: caller.teacher?.id ?? request.query["withdrawnBy"] ?? "unknown",
+            occurredAt: Timestamp.format(Timestamp.now()))
+        return try await publish(
+            event.json, type: .serviceWithdrawn, topic: topics.service, key: eventKey(school: schoolID, grade: grade),
+            id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
+    }
+
+    /// The school, grade and student a service route names; a volunteer-duty
+    /// teacher only their own grade (403), an unknown school or grade 422.
+    private func serviceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (school: String, grade: Int, student: String) {
+        let schoolID = request.parameter("schoolId")
+        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        if let teacher = caller.teacher, teacher.role == .volunteerDuty, teacher.grade != grade {
+            throw HTTPError(status: 403, detail: "a volunteer-duty teacher records service for their own grade (\(teacher.grade ?? 0))")
+        }
+        guard caller.roster.school(schoolID) != nil else {
+            throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
+        }
+        guard caller.roster.hasGrade(grade, in: schoolID) else {
+            throw HTTPError(FieldError(field: "grade", message: "school '\(schoolID)' has no grade \(grade)"), status: 422)
+        }
+        return (schoolID, grade, request.parameter("studentId"))
+    }
+
+    private func serviceRecorded(_ request: Request, _ caller: Caller) throws(HTTPError) -> ServiceRecorded {
+        let (schoolID, grade, studentID) = try serviceTarget(request, caller)
+        let body = try request.json(ServiceRequest.init(json:))
+        guard RandomID.isUUID(body.serviceId) else { throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID")) }
+        guard let recordedBy = body.recordedBy ?? caller.teacher?.id else {
+            throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
+        }
+        if let teacher = caller.teacher, teacher.id != recordedBy {
+            throw HTTPError(FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
+        }
+        let now = Timestamp.now()
+        var event = ServiceRecorded(
+            eventId: RandomID.uuid(), serviceId: body.serviceId.lowercased(), schoolId: schoolID, grade: grade, studentId: studentID,
+            date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
+        let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
+        let (problems, _) = caller.roster.serviceProblems(event, today: today, firstDay: retention.firstKeptDay(today: today))
+        guard problems.isEmpty else {
+            throw HTTPError.unprocessable(problems.map(\.description).joined(separator: "; "), errors: problems)
+        }
+        event.note = try? Reason.detail(body.note)
+        return event
+    }
+}
+
+/// The body of a service record.
+struct ServiceRequest: Sendable {
+    let serviceId: String
+    let date: String
+    let sessions: Int
+    let note: String?
+    let recordedBy: String?
+
+    init(json body: JSONFields) throws(FieldError) {
+        serviceId = try body.string("serviceId")
+        date = try body.string("date")
+        sessions = try body.integer("sessions")
+        note = try body.optionalString("note")
+        recordedBy = try body.optionalString("recordedBy")
+    }
+}

@@ -1,0 +1,69 @@
+import Common
+import Curl
+import Foundation
+import HTTP
+
+/// A request passed on to the other service with the caller's own
+/// credential: their bearer token, or their session re-sealed for the other
+/// service's cookie (both services share `SESSION_SECRET`). The gate page
+/// reads the day list from the notifier this way, and the teacher page
+/// records service through the ingest. The other service decides access
+/// again; its answer (2xx or 4xx, with `Retry-After`) is passed back.
+public struct Forwarding: Sendable {
+    /// The other service's address (`NOTIFIER_URL`, `INGEST_URL`).
+    public let base: String
+    /// The other service's session cookie.
+    public let cookieName: String
+    public let sessions: Sessions
+    public let logger: Logger
+
+    public init(base: String, cookieName: String, sessions: Sessions, logger: Logger) {
+        self.base = base
+        self.cookieName = cookieName
+        self.sessions = sessions
+        self.logger = logger
+    }
+
+    /// Sends `method` `path` (with `body` as JSON) within 5 s; an answer
+    /// that is neither 2xx nor 4xx, or none, is a 503 saying `unavailable`.
+    public func send(
+        _ method: String, _ path: String, body: [UInt8] = [], maxBody: Int = 1 << 20, request: Request, session: Session?, unavailable: String
+    ) async throws -> Response {
+        var headers = [("Accept", "application/json")]
+        if let authorization = request.header("authorization") {
+            headers.append(("Authorization", authorization))
+        } else if let session {
+            headers.append(("Cookie", cookieName + "=" + sessions.cookieValue(session, name: cookieName)))
+            // A change signed in by cookie must name its origin: the other service's own.
+            headers.append(("Origin", AccessPolicy.origin(of: base)))
+        }
+        if !body.isEmpty { headers.append(("Content-Type", "application/json")) }
+        let (url, sent) = (base + path, headers)
+        let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
+            do {
+                let session = try HTTPSession(timeout: .seconds(4))
+                return method == "GET" ? session.get(url, headers: sent, maxBody: maxBody) : session.send(method, url, headers: sent, body: body, maxBody: maxBody)
+            } catch {
+                return .unreachable("\(error)")
+            }
+        }
+        let fields = ["requestId": request.requestID, "path": path]
+        switch answer {
+        case .answered(let status, let retryAfter, let body)? where (200..<500).contains(status):
+            let type = status < 400 ? "application/json" : "application/problem+json"
+            return Response(status: status, headers: [("Content-Type", type)] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8))
+        case .answered(let status, _, _)?:
+            logger.warning("the other service did not answer as expected", fields.merging(["status": String(status)]) { $1 })
+        case .unreachable(let reason)?:
+            logger.warning("the other service could not be reached", fields.merging(["error": reason]) { $1 })
+        case nil:
+            logger.warning("the other service could not be reached", fields.merging(["error": "no answer within 5 s"]) { $1 })
+        }
+        throw HTTPError.unavailable(unavailable, retryAfterSeconds: 10)
+    }
+
+    /// A path segment, percent-encoded.
+    public static func segment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+}

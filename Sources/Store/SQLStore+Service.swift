@@ -1,0 +1,163 @@
+import Common
+import Guidance
+
+/// Volunteer service (봉사): what each active guidance puts on a student's
+/// account, the sessions served, and the weekly 봉사 명단 that Monday's run
+/// writes. Service records follow the guidances' rules: the first record of
+/// an id wins, a withdrawal is a tombstone that wins whatever the order, an
+/// id belongs to its school.
+extension SQLStore {
+    /// Version 8: each guidance's sessions (stored guidances owed one), the
+    /// service records, and which runs wrote a weekly list (their Monday).
+    static let volunteerService = """
+        ALTER TABLE guidances ADD COLUMN service_sessions INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE digest_runs ADD COLUMN weekly INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS service_records (
+            service_id TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            student_id TEXT NOT NULL,
+            local_date TEXT,
+            sessions INTEGER,
+            note TEXT,
+            recorded_by TEXT,
+            recorded_at TEXT,
+            recorded INTEGER NOT NULL DEFAULT 0,
+            withdrawn INTEGER NOT NULL DEFAULT 0,
+            withdrawn_by TEXT,
+            withdrawn_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS service_records_by_student ON service_records(school_id, student_id);
+        """
+
+    /// The lock every event batch holds shared, after its days' locks, and a
+    /// Monday's run exclusively: a weekly list counts every earlier day, so
+    /// an event of any day either is in it or, committed after it, finds
+    /// the run and marks an amendment.
+    static func serviceKey(_ school: String) -> String { "service/\(school)" }
+
+    // MARK: - Events
+
+    /// Stores a service record, or completes the tombstone of a withdrawal
+    /// that arrived first. Returns why it was kept out, or nil.
+    static func record(_ service: ServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
+        let written = try database.run("""
+            INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+            ON CONFLICT (service_id) DO UPDATE SET
+                local_date = excluded.local_date, sessions = excluded.sessions, note = excluded.note,
+                recorded_by = excluded.recorded_by, recorded_at = excluded.recorded_at, recorded = 1
+            WHERE service_records.recorded = 0 AND service_records.school_id = excluded.school_id
+              AND service_records.student_id = excluded.student_id
+            """, [.text(service.serviceId), .text(service.schoolId), .integer(Int64(service.grade)), .text(service.studentId),
+                  .text(service.date), .integer(Int64(service.sessions)), service.note.sql, .text(service.recordedBy), .text(service.recordedAt)])
+        guard written == 0 else { return nil }
+        let rows = try database.query(
+            "SELECT school_id, student_id, local_date, sessions, note FROM service_records WHERE service_id = $1", [.text(service.serviceId)])
+        guard let row = rows.first else { return nil }
+        if row[0].string != service.schoolId { return "foreign: service \(service.serviceId) belongs to another school" }
+        if row[1].string != service.studentId || row[2].string != service.date || row[3].int != service.sessions || row[4].string != service.note {
+            return "conflict: service \(service.serviceId) is already recorded for another student, day, number or note"
+        }
+        return nil
+    }
+
+    /// Applies a withdrawal; returns why it was kept out, or the day of the
+    /// record it took back (nil when it is not recorded yet).
+    static func withdraw(
+        serviceId: String, schoolId: String, grade: Int, studentId: String, by: String, at: String, in database: any SQLDatabase
+    ) throws(StoreError) -> Result<String?, Rejected> {
+        let written = try database.run("""
+            INSERT INTO service_records (service_id, school_id, grade, student_id, withdrawn, withdrawn_by, withdrawn_at)
+            VALUES ($1, $2, $3, $4, 1, $5, $6)
+            ON CONFLICT (service_id) DO UPDATE SET withdrawn = 1, withdrawn_by = excluded.withdrawn_by, withdrawn_at = excluded.withdrawn_at
+            WHERE service_records.school_id = excluded.school_id AND service_records.student_id = excluded.student_id
+            """, [.text(serviceId), .text(schoolId), .integer(Int64(grade)), .text(studentId), .text(by), .text(at)])
+        guard written > 0 else { return .failure(Rejected(reason: "foreign: service \(serviceId) belongs to another school or student")) }
+        let dates = try database.query("SELECT local_date FROM service_records WHERE service_id = $1 AND recorded = 1", [.text(serviceId)])
+        return .success(dates.first?.first?.string)
+    }
+
+    struct Rejected: Error {
+        let reason: String
+    }
+
+    /// After a batch changed guidances or service of `earliest` days (by
+    /// school), under the schools' service locks: each weekly run on or
+    /// after such a day is amended at the next tick.
+    static func markWeeklyAmendments(_ earliest: [String: String], in database: any SQLDatabase) throws(StoreError) {
+        guard !earliest.isEmpty else { return }
+        let schools = earliest.keys.sorted()
+        try database.lock(schools.map(serviceKey), exclusive: false)
+        for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
+            let pairs = (0..<chunk.count).map { "(school_id = $\($0 * 2 + 1) AND date >= $\($0 * 2 + 2))" }.joined(separator: " OR ")
+            try database.run("""
+                INSERT INTO pending_amendments (school_id, date)
+                SELECT school_id, date FROM digest_runs WHERE weekly = 1 AND (\(pairs))
+                ON CONFLICT (school_id, date) DO NOTHING
+                """, chunk.flatMap { [SQLValue.text($0), .text(earliest[$0] ?? "")] })
+        }
+    }
+
+    // MARK: - Accounts
+
+    /// Per student: sessions owed (by active guidances), served (by active
+    /// records), the newest guidance as `occurredAt reasonCode guidanceId`,
+    /// the newest day served; through the day index and the records' school
+    /// index, grouped once.
+    static func accountsStatement(school: String, grade: Int?, asOf date: String?) -> SQLStatement {
+        SQLStatement("""
+            SELECT student_id, SUM(owed), SUM(served), MAX(last_guidance), MAX(last_service) FROM (
+                SELECT g.student_id AS student_id, SUM(g.service_sessions) AS owed, 0 AS served,
+                       MAX(g.occurred_at || ' ' || g.reason_code || ' ' || g.guidance_id) AS last_guidance, NULL AS last_service
+                FROM guidances g
+                WHERE g.school_id = $1 AND g.registered = 1 AND g.deleted = 0 AND g.local_date IS NOT NULL
+                  AND ($2 = '' OR g.local_date <= $2) AND (CAST($3 AS INTEGER) IS NULL OR g.grade = CAST($3 AS INTEGER))
+                GROUP BY g.student_id
+                UNION ALL
+                SELECT s.student_id, 0, SUM(s.sessions), NULL, MAX(s.local_date)
+                FROM service_records s
+                WHERE s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0
+                  AND ($2 = '' OR s.local_date <= $2) AND (CAST($3 AS INTEGER) IS NULL OR s.grade = CAST($3 AS INTEGER))
+                GROUP BY s.student_id
+            ) a GROUP BY student_id ORDER BY student_id
+            """, [.text(school), .text(date ?? ""), grade.sql])
+    }
+
+    static func account(_ row: [SQLValue]) -> ServiceAccount {
+        let last = (row[3].string ?? "").split(separator: " ").map(String.init)
+        return ServiceAccount(
+            studentId: row[0].string ?? "", standing: ServiceStanding(owed: row[1].int ?? 0, served: row[2].int ?? 0),
+            lastGuidance: last.count == 3 ? (guidanceId: last[2], occurredAt: last[0], reasonCode: last[1]) : nil,
+            lastService: row[4].string)
+    }
+
+    public func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
+        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
+            var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
+            var records: [String: [ServiceRecord]] = [:]
+            try database.forEachRow("""
+                SELECT service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at
+                FROM service_records
+                WHERE school_id = $1 AND recorded = 1 AND withdrawn = 0 AND ($2 = '' OR local_date <= $2)
+                  AND (CAST($3 AS INTEGER) IS NULL OR grade = CAST($3 AS INTEGER))
+                ORDER BY local_date, recorded_at, service_id
+                """, [.text(school), .text(date ?? ""), grade.sql]) { row in
+                let record = SQLStore.serviceRecord(row)
+                records[record.studentId, default: []].append(record)
+            }
+            for index in accounts.indices { accounts[index].records = records[accounts[index].studentId] ?? [] }
+            return accounts
+        }
+    }
+
+    static let serviceRecordColumns = "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"
+
+    static func serviceRecord(_ row: [SQLValue]) -> ServiceRecord {
+        ServiceRecord(
+            serviceId: row[0].string ?? "", schoolId: row[1].string ?? "", grade: row[2].int ?? 0, studentId: row[3].string ?? "",
+            date: row[4].string ?? "", sessions: row[5].int ?? 0, note: row[6].string, recordedBy: row[7].string ?? "",
+            recordedAt: row[8].string ?? "")
+    }
+}
