@@ -133,6 +133,33 @@ struct DataProtectionHandlers: Sendable {
         let exportedAt: String
         let guidances: [Guidance]
         let digests: [Appearance]
+        /// Volunteer service recorded (봉사), in the JSON only: the CSV is one row per guidance.
+        let services: [Service]
+
+        struct Service: Encodable, Sendable {
+            let serviceId: String
+            let date: String
+            let sessions: Int
+            let note: String?
+            let recordedBy: String
+            let recordedAt: String
+            let withdrawnBy: String?
+            let withdrawnAt: String?
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(serviceId, forKey: .serviceId)
+                try container.encode(date, forKey: .date)
+                try container.encode(sessions, forKey: .sessions)
+                try container.encode(note, forKey: .note)
+                try container.encode(recordedBy, forKey: .recordedBy)
+                try container.encode(recordedAt, forKey: .recordedAt)
+                try container.encode(withdrawnBy, forKey: .withdrawnBy)
+                try container.encode(withdrawnAt, forKey: .withdrawnAt)
+            }
+
+            enum CodingKeys: String, CodingKey { case serviceId, date, sessions, note, recordedBy, recordedAt, withdrawnBy, withdrawnAt }
+        }
     }
 
     /// Everything stored about the student: JSON, or with `Accept: text/csv`
@@ -145,7 +172,8 @@ struct DataProtectionHandlers: Sendable {
         let records = try await NotifierHandlers.available(logger: logger) {
             try await blocking { try store.records(school: school.id, student: studentID) }
         }
-        guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty else {
+        guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
+            || !records.services.isEmpty else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }
         accessLog.record(caller, .export, school: school.id, target: studentID)
@@ -159,6 +187,11 @@ struct DataProtectionHandlers: Sendable {
             },
             digests: records.digests.map {
                 Export.Appearance(digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId, change: $0.change.rawValue)
+            },
+            services: records.services.map {
+                Export.Service(
+                    serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
+                    recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy, withdrawnAt: $0.withdrawnAt)
             })
         guard (request.header("accept") ?? "").contains("text/csv") else { return .json(export) }
         let disposition = "attachment; filename=\"records-\(studentID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""

@@ -29,13 +29,14 @@ struct TeacherPage: Sendable {
     /// One column on a phone: an admin's work first (sending today's lists,
     /// what failed), then the day; a homeroom or volunteer-duty teacher's
     /// 알림함 first, then their scope's day. Admins receive no lists, so they
-    /// get no 알림함.
+    /// get no 알림함. The 봉사 명단 is a volunteer-duty teacher's daily work,
+    /// so it comes before their day; everyone else's after it.
     private func render(_ teacher: Teacher, _ roster: Roster, opening digestID: String?) -> Response {
         let admin = teacher.role == .admin
         let main = """
             <main class="columns">
             \(admin ? TeacherPage.adminSection : TeacherPage.inboxSection)
-            \(TeacherPage.serviceSection(teacher))
+            \(teacher.role == .volunteerDuty ? TeacherPage.serviceSection(teacher) : "")
             <section class="card" aria-labelledby="today-title">
             <h2 id="today-title" tabindex="-1">오늘 명단 <span id="today-date" class="meta"></span></h2>
             <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters(teacher, roster))</div></fieldset>
@@ -44,6 +45,7 @@ struct TeacherPage: Sendable {
             <div id="today-body"></div>
             <p id="today-status" class="status" role="status" aria-live="polite"></p>
             </section>
+            \(teacher.role == .volunteerDuty ? "" : TeacherPage.serviceSection(teacher))
             </main>
             """
         var data = [("role", teacher.role.rawValue)]
@@ -106,12 +108,25 @@ struct TeacherPage: Sendable {
         case .volunteerDuty: "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 마친 학생은 봉사 완료를 누르세요."
         case .admin, .gate: "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
         }
-        return """
-            <section class="card" aria-labelledby="service-title">
-            <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
+        let body = """
             <p class="meta">\(scope)</p>
             <div id="service-body"></div>
             <p id="service-status" class="status" role="status" aria-live="polite"></p>
+            """
+        // An admin's is the whole school, read when opened (like the 접속 기록).
+        guard teacher.role != .admin else {
+            return """
+                <section class="card" aria-labelledby="service-title">
+                <details id="service"><summary id="service-title">봉사 명단 (학교 전체) <span id="service-count" class="meta"></span></summary>
+                \(body)
+                </details>
+                </section>
+                """
+        }
+        return """
+            <section class="card" aria-labelledby="service-title">
+            <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
+            \(body)
             </section>
             """
     }

@@ -214,6 +214,10 @@ extension TeacherPage {
             renderService();
           }
 
+          // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
+          const serviceSeat = (s) => (data.role === 'admin' ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
+
+          // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 완료; each record with 되돌리기.
           function serviceRow(item, index) {
             const s = item.student;
             const nameId = 'service-name-' + index;
@@ -226,14 +230,14 @@ extension TeacherPage {
               photo(item.photoUrl, s.name),
               G.el('div', { class: 'entry-text' },
                 G.el('p', { class: 'entry-head' },
-                  G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ',
-                    G.el('span', { class: 'entry-seat' }, seatName(s) + ' ' + s.number + '번')),
+                  G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
                   G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 다 함')),
-                G.el('p', { class: 'often' }, '받은 봉사 ' + item.owed + '회 중 ' + item.served + '회 함' +
-                  (last ? ' · 마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label : '')),
-                records.length ? G.el('ul', { class: 'services' }, ...records) : null,
-                recorder && item.outstanding > 0 ? G.el('div', { class: 'actions' },
-                  G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료')) : null));
+                last ? G.el('p', { class: 'often' }, '마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
+                G.el('p', { class: 'service-line' },
+                  G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 함'),
+                  recorder && item.outstanding > 0
+                    ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료') : null),
+                records.length ? G.el('ul', { class: 'services' }, ...records) : null));
           }
 
           function renderService(focusStudent) {
@@ -399,7 +403,11 @@ extension TeacherPage {
             loadInbox().then(() => { if (data.open) open(data.open); });
           }
           loadToday();
-          loadService();
+          if (data.role === 'admin') {
+            $('service').addEventListener('toggle', () => { if ($('service').open) loadService(); });
+          } else {
+            loadService();
+          }
         })();
         """#)
 }

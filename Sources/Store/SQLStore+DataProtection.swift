@@ -47,8 +47,16 @@ public struct StudentRecords: Sendable, Equatable {
         public let change: DigestEntry.Change
     }
 
+    /// A service record (봉사), withdrawn ones with who took them back.
+    public struct Service: Sendable, Equatable {
+        public let record: ServiceRecord
+        public let withdrawnBy: String?
+        public let withdrawnAt: String?
+    }
+
     public let guidances: [Guidance]
     public let digests: [Appearance]
+    public var services: [Service] = []
 }
 
 extension SQLStore {
@@ -224,7 +232,13 @@ extension SQLStore {
                         guidanceId: entry.guidanceId, change: entry.change))
                 }
             }
-            return StudentRecords(guidances: guidances, digests: appearances)
+            let services = try database.query("""
+                SELECT \(SQLStore.serviceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
+                WHERE school_id = $1 AND student_id = $2 AND recorded = 1 ORDER BY local_date, recorded_at, service_id
+                """, [.text(school), .text(student)]) { row in
+                StudentRecords.Service(record: SQLStore.serviceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
+            }
+            return StudentRecords(guidances: guidances, digests: appearances, services: services)
         }
     }
 

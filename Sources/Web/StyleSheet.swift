@@ -69,6 +69,7 @@ extension Asset {
         li.entry.removed .who strong, li.entry.removed .reason { text-decoration: line-through; }
         .entry-head .left { flex: none; font-weight: 700; }
         li.entry.owing .left { color: var(--danger); }
+        .entry-text p.service-line { display: flex; justify-content: space-between; align-items: center; gap: .5rem; margin-top: .15rem; }
         ul.services { list-style: none; padding: 0; margin: .2rem 0 0; font-size: .9rem; }
         ul.services li { display: flex; justify-content: space-between; align-items: center; gap: .5rem; padding: .1rem 0; }
         h3.group { display: flex; gap: .5rem; align-items: baseline; border-bottom: 2px solid var(--line); padding-bottom: .25rem; }

@@ -171,6 +171,18 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(withdraw.status, 202, withdraw.text)
         let back = try await standings(harness, as: "t-vd-1", equalTo: ["a111": [1, 0, 1], "a121": [1, 0, 1]])
         XCTAssertEqual(back, ["a111": [1, 0, 1], "a121": [1, 0, 1]])
+
+        // An admin's export holds the record and who took it back; erasure removes the student's account.
+        let export = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(export.status, 200, export.text)
+        XCTAssertEqual(export.object["services"]?[0]?["serviceId"]?.string, serviceID)
+        XCTAssertEqual(export.object["services"]?[0]?["withdrawnBy"]?.string, "t-vd-1")
+        let erased = try await fetch("DELETE", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(erased.status, 200, erased.text)
+        let gone = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(gone.object["services"], .array([]), gone.text)
+        let remaining = try await standings(harness, as: "t-vd-1", equalTo: ["a121": [1, 0, 1]])
+        XCTAssertEqual(remaining, ["a121": [1, 0, 1]])
     }
 
     /// Monday 2026-11-23, 09:30 in Seoul.
