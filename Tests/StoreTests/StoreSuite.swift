@@ -76,6 +76,54 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(seen.withLock { $0 }, [student: Frequency(thisWeek: 3, thisMonth: 2), "s137": Frequency(thisWeek: 1, thisMonth: 1)])
     }
 
+    func service(_ id: String, student: String = "s1312", date: String = "2026-11-30", sessions: Int = 1, school: String = "sa") -> StoredEvent {
+        .serviceRecorded(ServiceRecord(
+            serviceId: id, schoolId: school, grade: 1, studentId: student, date: date, sessions: sessions, note: nil,
+            recordedBy: "t-vd", recordedAt: "2026-11-30T06:00:00Z"))
+    }
+
+    func withdrawal(_ id: String, student: String = "s1312", school: String = "sa") -> StoredEvent {
+        .serviceWithdrawn(serviceId: id, schoolId: school, grade: 1, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
+    }
+
+    /// Volunteer service: owed by active guidances (their sessions), served
+    /// by records not taken back, whatever the order and however often
+    /// each arrives; a record of another school's id is kept out. A
+    /// Monday's run holds the service lock and is marked for amendment by a
+    /// later change to any day up to it.
+    func serviceAccountsAndWeeklyAmendments() throws {
+        let store = try makeStore()
+        var two = record("g2", code: "trespassing")
+        two.serviceSessions = 2
+        XCTAssertEqual(try store.apply([withdrawal("v2"), .registered(record("g1")), service("v1"), deletion("g3")]), [])
+        XCTAssertEqual(try store.apply([.registered(two), service("v2"), service("v1"), .registered(record("g3")), .registered(record("g1"))]), [])
+        XCTAssertEqual(try store.apply([service("v1", sessions: 3)]).map { String($0.reason.prefix(8)) }, ["conflict"], "other content under a record's id")
+        XCTAssertEqual(try store.apply([service("v1", school: "sb")]).map { String($0.reason.prefix(7)) }, ["foreign"])
+        let accounts = try store.serviceAccounts(school: "sa", grade: nil, asOf: nil)
+        XCTAssertEqual(accounts.map(\.studentId), ["s1312"])
+        XCTAssertEqual(accounts.first?.standing, ServiceStanding(owed: 3, served: 1))
+        XCTAssertEqual(accounts.first?.records.map(\.serviceId), ["v1"])
+        XCTAssertEqual(accounts.first?.lastService, "2026-11-30")
+        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: nil, asOf: "2026-11-29"), [], "nothing before the day")
+        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: 2, asOf: nil), [])
+        // Monday 2026-11-30: its run is a weekly one; a later record of that day marks it.
+        let seen = Mutex<[String: ServiceAccount]>([:])
+        _ = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z", plan: { state in
+            seen.withLock { $0 = state.accounts }
+            return []
+        }, targets: { _ in [] })
+        XCTAssertEqual(seen.withLock { $0 }["s1312"]?.standing, ServiceStanding(owed: 3, served: 1))
+        XCTAssertTrue(try store.pendingAmendments().isEmpty)
+        XCTAssertEqual(try store.apply([service("v3", date: "2026-11-27")]), [])
+        XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "an earlier day's record amends Monday's list")
+        _ = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z", plan: { _ in [] }, targets: { _ in [] })
+        XCTAssertEqual(try store.apply([service("v4", date: "2026-12-01")]), [])
+        XCTAssertTrue(try store.pendingAmendments().isEmpty, "a later day's record leaves Monday's list alone")
+        XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
+        XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "so does taking an earlier one back")
+        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: nil, asOf: nil).first?.standing, ServiceStanding(owed: 3, served: 2))
+    }
+
     /// The first registration of an id wins; a retry is a no-op; other
     /// content and other schools are kept out and reported.
     func aGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws {
@@ -372,6 +420,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testServiceAccountsAndWeeklyAmendments() throws { try suite.serviceAccountsAndWeeklyAmendments() }
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
@@ -453,6 +502,7 @@ final class PostgresStoreTests: XCTestCase {
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testServiceAccountsAndWeeklyAmendments() throws { try suite.serviceAccountsAndWeeklyAmendments() }
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
