@@ -188,16 +188,9 @@ struct IngestHandlers: Sendable {
     }
 
     @Sendable func delete(_ request: Request, _ caller: Caller) async throws -> Response {
-        let (roster, teacher) = (caller.roster, caller.teacher)
-        let schoolID = request.parameter("schoolId")
-        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        let teacher = caller.teacher
         let guidanceID = try guidanceID(request.parameter("guidanceId"))
-        guard roster.school(schoolID) != nil else {
-            throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
-        }
-        guard roster.hasGrade(grade, in: schoolID) else {
-            throw HTTPError(FieldError(field: "grade", message: "school '\(schoolID)' has no grade \(grade)"), status: 422)
-        }
+        let (schoolID, grade) = try caller.grade(of: request)
         let deletedBy = teacher?.id ?? request.query["deletedBy"] ?? "unknown"
         let event = GuidanceDeleted(
             eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, grade: grade,

@@ -38,17 +38,11 @@ extension IngestHandlers {
     /// The school, grade and student a service route names; a volunteer-duty
     /// teacher only their own grade (403), an unknown school or grade 422.
     private func serviceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (school: String, grade: Int, student: String) {
-        let schoolID = request.parameter("schoolId")
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         if let teacher = caller.teacher, teacher.role == .volunteerDuty, teacher.grade != grade {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher records service for their own grade (\(teacher.grade ?? 0))")
         }
-        guard caller.roster.school(schoolID) != nil else {
-            throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
-        }
-        guard caller.roster.hasGrade(grade, in: schoolID) else {
-            throw HTTPError(FieldError(field: "grade", message: "school '\(schoolID)' has no grade \(grade)"), status: 422)
-        }
+        let (schoolID, _) = try caller.grade(of: request)
         return (schoolID, grade, request.parameter("studentId"))
     }
 

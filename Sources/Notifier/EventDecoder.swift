@@ -93,12 +93,8 @@ struct EventDecoder: Sendable {
     }
 
     private func serviceWithdrawn(_ event: ServiceWithdrawn) -> Result<StoredEvent, DecodeFailure> {
-        if let problem = idProblem(event.eventId, event.serviceId, name: "serviceId") { return .failure(problem) }
-        guard roster.school(event.schoolId) != nil else {
-            return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'", awaitingRoster: true))
-        }
-        guard roster.hasGrade(event.grade, in: event.schoolId) else {
-            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)", awaitingRoster: true))
+        if let problem = idProblem(event.eventId, event.serviceId, name: "serviceId") ?? gradeProblem(event.schoolId, event.grade) {
+            return .failure(problem)
         }
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
@@ -109,13 +105,7 @@ struct EventDecoder: Sendable {
     }
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {
-        if let problem = idProblem(event.eventId, event.guidanceId) { return .failure(problem) }
-        guard roster.school(event.schoolId) != nil else {
-            return .failure(DecodeFailure(reason: "schoolId unknown school '\(event.schoolId)'", awaitingRoster: true))
-        }
-        guard roster.hasGrade(event.grade, in: event.schoolId) else {
-            return .failure(DecodeFailure(reason: "grade: school '\(event.schoolId)' has no grade \(event.grade)", awaitingRoster: true))
-        }
+        if let problem = idProblem(event.eventId, event.guidanceId) ?? gradeProblem(event.schoolId, event.grade) { return .failure(problem) }
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
@@ -130,6 +120,15 @@ struct EventDecoder: Sendable {
             guard Timestamp.parse(record.at) != nil else { return .failure(DecodeFailure(reason: "at '\(record.at)' is not RFC 3339")) }
         }
         return .success(.accessed(records))
+    }
+
+    /// A school or grade the roster does not list (yet): held, then dead-lettered.
+    private func gradeProblem(_ school: String, _ grade: Int) -> DecodeFailure? {
+        guard roster.school(school) != nil else { return DecodeFailure(reason: "schoolId unknown school '\(school)'", awaitingRoster: true) }
+        guard roster.hasGrade(grade, in: school) else {
+            return DecodeFailure(reason: "grade: school '\(school)' has no grade \(grade)", awaitingRoster: true)
+        }
+        return nil
     }
 
     private func idProblem(_ eventID: String, _ id: String, name: String = "guidanceId") -> DecodeFailure? {

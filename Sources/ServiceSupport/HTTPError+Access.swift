@@ -1,3 +1,4 @@
+import Common
 import Guidance
 import HTTP
 
@@ -23,5 +24,21 @@ extension Caller {
         let id = request.parameter("schoolId")
         guard let school = roster.school(id) else { throw HTTPError.notFound("unknown school '\(id)'") }
         return school
+    }
+
+    /// The school and grade a route that writes an event names
+    /// (`{schoolId}`, `{grade}`): 400 for a grade that is not a seat number,
+    /// 422 for a school or grade the roster does not have (the event would
+    /// be dead-lettered).
+    public func grade(of request: Request) throws(HTTPError) -> (school: String, grade: Int) {
+        let schoolID = request.parameter("schoolId")
+        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        guard roster.school(schoolID) != nil else {
+            throw HTTPError(FieldError(field: "schoolId", message: "unknown school '\(schoolID)'"), status: 422)
+        }
+        guard roster.hasGrade(grade, in: schoolID) else {
+            throw HTTPError(FieldError(field: "grade", message: "school '\(schoolID)' has no grade \(grade)"), status: 422)
+        }
+        return (schoolID, grade)
     }
 }
