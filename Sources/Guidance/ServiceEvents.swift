@@ -1,12 +1,9 @@
 import Common
 
 /// Volunteer service a student served (봉사 완료), recorded by the grade's
-/// volunteer-duty teacher or an admin: the `guidance.service.recorded`
-/// event on `Topics.service`, keyed `school/grade` like the student's
-/// guidances. The first event of a `serviceId` wins; a withdrawal wins over
-/// it whatever the order.
-public struct ServiceRecorded: Sendable, Equatable {
-    public let eventId: String
+/// volunteer-duty teacher or an admin: what a `ServiceRecorded` event says
+/// and the notifier stores.
+public struct ServiceRecord: Sendable, Equatable {
     public let serviceId: String
     public let schoolId: String
     public let grade: Int
@@ -20,10 +17,9 @@ public struct ServiceRecorded: Sendable, Equatable {
     public let recordedAt: String
 
     public init(
-        eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
+        serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
         recordedBy: String, recordedAt: String
     ) {
-        self.eventId = eventId
         self.serviceId = serviceId
         self.schoolId = schoolId
         self.grade = grade
@@ -34,6 +30,19 @@ public struct ServiceRecorded: Sendable, Equatable {
         self.recordedBy = recordedBy
         self.recordedAt = recordedAt
     }
+}
+
+/// The `guidance.service.recorded` event on `Topics.service`, keyed
+/// `school/grade` like the student's guidances. The first event of a
+/// `serviceId` wins; a withdrawal wins over it whatever the order.
+public struct ServiceRecorded: Sendable, Equatable {
+    public let eventId: String
+    public var record: ServiceRecord
+
+    public init(eventId: String, record: ServiceRecord) {
+        self.eventId = eventId
+        self.record = record
+    }
 
     /// Sessions one record may hold.
     public static let sessionsRange = 1...20
@@ -43,24 +52,24 @@ public struct ServiceRecorded: Sendable, Equatable {
         writer.field("schemaVersion", 1)
         writer.field("type", EventType.serviceRecorded.rawValue)
         writer.field("eventId", eventId)
-        writer.field("serviceId", serviceId)
-        writer.field("schoolId", schoolId)
-        writer.field("grade", grade)
-        writer.field("studentId", studentId)
-        writer.field("date", date)
-        writer.field("sessions", sessions)
-        writer.field("note", note)
-        writer.field("recordedBy", recordedBy)
-        writer.field("recordedAt", recordedAt)
+        writer.field("serviceId", record.serviceId)
+        writer.field("schoolId", record.schoolId)
+        writer.field("grade", record.grade)
+        writer.field("studentId", record.studentId)
+        writer.field("date", record.date)
+        writer.field("sessions", record.sessions)
+        writer.field("note", record.note)
+        writer.field("recordedBy", record.recordedBy)
+        writer.field("recordedAt", record.recordedAt)
         return writer.finish()
     }
 
     public init(json fields: JSONFields) throws(FieldError) {
-        self.init(
-            eventId: try fields.string("eventId"), serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
+        self.init(eventId: try fields.string("eventId"), record: ServiceRecord(
+            serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
             grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
             date: try fields.string("date"), sessions: try fields.integer("sessions", in: ServiceRecorded.sessionsRange),
-            note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"), recordedAt: try fields.string("recordedAt"))
+            note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"), recordedAt: try fields.string("recordedAt")))
     }
 }
 
@@ -110,7 +119,7 @@ extension Roster {
     /// Every rule a service record breaks, each naming its field: the one
     /// check of the ingest (a request) and the notifier (an event). `date`
     /// lies between `firstDay` and the school's `today`.
-    public func serviceProblems(_ event: ServiceRecorded, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
+    public func serviceProblems(_ event: ServiceRecord, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
         guard school(event.schoolId) != nil else {
             return ([FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], true)
         }

@@ -16,8 +16,8 @@ extension IngestHandlers {
     @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
         let event = try serviceRecorded(request, caller)
         return try await publish(
-            event.json, type: .serviceRecorded, topic: topics.service, key: eventKey(school: event.schoolId, grade: event.grade),
-            id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
+            event.json, type: .serviceRecorded, topic: topics.service, key: eventKey(school: event.record.schoolId, grade: event.record.grade),
+            id: ("serviceId", event.record.serviceId), eventID: event.eventId, request: request)
     }
 
     /// `DELETE …/students/{studentId}/service/{serviceId}`: the record taken back.
@@ -57,16 +57,16 @@ extension IngestHandlers {
             throw HTTPError(FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
         let now = Timestamp.now()
-        var event = ServiceRecorded(
-            eventId: RandomID.uuid(), serviceId: body.serviceId.lowercased(), schoolId: schoolID, grade: grade, studentId: studentID,
+        var record = ServiceRecord(
+            serviceId: body.serviceId.lowercased(), schoolId: schoolID, grade: grade, studentId: studentID,
             date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
         let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
-        let (problems, _) = caller.roster.serviceProblems(event, today: today, firstDay: retention.firstKeptDay(today: today))
+        let (problems, _) = caller.roster.serviceProblems(record, today: today, firstDay: retention.firstKeptDay(today: today))
         guard problems.isEmpty else {
             throw HTTPError.unprocessable(problems.map(\.description).joined(separator: "; "), errors: problems)
         }
-        event.note = try? Reason.detail(body.note)
-        return event
+        record.note = try? Reason.detail(body.note)
+        return ServiceRecorded(eventId: RandomID.uuid(), record: record)
     }
 }
 

@@ -30,35 +30,6 @@ public struct GuidanceRecord: Sendable, Equatable, Codable {
     }
 }
 
-/// Volunteer service a student served, as stored (`ServiceRecorded`).
-public struct ServiceRecord: Sendable, Equatable {
-    public let serviceId: String
-    public let schoolId: String
-    public let grade: Int
-    public let studentId: String
-    /// The school-local day it was served.
-    public let date: String
-    public let sessions: Int
-    public let note: String?
-    public let recordedBy: String
-    public let recordedAt: String
-
-    public init(
-        serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
-        recordedBy: String, recordedAt: String
-    ) {
-        self.serviceId = serviceId
-        self.schoolId = schoolId
-        self.grade = grade
-        self.studentId = studentId
-        self.date = date
-        self.sessions = sessions
-        self.note = note
-        self.recordedBy = recordedBy
-        self.recordedAt = recordedAt
-    }
-}
-
 /// Sessions of volunteer service a student owes (one per active guidance,
 /// or its reason's number) and has served.
 public struct ServiceStanding: Sendable, Equatable, Codable {

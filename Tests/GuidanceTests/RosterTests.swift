@@ -67,6 +67,27 @@ final class RosterTests: XCTestCase {
         }
     }
 
+    /// `service_sessions` is optional (1), per reason, 0–10; a default reason listed again takes the school's number.
+    func testReasonsCarryTheirServiceSessions() throws {
+        let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\n"
+        let reasons = "school_id,code,label,requires_detail,service_sessions\nsa,trespassing,무단횡단,false,2\nsa,late,지각,false,\nsa,free,면제,false,0\n"
+        let roster = try Roster.parse(schools: schools, students: students, teachers: teachers, reasons: reasons)
+        let school = try XCTUnwrap(roster.school("sa"))
+        XCTAssertEqual(school.reason("trespassing")?.serviceSessions, 2)
+        XCTAssertEqual(school.reason("late")?.serviceSessions, 1)
+        XCTAssertEqual(school.reason("free")?.serviceSessions, 0)
+        XCTAssertEqual(school.reason("noShoes")?.serviceSessions, 1)
+        XCTAssertEqual(roster.school("sb")?.reason("trespassing")?.serviceSessions, 1, "another school keeps the default")
+        let old = try Roster.parse(schools: schools, students: students, teachers: teachers, reasons: "school_id,code,label,requires_detail\nsa,late,지각,false\n")
+        XCTAssertEqual(old.school("sa")?.reason("late")?.serviceSessions, 1, "a reasons.csv without the column")
+        for bad in ["11", "-1", "two"] {
+            XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers,
+                                                  reasons: "school_id,code,label,requires_detail,service_sessions\nsa,late,지각,false,\(bad)\n")) { error in
+                XCTAssertEqual("\(error)", "reasons.csv:2: service_sessions '\(bad)' is not a whole number from 0 to 10")
+            }
+        }
+    }
+
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
         assertRejected(students: students, "students.csv:1: missing column 'class'")

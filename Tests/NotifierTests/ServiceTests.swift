@@ -46,9 +46,9 @@ final class ServiceTests: XCTestCase {
     }
 
     func recorded(_ id: String, student: String, grade: Int = 1, sessions: Int = 1, date: String = "2026-11-21") -> ServiceRecorded {
-        ServiceRecorded(
-            eventId: UUID().uuidString.lowercased(), serviceId: id, schoolId: "sa", grade: grade, studentId: student, date: date,
-            sessions: sessions, note: nil, recordedBy: "t-vd-1", recordedAt: "2026-11-21T06:00:00Z")
+        ServiceRecorded(eventId: UUID().uuidString.lowercased(), record: ServiceRecord(
+            serviceId: id, schoolId: "sa", grade: grade, studentId: student, date: date,
+            sessions: sessions, note: nil, recordedBy: "t-vd-1", recordedAt: "2026-11-21T06:00:00Z"))
     }
 
     func withdrawn(_ id: String, student: String, grade: Int = 1) -> ServiceWithdrawn {
