@@ -33,25 +33,29 @@ extension TeacherPage {
             return img;
           }
 
-          // One entry as a row: photo, name and number, time; reason and how often; the detail beneath.
-          function row(entry) {
+          // One entry as a row: photo, name and number, time; reason, how often and the service left; the detail beneath.
+          // In the weekly 봉사 명단 an entry is a student: the service left, and the day and reason of their newest guidance.
+          function row(entry, weekly) {
             const s = entry.student;
             const removed = entry.change === 'removed';
+            const left = entry.service ? '남은 봉사 ' + entry.service.outstanding + '회' : null;
             return G.el('li', { class: 'entry' + (removed ? ' removed' : ''), tabindex: '-1' },
               photo(entry.photoUrl, s.name),
               G.el('div', { class: 'entry-text' },
                 G.el('p', { class: 'entry-head' },
                   G.el('span', { class: 'who' }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
-                  G.el('span', { class: 'time' }, G.clock(entry.occurredAt))),
+                  G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
                 G.el('p', { class: 'entry-reason' },
-                  removed ? G.el('span', { class: 'tag' }, '취소') : null,
-                  G.el('span', { class: 'reason' }, entry.reason.label),
-                  entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null),
+                  removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '취소') : null,
+                  weekly ? G.el('span', { class: 'often' }, '마지막 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
+                    : G.el('span', { class: 'reason' }, entry.reason.label),
+                  !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
+                  !weekly && left ? G.el('span', { class: 'often' }, left) : null),
                 entry.reason.detail ? G.el('p', { class: 'detail' }, entry.reason.detail) : null));
           }
 
           // Entries grouped by class (grade, class order), newest first in each, with counts.
-          function grouped(entries, limit) {
+          function grouped(entries, limit, weekly) {
             const groups = new Map();
             for (const entry of entries) {
               const name = seatName(entry.student);
@@ -65,8 +69,8 @@ extension TeacherPage {
               group.entries.sort((a, b) => (a.occurredAt < b.occurredAt ? 1 : a.occurredAt > b.occurredAt ? -1 : 0));
               const visible = group.entries.slice(0, left);
               left -= visible.length;
-              nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + '건')));
-              nodes.push(G.el('ul', { class: 'entries' }, ...visible.map(row)));
+              nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + (weekly ? '명' : '건'))));
+              nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly))));
             }
             return nodes;
           }
@@ -107,12 +111,18 @@ extension TeacherPage {
             const amendment = digest.revision > 1;
             const added = digest.entries.filter((e) => e.change !== 'removed');
             const removed = digest.entries.filter((e) => e.change === 'removed');
+            const weekly = digest.scope === 'service';
             const body = [];
             if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
-            if (amendment && added.length) body.push(G.el('h3', { class: 'section' }, '추가된 기록 ' + added.length + '건'));
-            body.push(...grouped(added, Infinity));
-            if (removed.length) body.push(G.el('h3', { class: 'section' }, '취소된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
-            body.push(...grouped(removed, Infinity));
+            if (amendment && added.length) {
+              body.push(G.el('h3', { class: 'section' }, weekly ? '새로 봉사가 남은 학생 ' + added.length + '명' : '추가된 기록 ' + added.length + '건'));
+            }
+            body.push(...grouped(added, Infinity, weekly));
+            if (removed.length) {
+              body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 취소됨)'
+                : '취소된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
+            }
+            body.push(...grouped(removed, Infinity, weekly));
             $('digest-subject').textContent = digest.subject;
             $('digest-meta').textContent = [G.day(digest.date), amendmentName(digest.revision)].filter(Boolean).join(' · ');
             $('digest-body').replaceChildren(...body);
