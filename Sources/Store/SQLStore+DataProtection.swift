@@ -98,7 +98,7 @@ extension SQLStore {
     /// A school's access records from `from` up to `to` (seconds), newest
     /// first, of one teacher when `teacher` is given; at most `limit`.
     public func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
                 WHERE school_id = $1 AND at_ms >= $2 AND at_ms < $3 AND (CAST($4 AS TEXT) IS NULL OR teacher_id = CAST($4 AS TEXT))
@@ -117,7 +117,7 @@ extension SQLStore {
     /// Every school the store holds anything of, so that a school gone from
     /// the roster is purged too.
     public func schoolsStored() throws(StoreError) -> [String] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT school_id FROM guidances GROUP BY school_id
                 UNION SELECT school_id FROM digests GROUP BY school_id
@@ -182,7 +182,7 @@ extension SQLStore {
                           [.text(cut.school), .integer(milliseconds(cut.accessLogBefore))]))
             for (table, key, select, count, parameters) in steps {
                 if dryRun {
-                    let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in try database.query(count, parameters) }
+                    let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in try database.query(count, parameters) }
                     let count = rows.first?.first?.int ?? 0
                     if count > 0 { report.removed[table, default: 0] += count }
                     continue
@@ -217,7 +217,7 @@ extension SQLStore {
     /// Everything stored about a student of `school`: guidances (deleted
     /// ones with who deleted them) and each digest entry naming them.
     public func records(school: String, student: String) throws(StoreError) -> StudentRecords {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             let guidances = try database.query("""
                 SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
                 WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id

@@ -100,7 +100,7 @@ extension SQLStore {
     }
 
     public func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT \(SQLStore.deliveryColumns) FROM deliveries d
                 WHERE d.school_id = $1 AND (CAST($2 AS TEXT) IS NULL OR d.status = CAST($2 AS TEXT))

@@ -133,7 +133,7 @@ extension SQLStore {
     }
 
     public func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
             var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
             var records: [String: [ServiceRecord]] = [:]

@@ -4,30 +4,41 @@ import Guidance
 import Synchronization
 
 /// The store over SQL, written once for SQLite and PostgreSQL: a writer
-/// connection for events and digest runs, a reader connection for the HTTP
-/// queries, and an outbox connection for the dispatcher, so that sending
-/// never waits behind a batch of events. Writers that could race across replicas (a digest run and the
+/// connection for events and digest runs, a small pool of readers for the
+/// HTTP queries (`ReadPool`), and an outbox connection for the dispatcher,
+/// so that sending never waits behind a batch of events. Writers that could race across replicas (a digest run and the
 /// events of its day) serialise on a lock per school and date.
 public final class SQLStore: GuidanceStore {
     let writer: Mutex<any SQLDatabase>
-    let reader: Mutex<any SQLDatabase>
+    let readers: ReadPool
     let outbox: Mutex<any SQLDatabase>
 
-    /// One SQLite file in WAL mode.
+    /// Readers per store: enough that a stalled session or a slow export
+    /// leaves lists and inboxes served, few enough for a server's connection
+    /// limit with several replicas (each holds 2 + this many).
+    static let readerCount = 4
+
+    /// One SQLite file in WAL mode (its readers do not block one another).
     public static func sqlite(path: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: SQLiteConnection(path: path), reader: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path))
+        try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) { () throws(StoreError) -> any SQLDatabase in
+            try SQLiteConnection(path: path)
+        }
     }
 
     /// A PostgreSQL database; the schema is created by whichever replica
     /// gets there first.
     public static func postgres(url: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: PostgresConnection(url: url), reader: PostgresConnection(url: url), outbox: PostgresConnection(url: url))
+        try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) { () throws(StoreError) -> any SQLDatabase in
+            try PostgresConnection(url: url)
+        }
     }
 
-    private init(writer writing: sending any SQLDatabase, reader reading: sending any SQLDatabase, outbox sending: sending any SQLDatabase) throws(StoreError) {
+    private init(
+        writer writing: sending any SQLDatabase, outbox sending: sending any SQLDatabase, reader open: () throws(StoreError) -> any SQLDatabase
+    ) throws(StoreError) {
         try SQLStore.migrate(writing)
         writer = Mutex(writing)
-        reader = Mutex(reading)
+        readers = try ReadPool(count: SQLStore.readerCount, open: open)
         outbox = Mutex(sending)
     }
 
@@ -401,7 +412,7 @@ public final class SQLStore: GuidanceStore {
     }
 
     public func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try SQLStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
         }
     }
@@ -423,7 +434,7 @@ public final class SQLStore: GuidanceStore {
 
     public func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
         guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else { return [:] }
-        return try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             var frequencies: [String: Frequency] = [:]
             try database.forEachRow(statement.sql, statement.parameters) { row in SQLStore.addFrequency(row, to: &frequencies) }
             return frequencies
@@ -588,13 +599,13 @@ public final class SQLStore: GuidanceStore {
     }
 
     public func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try !database.query("SELECT 1 FROM digest_runs WHERE school_id = $1 AND date = $2", [.text(school), .text(date)]).isEmpty
         }
     }
 
     public func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id", []).map {
                 (school: $0[0].string ?? "", date: $0[1].string ?? "")
             }
@@ -604,7 +615,7 @@ public final class SQLStore: GuidanceStore {
     static let digestColumns = "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
 
     public func inbox(teacher: String) throws(StoreError) -> [Digest] {
-        let rows = try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT \(SQLStore.digestColumns)
                 FROM digests WHERE teacher_id = $1
@@ -640,7 +651,7 @@ public final class SQLStore: GuidanceStore {
     }
 
     public func ping() throws(StoreError) {
-        try reader.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.probe()
         }
     }

@@ -7,7 +7,7 @@ import XCTest
 
 /// The behaviour every store must have, shared by each store's test case
 /// (Linux XCTest does not discover inherited test methods, so each case
-/// lists them). PostgreSQL joins with the scale-out work.
+/// lists them): SQLite always, PostgreSQL with `TEST_POSTGRES_URL`.
 struct StoreSuite: Sendable {
     let makeStore: @Sendable () throws -> any GuidanceStore
 
@@ -475,6 +475,33 @@ final class PostgresStoreTests: XCTestCase {
     func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
         let url = self.url
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
+    }
+
+    /// A read session that stalls (here a 3 s `pg_sleep`, as a lock wait or
+    /// a server that stopped answering would) holds one reader: inboxes and
+    /// lists are served meanwhile by the others. With one reader connection
+    /// (before the pool) each read below waited the 3 s out.
+    func testAStalledReadSessionLeavesOtherReadsServed() throws {
+        let store = try SQLStore.postgres(url: url)
+        _ = try store.apply([.registered(suite.record("g1"))])
+        let stalled = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) -> Int in
+                stalled.signal()
+                return try database.query("SELECT pg_sleep(3)", []).count
+            }
+            done.signal()
+        }
+        stalled.wait()
+        let started = ContinuousClock.now
+        for _ in 0..<5 {
+            XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).count, 1)
+            XCTAssertEqual(try store.inbox(teacher: "t-hr"), [])
+        }
+        let waited = ContinuousClock.now - started
+        XCTAssertLessThan(waited, .seconds(1), "reads waited for the stalled session: \(waited)")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
     }
 
     func testWhatWasToldSurvivesTheUpgrade() throws {

@@ -1,0 +1,43 @@
+import Dispatch
+import Synchronization
+
+/// The store's connections for reads (lists, inboxes, the 봉사 명단, the
+/// access log), each used by one thread at a time. A read takes any free
+/// one and waits only when all are busy, so a session that stalls (a slow
+/// query, a lock wait, a server that stopped answering) holds one reader,
+/// not every read behind it. postgres-nio's pool is the model, kept small:
+/// a fixed set opened at start, no growth.
+final class ReadPool: Sendable {
+    /// A connection behind its own lock (a `Mutex` cannot sit in an array).
+    private final class Slot: Sendable {
+        let database: Mutex<any SQLDatabase>
+        init(_ database: sending any SQLDatabase) { self.database = Mutex(database) }
+    }
+
+    private let slots: [Slot]
+    /// One permit per connection: a reader holding one always finds a free slot.
+    private let permits: DispatchSemaphore
+
+    /// `count` connections from `open`.
+    init(count: Int, open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
+        var slots: [Slot] = []
+        for _ in 0..<max(1, count) { slots.append(Slot(try open())) }
+        self.slots = slots
+        permits = DispatchSemaphore(value: slots.count)
+    }
+
+    var count: Int { slots.count }
+
+    /// Runs `body` on a free connection; blocks while every one is in use.
+    func withConnection<T>(_ body: (inout any SQLDatabase) throws(StoreError) -> sending T) throws(StoreError) -> sending T {
+        permits.wait()
+        defer { permits.signal() }
+        // Another holder of a permit may take the slot tried first; with a
+        // permit, some slot is free, so the search ends within a pass or two.
+        while true {
+            for slot in slots {
+                if let result = try slot.database.withLockIfAvailable(body) { return result }
+            }
+        }
+    }
+}
