@@ -17,14 +17,13 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
 /// freed, e.g. a readiness probe that must answer within a second.
 public func blocking<T: Sendable>(within limit: Duration, _ body: @escaping @Sendable () throws -> T) async -> T? {
     let slot = Mutex<CheckedContinuation<T?, Never>?>(nil)
-    let (seconds, attoseconds) = limit.components
     return await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
         slot.withLock { $0 = continuation }
         DispatchQueue.global().async {
             let value = try? body()
             slot.withLock { $0.take() }?.resume(returning: value)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit.seconds) {
             slot.withLock { $0.take() }?.resume(returning: nil)
         }
     }

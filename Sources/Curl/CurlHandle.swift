@@ -1,4 +1,5 @@
 import CCurl
+import Common
 
 /// One libcurl easy handle and what a transfer over it collects. libcurl keeps
 /// the handle's connection open between transfers, so a session that sends
@@ -42,7 +43,7 @@ final class CurlHandle {
         self.handle = handle
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int(timeout.milliseconds)
         try set(CURLOPT_PROTOCOLS_STR, protocols)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_TIMEOUT_MS, milliseconds)

@@ -98,8 +98,7 @@ public final class LiveRoster: @unchecked Sendable {
         guard directory != nil, sourcesLock.withLock({ sources.isEmpty }) else { return }
         installHangupHandler()
         hangupsSeen.store(hangups.load(ordering: .acquiring), ordering: .releasing)
-        let (seconds, attoseconds) = interval.components
-        let period = max(0.25, Double(seconds) + Double(attoseconds) / 1e18)
+        let period = max(0.25, interval.seconds)
         var sinceCheck = 0.0
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "roster-watch"))
         timer.schedule(deadline: .now() + 0.25, repeating: 0.25)

@@ -67,11 +67,3 @@ extension HTTPServer {
         }
     }
 }
-
-extension Duration {
-    /// Seconds as a floating-point number, for logs and metrics.
-    public var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

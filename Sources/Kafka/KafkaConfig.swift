@@ -164,7 +164,7 @@ public struct ConsumerConfig: Sendable {
             ("client.id", clientID),
             ("group.id", groupID),
             // Eager rebalancing: librdkafka 2.0.2's cooperative-sticky loses
-            // partitions when offsets are committed mid-rebalance (PITFALLS.md).
+            // partitions when offsets are committed mid-rebalance (docs/pitfalls.md).
             ("partition.assignment.strategy", "range"),
             ("auto.offset.reset", "earliest"),
             ("session.timeout.ms", String(sessionTimeout.milliseconds)),
@@ -183,13 +183,6 @@ public struct ConsumerConfig: Sendable {
         return kafka.resolved(
             defaults: defaults,
             enforced: [("enable.auto.commit", "false"), ("enable.auto.offset.store", "false")])
-    }
-}
-
-extension Duration {
-    package var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
 

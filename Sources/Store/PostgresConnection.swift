@@ -191,7 +191,7 @@ final class PostgresConnection: SQLDatabase {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw timedOut() }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
+            let milliseconds = Int32(min(left.milliseconds + 1, 60_000))
             if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { throw lost("PostgreSQL: poll failed") }
             guard PQconsumeInput(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
         }
@@ -323,7 +323,7 @@ final class PostgresConnection: SQLDatabase {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw timedOut() }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
+            let milliseconds = Int32(min(left.milliseconds + 1, 60_000))
             if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { return nil }
             guard PQconsumeInput(connection) == 1 else { return nil }
         }
