@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// Limits of the HTTP server, all explicit: libmicrohttpd's defaults have no
-/// connection timeout and no per-IP limit (PITFALLS.md).
+/// connection timeout and no per-IP limit (docs/pitfalls.md).
 public struct HTTPServerConfig: Sendable {
     /// IPv4 address to listen on; nil for every interface.
     public var host: String?
@@ -81,8 +81,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// since when, and whether the request's headers are in; the reaper shuts
     /// down those past `receiveTimeout`.
     let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant, headersIn: Bool)]>([:])
-    /// The bound port.
-    public private(set) var port: Int = 0
+    /// The bound port (0 before `start`); read from any thread.
+    public var port: Int { boundPort.load(ordering: .acquiring) }
+    private let boundPort = Atomic<Int>(0)
 
     public init(
         config: HTTPServerConfig, router: Router, logger: Logger = Logger(component: "http"),
@@ -121,7 +122,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let daemon = Lifecycle.Daemon(pointer: started)
         lifecycle.withLock { $0.started(daemon) }
-        port = Int(guidance_mhd_bound_port(started))
+        boundPort.store(Int(guidance_mhd_bound_port(started)), ordering: .releasing)
         startReaper()
         logger.info("listening", ["port": String(port), "threads": String(config.threads)])
     }

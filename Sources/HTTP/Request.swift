@@ -18,7 +18,7 @@ public struct Request: Sendable {
 
     public init(
         method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [],
-        requestID: String = "test", peer: String = "127.0.0.1"
+        requestID: String, peer: String
     ) {
         self.peer = peer
         self.method = method

@@ -59,7 +59,7 @@ final class AccessPolicyTests: XCTestCase {
     private let form = ["content-type": "application/x-www-form-urlencoded", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"]
 
     private func send(_ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "") async -> Response {
-        await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8)))
+        await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8), requestID: "test", peer: "127.0.0.1"))
     }
 
     private func expect(
@@ -235,7 +235,7 @@ final class AccessPolicyTests: XCTestCase {
     func testTheClientAddressComesFromTrustedProxiesOnly() {
         let clients = ClientAddresses(trusted: ["10.0.0.0/8", "192.168.1.1"])
         func client(_ peer: String, _ forwarded: String?) -> String {
-            clients.client(of: Request(method: "GET", path: "/", headers: forwarded.map { ["x-forwarded-for": $0] } ?? [:], peer: peer))
+            clients.client(of: Request(method: "GET", path: "/", headers: forwarded.map { ["x-forwarded-for": $0] } ?? [:], requestID: "test", peer: peer))
         }
         XCTAssertEqual(client("203.0.113.7", "1.2.3.4"), "203.0.113.7", "an untrusted peer's header is ignored")
         XCTAssertEqual(client("10.1.2.3", "1.2.3.4, 198.51.100.9"), "198.51.100.9", "the nearest untrusted hop")
@@ -288,9 +288,9 @@ final class AccessPolicyTests: XCTestCase {
     func testFormBodiesDecodeAsBrowsersSendThem() throws {
         let request = Request(
             method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded; charset=UTF-8"],
-            body: Array("token=a+b%2Bc%26&next=%2F%ED%86%A0&token=second&empty=".utf8))
+            body: Array("token=a+b%2Bc%26&next=%2F%ED%86%A0&token=second&empty=".utf8), requestID: "test", peer: "127.0.0.1")
         XCTAssertEqual(try request.form(), ["token": "a b+c&", "next": "/토", "empty": ""])
-        let broken = Request(method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded"], body: Array("token=%ZZ".utf8))
+        let broken = Request(method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded"], body: Array("token=%ZZ".utf8), requestID: "test", peer: "127.0.0.1")
         XCTAssertThrowsError(try broken.form()) { XCTAssertEqual(($0 as? HTTPError)?.status, 400) }
     }
 }
