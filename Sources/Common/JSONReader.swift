@@ -428,10 +428,4 @@ public struct JSONFields: Sendable {
         guard case .object(let nested) = value else { throw mismatch(key, "an object", value) }
         return JSONFields(nested, path: name(key))
     }
-
-    public func optionalObject(_ key: String) throws(FieldError) -> JSONFields? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .object(let nested) = value else { throw mismatch(key, "an object", value) }
-        return JSONFields(nested, path: name(key))
-    }
 }

@@ -1,6 +1,6 @@
 import Common
 
-/// The events on Kafka (DESIGN.md, "Events"). Key `"<schoolId>/<grade>"`;
+/// The events on Kafka (docs/design.md, "Events"). Key `"<schoolId>/<grade>"`;
 /// headers `event-type`, `schema-version: 1`, `content-type: application/json`.
 public enum EventType: String, Sendable, Codable {
     case registered = "guidance.registered"

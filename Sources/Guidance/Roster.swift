@@ -56,7 +56,8 @@ public struct Webhook: Sendable, Equatable {
     public let secret: [UInt8]
 }
 
-/// The school directory, read once at start from `ROSTER_DIR`.
+/// The school directory from `ROSTER_DIR`: one loaded version of it
+/// (`LiveRoster` reloads it when its files change).
 public struct Roster: Sendable {
     public let schools: [String: School]
     let students: StudentDirectory

@@ -10,7 +10,7 @@ import Synchronization
 /// The rebalance handler runs on that thread inside `poll`: on revocation it is
 /// told first, then the stored offsets are committed, then the partitions go.
 /// Offsets are committed only from that thread, never mid-rebalance from
-/// another (PITFALLS.md). Watermarks and a group's committed offsets are read
+/// another (docs/pitfalls.md). Watermarks and a group's committed offsets are read
 /// by an `OffsetsReader`.
 public final class Consumer: @unchecked Sendable {
     public let config: ConsumerConfig

@@ -8,7 +8,7 @@ import Synchronization
 /// may succeed.
 ///
 /// librdkafka 2.0.2's idempotent producer can go fatal after a delivery timeout
-/// or a dropped connection (PITFALLS.md). When it does, every waiting send
+/// or a dropped connection (docs/pitfalls.md). When it does, every waiting send
 /// fails with the retriable `producerFailed`, and a fresh client replaces the
 /// broken one without restarting the process.
 public final class Producer: Sendable {

@@ -20,22 +20,12 @@ public final class MockCluster: @unchecked Sendable {
     public enum InjectedError: Sendable {
         /// Drops the client's connection.
         case transport
-        case notLeaderForPartition
-        case requestTimedOut
-        case notEnoughReplicas
         case outOfOrderSequence
-        case rebalanceInProgress
-        case notCoordinator
 
         var raw: rd_kafka_resp_err_t {
             switch self {
             case .transport: RD_KAFKA_RESP_ERR__TRANSPORT
-            case .notLeaderForPartition: RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION
-            case .requestTimedOut: RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT
-            case .notEnoughReplicas: RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS
             case .outOfOrderSequence: RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
-            case .rebalanceInProgress: RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS
-            case .notCoordinator: RD_KAFKA_RESP_ERR_NOT_COORDINATOR
             }
         }
     }
@@ -101,10 +91,6 @@ public final class MockCluster: @unchecked Sendable {
 
     public func setPartitionLeader(topic: String, partition: Int32, broker: Int32) {
         rd_kafka_mock_partition_set_leader(cluster, topic, partition, broker)
-    }
-
-    public func setGroupCoordinator(group: String, broker: Int32) {
-        rd_kafka_mock_coordinator_set(cluster, "group", group, broker)
     }
 
     /// The next `errors.count` requests of kind `request`, on any broker,

@@ -4,7 +4,7 @@ import Guidance
 import Kafka
 import Store
 
-/// Runs the cutoff procedure of DESIGN.md for a batch of schools: capture the
+/// Runs the cutoff procedure of docs/design.md for a batch of schools: capture the
 /// high watermarks of the events topics, wait until the group's committed offsets
 /// reach them, then let the store write each school's digests in one
 /// transaction. The store's uniqueness of `(teacher, school, date, scope,

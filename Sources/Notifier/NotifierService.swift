@@ -122,7 +122,7 @@ public final class NotifierService: Sendable {
 
     public var port: Int { server.port }
 
-    /// Partitions of the two topics this replica consumes now (0 before it
+    /// Partitions of the events topics this replica consumes now (0 before it
     /// joined the group, or when other replicas hold them all).
     public var assignedPartitions: Int { materializer.assignedPartitions }
 
