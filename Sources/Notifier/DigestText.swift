@@ -1,0 +1,150 @@
+import Common
+import Guidance
+import Store
+
+/// A digest in the words teachers use (docs/design.md, "Words"), the one
+/// place they are chosen for every channel: the subject, the plain text
+/// (inbox, e-mail, webhooks) and the parts the HTML e-mail lays out. A
+/// digest is a day's 교문 지도 명단; a later revision is its `N차 정정`, whose
+/// entries are 추가된 기록 and 취소된 기록.
+struct DigestText {
+    let school: School
+    let date: String
+    let recipient: Recipient
+    let revision: Int
+    let entries: [DigestEntry]
+    let counts: [String: Int]
+
+    init(school: School, date: String, recipient: Recipient, revision: Int, entries: [DigestEntry], counts: [String: Int]) {
+        self.school = school
+        self.date = date
+        self.recipient = recipient
+        self.revision = revision
+        self.entries = entries
+        self.counts = counts
+    }
+
+    init(_ digest: Digest, school: School) {
+        self.init(school: school, date: digest.date, recipient: digest.recipient, revision: digest.revision, entries: digest.entries, counts: digest.counts)
+    }
+
+    /// `1차 정정` for the second revision; nil for the first. The pages
+    /// write the same from `revision`.
+    static func amendmentName(revision: Int) -> String? {
+        revision > 1 ? "\(revision - 1)차 정정" : nil
+    }
+
+    /// "12월 1일(화) 1학년 3반 교문 지도 명단"; "12월 7일(월) 1학년 봉사 명단"
+    var title: String {
+        let group = recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
+        return "\(Timestamp.koreanDay(date)) \(group) " + (weekly ? "봉사 명단" : "교문 지도 명단")
+    }
+
+    /// The weekly 봉사 명단 counts students (명), a day's list guidances (건).
+    private var weekly: Bool { recipient.scope == .service }
+    private var unit: String { weekly ? "명" : "건" }
+
+    var subject: String {
+        let added = entries.count { $0.change == .added }
+        let removed = entries.count { $0.change == .removed }
+        guard let amendment = DigestText.amendmentName(revision: revision) else {
+            return "[\(school.name)] \(title) \(added)\(unit)"
+        }
+        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "취소") + " \(removed)\(unit)" : nil].compactMap { $0 }
+        return "[\(school.name)] \(title) \(amendment): \(changes.joined(separator: ", "))"
+    }
+
+    /// The opening sentences.
+    var introduction: [String] {
+        if let amendment = DigestText.amendmentName(revision: revision) {
+            return ["\(title)의 \(amendment)입니다. 바뀐 " + (weekly ? "학생만" : "기록만") + " 적었습니다."]
+        }
+        switch recipient.scope {
+        case .service: return ["\(title)입니다. 봉사가 남은 학생 \(entries.count)명입니다."]
+        case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
+        case .class: return ["\(title)입니다."]
+        }
+    }
+
+    /// The entries in order, under a heading in an amendment: added first, then cancelled.
+    var sections: [(heading: String?, entries: [DigestEntry])] {
+        let added = entries.filter { $0.change == .added }
+        let removed = entries.filter { $0.change == .removed }
+        guard revision > 1 else { return [(nil, added)] }
+        let headings = weekly
+            ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 취소됨)")
+            : ("추가된 기록 \(added.count)건", "취소된 기록 \(removed.count)건 (교문에서 지운 기록)")
+        return [(headings.0, added), (headings.1, removed)].filter { !$0.entries.isEmpty }
+    }
+
+    /// "사유별: 복장 불량 3건 · 실내화 미착용 1건"; nil without added entries.
+    var summary: String? {
+        guard !counts.isEmpty else { return nil }
+        let parts = school.reasonOrder.compactMap { code in counts[code].map { "\(school.reason(code)?.label ?? code) \($0)건" } }
+        return "사유별: " + parts.joined(separator: " · ")
+    }
+
+    var body: String {
+        var lines = introduction
+        for section in sections {
+            lines.append("")
+            if let heading = section.heading { lines.append("■ " + heading) }
+            var currentClass: Int?
+            for entry in section.entries {
+                if recipient.classNumber == nil && entry.student.classNumber != currentClass {
+                    currentClass = entry.student.classNumber
+                    lines.append("[\(entry.student.classNumber)반]")
+                }
+                lines.append("• " + line(entry))
+            }
+        }
+        if let summary { lines += ["", summary] }
+        return lines.joined(separator: "\n")
+    }
+
+    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (3회 중 1회 함) · 마지막 지도 11월 27일(금) 복장 불량"
+    func line(_ entry: DigestEntry) -> String {
+        "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
+    }
+
+    /// What an entry is about: the reason; in the 봉사 명단 the service left.
+    func what(_ entry: DigestEntry) -> String {
+        weekly ? service(entry) ?? "" : reason(entry)
+    }
+
+    /// The rest of an entry's line: "오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// in the 봉사 명단 "마지막 지도 11월 27일(금) 복장 불량".
+    func particulars(_ entry: DigestEntry) -> String {
+        if weekly { return "마지막 지도 \(lastGuidance(entry))" }
+        return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
+    }
+
+    /// "남은 봉사 2회", in the 봉사 명단 with "(3회 중 1회 함)"; nil for entries written before it was kept.
+    func service(_ entry: DigestEntry) -> String? {
+        guard let service = entry.service else { return nil }
+        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (\(service.owed)회 중 \(service.served)회 함)" : "")
+    }
+
+    /// "11월 27일(금) 복장 불량": the day and reason of the student's newest guidance.
+    func lastGuidance(_ entry: DigestEntry) -> String {
+        let day = Timestamp.parse(entry.occurredAt).map { Timestamp.localDate($0, in: school.timeZone) } ?? entry.occurredAt
+        return "\(Timestamp.koreanDay(day)) \(entry.reason.label)"
+    }
+
+    /// "기타 (길에 껌을 뱉음)"
+    func reason(_ entry: DigestEntry) -> String {
+        guard let detail = entry.reason.detail, !detail.isEmpty else { return entry.reason.label }
+        return "\(entry.reason.label) (\(detail))"
+    }
+
+    /// "오전 7:52" on the school's clock.
+    func time(_ entry: DigestEntry) -> String {
+        Timestamp.parse(entry.occurredAt).map { Timestamp.koreanTime($0, in: school.timeZone) } ?? entry.occurredAt
+    }
+
+    /// "이번 주 2회 · 이번 달 3회"; nil for entries written before it was counted.
+    func frequency(_ entry: DigestEntry) -> String? {
+        entry.frequency.map { "이번 주 \($0.thisWeek)회 · 이번 달 \($0.thisMonth)회" }
+    }
+}
