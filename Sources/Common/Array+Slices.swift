@@ -4,7 +4,7 @@ import Synchronization
 
 extension Array {
     /// Consecutive runs of at most `size` elements, in order.
-    public func chunks(of size: Int) -> [[Element]] {
+    package func chunks(of size: Int) -> [[Element]] {
         stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }
@@ -17,7 +17,7 @@ extension Array where Element: Sendable {
     /// too whenever nothing is ready for it, so it never waits on a thread
     /// that has not started. When `body` throws, elements not yet started
     /// are skipped.
-    public func forEach<T: Sendable, E: Error>(
+    package func forEach<T: Sendable, E: Error>(
         transformedBy transform: @escaping @Sendable (Element) -> T, _ body: (T) throws(E) -> Void
     ) throws(E) {
         let work = TransformQueue(self, transform)

@@ -2,36 +2,36 @@ import Foundation
 
 /// A setting that could not be used; the message names the variable so that a
 /// bad deployment fails at launch with something an operator can act on.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-    public let variable: String
-    public let reason: String
+package struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    package let variable: String
+    package let reason: String
 
-    public init(variable: String, reason: String) {
+    package init(variable: String, reason: String) {
         self.variable = variable
         self.reason = reason
     }
 
-    public var description: String { "\(variable): \(reason)" }
+    package var description: String { "\(variable): \(reason)" }
 }
 
 /// Typed reads of environment variables, each failing with the variable's name.
-public struct Environment: Sendable {
-    public let values: [String: String]
+package struct Environment: Sendable {
+    package let values: [String: String]
 
-    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
         self.values = values
     }
 
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         guard let value = values[name], !value.isEmpty else { return nil }
         return value
     }
 
-    public func string(_ name: String, default fallback: String) -> String {
+    package func string(_ name: String, default fallback: String) -> String {
         self[name] ?? fallback
     }
 
-    public func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    package func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let text = self[name] else { return fallback }
         guard let value = Int(text.trimmingWhitespace()) else {
             throw ConfigurationError(variable: name, reason: "'\(text)' is not a whole number")
@@ -45,7 +45,7 @@ public struct Environment: Sendable {
 
     /// A service's public address (`https://gate.school.example`), without a
     /// trailing slash; nil when unset.
-    public func publicURL(_ name: String) throws(ConfigurationError) -> String? {
+    package func publicURL(_ name: String) throws(ConfigurationError) -> String? {
         guard let text = self[name] else { return nil }
         guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
             throw ConfigurationError(variable: name, reason: "'\(text)' is not an http:// or https:// URL")
@@ -53,11 +53,11 @@ public struct Environment: Sendable {
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
-    public func port(_ name: String, default fallback: Int) throws(ConfigurationError) -> Int {
+    package func port(_ name: String, default fallback: Int) throws(ConfigurationError) -> Int {
         try int(name, default: fallback, range: 0...65535)
     }
 
-    public func logLevel() throws(ConfigurationError) -> Logger.Level {
+    package func logLevel() throws(ConfigurationError) -> Logger.Level {
         guard let text = self["LOG_LEVEL"] else { return .info }
         guard let level = Logger.Level(name: text) else {
             throw ConfigurationError(variable: "LOG_LEVEL", reason: "'\(text)' is not one of debug, info, warning, error")

@@ -1,7 +1,7 @@
 /// A JSON value as `JSONReader` reads it. Whole numbers that fit an `Int`
 /// are `.integer`; every other number keeps its text, so that a field that
 /// must be whole can say what it got.
-public enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case string(String)
     case integer(Int)
     case number(String)
@@ -24,45 +24,45 @@ public enum JSONValue: Equatable, Sendable {
 
 /// An object's fields in document order, each key once, found by a linear
 /// scan: for the handful of fields of these bodies, cheaper than a dictionary.
-public struct JSONObject: Equatable, Sendable {
-    public struct Field: Equatable, Sendable {
-        public let key: String
-        public let value: JSONValue
+package struct JSONObject: Equatable, Sendable {
+    package struct Field: Equatable, Sendable {
+        package let key: String
+        package let value: JSONValue
     }
 
-    public fileprivate(set) var fields: [Field] = []
+    package fileprivate(set) var fields: [Field] = []
 
-    public init() {}
+    package init() {}
 
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         fields.first { $0.key == key }?.value
     }
 
-    public var keys: [String] { fields.map(\.key) }
-    public var count: Int { fields.count }
+    package var keys: [String] { fields.map(\.key) }
+    package var count: Int { fields.count }
 }
 
 /// What is wrong with one field of a request or event, named by its JSON
 /// path (`student.grade`); an empty field is the document as a whole.
-public struct FieldError: Error, Codable, Equatable, Sendable, CustomStringConvertible {
-    public let field: String
-    public let message: String
+package struct FieldError: Error, Codable, Equatable, Sendable, CustomStringConvertible {
+    package let field: String
+    package let message: String
 
-    public init(field: String, message: String) {
+    package init(field: String, message: String) {
         self.field = field
         self.message = message
     }
 
-    public var description: String { field.isEmpty ? message : "\(field) \(message)" }
+    package var description: String { field.isEmpty ? message : "\(field) \(message)" }
 }
 
 /// Strict JSON (RFC 8259) for request bodies and events: no trailing commas,
 /// no duplicate keys, valid UTF-8, no raw control characters in strings,
 /// nesting at most `maxDepth` deep. Errors name the field they concern.
-public enum JSONReader {
-    public static let maxDepth = 32
+package enum JSONReader {
+    package static let maxDepth = 32
 
-    public static func parse(_ bytes: [UInt8]) throws(FieldError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(FieldError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(FieldError) -> JSONValue in
             var cursor = Cursor(bytes: buffer)
             let value = try cursor.value(depth: 0)
@@ -73,7 +73,7 @@ public enum JSONReader {
     }
 
     /// A document that must be an object.
-    public static func object(_ bytes: [UInt8]) throws(FieldError) -> JSONObject {
+    package static func object(_ bytes: [UInt8]) throws(FieldError) -> JSONObject {
         let value = try parse(bytes)
         guard case .object(let object) = value else {
             throw FieldError(field: "", message: "the body must be a JSON object, not \(value.typeName)")
@@ -361,17 +361,17 @@ public enum JSONReader {
 /// Typed reading of an object's fields, each error naming the field by its
 /// path. Unknown fields are ignored; absent and `null` are the same for
 /// optional fields.
-public struct JSONFields: Sendable {
-    public let object: JSONObject
+package struct JSONFields: Sendable {
+    package let object: JSONObject
     /// The object's own path, empty for the document.
-    public let path: String
+    package let path: String
 
-    public init(_ object: JSONObject, path: String = "") {
+    package init(_ object: JSONObject, path: String = "") {
         self.object = object
         self.path = path
     }
 
-    public func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+    package func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
 
     private func required(_ key: String) throws(FieldError) -> JSONValue {
         switch object[key] {
@@ -385,20 +385,20 @@ public struct JSONFields: Sendable {
         FieldError(field: name(key), message: "must be \(expected), not \(value.typeName)")
     }
 
-    public func string(_ key: String) throws(FieldError) -> String {
+    package func string(_ key: String) throws(FieldError) -> String {
         let value = try required(key)
         guard case .string(let text) = value else { throw mismatch(key, "a string", value) }
         return text
     }
 
-    public func optionalString(_ key: String) throws(FieldError) -> String? {
+    package func optionalString(_ key: String) throws(FieldError) -> String? {
         guard let value = object[key], value != .null else { return nil }
         guard case .string(let text) = value else { throw mismatch(key, "a string", value) }
         return text
     }
 
     /// A whole number within `range`.
-    public func integer(_ key: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(FieldError) -> Int {
+    package func integer(_ key: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(FieldError) -> Int {
         try integer(key, value: required(key), in: range)
     }
 
@@ -423,7 +423,7 @@ public struct JSONFields: Sendable {
         return value.rounded(.towardZero) == value
     }
 
-    public func object(_ key: String) throws(FieldError) -> JSONFields {
+    package func object(_ key: String) throws(FieldError) -> JSONFields {
         let value = try required(key)
         guard case .object(let nested) = value else { throw mismatch(key, "an object", value) }
         return JSONFields(nested, path: name(key))

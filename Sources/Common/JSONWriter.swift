@@ -2,32 +2,32 @@
 /// makes (the event and the 202), where `JSONEncoder` took 10% of the
 /// ingest's CPU under load; everything else uses `Codable`. Keys are written as
 /// given, string values escaped per RFC 8259.
-public struct JSONWriter {
+package struct JSONWriter {
     private var bytes: [UInt8] = []
     private var needsComma = false
 
-    public init(capacity: Int = 512) {
+    package init(capacity: Int = 512) {
         bytes.reserveCapacity(capacity)
         bytes.append(UInt8(ascii: "{"))
     }
 
-    public mutating func field(_ key: StaticString, _ value: String) {
+    package mutating func field(_ key: StaticString, _ value: String) {
         self.key(key)
         string(value)
     }
 
     /// `null` when absent.
-    public mutating func field(_ key: StaticString, _ value: String?) {
+    package mutating func field(_ key: StaticString, _ value: String?) {
         if let value { field(key, value) } else { self.key(key); bytes.append(contentsOf: "null".utf8) }
     }
 
-    public mutating func field(_ key: StaticString, _ value: some BinaryInteger) {
+    package mutating func field(_ key: StaticString, _ value: some BinaryInteger) {
         self.key(key)
         bytes.append(contentsOf: String(value).utf8)
     }
 
     /// A field whose key is only known at run time (a map's keys).
-    public mutating func field(named key: String, _ value: some BinaryInteger) {
+    package mutating func field(named key: String, _ value: some BinaryInteger) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         needsComma = true
         JSONWriter.append(quoted: key, to: &bytes)
@@ -35,7 +35,7 @@ public struct JSONWriter {
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    public mutating func object(_ key: StaticString, _ fields: (inout JSONWriter) -> Void) {
+    package mutating func object(_ key: StaticString, _ fields: (inout JSONWriter) -> Void) {
         self.key(key)
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -44,13 +44,13 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    public consuming func finish() -> [UInt8] {
+    package consuming func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes
     }
 
     /// An array of objects, each written by `write`.
-    public static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
+    package static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
         // One buffer for the whole array, each object written into it.
         var writer = JSONWriter(capacity: items.count * capacity + 2)
         writer.bytes.removeAll(keepingCapacity: true)
@@ -61,7 +61,7 @@ public struct JSONWriter {
     /// A field holding an array of objects, each written by `write` into
     /// this writer's buffer: a list of thousands is one buffer, not a tree
     /// of values and then its text.
-    public mutating func array<Item>(_ key: StaticString, _ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
+    package mutating func array<Item>(_ key: StaticString, _ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
         self.key(key)
         elements(items, write)
         needsComma = true
@@ -95,7 +95,7 @@ public struct JSONWriter {
 
     /// Appends `value` as a JSON string: quoted, with quotes, backslashes and
     /// control characters escaped. The log lines are written with it too.
-    public static func append(quoted value: String, to bytes: inout [UInt8]) {
+    package static func append(quoted value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { text in

@@ -5,11 +5,11 @@ import Synchronization
 ///
 /// Lines carry a UTC timestamp, the level, the component and any metadata, so
 /// that a 7:50 Monday incident can be grepped by request id or partition.
-public struct Logger: Sendable {
-    public enum Level: Int, Sendable, Comparable, CaseIterable {
+package struct Logger: Sendable {
+    package enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug, info, warning, error
 
-        public init?(name: String) {
+        package init?(name: String) {
             switch name.lowercased() {
             case "debug", "trace": self = .debug
             case "info": self = .info
@@ -28,42 +28,42 @@ public struct Logger: Sendable {
             }
         }
 
-        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        package static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
     }
 
-    public let component: String
-    public let minimumLevel: Level
+    package let component: String
+    package let minimumLevel: Level
     private let metadata: [String: String]
 
     /// `level` comes from the service's configuration (`LOG_LEVEL`, validated
     /// there); the logger itself never reads the environment.
-    public init(component: String, level: Level = .info, metadata: [String: String] = [:]) {
+    package init(component: String, level: Level = .info, metadata: [String: String] = [:]) {
         self.component = component
         self.minimumLevel = level
         self.metadata = metadata
     }
 
     /// A logger whose lines all carry `extra` as well.
-    public func with(_ extra: [String: String]) -> Logger {
+    package func with(_ extra: [String: String]) -> Logger {
         Logger(component: component, level: minimumLevel, metadata: metadata.merging(extra) { $1 })
     }
 
-    public func isEnabled(_ level: Level) -> Bool { level >= minimumLevel }
+    package func isEnabled(_ level: Level) -> Bool { level >= minimumLevel }
 
-    public func debug(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
+    package func debug(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         log(.debug, message(), extra)
     }
-    public func info(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
+    package func info(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         log(.info, message(), extra)
     }
-    public func warning(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
+    package func warning(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         log(.warning, message(), extra)
     }
-    public func error(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
+    package func error(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         log(.error, message(), extra)
     }
 
-    public func log(_ level: Level, _ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
+    package func log(_ level: Level, _ message: @autoclosure () -> String, _ extra: [String: String] = [:]) {
         guard isEnabled(level) else { return }
         var line: [UInt8] = []
         line.reserveCapacity(256)

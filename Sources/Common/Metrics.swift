@@ -3,8 +3,8 @@ import Synchronization
 
 /// A small Prometheus registry: counters, histograms, and gauges read at
 /// scrape time. Rendered in the text exposition format for `GET /metrics`.
-public final class Metrics: Sendable {
-    public typealias Labels = [(String, String)]
+package final class Metrics: Sendable {
+    package typealias Labels = [(String, String)]
 
     private enum Kind: String { case counter, histogram }
 
@@ -37,7 +37,7 @@ public final class Metrics: Sendable {
         }
     }
 
-    public static let latencyBuckets: [Double] = [
+    package static let latencyBuckets: [Double] = [
         0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
@@ -45,11 +45,11 @@ public final class Metrics: Sendable {
     private let gauges = Mutex<[(name: String, help: String, read: @Sendable () -> [(Labels, Double)])]>([])
     private let buckets: [Double]
 
-    public init(buckets: [Double] = Metrics.latencyBuckets) {
+    package init(buckets: [Double] = Metrics.latencyBuckets) {
         self.buckets = buckets
     }
 
-    public func increment(_ name: String, help: String, labels: Labels = [], by amount: Double = 1) {
+    package func increment(_ name: String, help: String, labels: Labels = [], by amount: Double = 1) {
         let key = Metrics.render(labels)
         families.withLock { families in
             families[name, default: Family(help: help, kind: .counter)].series[key, default: Series()].value += amount
@@ -58,12 +58,12 @@ public final class Metrics: Sendable {
 
     /// One observation; `buckets` (the registry's latency buckets when nil)
     /// are fixed by a family's first observation.
-    public func observe(_ name: String, help: String, labels: Labels = [], value: Double, buckets: [Double]? = nil) {
+    package func observe(_ name: String, help: String, labels: Labels = [], value: Double, buckets: [Double]? = nil) {
         observe(name, help: help, labels: labels, values: CollectionOfOne(value), buckets: buckets)
     }
 
     /// Several observations of one series under one lock.
-    public func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>, buckets: [Double]? = nil) {
+    package func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>, buckets: [Double]? = nil) {
         let key = Metrics.render(labels)
         let bounds = buckets ?? self.buckets
         families.withLock { families in
@@ -77,16 +77,16 @@ public final class Metrics: Sendable {
     }
 
     /// A gauge whose values are read when scraped.
-    public func gauge(_ name: String, help: String, read: @escaping @Sendable () -> [(Labels, Double)]) {
+    package func gauge(_ name: String, help: String, read: @escaping @Sendable () -> [(Labels, Double)]) {
         gauges.withLock { $0.append((name, help, read)) }
     }
 
     /// The current value of one counter series, for tests and logs.
-    public func value(_ name: String, labels: Labels = []) -> Double {
+    package func value(_ name: String, labels: Labels = []) -> Double {
         families.withLock { $0[name]?.series[Metrics.render(labels)]?.value ?? 0 }
     }
 
-    public func render() -> String {
+    package func render() -> String {
         var out = ""
         let snapshot = families.withLock { $0 }
         for name in snapshot.keys.sorted() {

@@ -4,7 +4,7 @@ import Foundation
 /// Waits for SIGTERM or SIGINT and returns its number. The signals' default
 /// action is disabled for the life of the process, so a second signal does not
 /// kill a process that is draining.
-public func waitForTerminationSignal() async -> Int32 {
+package func waitForTerminationSignal() async -> Int32 {
     await withCheckedContinuation { continuation in
         let queue = DispatchQueue(label: "signals")
         let resumed = SignalLatch()

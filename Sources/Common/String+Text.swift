@@ -3,7 +3,7 @@ extension StringProtocol {
     /// tabs, line breaks). Foundation's `trimmingCharacters(in:)` bridges to
     /// NSString on Linux, which took 3% of the ingest's CPU per request and 12%
     /// of reading a district's roster.
-    public func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         // Most values start and end with a printable ASCII character: nothing
         // to trim, and no Unicode property to look up.
         let text = String(self)
@@ -21,7 +21,7 @@ extension StringProtocol {
 extension String {
     /// Whether any character is white space (Unicode's White_Space), looked
     /// up only for non-ASCII text.
-    public var containsWhitespace: Bool {
+    package var containsWhitespace: Bool {
         var ascii = true
         for byte in utf8 {
             if byte == 0x20 || (0x09...0x0D).contains(byte) { return true }
@@ -43,7 +43,7 @@ extension String {
     /// ill-formed bytes into U+FFFD, so the bytes come back unchanged exactly
     /// when they were valid (compared as two buffers: through `utf8`'s
     /// iterator the comparison took more time than the decoding).
-    public init?(validUTF8 bytes: UnsafeBufferPointer<UInt8>) {
+    package init?(validUTF8 bytes: UnsafeBufferPointer<UInt8>) {
         var text = String(decoding: bytes, as: UTF8.self)
         guard text.withUTF8({ $0.elementsEqual(bytes) }) else { return nil }
         self = text

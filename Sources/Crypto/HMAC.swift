@@ -1,8 +1,8 @@
 import CCrypto
 
 /// HMAC-SHA256 from libcrypto, for signing webhooks.
-public enum HMAC {
-    public static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+package enum HMAC {
+    package static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { keyBytes in

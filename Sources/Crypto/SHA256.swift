@@ -2,8 +2,8 @@ import CCrypto
 
 /// SHA-256 from OpenSSL's libcrypto (loaded anyway through librdkafka and
 /// libpq), for hashing bearer tokens.
-public enum SHA256 {
-    public static func hash(_ message: [UInt8]) -> [UInt8] {
+package enum SHA256 {
+    package static func hash(_ message: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok = message.withUnsafeBytes { bytes in
@@ -14,7 +14,7 @@ public enum SHA256 {
         return digest
     }
 
-    public static func hex(_ digest: [UInt8]) -> String {
+    package static func hex(_ digest: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(digest.count * 2)
@@ -26,7 +26,7 @@ public enum SHA256 {
     }
 
     /// A digest from 64 hexadecimal digits; nil for anything else.
-    public static func digest(fromHex text: String) -> [UInt8]? {
+    package static func digest(fromHex text: String) -> [UInt8]? {
         let digits = Array(text.lowercased().utf8)
         guard digits.count == 64 else { return nil }
         var bytes: [UInt8] = []
@@ -38,7 +38,7 @@ public enum SHA256 {
     }
 
     /// Equal-length digests compared in constant time (`CRYPTO_memcmp`).
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         guard !a.isEmpty else { return true }
         return a.withUnsafeBytes { left in

@@ -151,8 +151,8 @@ extension String {
 }
 
 /// A transfer libcurl could not set up.
-public struct CurlError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct CurlError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 
     init(_ description: String) {
         self.description = description

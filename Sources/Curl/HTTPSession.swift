@@ -2,7 +2,7 @@ import Common
 import CCurl
 
 /// What became of one HTTP request.
-public enum HTTPResult: Sendable, Equatable {
+package enum HTTPResult: Sendable, Equatable {
     /// The server answered: its status, its `Retry-After` header if any, and
     /// the start of its body.
     case answered(status: Int, retryAfter: String?, body: String)
@@ -12,22 +12,22 @@ public enum HTTPResult: Sendable, Equatable {
 
 /// POSTs and GETs over keep-alive connections, one request at a time.
 /// Redirects are not followed. Not thread-safe: each dispatcher worker owns one.
-public final class HTTPSession {
+package final class HTTPSession {
     private let curl: CurlHandle
 
-    public init(timeout: Duration) throws(CurlError) {
+    package init(timeout: Duration) throws(CurlError) {
         curl = try CurlHandle(protocols: "http,https", timeout: timeout)
         try curl.set(CURLOPT_FOLLOWLOCATION, 0)
     }
 
-    public func post(_ url: String, headers: [(String, String)], body: [UInt8]) -> HTTPResult {
+    package func post(_ url: String, headers: [(String, String)], body: [UInt8]) -> HTTPResult {
         send("POST", url, headers: headers, body: body, maxBody: nil)
     }
 
     /// A request with a body (`POST`, or `DELETE` with an empty one): the
     /// answer's body kept whole up to `maxBody` bytes (longer is
     /// `unreachable`), or only its start when nil.
-    public func send(_ method: String, _ url: String, headers: [(String, String)], body: [UInt8], maxBody: Int?) -> HTTPResult {
+    package func send(_ method: String, _ url: String, headers: [(String, String)], body: [UInt8], maxBody: Int?) -> HTTPResult {
         // No `Expect: 100-continue`: it would wait a second for servers that never answer it.
         let list = CurlList(headers.map { "\($0.0): \($0.1)" } + ["Expect:"])
         do {
@@ -49,7 +49,7 @@ public final class HTTPSession {
 
     /// GETs `url`; the body is kept whole up to `maxBody` bytes (an answer
     /// longer than that is `unreachable`, never cut short).
-    public func get(_ url: String, headers: [(String, String)], maxBody: Int) -> HTTPResult {
+    package func get(_ url: String, headers: [(String, String)], maxBody: Int) -> HTTPResult {
         let list = CurlList(headers.map { "\($0.0): \($0.1)" })
         do {
             try curl.set(CURLOPT_URL, url)

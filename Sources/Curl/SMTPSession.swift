@@ -2,20 +2,20 @@ import CCurl
 
 /// How an SMTP server is reached (`SMTP_URL`, `SMTP_STARTTLS`,
 /// `SMTP_USERNAME`, `SMTP_PASSWORD`).
-public struct SMTPServer: Sendable, Equatable {
-    public enum StartTLS: String, Sendable, CaseIterable {
+package struct SMTPServer: Sendable, Equatable {
+    package enum StartTLS: String, Sendable, CaseIterable {
         case off, opportunistic, required
     }
 
     /// `smtp://host:port` or `smtps://host:port`.
-    public var url: String
-    public var startTLS: StartTLS
-    public var username: String?
-    public var password: String?
+    package var url: String
+    package var startTLS: StartTLS
+    package var username: String?
+    package var password: String?
     /// Most time one message may take, connection included.
-    public var timeout: Duration
+    package var timeout: Duration
 
-    public init(url: String, startTLS: StartTLS = .opportunistic, username: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
+    package init(url: String, startTLS: StartTLS = .opportunistic, username: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
         self.url = url
         self.startTLS = startTLS
         self.username = username
@@ -25,7 +25,7 @@ public struct SMTPServer: Sendable, Equatable {
 }
 
 /// What became of one message.
-public enum SMTPResult: Sendable, Equatable {
+package enum SMTPResult: Sendable, Equatable {
     /// The server took the message (250 after DATA).
     case accepted
     /// The server answered a command with an error: `code` is its reply code
@@ -38,11 +38,11 @@ public enum SMTPResult: Sendable, Equatable {
 /// One SMTP session: sends messages one after another over one connection,
 /// opened on the first message and reopened by libcurl when it was lost.
 /// Not thread-safe: each dispatcher worker owns one.
-public final class SMTPSession {
+package final class SMTPSession {
     private let curl: CurlHandle
     private let server: SMTPServer
 
-    public init(server: SMTPServer) throws(CurlError) {
+    package init(server: SMTPServer) throws(CurlError) {
         self.server = server
         curl = try CurlHandle(protocols: "smtp,smtps", timeout: server.timeout)
         try curl.set(CURLOPT_URL, server.url)
@@ -59,7 +59,7 @@ public final class SMTPSession {
 
     /// Sends `message` (CRLF lines, headers and body) from the envelope
     /// address `from` to `to`. libcurl dot-stuffs the body.
-    public func send(from: String, to: String, message: [UInt8]) -> SMTPResult {
+    package func send(from: String, to: String, message: [UInt8]) -> SMTPResult {
         let recipients = CurlList(["<\(to)>"])
         do {
             try curl.set(CURLOPT_MAIL_FROM, "<\(from)>")

@@ -3,9 +3,9 @@ import Common
 /// One read of student data by a teacher (접속 기록): who, when, from where,
 /// what kind of read, and which ids it named — never the contents. Both
 /// services publish them to the access topic; the notifier stores them.
-public struct AccessRecord: Sendable, Equatable {
+package struct AccessRecord: Sendable, Equatable {
     /// What was read.
-    public enum Action: String, Sendable, CaseIterable {
+    package enum Action: String, Sendable, CaseIterable {
         /// A day list (`target`: the query, e.g. `date=2026-12-01&grade=1&classNumber=3`).
         case list
         /// An inbox with its digests (`target`: the inbox's teacher id).
@@ -26,21 +26,21 @@ public struct AccessRecord: Sendable, Equatable {
         case service
     }
 
-    public static let schemaVersion = 1
-    public static let type = "guidance.accessed"
+    package static let schemaVersion = 1
+    package static let type = "guidance.accessed"
 
     /// A UUID the recorder makes: a replayed record is stored once.
-    public let accessId: String
+    package let accessId: String
     /// RFC 3339, UTC.
-    public let at: String
-    public let schoolId: String
-    public let teacherId: String
-    public let action: Action
-    public let target: String
+    package let at: String
+    package let schoolId: String
+    package let teacherId: String
+    package let action: Action
+    package let target: String
     /// The client's address (behind a trusted proxy, the one it names).
-    public let client: String
+    package let client: String
 
-    public init(accessId: String, at: String, schoolId: String, teacherId: String, action: Action, target: String, client: String) {
+    package init(accessId: String, at: String, schoolId: String, teacherId: String, action: Action, target: String, client: String) {
         self.accessId = accessId
         self.at = at
         self.schoolId = schoolId
@@ -52,7 +52,7 @@ public struct AccessRecord: Sendable, Equatable {
 
     /// Records as one message of the access topic:
     /// `{"schemaVersion":1,"type":"guidance.accessed","records":[…]}`.
-    public static func message(_ records: [AccessRecord]) -> [UInt8] {
+    package static func message(_ records: [AccessRecord]) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + records.count * 200)
         writer.field("schemaVersion", schemaVersion)
         writer.field("type", type)
@@ -69,7 +69,7 @@ public struct AccessRecord: Sendable, Equatable {
     }
 
     /// The records of a message `message(_:)` wrote (its other fields checked by the caller).
-    public static func records(json fields: JSONFields) throws(FieldError) -> [AccessRecord] {
+    package static func records(json fields: JSONFields) throws(FieldError) -> [AccessRecord] {
         guard case .array(let values)? = fields.object["records"] else { throw FieldError(field: "records", message: "must be an array") }
         var records: [AccessRecord] = []
         records.reserveCapacity(values.count)
@@ -80,7 +80,7 @@ public struct AccessRecord: Sendable, Equatable {
         return records
     }
 
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         let name = try fields.string("action")
         guard let action = Action(rawValue: name) else { throw FieldError(field: "action", message: "unknown action '\(name)'") }
         self.init(

@@ -2,27 +2,27 @@ import Common
 
 /// The events on Kafka (docs/design.md, "Events"). Key `"<schoolId>/<grade>"`;
 /// headers `event-type`, `schema-version: 1`, `content-type: application/json`.
-public enum EventType: String, Sendable, Codable {
+package enum EventType: String, Sendable, Codable {
     case registered = "guidance.registered"
     case deleted = "guidance.deleted"
     case serviceRecorded = "guidance.service.recorded"
     case serviceWithdrawn = "guidance.service.withdrawn"
 }
 
-public enum EventHeader {
-    public static let type = "event-type"
-    public static let schemaVersion = "schema-version"
-    public static let contentType = "content-type"
+package enum EventHeader {
+    package static let type = "event-type"
+    package static let schemaVersion = "schema-version"
+    package static let contentType = "content-type"
 }
 
-public struct StudentRef: Codable, Sendable, Equatable, Hashable {
-    public let studentId: String
-    public let grade: Int
-    public let classNumber: Int
-    public let number: Int
-    public let name: String
+package struct StudentRef: Codable, Sendable, Equatable, Hashable {
+    package let studentId: String
+    package let grade: Int
+    package let classNumber: Int
+    package let number: Int
+    package let name: String
 
-    public init(studentId: String, grade: Int, classNumber: Int, number: Int, name: String) {
+    package init(studentId: String, grade: Int, classNumber: Int, number: Int, name: String) {
         self.studentId = studentId
         self.grade = grade
         self.classNumber = classNumber
@@ -30,24 +30,24 @@ public struct StudentRef: Codable, Sendable, Equatable, Hashable {
         self.name = name
     }
 
-    public init(_ student: Student) {
+    package init(_ student: Student) {
         self.init(studentId: student.id, grade: student.grade, classNumber: student.classNumber, number: student.number, name: student.name)
     }
 }
 
-public struct ReasonRef: Codable, Sendable, Equatable, Hashable {
-    public let code: String
-    public let label: String
-    public let detail: String?
+package struct ReasonRef: Codable, Sendable, Equatable, Hashable {
+    package let code: String
+    package let label: String
+    package let detail: String?
 
-    public init(code: String, label: String, detail: String?) {
+    package init(code: String, label: String, detail: String?) {
         self.code = code
         self.label = label
         self.detail = detail
     }
 
     /// `detail` is written as `null` when absent, as the contract shows it.
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(code, forKey: .code)
         try container.encode(label, forKey: .label)
@@ -55,21 +55,21 @@ public struct ReasonRef: Codable, Sendable, Equatable, Hashable {
     }
 }
 
-public struct GuidanceRegistered: Codable, Sendable, Equatable {
-    public static let schemaVersion = 1
-    public var schemaVersion = GuidanceRegistered.schemaVersion
-    public var type = EventType.registered
-    public let eventId: String
-    public let guidanceId: String
-    public let schoolId: String
-    public let student: StudentRef
-    public let reason: ReasonRef
-    public let recordedBy: String
+package struct GuidanceRegistered: Codable, Sendable, Equatable {
+    package static let schemaVersion = 1
+    package var schemaVersion = GuidanceRegistered.schemaVersion
+    package var type = EventType.registered
+    package let eventId: String
+    package let guidanceId: String
+    package let schoolId: String
+    package let student: StudentRef
+    package let reason: ReasonRef
+    package let recordedBy: String
     /// RFC 3339, UTC.
-    public let occurredAt: String
-    public let recordedAt: String
+    package let occurredAt: String
+    package let recordedAt: String
 
-    public init(eventId: String, guidanceId: String, schoolId: String, student: StudentRef, reason: ReasonRef, recordedBy: String, occurredAt: String, recordedAt: String) {
+    package init(eventId: String, guidanceId: String, schoolId: String, student: StudentRef, reason: ReasonRef, recordedBy: String, occurredAt: String, recordedAt: String) {
         self.eventId = eventId
         self.guidanceId = guidanceId
         self.schoolId = schoolId
@@ -81,18 +81,18 @@ public struct GuidanceRegistered: Codable, Sendable, Equatable {
     }
 }
 
-public struct GuidanceDeleted: Codable, Sendable, Equatable {
-    public static let schemaVersion = 1
-    public var schemaVersion = GuidanceDeleted.schemaVersion
-    public var type = EventType.deleted
-    public let eventId: String
-    public let guidanceId: String
-    public let schoolId: String
-    public let grade: Int
-    public let deletedBy: String
-    public let occurredAt: String
+package struct GuidanceDeleted: Codable, Sendable, Equatable {
+    package static let schemaVersion = 1
+    package var schemaVersion = GuidanceDeleted.schemaVersion
+    package var type = EventType.deleted
+    package let eventId: String
+    package let guidanceId: String
+    package let schoolId: String
+    package let grade: Int
+    package let deletedBy: String
+    package let occurredAt: String
 
-    public init(eventId: String, guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String) {
+    package init(eventId: String, guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String) {
         self.eventId = eventId
         self.guidanceId = guidanceId
         self.schoolId = schoolId
@@ -105,7 +105,7 @@ public struct GuidanceDeleted: Codable, Sendable, Equatable {
 extension GuidanceRegistered {
     /// The event as JSON: what `JSONEncoder` writes for it (a test holds them
     /// equal), without its cost on the ingest's hot path.
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONWriter()
         writer.field("schemaVersion", schemaVersion)
         writer.field("type", type.rawValue)
@@ -121,7 +121,7 @@ extension GuidanceRegistered {
     }
 
     /// The event from its JSON fields; an absent or mistyped field names itself.
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(
             eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
             student: try StudentRef(json: fields.object("student")), reason: try ReasonRef(json: fields.object("reason")),
@@ -131,7 +131,7 @@ extension GuidanceRegistered {
 
 extension GuidanceDeleted {
     /// The event from its JSON fields, like `GuidanceRegistered(json:)`.
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(
             eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
             grade: try fields.integer("grade", in: Student.seatRange), deletedBy: try fields.string("deletedBy"),
@@ -139,7 +139,7 @@ extension GuidanceDeleted {
     }
 
     /// The event as JSON, like `GuidanceRegistered.json`.
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONWriter(capacity: 256)
         writer.field("schemaVersion", schemaVersion)
         writer.field("type", type.rawValue)
@@ -154,11 +154,11 @@ extension GuidanceDeleted {
 }
 
 /// The partition key: every event of one grade stays in order on one partition.
-public func eventKey(school: String, grade: Int) -> String { "\(school)/\(grade)" }
+package func eventKey(school: String, grade: Int) -> String { "\(school)/\(grade)" }
 
 extension StudentRef {
     /// Its fields, as the events and the digests' stored entries write them.
-    public func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.field("studentId", studentId)
         writer.field("grade", grade)
         writer.field("classNumber", classNumber)
@@ -167,7 +167,7 @@ extension StudentRef {
     }
 
     /// Read back from what `write` wrote; a seat outside `Student.seatRange` is refused.
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(
             studentId: try fields.string("studentId"), grade: try fields.integer("grade", in: Student.seatRange),
             classNumber: try fields.integer("classNumber", in: Student.seatRange),
@@ -177,13 +177,13 @@ extension StudentRef {
 
 extension ReasonRef {
     /// Its fields, `detail` as `null` when absent.
-    public func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.field("code", code)
         writer.field("label", label)
         writer.field("detail", detail)
     }
 
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(code: try fields.string("code"), label: try fields.string("label"), detail: try fields.optionalString("detail"))
     }
 }

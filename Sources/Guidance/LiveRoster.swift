@@ -9,7 +9,7 @@ import Synchronization
 /// broken change keeps the old roster in service, logged as an error and
 /// counted in `roster_reloads_total{outcome="failed"}`, until the files are
 /// fixed. Requests read `current` once and keep that roster to the end.
-public final class LiveRoster: @unchecked Sendable {
+package final class LiveRoster: @unchecked Sendable {
     private struct Loaded {
         var roster: Roster
         /// The files' state the roster was read from.
@@ -18,7 +18,7 @@ public final class LiveRoster: @unchecked Sendable {
     }
 
     /// The folder, or nil for a roster given whole (tests, benchmarks).
-    public let directory: String?
+    package let directory: String?
     private let loaded: Mutex<Loaded>
     /// The files' state at the previous check: a change is read once it has
     /// held still for one interval, not while an editor is still writing.
@@ -35,7 +35,7 @@ public final class LiveRoster: @unchecked Sendable {
     static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv"]
 
     /// A roster that never changes.
-    public init(_ roster: Roster) {
+    package init(_ roster: Roster) {
         directory = nil
         loaded = Mutex(Loaded(roster: roster, signature: [], loadedAt: Timestamp.now()))
         logger = Logger(component: "roster")
@@ -43,7 +43,7 @@ public final class LiveRoster: @unchecked Sendable {
     }
 
     /// The roster of `directory`, already read as `roster`.
-    public init(directory: String, roster: Roster, logger: Logger, metrics: Metrics) {
+    package init(directory: String, roster: Roster, logger: Logger, metrics: Metrics) {
         self.directory = directory
         self.logger = logger
         self.metrics = metrics
@@ -59,12 +59,12 @@ public final class LiveRoster: @unchecked Sendable {
         for source in sourcesLock.withLock({ sources }) { source.cancel() }
     }
 
-    public var current: Roster { loaded.withLock { $0.roster } }
+    package var current: Roster { loaded.withLock { $0.roster } }
 
     /// Reads the folder again and, when all of it is valid, serves it.
     /// Returns whether the roster was replaced.
     @discardableResult
-    public func reload(because reason: String) -> Bool {
+    package func reload(because reason: String) -> Bool {
         guard let directory else { return false }
         let signature = LiveRoster.signature(of: directory)
         do {
@@ -94,7 +94,7 @@ public final class LiveRoster: @unchecked Sendable {
     /// Linux it needs the signal blocked in every thread, and a service's
     /// threads (libmicrohttpd's, librdkafka's) start before it, so the kernel
     /// discarded the ignored signal on one of them.
-    public func watch(every interval: Duration) {
+    package func watch(every interval: Duration) {
         guard directory != nil, sourcesLock.withLock({ sources.isEmpty }) else { return }
         installHangupHandler()
         hangupsSeen.store(hangups.load(ordering: .acquiring), ordering: .releasing)

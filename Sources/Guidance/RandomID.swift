@@ -5,27 +5,27 @@ import Foundation
 /// Foundation's `UUID()` opens and reads `/dev/urandom` on every call on
 /// Linux (3.8 µs, 4% of the ingest's CPU under load); the standard library's
 /// generator asks the kernel with `getrandom` instead (0.7 µs).
-public enum RandomID {
+package enum RandomID {
     /// `count` random bytes from the system's generator (`getrandom`).
-    public static func bytes(_ count: Int) -> [UInt8] {
+    package static func bytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
     /// Bytes as unpadded base64url (RFC 4648 §5): safe in URLs, cookies and CSV.
-    public static func base64url(_ bytes: [UInt8]) -> String {
+    package static func base64url(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
     /// The bytes of unpadded (or padded) base64url text; nil when it is not that.
-    public static func unbase64url(_ text: some StringProtocol) -> [UInt8]? {
+    package static func unbase64url(_ text: some StringProtocol) -> [UInt8]? {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
         return Data(base64Encoded: standard).map(Array.init)
     }
 
-    public static func uuid() -> String {
+    package static func uuid() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = (generator.next() as UInt64) & ~0xF000 | 0x4000  // version 4
         let low = (generator.next() as UInt64) & ~(0b11 << 62) | (0b10 << 62)  // RFC 4122 variant
@@ -44,7 +44,7 @@ public enum RandomID {
 
     /// Whether `text` is a UUID in its 8-4-4-4-12 hex form (any case); ids
     /// are kept lowercase.
-    public static func isUUID(_ text: String) -> Bool {
+    package static func isUUID(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count == 36 else { return false }
         for (position, byte) in bytes.enumerated() {

@@ -1,17 +1,17 @@
 import Common
 
 /// A reason a guidance can be recorded for.
-public struct Reason: Sendable, Equatable, Codable {
-    public let code: String
+package struct Reason: Sendable, Equatable, Codable {
+    package let code: String
     /// Korean label shown to teachers.
-    public let label: String
+    package let label: String
     /// Whether a free-text detail (1–200 characters) is required.
-    public let requiresDetail: Bool
+    package let requiresDetail: Bool
     /// Sessions of volunteer service a guidance for it puts on the student's
     /// account (`reasons.csv` column `service_sessions`, default 1).
-    public let serviceSessions: Int
+    package let serviceSessions: Int
 
-    public init(code: String, label: String, requiresDetail: Bool = false, serviceSessions: Int = 1) {
+    package init(code: String, label: String, requiresDetail: Bool = false, serviceSessions: Int = 1) {
         self.code = code
         self.label = label
         self.requiresDetail = requiresDetail
@@ -19,10 +19,10 @@ public struct Reason: Sendable, Equatable, Codable {
     }
 
     /// What `service_sessions` may say: none up to `maxServiceSessions`.
-    public static let serviceSessionsRange = 0...maxServiceSessions
-    public static let maxServiceSessions = 10
+    package static let serviceSessionsRange = 0...maxServiceSessions
+    package static let maxServiceSessions = 10
 
-    public static let maxDetailLength = 200
+    package static let maxDetailLength = 200
 
     /// The detail as kept: trimmed of white space; nil when absent. Throws
     /// the rule it breaks: at most `maxDetailLength` Unicode code points as
@@ -30,7 +30,7 @@ public struct Reason: Sendable, Equatable, Codable {
     /// instead), no C0/C1 control
     /// characters, no bidirectional embeddings, overrides or isolates (they
     /// reorder the text a teacher reads around them).
-    public static func detail(_ raw: String?) throws(DetailError) -> String? {
+    package static func detail(_ raw: String?) throws(DetailError) -> String? {
         guard let raw else { return nil }
         var count = 0
         for scalar in raw.unicodeScalars {
@@ -47,13 +47,13 @@ public struct Reason: Sendable, Equatable, Codable {
         return trimmed
     }
 
-    public enum DetailError: Error, Equatable, CustomStringConvertible {
+    package enum DetailError: Error, Equatable, CustomStringConvertible {
         case blank
         case tooLong(Int)
         case controlCharacter(UInt32)
         case bidiControl(UInt32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .blank: "must not be blank; leave it out when there is none"
             case .tooLong(let count): "must be at most \(Reason.maxDetailLength) characters (Unicode code points), not \(count)"
@@ -69,7 +69,7 @@ public struct Reason: Sendable, Equatable, Codable {
     }
 
     /// The default catalogue; a school may extend it with `reasons.csv`.
-    public static let defaults: [Reason] = [
+    package static let defaults: [Reason] = [
         Reason(code: "wrongClothes", label: "복장 불량"),
         Reason(code: "noShoes", label: "실내화 없음"),
         Reason(code: "trespassing", label: "무단횡단"),

@@ -3,35 +3,35 @@ import Common
 /// A registration checked against the roster: the one set of rules that
 /// ingest applies to a request and the notifier to an event, so that nothing
 /// the notifier stores could not have been accepted at the gate.
-public struct Registration: Sendable, Equatable {
-    public let school: School
-    public let student: Student
-    public let reason: Reason
+package struct Registration: Sendable, Equatable {
+    package let school: School
+    package let student: Student
+    package let reason: Reason
     /// Trimmed; nil when the reason has none.
-    public let detail: String?
-    public let recordedBy: String
-    public let occurredAt: Double
+    package let detail: String?
+    package let recordedBy: String
+    package let occurredAt: Double
 
     /// How far ahead of the clock that recorded it a guidance may lie (clock
     /// skew at the gate).
-    public static let futureTolerance: Double = 5 * 60
+    package static let futureTolerance: Double = 5 * 60
     /// How far back a guidance, or a digest run, may reach.
-    public static let pastWindowDays = 400
+    package static let pastWindowDays = 400
 
     /// Every rule a registration breaks, each naming its field.
-    public struct Invalid: Error, Sendable, CustomStringConvertible {
-        public let problems: [FieldError]
+    package struct Invalid: Error, Sendable, CustomStringConvertible {
+        package let problems: [FieldError]
         /// Whether every problem is an id the roster does not list (school,
         /// student, teacher, reason code): a roster that reloads later may
         /// know them, so the notifier holds such an event for a while
         /// instead of dead-lettering it.
-        public let awaitingRoster: Bool
-        public var description: String { problems.map(\.description).joined(separator: "; ") }
+        package let awaitingRoster: Bool
+        package var description: String { problems.map(\.description).joined(separator: "; ") }
     }
 
     /// Whether `occurredAt` lies in the window around `recordedAt`, reaching
     /// `pastDays` back (`Retention.windowDays`).
-    public static func occurredAtProblem(_ occurredAt: Double, recordedAt: Double, pastDays: Int = pastWindowDays) -> String? {
+    package static func occurredAtProblem(_ occurredAt: Double, recordedAt: Double, pastDays: Int = pastWindowDays) -> String? {
         if occurredAt > recordedAt + futureTolerance { return "is more than 5 minutes in the future" }
         if occurredAt < recordedAt - Double(pastDays) * 86_400 { return "is more than \(pastDays) days in the past" }
         return nil
@@ -42,7 +42,7 @@ extension Roster {
     /// The registration of the student at `grade`/`classNumber`/`number` of
     /// `schoolID`, as the gate asks for it; throws every rule it breaks,
     /// each naming its field as the HTTP contract does.
-    public func registration(
+    package func registration(
         school schoolID: String, grade: Int, classNumber: Int, number: Int,
         reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double,
         pastDays: Int = Registration.pastWindowDays
@@ -56,7 +56,7 @@ extension Roster {
     /// The registration of an event ingest accepted: the student found by
     /// `studentID` and kept in the seat the event recorded (a student who
     /// changed class since is not an error), with the roster's name.
-    public func registration(
+    package func registration(
         school schoolID: String, studentID: String, recordedSeat seat: (grade: Int, classNumber: Int, number: Int),
         reasonCode: String, detail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double,
         pastDays: Int = Registration.pastWindowDays

@@ -2,22 +2,22 @@ import Common
 
 /// How long student data is kept (README, "Data protection"); both services
 /// read the same settings.
-public struct Retention: Sendable, Equatable {
+package struct Retention: Sendable, Equatable {
     /// `RETENTION_DAYS`: guidances, digests, their deliveries, pending
     /// amendments and run records of school days older than this are purged,
     /// and registrations and digest runs for such days are refused.
-    public var days = 365
+    package var days = 365
     /// `TOPIC_RETENTION_DAYS`: how long Kafka keeps the events topics
     /// (`retention.ms` of the topics the ingest creates).
-    public var topicDays = 14
+    package var topicDays = 14
     /// `DLQ_RETENTION_DAYS`: how long the dead-letter topic keeps what it holds.
-    public var deadLetterDays = 30
+    package var deadLetterDays = 30
     /// `ACCESS_LOG_DAYS`: how long the record of who read what is kept.
-    public var accessLogDays = 730
+    package var accessLogDays = 730
 
-    public init() {}
+    package init() {}
 
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> Retention {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> Retention {
         var retention = Retention()
         retention.days = try environment.int("RETENTION_DAYS", default: retention.days, range: 1...36_500)
         retention.topicDays = try environment.int("TOPIC_RETENTION_DAYS", default: retention.topicDays, range: 1...36_500)
@@ -29,11 +29,11 @@ public struct Retention: Sendable, Equatable {
     /// How far back a guidance's `occurredAt`, or a digest run's date, may
     /// reach: the smaller of 400 days and the retention, so that nothing is
     /// accepted that the next purge would remove.
-    public var windowDays: Int { min(Registration.pastWindowDays, days) }
+    package var windowDays: Int { min(Registration.pastWindowDays, days) }
 
     /// The oldest school day kept when the school's today is `today`
     /// (`YYYY-MM-DD`); older days are purged. Nil for a malformed date.
-    public func firstKeptDay(today: String) -> String? {
+    package func firstKeptDay(today: String) -> String? {
         Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) - days) }
     }
 }

@@ -3,12 +3,12 @@ import Crypto
 import Foundation
 
 /// A roster file that cannot be used; start-up stops with this message.
-public struct RosterError: Error, CustomStringConvertible, Sendable {
-    public let file: String
-    public let line: Int?
-    public let reason: String
+package struct RosterError: Error, CustomStringConvertible, Sendable {
+    package let file: String
+    package let line: Int?
+    package let reason: String
 
-    public var description: String {
+    package var description: String {
         line.map { "\(file):\($0): \(reason)" } ?? "\(file): \(reason)"
     }
 }
@@ -17,7 +17,7 @@ extension Roster {
     /// Reads `schools.csv`, `students.csv`, `teachers.csv` and the optional
     /// `tokens.csv`, `reasons.csv` and `webhooks.csv` from `directory`. Columns are found by
     /// header name; the first broken row stops loading.
-    public static func load(from directory: String) throws(RosterError) -> Roster {
+    package static func load(from directory: String) throws(RosterError) -> Roster {
         let base = URL(fileURLWithPath: directory)
         // Each file is read in chunks as it is parsed: a district's
         // students.csv is 11 MB and need not sit in memory.
@@ -32,7 +32,7 @@ extension Roster {
     }
 
     /// Builds a roster from file contents; `tokens` nil means authentication is off.
-    public static func parse(
+    package static func parse(
         schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil, webhooks: String? = nil
     ) throws(RosterError) -> Roster {
         let files = [

@@ -1,76 +1,76 @@
 import Crypto
 import Foundation
 
-public struct School: Sendable, Equatable {
-    public let id: String
-    public let name: String
-    public let timeZone: TimeZone
+package struct School: Sendable, Equatable {
+    package let id: String
+    package let name: String
+    package let timeZone: TimeZone
     /// Minutes after local midnight when the day's digests go out.
-    public let digestMinute: Int
+    package let digestMinute: Int
     /// Reason catalogue: the defaults plus the school's own, by code.
-    public let reasons: [String: Reason]
-    public let reasonOrder: [String]
+    package let reasons: [String: Reason]
+    package let reasonOrder: [String]
 
     /// The school's reasons in its order, as teachers pick them.
-    public var orderedReasons: [Reason] { reasonOrder.compactMap { reasons[$0] } }
+    package var orderedReasons: [Reason] { reasonOrder.compactMap { reasons[$0] } }
 
-    public func reason(_ code: String) -> Reason? { reasons[code] }
+    package func reason(_ code: String) -> Reason? { reasons[code] }
 }
 
-public struct Student: Sendable, Equatable {
+package struct Student: Sendable, Equatable {
     /// The grades, classes and numbers a seat can have.
-    public static let seatRange = 1...Int(UInt16.max)
+    package static let seatRange = 1...Int(UInt16.max)
 
-    public let schoolID: String
-    public let id: String
-    public let grade: Int
-    public let classNumber: Int
-    public let number: Int
-    public let name: String
-    public let photoURL: String
+    package let schoolID: String
+    package let id: String
+    package let grade: Int
+    package let classNumber: Int
+    package let number: Int
+    package let name: String
+    package let photoURL: String
 }
 
-public struct Teacher: Sendable, Equatable {
-    public enum Role: String, Sendable {
+package struct Teacher: Sendable, Equatable {
+    package enum Role: String, Sendable {
         case homeroom
         case volunteerDuty = "volunteer_duty"
         case gate
         case admin
     }
 
-    public let schoolID: String
-    public let id: String
-    public let name: String
-    public let email: String
-    public let role: Role
-    public let grade: Int?
-    public let classNumber: Int?
+    package let schoolID: String
+    package let id: String
+    package let name: String
+    package let email: String
+    package let role: Role
+    package let grade: Int?
+    package let classNumber: Int?
 }
 
 /// Where a school's digests are POSTed (`webhooks.csv`), signed per Standard
 /// Webhooks with `secret`.
-public struct Webhook: Sendable, Equatable {
-    public let schoolID: String
-    public let url: String
+package struct Webhook: Sendable, Equatable {
+    package let schoolID: String
+    package let url: String
     /// The decoded bytes of `whsec_<base64>`; never logged.
-    public let secret: [UInt8]
+    package let secret: [UInt8]
 }
 
 /// The school directory from `ROSTER_DIR`: one loaded version of it
 /// (`LiveRoster` reloads it when its files change).
-public struct Roster: Sendable {
-    public let schools: [String: School]
+package struct Roster: Sendable {
+    package let schools: [String: School]
     let students: StudentDirectory
-    public let teachers: [String: Teacher]
+    package let teachers: [String: Teacher]
     /// Token digests by their first 8 bytes, each with its teacher id. Empty
     /// when `tokens.csv` is absent.
     let tokens: [UInt64: [(digest: [UInt8], teacherID: String)]]
     /// Whether `tokens.csv` exists, i.e. whether requests must authenticate.
-    public let authenticationEnabled: Bool
+    package let authenticationEnabled: Bool
     /// Grades that have at least one class, per school.
     let grades: [String: Set<Int>]
     /// Each school's webhook, from the optional `webhooks.csv`.
-    public let webhooks: [String: Webhook]
+    package let webhooks: [String: Webhook]
     /// Each school's teachers in id order: a digest run asks once per school,
     /// and scanning the district's teachers each time took 6% of it.
     let teachersBySchool: [String: [Teacher]]
@@ -80,32 +80,32 @@ public struct Roster: Sendable {
     /// token ends when the token is revoked.
     let tokenFingerprints: [String: Set<String>]
 
-    public func school(_ id: String) -> School? { schools[id] }
+    package func school(_ id: String) -> School? { schools[id] }
 
-    public func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
+    package func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
         students.student(school: school, grade: grade, classNumber: classNumber, number: number)
     }
 
     /// The student of `school` with `id`, wherever they sit now.
-    public func student(school: String, id: String) -> Student? {
+    package func student(school: String, id: String) -> Student? {
         students.student(school: school, id: id)
     }
 
     /// The school's seats as grade → class → numbers, each level sorted.
-    public func seats(school: String) -> [(grade: Int, classes: [(classNumber: Int, numbers: [Int])])] {
+    package func seats(school: String) -> [(grade: Int, classes: [(classNumber: Int, numbers: [Int])])] {
         students.seats(school: school)
     }
 
-    public func hasGrade(_ grade: Int, in school: String) -> Bool {
+    package func hasGrade(_ grade: Int, in school: String) -> Bool {
         grades[school]?.contains(grade) ?? false
     }
 
-    public var studentCount: Int { students.count }
+    package var studentCount: Int { students.count }
 
     /// The teacher a bearer token belongs to. Only the presented token's digest
     /// takes part in the look-up, and full digests are compared in constant
     /// time, so timing tells nothing about the stored tokens.
-    public func teacher(forToken token: String) -> Teacher? {
+    package func teacher(forToken token: String) -> Teacher? {
         let digest = SHA256.hash(Array(token.utf8))
         let candidates = tokens[Roster.tokenBucket(digest)] ?? []
         guard let match = candidates.first(where: { SHA256.constantTimeEqual($0.digest, digest) }) else { return nil }
@@ -113,23 +113,23 @@ public struct Roster: Sendable {
     }
 
     /// The teachers whose `email` is `address` (any case).
-    public func teachers(withEmail address: String) -> [Teacher] {
+    package func teachers(withEmail address: String) -> [Teacher] {
         teachersByEmail[address.lowercased()] ?? []
     }
 
     /// Whether `teacher` still holds the token with `fingerprint`.
-    public func holdsToken(teacher: String, fingerprint: String) -> Bool {
+    package func holdsToken(teacher: String, fingerprint: String) -> Bool {
         tokenFingerprints[teacher]?.contains(fingerprint) ?? false
     }
 
     /// A token's fingerprint: the first 8 bytes of its SHA-256, in hex. It
     /// names the token in a session without revealing it.
-    public static func fingerprint(_ digest: [UInt8]) -> String {
+    package static func fingerprint(_ digest: [UInt8]) -> String {
         SHA256.hex(Array(digest.prefix(8)))
     }
 
     /// The fingerprint of a token as presented.
-    public static func fingerprint(token: String) -> String {
+    package static func fingerprint(token: String) -> String {
         fingerprint(SHA256.hash(Array(token.utf8)))
     }
 
@@ -138,7 +138,7 @@ public struct Roster: Sendable {
     }
 
     /// Teachers of `school` with `role`, in id order.
-    public func teachers(of school: String, role: Teacher.Role) -> [Teacher] {
+    package func teachers(of school: String, role: Teacher.Role) -> [Teacher] {
         (teachersBySchool[school] ?? []).filter { $0.role == role }
     }
 }

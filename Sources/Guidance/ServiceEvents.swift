@@ -3,20 +3,20 @@ import Common
 /// Volunteer service a student served (봉사 완료), recorded by the grade's
 /// volunteer-duty teacher or an admin: what a `ServiceRecorded` event says
 /// and the notifier stores.
-public struct ServiceRecord: Sendable, Equatable {
-    public let serviceId: String
-    public let schoolId: String
-    public let grade: Int
-    public let studentId: String
+package struct ServiceRecord: Sendable, Equatable {
+    package let serviceId: String
+    package let schoolId: String
+    package let grade: Int
+    package let studentId: String
     /// The school-local day it was served, `YYYY-MM-DD`.
-    public let date: String
-    public let sessions: Int
-    public var note: String?
-    public let recordedBy: String
+    package let date: String
+    package let sessions: Int
+    package var note: String?
+    package let recordedBy: String
     /// RFC 3339, UTC.
-    public let recordedAt: String
+    package let recordedAt: String
 
-    public init(
+    package init(
         serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
         recordedBy: String, recordedAt: String
     ) {
@@ -35,19 +35,19 @@ public struct ServiceRecord: Sendable, Equatable {
 /// The `guidance.service.recorded` event on `Topics.service`, keyed
 /// `school/grade` like the student's guidances. The first event of a
 /// `serviceId` wins; a withdrawal wins over it whatever the order.
-public struct ServiceRecorded: Sendable, Equatable {
-    public let eventId: String
-    public var record: ServiceRecord
+package struct ServiceRecorded: Sendable, Equatable {
+    package let eventId: String
+    package var record: ServiceRecord
 
-    public init(eventId: String, record: ServiceRecord) {
+    package init(eventId: String, record: ServiceRecord) {
         self.eventId = eventId
         self.record = record
     }
 
     /// Sessions one record may hold.
-    public static let sessionsRange = 1...20
+    package static let sessionsRange = 1...20
 
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONWriter(capacity: 384)
         writer.field("schemaVersion", 1)
         writer.field("type", EventType.serviceRecorded.rawValue)
@@ -64,7 +64,7 @@ public struct ServiceRecorded: Sendable, Equatable {
         return writer.finish()
     }
 
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(eventId: try fields.string("eventId"), record: ServiceRecord(
             serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
             grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
@@ -74,16 +74,16 @@ public struct ServiceRecorded: Sendable, Equatable {
 }
 
 /// A service record taken back (`guidance.service.withdrawn`).
-public struct ServiceWithdrawn: Sendable, Equatable {
-    public let eventId: String
-    public let serviceId: String
-    public let schoolId: String
-    public let grade: Int
-    public let studentId: String
-    public let withdrawnBy: String
-    public let occurredAt: String
+package struct ServiceWithdrawn: Sendable, Equatable {
+    package let eventId: String
+    package let serviceId: String
+    package let schoolId: String
+    package let grade: Int
+    package let studentId: String
+    package let withdrawnBy: String
+    package let occurredAt: String
 
-    public init(eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String) {
+    package init(eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String) {
         self.eventId = eventId
         self.serviceId = serviceId
         self.schoolId = schoolId
@@ -93,7 +93,7 @@ public struct ServiceWithdrawn: Sendable, Equatable {
         self.occurredAt = occurredAt
     }
 
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONWriter(capacity: 256)
         writer.field("schemaVersion", 1)
         writer.field("type", EventType.serviceWithdrawn.rawValue)
@@ -107,7 +107,7 @@ public struct ServiceWithdrawn: Sendable, Equatable {
         return writer.finish()
     }
 
-    public init(json fields: JSONFields) throws(FieldError) {
+    package init(json fields: JSONFields) throws(FieldError) {
         self.init(
             eventId: try fields.string("eventId"), serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
             grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
@@ -119,7 +119,7 @@ extension Roster {
     /// Every rule a service record breaks, each naming its field: the one
     /// check of the ingest (a request) and the notifier (an event). `date`
     /// lies between `firstDay` and the school's `today`.
-    public func serviceProblems(_ event: ServiceRecord, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
+    package func serviceProblems(_ event: ServiceRecord, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
         guard school(event.schoolId) != nil else {
             return ([FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], true)
         }

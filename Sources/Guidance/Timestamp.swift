@@ -2,9 +2,9 @@ import Foundation
 
 /// RFC 3339 timestamps (`2026-11-30T07:52:10+09:00`), parsed and written by
 /// hand: fast, allocation-light and safe on any thread, unlike the formatters.
-public enum Timestamp {
+package enum Timestamp {
     /// Seconds since the epoch, or nil when `text` is not RFC 3339 with an offset.
-    public static func parse(_ text: String) -> Double? {
+    package static func parse(_ text: String) -> Double? {
         let bytes = Array(text.utf8)
         func digits(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
@@ -55,7 +55,7 @@ public enum Timestamp {
     }
 
     /// UTC, whole milliseconds when there are any: `2026-11-29T22:52:10.250Z`.
-    public static func format(_ seconds: Double) -> String {
+    package static func format(_ seconds: Double) -> String {
         let milliseconds = Int((seconds * 1000).rounded(.down))
         let whole = Int((Double(milliseconds) / 1000).rounded(.down))
         let millis = milliseconds - whole * 1000
@@ -80,31 +80,31 @@ public enum Timestamp {
         return String(decoding: text, as: UTF8.self)
     }
 
-    public static func now() -> Double { Date().timeIntervalSince1970 }
+    package static func now() -> Double { Date().timeIntervalSince1970 }
 
     /// The instant as a clock in `zone` shows it: the day (days since
     /// 1970-01-01) and the minute of that day. The one place local time is
     /// worked out.
-    public static func local(_ seconds: Double, in zone: TimeZone) -> (day: Int, minuteOfDay: Int) {
+    package static func local(_ seconds: Double, in zone: TimeZone) -> (day: Int, minuteOfDay: Int) {
         let local = Int((seconds + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: seconds)))).rounded(.down))
         let day = Int((Double(local) / 86_400).rounded(.down))
         return (day, (local - day * 86_400) / 60)
     }
 
     /// `YYYY-MM-DD` of the instant in `zone`.
-    public static func localDate(_ seconds: Double, in zone: TimeZone) -> String {
+    package static func localDate(_ seconds: Double, in zone: TimeZone) -> String {
         let (year, month, day) = civilFromDays(local(seconds, in: zone).day)
         return dateString(year, month, day)
     }
 
     /// `YYYY-MM-DD` of a day counted from 1970-01-01.
-    public static func dateString(civil days: Int) -> String {
+    package static func dateString(civil days: Int) -> String {
         let (year, month, day) = civilFromDays(days)
         return dateString(year, month, day)
     }
 
     /// `YYYY-MM-DD`.
-    public static func dateString(_ year: Int, _ month: Int, _ day: Int) -> String {
+    package static func dateString(_ year: Int, _ month: Int, _ day: Int) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(10)
         appendDate(year, month, day, to: &text)
@@ -113,7 +113,7 @@ public enum Timestamp {
 
     /// The instant as teachers read a clock in `zone`: `오전 8:18`, `오후 2:28`
     /// (the pages write the same with `ko-KR`'s `hour: 'numeric'`).
-    public static func koreanTime(_ seconds: Double, in zone: TimeZone) -> String {
+    package static func koreanTime(_ seconds: Double, in zone: TimeZone) -> String {
         let minuteOfDay = local(seconds, in: zone).minuteOfDay
         let hour = minuteOfDay / 60
         let twelve = hour % 12 == 0 ? 12 : hour % 12
@@ -122,7 +122,7 @@ public enum Timestamp {
 
     /// `2026-12-01` as teachers write a day: `12월 1일(화)`; the text itself
     /// when it is not a date.
-    public static func koreanDay(_ date: String) -> String {
+    package static func koreanDay(_ date: String) -> String {
         guard let (year, month, day) = parseDate(date) else { return date }
         let weekdays = ["목", "금", "토", "일", "월", "화", "수"]
         let days = daysFromCivil(year: year, month: month, day: day)
@@ -130,7 +130,7 @@ public enum Timestamp {
     }
 
     /// Parses `YYYY-MM-DD` into its parts.
-    public static func parseDate(_ text: String) -> (year: Int, month: Int, day: Int)? {
+    package static func parseDate(_ text: String) -> (year: Int, month: Int, day: Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
               parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
@@ -149,7 +149,7 @@ public enum Timestamp {
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's algorithm).
-    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -158,7 +158,7 @@ public enum Timestamp {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    public static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
+    package static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

@@ -3,17 +3,17 @@ import Foundation
 
 /// An error meant for the client, answered as `application/problem+json`.
 /// Any other error thrown by a handler is logged and answered as a bare 500.
-public struct HTTPError: Error, Sendable, CustomStringConvertible {
-    public let status: Int
-    public let title: String
-    public let detail: String
-    public let errors: [FieldError]
-    public let headers: [(String, String)]
+package struct HTTPError: Error, Sendable, CustomStringConvertible {
+    package let status: Int
+    package let title: String
+    package let detail: String
+    package let errors: [FieldError]
+    package let headers: [(String, String)]
     /// Extension members of the problem (RFC 9457 §3.2), e.g. the
     /// `guidanceId` a client should retry with.
-    public let members: [(String, String)]
+    package let members: [(String, String)]
 
-    public init(
+    package init(
         status: Int, title: String? = nil, detail: String, errors: [FieldError] = [], headers: [(String, String)] = [],
         members: [(String, String)] = []
     ) {
@@ -25,24 +25,24 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         self.members = members
     }
 
-    public var description: String { "\(status) \(title): \(detail)" }
+    package var description: String { "\(status) \(title): \(detail)" }
 
     /// A request malformed as a whole; one naming a field is `init(_: FieldError)`.
-    public static func badRequest(_ detail: String) -> HTTPError {
+    package static func badRequest(_ detail: String) -> HTTPError {
         HTTPError(status: 400, detail: detail)
     }
     /// One thing wrong with the request, named by its field: 400 for the
     /// request's form (the default), 422 for what the rules refuse.
-    public init(_ error: FieldError, status: Int = 400) {
+    package init(_ error: FieldError, status: Int = 400) {
         let detail = error.field.isEmpty ? "the body \(error.message)" : "field '\(error.field)' \(error.message)"
         self.init(status: status, detail: detail, errors: error.field.isEmpty ? [] : [error])
     }
 
-    public static func notFound(_ detail: String) -> HTTPError { HTTPError(status: 404, detail: detail) }
-    public static func unprocessable(_ detail: String, errors: [FieldError] = []) -> HTTPError {
+    package static func notFound(_ detail: String) -> HTTPError { HTTPError(status: 404, detail: detail) }
+    package static func unprocessable(_ detail: String, errors: [FieldError] = []) -> HTTPError {
         HTTPError(status: 422, detail: detail, errors: errors)
     }
-    public static func unavailable(_ detail: String, retryAfterSeconds: Int, members: [(String, String)] = []) -> HTTPError {
+    package static func unavailable(_ detail: String, retryAfterSeconds: Int, members: [(String, String)] = []) -> HTTPError {
         HTTPError(status: 503, detail: detail, headers: [("Retry-After", String(retryAfterSeconds))], members: members)
     }
 

@@ -5,34 +5,34 @@ import Synchronization
 
 /// Limits of the HTTP server, all explicit: libmicrohttpd's defaults have no
 /// connection timeout and no per-IP limit (docs/pitfalls.md).
-public struct HTTPServerConfig: Sendable {
+package struct HTTPServerConfig: Sendable {
     /// IPv4 address to listen on; nil for every interface.
-    public var host: String?
+    package var host: String?
     /// 0 picks a free port; `HTTPServer.port` tells which.
-    public var port: Int
-    public var threads: Int
-    public var connectionLimit: Int
-    public var perIPConnectionLimit: Int
+    package var port: Int
+    package var threads: Int
+    package var connectionLimit: Int
+    package var perIPConnectionLimit: Int
     /// Idle connections are closed after this; keep it above the longest
     /// handler wait (the Kafka delivery timeout).
-    public var connectionTimeout: Duration
+    package var connectionTimeout: Duration
     /// Per-connection buffer; request headers must fit in it. Keep it above
     /// `maxHeaderBytes` and `maxURIBytes`, so that the server, not
     /// libmicrohttpd, answers a request over them (as problem+json).
-    public var connectionMemory: Int
-    public var maxBodySize: Int
+    package var connectionMemory: Int
+    package var maxBodySize: Int
     /// Request headers larger than this (names and values) are answered 431.
-    public var maxHeaderBytes: Int
+    package var maxHeaderBytes: Int
     /// A request target (path and query) longer than this is answered 414.
-    public var maxURIBytes: Int
+    package var maxURIBytes: Int
     /// How long a client has to send a whole request, from the connection's
     /// start or the previous answer: libmicrohttpd's own timeout restarts
     /// with every byte, so a client trickling bytes would hold a connection
     /// for ever. Idle keep-alive connections close after it too.
-    public var receiveTimeout: Duration
-    public var backlog: Int
+    package var receiveTimeout: Duration
+    package var backlog: Int
 
-    public init(
+    package init(
         host: String? = nil, port: Int = 8080,
         threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
         connectionLimit: Int = 1000, perIPConnectionLimit: Int = 500,
@@ -56,19 +56,19 @@ public struct HTTPServerConfig: Sendable {
 }
 
 /// What the server saw of one finished request, for metrics.
-public struct RequestRecord: Sendable {
-    public let method: String
+package struct RequestRecord: Sendable {
+    package let method: String
     /// The matched route pattern, or `unmatched`.
-    public let route: String
-    public let status: Int
-    public let duration: Duration
+    package let route: String
+    package let status: Int
+    package let duration: Duration
 }
 
 /// An HTTP/1.1 server over libmicrohttpd. Handlers are async: the connection
 /// is suspended while a handler waits (for a Kafka acknowledgement, say), so
 /// libmicrohttpd's threads keep serving other connections.
-public final class HTTPServer: @unchecked Sendable {
-    public let config: HTTPServerConfig
+package final class HTTPServer: @unchecked Sendable {
+    package let config: HTTPServerConfig
     let router: Router
     let logger: Logger
     let observer: @Sendable (RequestRecord) -> Void
@@ -82,10 +82,10 @@ public final class HTTPServer: @unchecked Sendable {
     /// down those past `receiveTimeout`.
     let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant, headersIn: Bool)]>([:])
     /// The bound port (0 before `start`); read from any thread.
-    public var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { boundPort.load(ordering: .acquiring) }
     private let boundPort = Atomic<Int>(0)
 
-    public init(
+    package init(
         config: HTTPServerConfig, router: Router, logger: Logger = Logger(component: "http"),
         observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
     ) {
@@ -96,7 +96,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds and starts serving on libmicrohttpd's threads.
-    public func start() throws(HTTPServerError) {
+    package func start() throws(HTTPServerError) {
         var address = sockaddr_in()
         let useAddress = config.host != nil
         if let host = config.host {
@@ -129,7 +129,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Stops accepting connections, lets in-flight requests finish for up to
     /// `gracePeriod`, answers the rest 503, and stops.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
         let listener = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + gracePeriod
@@ -208,9 +208,9 @@ public final class HTTPServer: @unchecked Sendable {
     }
 }
 
-public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
-    public let message: String
+package struct HTTPServerError: Error, CustomStringConvertible, Sendable {
+    package let message: String
     /// The `errno` of the failure (`EADDRINUSE` for a port in use).
-    public let code: Int32
-    public var description: String { message }
+    package let code: Int32
+    package var description: String { message }
 }

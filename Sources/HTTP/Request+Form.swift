@@ -4,7 +4,7 @@ extension Request {
     /// An HTML form's body (`application/x-www-form-urlencoded`) as names →
     /// values, the first of a repeated name kept: 415 for another content
     /// type, 400 when a part does not decode.
-    public func form() throws(HTTPError) -> [String: String] {
+    package func form() throws(HTTPError) -> [String: String] {
         let contentType = (header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingWhitespace().lowercased() }
         guard contentType == "application/x-www-form-urlencoded" else {
             throw HTTPError(status: 415, detail: "send the form as application/x-www-form-urlencoded")

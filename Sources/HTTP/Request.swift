@@ -1,22 +1,22 @@
 import Common
 
 /// A complete HTTP request: headers, query and the whole (size-capped) body.
-public struct Request: Sendable {
-    public let method: String
-    public let path: String
+package struct Request: Sendable {
+    package let method: String
+    package let path: String
     /// Header names lowercased.
-    public let headers: [String: String]
-    public let query: [String: String]
-    public let body: [UInt8]
-    public let requestID: String
+    package let headers: [String: String]
+    package let query: [String: String]
+    package let body: [UInt8]
+    package let requestID: String
     /// The address the connection comes from (a proxy's, behind one).
-    public let peer: String
+    package let peer: String
     /// Values of the route's `{name}` segments.
-    public internal(set) var parameters: [String: String] = [:]
+    package internal(set) var parameters: [String: String] = [:]
     /// The route pattern that matched, e.g. `/v1/schools/{schoolId}/guidances`.
-    public internal(set) var route: String = ""
+    package internal(set) var route: String = ""
 
-    public init(
+    package init(
         method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [],
         requestID: String, peer: String
     ) {
@@ -29,23 +29,23 @@ public struct Request: Sendable {
         self.requestID = requestID
     }
 
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    package func header(_ name: String) -> String? { headers[name.lowercased()] }
 
     /// A path parameter the route declares; a missing one is a programming error.
-    public func parameter(_ name: String) -> String {
+    package func parameter(_ name: String) -> String {
         guard let value = parameters[name] else { preconditionFailure("route \(route) has no parameter \(name)") }
         return value
     }
 
     /// A path parameter that must be a whole number (digits only) within
     /// `range`; 400 naming it otherwise.
-    public func integerParameter(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int {
+    package func integerParameter(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int {
         try Request.integer(parameter(name), name, in: range)
     }
 
     /// A query parameter that, when present, must be a whole number (digits
     /// only) within `range`; 400 naming it otherwise.
-    public func integerQuery(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int? {
+    package func integerQuery(_ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int? {
         guard let text = query[name] else { return nil }
         return try Request.integer(text, name, in: range)
     }
@@ -61,7 +61,7 @@ public struct Request: Sendable {
 
     /// A query parameter that, when present, must be `true` or `false`;
     /// 400 naming it otherwise.
-    public func booleanQuery(_ name: String) throws(HTTPError) -> Bool? {
+    package func booleanQuery(_ name: String) throws(HTTPError) -> Bool? {
         switch query[name] {
         case nil: return nil
         case "true": return true
@@ -74,7 +74,7 @@ public struct Request: Sendable {
     /// 400 naming the field for malformed JSON (trailing commas and
     /// duplicate keys included), a missing field, a wrong type or a number
     /// out of range.
-    public func json<T>(_ read: (JSONFields) throws(FieldError) -> T) throws(HTTPError) -> T {
+    package func json<T>(_ read: (JSONFields) throws(FieldError) -> T) throws(HTTPError) -> T {
         let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
             $0.trimmingWhitespace().lowercased()
         } ?? ""

@@ -1,17 +1,17 @@
 import Foundation
 
-public struct Response: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+package struct Response: Sendable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: [UInt8]
 
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+    package init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    public static func json<T: Encodable>(_ value: T, status: Int = 200) -> Response {
+    package static func json<T: Encodable>(_ value: T, status: Int = 200) -> Response {
         do {
             return json(written: Array(try Response.encoder.encode(value)), status: status)
         } catch {
@@ -20,15 +20,15 @@ public struct Response: Sendable {
     }
 
     /// A body already written as JSON (see `JSONWriter`).
-    public static func json(written body: [UInt8], status: Int = 200) -> Response {
+    package static func json(written body: [UInt8], status: Int = 200) -> Response {
         Response(status: status, headers: [("Content-Type", "application/json")], body: body)
     }
 
-    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> Response {
+    package static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> Response {
         Response(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
     }
 
-    public static var noContent: Response { Response(status: 204) }
+    package static var noContent: Response { Response(status: 204) }
 
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()

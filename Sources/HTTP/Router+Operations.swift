@@ -3,7 +3,7 @@ import Common
 extension Router {
     /// `/healthz` (the process serves), `/readyz` (its dependencies answer) and
     /// `/metrics` (Prometheus text), as every service exposes them.
-    public mutating func addOperationalRoutes(metrics: Metrics, ready: @escaping @Sendable () async -> (Bool, String)) {
+    package mutating func addOperationalRoutes(metrics: Metrics, ready: @escaping @Sendable () async -> (Bool, String)) {
         get("/healthz") { _ in .json(["status": "ok"]) }
         get("/readyz") { _ in
             let (isReady, detail) = await ready()
@@ -17,7 +17,7 @@ extension Router {
 
 extension Metrics {
     /// Counts requests by route, method and status and times them by route.
-    public func recordHTTP(_ record: RequestRecord) {
+    package func recordHTTP(_ record: RequestRecord) {
         increment(
             "http_requests_total", help: "HTTP requests by route, method and status.",
             labels: [("route", record.route), ("method", record.method), ("status", String(record.status))])

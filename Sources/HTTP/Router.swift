@@ -1,12 +1,12 @@
 import Common
 
 /// Handles a request; throw `HTTPError` for answers meant for the client.
-public typealias Handler = @Sendable (Request) async throws -> Response
+package typealias Handler = @Sendable (Request) async throws -> Response
 
 /// Routes by method and path pattern; `{name}` segments capture parameters.
 /// A path that matches no pattern answers 404; one whose pattern lacks the
 /// method answers 405 with `Allow`.
-public struct Router: Sendable {
+package struct Router: Sendable {
     private struct Route: Sendable {
         let method: String
         let pattern: String
@@ -21,18 +21,18 @@ public struct Router: Sendable {
 
     private var routes: [Route] = []
 
-    public init() {}
+    package init() {}
 
-    public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments = Router.segments(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
-    public mutating func get(_ pattern: String, _ handler: @escaping Handler) { add("GET", pattern, handler) }
-    public mutating func post(_ pattern: String, _ handler: @escaping Handler) { add("POST", pattern, handler) }
-    public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add("DELETE", pattern, handler) }
+    package mutating func get(_ pattern: String, _ handler: @escaping Handler) { add("GET", pattern, handler) }
+    package mutating func post(_ pattern: String, _ handler: @escaping Handler) { add("POST", pattern, handler) }
+    package mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add("DELETE", pattern, handler) }
 
     enum Match {
         case found(pattern: String, parameters: [String: String], handler: Handler)
@@ -97,7 +97,7 @@ public struct Router: Sendable {
 
     /// What the server answers `request`, without a socket: for tests of
     /// handlers and their access rules.
-    public func respond(to request: Request, logger: Logger = Logger(component: "router")) async -> Response {
+    package func respond(to request: Request, logger: Logger = Logger(component: "router")) async -> Response {
         switch resolve(method: request.method, path: request.path) {
         case .failure(let error):
             return error.response

@@ -5,34 +5,34 @@ import Kafka
 import ServiceSupport
 
 /// Everything guidance-ingest needs, read once from the environment.
-public struct IngestConfig: Sendable {
-    public var http: HTTPServerConfig
-    public var rosterDirectory: String
-    public var producer: ProducerConfig
-    public var topics: Topics
+package struct IngestConfig: Sendable {
+    package var http: HTTPServerConfig
+    package var rosterDirectory: String
+    package var producer: ProducerConfig
+    package var topics: Topics
     /// Partitions for topics created at start (`TOPIC_PARTITIONS`).
-    public var partitions: Int
+    package var partitions: Int
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
-    public var rosterCheckInterval: Duration = .seconds(5)
+    package var rosterCheckInterval: Duration = .seconds(5)
     /// How long SIGTERM waits for in-flight requests.
-    public var drainPeriod: Duration = .seconds(10)
+    package var drainPeriod: Duration = .seconds(10)
     /// `PUBLIC_INGEST_URL`: where teachers open the gate page; https makes
     /// the session cookie `Secure`, and its origin is the one page requests
     /// must come from.
-    public var publicURL: String?
+    package var publicURL: String?
     /// Sessions, proxies and connection limits of the gate page.
-    public var web = WebSettings()
+    package var web = WebSettings()
     /// How sign-in links are mailed (`SMTP_URL`…); nil: no links.
-    public var mail: MailSettings?
+    package var mail: MailSettings?
     /// `NOTIFIER_URL`: a notifier the gate page's day list is read from
     /// (e.g. `http://notifier:8081`); nil: the page says it cannot load it.
-    public var notifierURL: String?
+    package var notifierURL: String?
     /// `LOG_LEVEL`: the least severe level written.
-    public var logLevel: Logger.Level = .info
+    package var logLevel: Logger.Level = .info
     /// `RETENTION_DAYS` (how far back `occurredAt` may reach) and the topics' retention.
-    public var retention = Retention()
+    package var retention = Retention()
 
-    public init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
+    package init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
         self.http = http
         self.rosterDirectory = rosterDirectory
         self.producer = producer
@@ -40,7 +40,7 @@ public struct IngestConfig: Sendable {
         self.partitions = partitions
     }
 
-    public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> IngestConfig {
+    package static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> IngestConfig {
         let kafka = try KafkaConfig.fromEnvironment(environment)
         let producer = ProducerConfig(kafka: kafka, clientID: "guidance-ingest")
         // The HTTP connection must outlive the longest wait for an acknowledgement.

@@ -8,10 +8,10 @@ import Web
 
 /// guidance-ingest, assembled from its configuration: roster, producer and
 /// HTTP server. `main` only wires signals; tests start it on port 0.
-public final class IngestService: Sendable {
-    public let config: IngestConfig
-    public let roster: LiveRoster
-    public let metrics = Metrics()
+package final class IngestService: Sendable {
+    package let config: IngestConfig
+    package let roster: LiveRoster
+    package let metrics = Metrics()
     private let producer: Producer
     /// Reads of student data, to the access topic.
     private let accessLog: AccessLog
@@ -19,7 +19,7 @@ public final class IngestService: Sendable {
     private let server: HTTPServer
     private let logger: Logger
 
-    public init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
+    package init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
         self.logger = logger
         let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
@@ -73,10 +73,10 @@ public final class IngestService: Sendable {
     }
 
     /// The bound HTTP port (useful with port 0).
-    public var port: Int { server.port }
+    package var port: Int { server.port }
 
     /// Creates missing topics, then starts serving.
-    public func start() async throws {
+    package func start() async throws {
         await ensureTopics()
         sessions.log.start()
         accessLog.start()
@@ -85,7 +85,7 @@ public final class IngestService: Sendable {
     }
 
     /// Stops accepting, drains in-flight requests, flushes the producer.
-    public func shutdown() async {
+    package func shutdown() async {
         logger.info("shutting down: draining requests")
         await server.shutdown(gracePeriod: config.drainPeriod)
         sessions.log.stop()

@@ -2,15 +2,15 @@ import CRdKafka
 import Common
 
 /// A topic to create when missing.
-public struct TopicSpec: Sendable, Equatable {
-    public let name: String
-    public let partitions: Int
+package struct TopicSpec: Sendable, Equatable {
+    package let name: String
+    package let partitions: Int
     /// nil: as many replicas as brokers, at most 3.
-    public let replicationFactor: Int?
+    package let replicationFactor: Int?
     /// Topic settings such as `retention.ms`; the broker's defaults otherwise.
-    public let configs: [String: String]
+    package let configs: [String: String]
 
-    public init(name: String, partitions: Int, replicationFactor: Int? = nil, configs: [String: String] = [:]) {
+    package init(name: String, partitions: Int, replicationFactor: Int? = nil, configs: [String: String] = [:]) {
         self.name = name
         self.partitions = partitions
         self.replicationFactor = replicationFactor
@@ -19,11 +19,11 @@ public struct TopicSpec: Sendable, Equatable {
 }
 
 /// Topic administration: describe topics and create the missing ones.
-public final class Admin: @unchecked Sendable {
+package final class Admin: @unchecked Sendable {
     private let handle: OpaquePointer
     private let context: ClientContext
 
-    public init(config: KafkaConfig, logger: Logger = Logger(component: "kafka-admin")) throws(KafkaError) {
+    package init(config: KafkaConfig, logger: Logger = Logger(component: "kafka-admin")) throws(KafkaError) {
         context = ClientContext(logger: logger)
         let conf = try makeConf(config.resolved(defaults: [("client.id", "guidance-admin"), ("log_level", "6")], enforced: []))
         context.install(on: conf)
@@ -33,12 +33,12 @@ public final class Admin: @unchecked Sendable {
     deinit { rd_kafka_destroy(handle) }
 
     /// Partition counts of the existing topics among `topics`.
-    public func partitionCounts(of topics: [String], timeout: Duration = .seconds(10)) throws(KafkaError) -> [String: Int] {
+    package func partitionCounts(of topics: [String], timeout: Duration = .seconds(10)) throws(KafkaError) -> [String: Int] {
         try Metadata.partitionCounts(handle: handle, topics: topics, timeout: timeout)
     }
 
     /// Brokers in the cluster.
-    public func brokerCount(timeout: Duration = .seconds(10)) throws(KafkaError) -> Int {
+    package func brokerCount(timeout: Duration = .seconds(10)) throws(KafkaError) -> Int {
         try Metadata.brokerCount(handle: handle, timeout: timeout)
     }
 
@@ -46,7 +46,7 @@ public final class Admin: @unchecked Sendable {
     /// partition count. An existing topic is left as it is, even with fewer
     /// partitions than asked: the caller decides whether to warn.
     @discardableResult
-    public func ensureTopics(_ specs: [TopicSpec], timeout: Duration = .seconds(10)) throws(KafkaError) -> [String: Int] {
+    package func ensureTopics(_ specs: [TopicSpec], timeout: Duration = .seconds(10)) throws(KafkaError) -> [String: Int] {
         let existing = try partitionCounts(of: specs.map(\.name), timeout: timeout)
         let missing = specs.filter { existing[$0.name] == nil }
         if !missing.isEmpty {

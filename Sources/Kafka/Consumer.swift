@@ -12,14 +12,14 @@ import Synchronization
 /// Offsets are committed only from that thread, never mid-rebalance from
 /// another (docs/pitfalls.md). Watermarks and a group's committed offsets are read
 /// by an `OffsetsReader`.
-public final class Consumer: @unchecked Sendable {
-    public let config: ConsumerConfig
+package final class Consumer: @unchecked Sendable {
+    package let config: ConsumerConfig
     private let handle: OpaquePointer
     private let context: ClientContext
     private let logger: Logger
     private let closed = Atomic<Bool>(false)
 
-    public init(
+    package init(
         config: ConsumerConfig,
         logger: Logger = Logger(component: "kafka-consumer"),
         onRebalance: @escaping @Sendable (RebalanceEvent) -> Void = { _ in }
@@ -63,7 +63,7 @@ public final class Consumer: @unchecked Sendable {
     /// Waits up to `timeout` for the first message, then takes whatever else is
     /// already fetched, up to `maxMessages`. Errors reported by the client are
     /// logged; they do not end consumption.
-    public func poll(maxMessages: Int, timeout: Duration) -> [ConsumedMessage] {
+    package func poll(maxMessages: Int, timeout: Duration) -> [ConsumedMessage] {
         guard !closed.load(ordering: .acquiring) else { return [] }
         var batch: [ConsumedMessage] = []
         var wait = Int32(clamping: timeout.milliseconds)
@@ -84,7 +84,7 @@ public final class Consumer: @unchecked Sendable {
 
     /// Stores, for each partition, the offset after the last of `messages`: the
     /// position the group resumes from once committed.
-    public func store(_ messages: [ConsumedMessage]) throws(KafkaError) {
+    package func store(_ messages: [ConsumedMessage]) throws(KafkaError) {
         var next: [TopicPartition: Int64] = [:]
         for message in messages {
             let key = TopicPartition(topic: message.topic, partition: message.partition)
@@ -103,7 +103,7 @@ public final class Consumer: @unchecked Sendable {
 
     /// Commits the stored offsets. With `wait`, returns once the coordinator
     /// answered; without, a failed commit is covered by the next one.
-    public func commit(wait: Bool = true) throws(KafkaError) {
+    package func commit(wait: Bool = true) throws(KafkaError) {
         let result = rd_kafka_commit(handle, nil, wait ? 0 : 1)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__NO_OFFSET {
             throw KafkaError(result, context: "commit offsets")
@@ -112,14 +112,14 @@ public final class Consumer: @unchecked Sendable {
 
     /// The member id the group coordinator gave this client; nil before it
     /// joined.
-    public var memberID: String? {
+    package var memberID: String? {
         guard let id = rd_kafka_memberid(handle) else { return nil }
         defer { rd_kafka_mem_free(handle, id) }
         let text = String(cString: id)
         return text.isEmpty ? nil : text
     }
 
-    public func assignment() -> [TopicPartition] {
+    package func assignment() -> [TopicPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         guard rd_kafka_assignment(handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
         defer { rd_kafka_topic_partition_list_destroy(list) }
@@ -128,7 +128,7 @@ public final class Consumer: @unchecked Sendable {
 
     /// Messages behind the end of each assigned partition, from what the
     /// client already knows (no request is sent).
-    public func lag() -> [TopicPartition: Int64] {
+    package func lag() -> [TopicPartition: Int64] {
         let partitions = assignment()
         guard !partitions.isEmpty else { return [:] }
         let list = PartitionList.make(partitions)
@@ -147,13 +147,13 @@ public final class Consumer: @unchecked Sendable {
 
     /// The partition's first kept offset (older ones were deleted by
     /// retention) and the offset its next message will get, asked of the broker.
-    public func watermarks(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> (low: Int64, high: Int64) {
+    package func watermarks(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> (low: Int64, high: Int64) {
         try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout)
     }
 
     /// Leaves the group: the revocation commits stored offsets. Call from the
     /// consuming thread after its last poll; later polls return nothing.
-    public func close() {
+    package func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let result = rd_kafka_consumer_close(handle)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {

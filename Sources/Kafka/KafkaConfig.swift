@@ -4,13 +4,13 @@ import Common
 /// Connection settings shared by producers, consumers and the admin client:
 /// the bootstrap servers plus any librdkafka property, as operators set them
 /// through `KAFKA_<PROPERTY>` variables (as Kafka's container images do).
-public struct KafkaConfig: Sendable {
-    public var bootstrapServers: String
+package struct KafkaConfig: Sendable {
+    package var bootstrapServers: String
     /// librdkafka properties applied after the typed settings, e.g.
     /// `["security.protocol": "ssl"]`.
-    public var properties: [String: String]
+    package var properties: [String: String]
 
-    public init(bootstrapServers: String = "127.0.0.1:9092", properties: [String: String] = [:]) {
+    package init(bootstrapServers: String = "127.0.0.1:9092", properties: [String: String] = [:]) {
         self.bootstrapServers = bootstrapServers
         self.properties = properties
     }
@@ -34,7 +34,7 @@ public struct KafkaConfig: Sendable {
     /// Reads `KAFKA_BOOTSTRAP_SERVERS` and every other `KAFKA_<PROPERTY>`
     /// (`KAFKA_SECURITY_PROTOCOL` → `security.protocol`). Each property is
     /// checked by librdkafka now, so a typo stops the process at launch.
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> KafkaConfig {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> KafkaConfig {
         var config = KafkaConfig()
         for (variable, value) in environment.values.sorted(by: { $0.key < $1.key })
         where variable.hasPrefix("KAFKA_") && variable.count > 6 {
@@ -79,20 +79,20 @@ public struct KafkaConfig: Sendable {
 }
 
 /// Settings of the idempotent producer.
-public struct ProducerConfig: Sendable {
-    public var kafka: KafkaConfig
+package struct ProducerConfig: Sendable {
+    package var kafka: KafkaConfig
     /// How long a send may wait for the broker's acknowledgement
     /// (`message.timeout.ms`). Keep it below the HTTP client's timeout.
-    public var deliveryTimeout: Duration
+    package var deliveryTimeout: Duration
     /// How long librdkafka waits to batch messages (`linger.ms`). Each awaited
     /// send pays about this much; throughput comes from sends in flight at once.
-    public var linger: Duration
+    package var linger: Duration
     /// Messages queued or awaiting acknowledgement before sends fail fast with
     /// `queueFull` (`queue.buffering.max.messages`).
-    public var maxQueuedMessages: Int
-    public var clientID: String
+    package var maxQueuedMessages: Int
+    package var clientID: String
 
-    public init(
+    package init(
         kafka: KafkaConfig = KafkaConfig(),
         deliveryTimeout: Duration = .seconds(5),
         linger: Duration = .milliseconds(1),
@@ -129,21 +129,21 @@ public struct ProducerConfig: Sendable {
 }
 
 /// Settings of a consumer-group member.
-public struct ConsumerConfig: Sendable {
-    public var kafka: KafkaConfig
-    public var groupID: String
-    public var topics: [String]
+package struct ConsumerConfig: Sendable {
+    package var kafka: KafkaConfig
+    package var groupID: String
+    package var topics: [String]
     /// Static membership (`group.instance.id`): a restarted member with the same
     /// id gets its partitions back without a rebalance.
-    public var instanceID: String?
-    public var sessionTimeout: Duration
-    public var clientID: String
+    package var instanceID: String?
+    package var sessionTimeout: Duration
+    package var clientID: String
     /// Read every partition of `topics` from its beginning without joining
     /// the group (no rebalances, nothing committed): for a log every
     /// process reads whole.
-    public var readsWholeTopics = false
+    package var readsWholeTopics = false
 
-    public init(
+    package init(
         kafka: KafkaConfig = KafkaConfig(),
         groupID: String,
         topics: [String],

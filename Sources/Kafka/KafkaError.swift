@@ -3,8 +3,8 @@ import CRdKafka
 /// The one error type of the Kafka layer: a code, a human message, and whether
 /// retrying the same operation later may succeed (the HTTP layer answers 503
 /// with `Retry-After` for those).
-public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: Sendable, Equatable {
+package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Code: Sendable, Equatable {
         /// The broker did not acknowledge within the delivery timeout.
         case deliveryTimedOut
         /// No broker could be reached.
@@ -22,15 +22,15 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         case broker(Int32, String)
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var isRetriable: Bool {
+    package var isRetriable: Bool {
         switch code {
         case .deliveryTimedOut, .brokerUnavailable, .queueFull, .producerFailed, .shuttingDown: true
         case .messageTooLarge, .unknownTopic, .invalidConfiguration: false
@@ -38,7 +38,7 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         }
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     private static let retriableBrokerCodes: Set<Int32> = [
         RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION.rawValue,

@@ -5,12 +5,12 @@ import Common
 /// joining the group or consuming: the digest cutoff, the dead-letter
 /// replay's end marks and the tests use it. Every call sends a request and
 /// blocks up to its timeout, so async code calls it through `blocking`.
-public final class OffsetsReader: @unchecked Sendable {
-    public let groupID: String
+package final class OffsetsReader: @unchecked Sendable {
+    package let groupID: String
     private let handle: OpaquePointer
     private let context: ClientContext
 
-    public init(kafka: KafkaConfig, groupID: String, clientID: String = "guidance-offsets", logger: Logger = Logger(component: "kafka-offsets")) throws(KafkaError) {
+    package init(kafka: KafkaConfig, groupID: String, clientID: String = "guidance-offsets", logger: Logger = Logger(component: "kafka-offsets")) throws(KafkaError) {
         self.groupID = groupID
         context = ClientContext(logger: logger)
         // Only a consumer handle with the group's id may ask for its
@@ -25,17 +25,17 @@ public final class OffsetsReader: @unchecked Sendable {
     deinit { rd_kafka_destroy(handle) }
 
     /// The partition counts of those of `topics` that exist.
-    public func partitionCounts(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [String: Int] {
+    package func partitionCounts(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [String: Int] {
         try Metadata.partitionCounts(handle: handle, topics: topics, timeout: timeout)
     }
 
     /// The offset the next produced message of `partition` will get.
-    public func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
+    package func highWatermark(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> Int64 {
         try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout).high
     }
 
     /// The high watermark of every partition of those of `topics` that exist.
-    public func endOffsets(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64] {
+    package func endOffsets(of topics: [String], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64] {
         var ends: [TopicPartition: Int64] = [:]
         for (topic, count) in try partitionCounts(of: topics, timeout: timeout) {
             for partition in 0..<Int32(count) {
@@ -47,7 +47,7 @@ public final class OffsetsReader: @unchecked Sendable {
     }
 
     /// The group's committed offsets; a partition without a commit maps to nil.
-    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64?] {
+    package func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64?] {
         let list = PartitionList.make(partitions)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let result = rd_kafka_committed(handle, list, Int32(clamping: timeout.milliseconds))

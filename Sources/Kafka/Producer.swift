@@ -11,7 +11,7 @@ import Synchronization
 /// or a dropped connection (docs/pitfalls.md). When it does, every waiting send
 /// fails with the retriable `producerFailed`, and a fresh client replaces the
 /// broken one without restarting the process.
-public final class Producer: Sendable {
+package final class Producer: Sendable {
     private let config: ProducerConfig
     private let logger: Logger
     private let state: Mutex<State>
@@ -22,7 +22,7 @@ public final class Producer: Sendable {
         var replacements = 0
     }
 
-    public init(config: ProducerConfig, logger: Logger = Logger(component: "kafka-producer")) throws(KafkaError) {
+    package init(config: ProducerConfig, logger: Logger = Logger(component: "kafka-producer")) throws(KafkaError) {
         self.config = config
         self.logger = logger
         let client = try ProducerClient(config: config, logger: logger)
@@ -31,10 +31,10 @@ public final class Producer: Sendable {
     }
 
     /// How many times a fatal client was replaced since start.
-    public var replacements: Int { state.withLock { $0.replacements } }
+    package var replacements: Int { state.withLock { $0.replacements } }
 
     /// Messages queued or awaiting acknowledgement.
-    public var inFlight: Int {
+    package var inFlight: Int {
         let client = state.withLock { $0.client }
         return client.withLiveHandle { Int(rd_kafka_outq_len($0)) } ?? 0
     }
@@ -42,7 +42,7 @@ public final class Producer: Sendable {
     /// Whether a broker answers a metadata request within `timeout`. The
     /// request blocks, so it runs off the cooperative pool, and sends go on
     /// meanwhile.
-    public func brokersReachable(timeout: Duration = .seconds(1)) async -> Bool {
+    package func brokersReachable(timeout: Duration = .seconds(1)) async -> Bool {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else { return false }
         let reachable = try? await blocking {
@@ -54,7 +54,7 @@ public final class Producer: Sendable {
     /// The partitions of `topics` this producer knows no leader for (empty
     /// when every send can go straight to its broker), or nil when no broker
     /// answers within `timeout`. Blocking requests, off the cooperative pool.
-    public func partitionsWithoutLeader(of topics: [String], timeout: Duration = .seconds(1)) async -> [String]? {
+    package func partitionsWithoutLeader(of topics: [String], timeout: Duration = .seconds(1)) async -> [String]? {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else { return nil }
         let missing = try? await blocking {
@@ -64,7 +64,7 @@ public final class Producer: Sendable {
     }
 
     /// Sends `message` and returns once the broker acknowledged it.
-    public func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
+    package func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) in
             send(message) { continuation.resume(returning: $0) }
         }
@@ -73,7 +73,7 @@ public final class Producer: Sendable {
 
     /// Sends `message` and calls `completion` exactly once, on the producer's
     /// polling thread, with the broker's acknowledgement or the failure.
-    public func send(_ message: OutgoingMessage, completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void) {
+    package func send(_ message: OutgoingMessage, completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void) {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else {
             completion(.failure(KafkaError(.shuttingDown, "producer is shut down")))
@@ -85,7 +85,7 @@ public final class Producer: Sendable {
     /// Waits up to `timeout` for queued messages to be acknowledged, fails the
     /// rest with `shuttingDown`, and releases the client. Later sends fail.
     /// Blocks: from async code, call it through `blocking`.
-    public func close(timeout: Duration = .seconds(10)) {
+    package func close(timeout: Duration = .seconds(10)) {
         let client: ProducerClient? = state.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true

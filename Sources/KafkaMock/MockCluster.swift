@@ -7,9 +7,9 @@ import Kafka
 /// local run (`guidance-dev`), never the services: a module of its own beside
 /// `Kafka`, whose client plumbing it borrows (`package` access). It keeps
 /// only the newest few tens of thousands of messages per partition.
-public final class MockCluster: @unchecked Sendable {
+package final class MockCluster: @unchecked Sendable {
     /// Kafka protocol request types, for injecting errors.
-    public enum Request: Int16, Sendable {
+    package enum Request: Int16, Sendable {
         case produce = 0, fetch = 1, listOffsets = 2, metadata = 3
         case offsetCommit = 8, offsetFetch = 9, findCoordinator = 10
         case joinGroup = 11, heartbeat = 12, leaveGroup = 13, syncGroup = 14
@@ -17,7 +17,7 @@ public final class MockCluster: @unchecked Sendable {
     }
 
     /// Errors a mock broker can answer with.
-    public enum InjectedError: Sendable {
+    package enum InjectedError: Sendable {
         /// Drops the client's connection.
         case transport
         case outOfOrderSequence
@@ -30,14 +30,14 @@ public final class MockCluster: @unchecked Sendable {
         }
     }
 
-    public let brokerCount: Int
+    package let brokerCount: Int
     /// The client handle the mock cluster needs for its bookkeeping; destroyed
     /// after the cluster.
     private let owner: OpaquePointer
     private let cluster: OpaquePointer
     private let context: ClientContext
 
-    public init(brokers: Int = 3, logger: Logger = Logger(component: "kafka-mock")) throws(KafkaError) {
+    package init(brokers: Int = 3, logger: Logger = Logger(component: "kafka-mock")) throws(KafkaError) {
         precondition(brokers >= 1, "a cluster needs a broker")
         brokerCount = brokers
         context = ClientContext(logger: logger)
@@ -57,12 +57,12 @@ public final class MockCluster: @unchecked Sendable {
     }
 
     /// `host:port,…` of every broker, for `bootstrap.servers`.
-    public var bootstrapServers: String { String(cString: rd_kafka_mock_cluster_bootstraps(cluster)) }
+    package var bootstrapServers: String { String(cString: rd_kafka_mock_cluster_bootstraps(cluster)) }
 
     /// Broker ids run from 1 to `brokerCount`.
-    public var brokerIDs: ClosedRange<Int32> { 1...Int32(brokerCount) }
+    package var brokerIDs: ClosedRange<Int32> { 1...Int32(brokerCount) }
 
-    public func createTopic(_ name: String, partitions: Int, replicationFactor: Int? = nil) throws(KafkaError) {
+    package func createTopic(_ name: String, partitions: Int, replicationFactor: Int? = nil) throws(KafkaError) {
         let replicas = replicationFactor ?? min(brokerCount, 3)
         let result = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), Int32(replicas))
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -70,39 +70,39 @@ public final class MockCluster: @unchecked Sendable {
         }
     }
 
-    public func setBrokerDown(_ broker: Int32) {
+    package func setBrokerDown(_ broker: Int32) {
         rd_kafka_mock_broker_set_down(cluster, broker)
     }
 
-    public func setBrokerUp(_ broker: Int32) {
+    package func setBrokerUp(_ broker: Int32) {
         rd_kafka_mock_broker_set_up(cluster, broker)
     }
 
-    public func setAllBrokers(up: Bool) {
+    package func setAllBrokers(up: Bool) {
         for broker in brokerIDs {
             if up { setBrokerUp(broker) } else { setBrokerDown(broker) }
         }
     }
 
     /// Delays every answer of `broker` by `delay`.
-    public func setRoundTripTime(_ delay: Duration, broker: Int32) {
+    package func setRoundTripTime(_ delay: Duration, broker: Int32) {
         rd_kafka_mock_broker_set_rtt(cluster, broker, Int32(clamping: delay.milliseconds))
     }
 
-    public func setPartitionLeader(topic: String, partition: Int32, broker: Int32) {
+    package func setPartitionLeader(topic: String, partition: Int32, broker: Int32) {
         rd_kafka_mock_partition_set_leader(cluster, topic, partition, broker)
     }
 
     /// The next `errors.count` requests of kind `request`, on any broker,
     /// fail with these errors in order.
-    public func pushRequestErrors(_ request: Request, _ errors: [InjectedError]) {
+    package func pushRequestErrors(_ request: Request, _ errors: [InjectedError]) {
         let raw = errors.map(\.raw)
         raw.withUnsafeBufferPointer { buffer in
             guidance_kafka_mock_push_errors(cluster, request.rawValue, buffer.count, buffer.baseAddress)
         }
     }
 
-    public func clearRequestErrors(_ request: Request) {
+    package func clearRequestErrors(_ request: Request) {
         rd_kafka_mock_clear_request_errors(cluster, request.rawValue)
     }
 }

@@ -7,16 +7,16 @@ import Kafka
 /// operator fixed what made them fail (usually the roster). Replaying is
 /// idempotent because consumption is: a registration already stored, or
 /// replayed twice, changes nothing.
-public struct DeadLetterReplay: Sendable {
+package struct DeadLetterReplay: Sendable {
     /// Which letters to take: by offset range (every partition, or one) and
     /// by a piece of their `dlq-reason`.
-    public struct Selection: Sendable {
-        public var partition: Int32?
-        public var fromOffset: Int64
-        public var toOffset: Int64
-        public var reasonContains: String?
+    package struct Selection: Sendable {
+        package var partition: Int32?
+        package var fromOffset: Int64
+        package var toOffset: Int64
+        package var reasonContains: String?
 
-        public init(partition: Int32? = nil, fromOffset: Int64 = 0, toOffset: Int64 = .max, reasonContains: String? = nil) {
+        package init(partition: Int32? = nil, fromOffset: Int64 = 0, toOffset: Int64 = .max, reasonContains: String? = nil) {
             self.partition = partition
             self.fromOffset = fromOffset
             self.toOffset = toOffset
@@ -31,20 +31,20 @@ public struct DeadLetterReplay: Sendable {
     }
 
     /// One letter chosen, and where it goes back to.
-    public struct Letter: Sendable, CustomStringConvertible {
-        public let partition: Int32
-        public let offset: Int64
-        public let sourceTopic: String
-        public let reason: String
+    package struct Letter: Sendable, CustomStringConvertible {
+        package let partition: Int32
+        package let offset: Int64
+        package let sourceTopic: String
+        package let reason: String
 
-        public var description: String { "dlq[\(partition)]@\(offset) → \(sourceTopic): \(reason)" }
+        package var description: String { "dlq[\(partition)]@\(offset) → \(sourceTopic): \(reason)" }
     }
 
     let kafka: KafkaConfig
     let topics: Topics
     let logger: Logger
 
-    public init(kafka: KafkaConfig, topics: Topics = Topics(), logger: Logger) {
+    package init(kafka: KafkaConfig, topics: Topics = Topics(), logger: Logger) {
         self.kafka = kafka
         self.topics = topics
         self.logger = logger
@@ -54,7 +54,7 @@ public struct DeadLetterReplay: Sendable {
     /// re-publishes the selected letters (without their `dlq-*` headers, with
     /// `dlq-replayed-from`), each acknowledged before the next. Returns the
     /// letters selected.
-    public func run(_ selection: Selection, dryRun: Bool, timeout: Duration = .seconds(60)) async throws -> [Letter] {
+    package func run(_ selection: Selection, dryRun: Bool, timeout: Duration = .seconds(60)) async throws -> [Letter] {
         let letters = try await blocking { [self] in try read(selection, timeout: timeout) }
         guard !dryRun else { return letters.map(\.letter) }
         let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-dlq-replay"), logger: logger)

@@ -5,27 +5,27 @@ import ServiceSupport
 import Store
 
 /// Where digests are sent besides the inbox, read from the environment.
-public struct DeliveryConfig: Sendable {
+package struct DeliveryConfig: Sendable {
     /// E-mail is on when set.
-    public var mail: MailSettings?
+    package var mail: MailSettings?
     /// `PUBLIC_NOTIFIER_URL`: where teachers open the web inbox; e-mails link to it.
-    public var publicNotifierURL: String?
+    package var publicNotifierURL: String?
     /// `DELIVERY_RETRY_BASE_SECONDS`: the first retry's delay, doubled after each attempt.
-    public var retryBase: Duration = .seconds(30)
+    package var retryBase: Duration = .seconds(30)
     /// The longest delay between two attempts.
-    public var maxBackoff: Duration = .seconds(900)
+    package var maxBackoff: Duration = .seconds(900)
     /// `DELIVERY_MAX_AGE_HOURS`: after this long since it was queued, a delivery fails.
-    public var maxAge: Duration = .seconds(24 * 3600)
+    package var maxAge: Duration = .seconds(24 * 3600)
     /// `DELIVERY_CONCURRENCY`: connections per channel on each replica.
-    public var concurrency = 4
+    package var concurrency = 4
     /// `DELIVERY_LEASE_SECONDS`: how long a claim is a replica's alone; a
     /// killed replica's claims go to another one after it.
-    public var lease: Duration = .seconds(60)
+    package var lease: Duration = .seconds(60)
     /// How often an idle dispatcher looks for due deliveries; a digest run on
     /// the same replica wakes it at once.
-    public var pollInterval: Duration = .seconds(1)
+    package var pollInterval: Duration = .seconds(1)
     /// Most time a webhook POST may take.
-    public var webhookTimeout: Duration = .seconds(10)
+    package var webhookTimeout: Duration = .seconds(10)
 
     /// Most time one attempt over `channel` may take: its own limit (30 s for
     /// a message over SMTP, 10 s for a webhook), and never more than a third
@@ -40,12 +40,12 @@ public struct DeliveryConfig: Sendable {
         return min(own, lease / 3)
     }
 
-    public init(mail: MailSettings? = nil, publicNotifierURL: String? = nil) {
+    package init(mail: MailSettings? = nil, publicNotifierURL: String? = nil) {
         self.mail = mail
         self.publicNotifierURL = publicNotifierURL
     }
 
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> DeliveryConfig {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> DeliveryConfig {
         var config = DeliveryConfig()
         config.mail = try MailSettings.fromEnvironment(environment)
         config.publicNotifierURL = try environment.publicURL("PUBLIC_NOTIFIER_URL")

@@ -5,11 +5,11 @@ import Kafka
 import ServiceSupport
 
 /// How the store is reached (`STORE_URL`).
-public enum StoreLocation: Sendable, Equatable {
+package enum StoreLocation: Sendable, Equatable {
     case sqlite(path: String)
     case postgres(url: String)
 
-    public static func parse(_ text: String) throws(ConfigurationError) -> StoreLocation {
+    package static func parse(_ text: String) throws(ConfigurationError) -> StoreLocation {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
             guard !path.isEmpty else { throw ConfigurationError(variable: "STORE_URL", reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/guidance/notifier.db") }
@@ -23,7 +23,7 @@ public enum StoreLocation: Sendable, Equatable {
 
     /// The URL as it may be logged: a password in the user part or the query
     /// (`password=`) replaced by `***`.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         var text = url
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@"),
            let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
@@ -39,7 +39,7 @@ public enum StoreLocation: Sendable, Equatable {
     }
 
     /// The location as it may be logged.
-    public var redacted: String {
+    package var redacted: String {
         switch self {
         case .sqlite(let path): "sqlite:\(path)"
         case .postgres(let url): StoreLocation.redacted(url)
@@ -48,55 +48,55 @@ public enum StoreLocation: Sendable, Equatable {
 }
 
 /// Everything guidance-notifier needs, read once from the environment.
-public struct NotifierConfig: Sendable {
-    public var http: HTTPServerConfig
-    public var rosterDirectory: String
-    public var store: StoreLocation
-    public var kafka: KafkaConfig
-    public var groupID: String
+package struct NotifierConfig: Sendable {
+    package var http: HTTPServerConfig
+    package var rosterDirectory: String
+    package var store: StoreLocation
+    package var kafka: KafkaConfig
+    package var groupID: String
     /// Static group membership (`group.instance.id`) from the host name, when
     /// set: a replica restarted under the same name gets its partitions back
     /// without a rebalance.
-    public var instanceID: String?
-    public var topics: Topics
+    package var instanceID: String?
+    package var topics: Topics
     /// E-mail and webhooks.
-    public var delivery = DeliveryConfig()
+    package var delivery = DeliveryConfig()
     /// Sessions, proxies and connection limits of the teacher page.
-    public var web = WebSettings()
+    package var web = WebSettings()
     /// Partitions the topics should have (`TOPIC_PARTITIONS`); fewer is warned about.
-    public var partitions: Int
+    package var partitions: Int
     /// How often changes to already-sent dates become amendments (`AMENDMENT_INTERVAL_SECONDS`).
-    public var amendmentInterval: Duration
+    package var amendmentInterval: Duration
     /// How often the schedule checks whether a school's digest time has come;
     /// nil turns the schedule and the amendment tick off (tests drive runs by HTTP).
-    public var scheduleInterval: Duration?
+    package var scheduleInterval: Duration?
     /// How long a run waits for the group to catch up with the cutoff.
-    public var cutoffTimeout: Duration = .seconds(30)
-    public var drainPeriod: Duration = .seconds(10)
+    package var cutoffTimeout: Duration = .seconds(30)
+    package var drainPeriod: Duration = .seconds(10)
     /// Seconds since the epoch now, for the schedule and "today"; tests move it.
-    public var clock: @Sendable () -> Double = Timestamp.now
+    package var clock: @Sendable () -> Double = Timestamp.now
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
-    public var rosterCheckInterval: Duration = .seconds(5)
+    package var rosterCheckInterval: Duration = .seconds(5)
     /// How long an event naming an id the roster does not list (a student
     /// ingest's newer roster has) is held and retried, its partition waiting
     /// behind it, before it is dead-lettered (`ROSTER_GRACE_SECONDS`).
-    public var rosterGrace: Duration = .seconds(60)
+    package var rosterGrace: Duration = .seconds(60)
     /// Most events applied in one store transaction. A poll takes only what
     /// is already fetched, so batches are this large only when behind. Random
     /// guidance ids touch index pages all over, so big batches write each page
     /// once for many events: on a 100,000-event backlog, 1,000 applied
     /// 46,700-49,100 events/s to SQLite, 5,000 applied 55,500-60,900.
-    public var maxBatch = 5000
+    package var maxBatch = 5000
     /// `LOG_LEVEL`: the least severe level written.
-    public var logLevel: Logger.Level = .info
+    package var logLevel: Logger.Level = .info
     /// What is kept how long: the daily purge, and events and runs for days
     /// past `RETENTION_DAYS` refused.
-    public var retention = Retention()
+    package var retention = Retention()
     /// `INGEST_URL`: the ingest the teacher page records service through
     /// (`봉사 완료`); nil: recording answers 503, the 봉사 명단 still shows.
-    public var ingestURL: String?
+    package var ingestURL: String?
 
-    public init(
+    package init(
         http: HTTPServerConfig, rosterDirectory: String, store: StoreLocation, kafka: KafkaConfig,
         groupID: String = "guidance-notifier", instanceID: String? = nil, topics: Topics = Topics(), partitions: Int = 12,
         amendmentInterval: Duration = .seconds(600), scheduleInterval: Duration? = .seconds(15)
@@ -113,7 +113,7 @@ public struct NotifierConfig: Sendable {
         self.scheduleInterval = scheduleInterval
     }
 
-    public static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> NotifierConfig {
+    package static func fromEnvironment(_ environment: Environment = Environment()) throws(ConfigurationError) -> NotifierConfig {
         var config = NotifierConfig(
             http: HTTPServerConfig(port: try environment.port("NOTIFIER_PORT", default: 8081)),
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),

@@ -11,10 +11,10 @@ import Synchronization
 /// guidance-notifier, assembled from its configuration: roster, store,
 /// materializer, digest runner and HTTP server. `main` only wires signals;
 /// tests start it on port 0.
-public final class NotifierService: Sendable {
-    public let config: NotifierConfig
-    public let roster: LiveRoster
-    public let metrics = Metrics()
+package final class NotifierService: Sendable {
+    package let config: NotifierConfig
+    package let roster: LiveRoster
+    package let metrics = Metrics()
     private let store: any GuidanceStore
     private let producer: Producer
     /// Reads of student data, to the access topic.
@@ -27,7 +27,7 @@ public final class NotifierService: Sendable {
     private let logger: Logger
     private let schedule = ScheduleTask()
 
-    public init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
+    package init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
         self.logger = logger
         let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
@@ -99,7 +99,7 @@ public final class NotifierService: Sendable {
 
     /// Opens the store, failing with `STORE_URL` named and its password
     /// never shown.
-    public static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
+    package static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
         do {
             switch location {
             case .sqlite(let path):
@@ -120,17 +120,17 @@ public final class NotifierService: Sendable {
         }
     }
 
-    public var port: Int { server.port }
+    package var port: Int { server.port }
 
     /// Partitions of the events topics this replica consumes now (0 before it
     /// joined the group, or when other replicas hold them all).
-    public var assignedPartitions: Int { materializer.assignedPartitions }
+    package var assignedPartitions: Int { materializer.assignedPartitions }
 
     /// The replica's member id in the consumer group; nil until it joined.
-    public var memberID: String? { materializer.memberID }
+    package var memberID: String? { materializer.memberID }
 
     /// Joins the consumer group, starts serving and, when configured, the schedule.
-    public func start() async throws {
+    package func start() async throws {
         await runner.checkPartitions(expected: config.partitions)
         materializer.start()
         sessions.log.start()
@@ -162,7 +162,7 @@ public final class NotifierService: Sendable {
     /// Stops the schedule, drains HTTP and stops the materializer at once,
     /// so that a hung store (each of its waits bounded) delays shutdown by one
     /// wait, not by one wait per part.
-    public func shutdown() async {
+    package func shutdown() async {
         logger.info("shutting down")
         let materializer = self.materializer
         let (logger, started) = (self.logger, ContinuousClock.now)

@@ -9,7 +9,7 @@ import Store
 /// older than `ACCESS_LOG_DAYS`. The schedule runs it once a UTC day, on the
 /// first tick after 18:00 UTC (03:00 in Seoul), on whichever replica claims
 /// the day first; `guidance-admin purge` runs the same now.
-public struct Purger: Sendable {
+package struct Purger: Sendable {
     let store: any GuidanceStore
     let retention: Retention
     let clock: @Sendable () -> Double
@@ -18,7 +18,7 @@ public struct Purger: Sendable {
     /// The hour (UTC) from which the day's purge may run.
     static let hour = 18
 
-    public init(store: any GuidanceStore, retention: Retention, clock: @escaping @Sendable () -> Double, logger: Logger) {
+    package init(store: any GuidanceStore, retention: Retention, clock: @escaping @Sendable () -> Double, logger: Logger) {
         self.store = store
         self.retention = retention
         self.clock = clock
@@ -27,7 +27,7 @@ public struct Purger: Sendable {
 
     /// Each school's cut now: the roster's schools in their zones, and any
     /// other school the store holds in UTC.
-    public func cuts(roster: Roster) throws(StoreError) -> [PurgeCut] {
+    package func cuts(roster: Roster) throws(StoreError) -> [PurgeCut] {
         let now = clock()
         let stored = try store.schoolsStored()
         let ids = Set(stored).union(roster.schools.keys).sorted()
@@ -41,7 +41,7 @@ public struct Purger: Sendable {
     }
 
     /// Purges now (or, `dryRun`, counts what would go) and logs what went.
-    public func purge(roster: Roster, dryRun: Bool = false) throws(StoreError) -> (PurgeReport, oldestKept: String?) {
+    package func purge(roster: Roster, dryRun: Bool = false) throws(StoreError) -> (PurgeReport, oldestKept: String?) {
         let cuts = try cuts(roster: roster)
         let report = try store.purge(cuts, dryRun: dryRun)
         let oldest = cuts.map(\.firstKeptDay).min()

@@ -14,7 +14,7 @@ import Synchronization
 /// other threads), of 100 to 71–81 MB, of 25 to 61–64 MB. A message the broker refuses after the producer's retries
 /// is logged and counted (`access_records_lost_total`), never silently
 /// dropped. What a kill -9 can lose: the last 200 ms of records.
-public final class AccessLog: Sendable {
+package final class AccessLog: Sendable {
     private let producer: Producer
     private let topic: String
     private let metrics: Metrics
@@ -39,7 +39,7 @@ public final class AccessLog: Sendable {
     static let batch = 25
     static let interval: Duration = .milliseconds(200)
 
-    public init(producer: Producer, topic: String, metrics: Metrics, logger: Logger) {
+    package init(producer: Producer, topic: String, metrics: Metrics, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.metrics = metrics
@@ -50,7 +50,7 @@ public final class AccessLog: Sendable {
     }
 
     /// Starts sending the buffer every 200 ms.
-    public func start() {
+    package func start() {
         flusher.withLock { task in
             guard task == nil else { return }
             task = Task { [weak self] in
@@ -63,7 +63,7 @@ public final class AccessLog: Sendable {
     }
 
     /// Sends what is buffered and stops the timer; call before the producer closes.
-    public func stop() async {
+    package func stop() async {
         let task = flusher.withLock { task in
             defer { task = nil }
             return task
@@ -75,7 +75,7 @@ public final class AccessLog: Sendable {
 
     /// Records `action` on `target` by the caller; nothing when no teacher
     /// is signed in (authentication off).
-    public func record(_ caller: Caller, _ action: AccessRecord.Action, school: String, target: String) {
+    package func record(_ caller: Caller, _ action: AccessRecord.Action, school: String, target: String) {
         guard let teacher = caller.teacher else { return }
         let record = Pending(at: Timestamp.now(), school: school, teacher: teacher.id, action: action, target: target, client: caller.client)
         let full = buffer.withLock { records -> [Pending]? in

@@ -5,7 +5,7 @@ import Kafka
 
 /// Who may call a route, declared when the route is registered on a
 /// `GuardedRouter`, so a new route cannot leave it out.
-public enum Access: Sendable {
+package enum Access: Sendable {
     /// Anyone: pages that show the sign-in form, sign-in itself, assets. The
     /// handler still learns who is signed in, if anyone.
     case open
@@ -18,38 +18,38 @@ public enum Access: Sendable {
 /// What a guarded handler answers from: the roster as it was when the
 /// request arrived, and the teacher behind the request — nil when
 /// authentication is off, or on an open route when nobody is signed in.
-public struct Caller: Sendable {
-    public let roster: Roster
-    public let teacher: Teacher?
+package struct Caller: Sendable {
+    package let roster: Roster
+    package let teacher: Teacher?
     /// The browser session the request came with, if signed in by cookie.
-    public var session: Session? = nil
+    package var session: Session? = nil
     /// Whether the request carried this service's session cookie that no
     /// longer signs anyone in (expired, signed out).
-    public var staleCookie = false
+    package var staleCookie = false
     /// The client's address (behind a trusted proxy, the one it names).
-    public var client: String = ""
+    package var client: String = ""
 }
 
-public typealias GuardedHandler = @Sendable (Request, Caller) async throws -> Response
+package typealias GuardedHandler = @Sendable (Request, Caller) async throws -> Response
 
 /// The one place a request's credentials are read and checked: a bearer
 /// token (API clients) or the service's session cookie (its web page), and
 /// the `Origin` a browser sends. Failed credentials count against the
 /// client's address (`AttemptLimiter`).
-public struct AccessPolicy: Sendable {
-    public let rosters: LiveRoster
-    public let cookie: SessionCookie
-    public let sessions: Sessions
-    public let attempts: AttemptLimiter
-    public let clients: ClientAddresses
+package struct AccessPolicy: Sendable {
+    package let rosters: LiveRoster
+    package let cookie: SessionCookie
+    package let sessions: Sessions
+    package let attempts: AttemptLimiter
+    package let clients: ClientAddresses
     /// The site's public origin (`https://gate.school.example`, from
     /// `PUBLIC_…_URL`), for a proxy that changes `Host`; the origin the
     /// `Host` header names is accepted too (another site's page can set
     /// neither).
-    public let origin: String?
+    package let origin: String?
     let logger: Logger
 
-    public init(
+    package init(
         rosters: LiveRoster, cookie: SessionCookie, sessions: Sessions, publicURL: String?,
         attempts: AttemptLimiter = AttemptLimiter(), clients: ClientAddresses = ClientAddresses(), logger: Logger
     ) {
@@ -64,7 +64,7 @@ public struct AccessPolicy: Sendable {
 
     /// A service's policy: its cookie, and sessions shared with every other
     /// replica through the session log (which `start` must start).
-    public static func forService(
+    package static func forService(
         cookieName: String, publicURL: String?, settings: WebSettings, rosters: LiveRoster, kafka: KafkaConfig, producer: Producer, logger: Logger
     ) -> AccessPolicy {
         if settings.secret == nil {
@@ -78,7 +78,7 @@ public struct AccessPolicy: Sendable {
     }
 
     /// The caller, or the 401/403/429 the request gets.
-    public func admit(_ request: Request, _ access: Access) throws(HTTPError) -> Caller {
+    package func admit(_ request: Request, _ access: Access) throws(HTTPError) -> Caller {
         let roster = rosters.current
         let bearer = request.header("authorization")
         let cookieValue = bearer == nil ? cookie.value(in: request) : nil
@@ -128,7 +128,7 @@ public struct AccessPolicy: Sendable {
 
     /// Counts and logs a failed sign-in: by the client's address, and by the
     /// teacher when the attempt names one.
-    public func failed(_ what: String, _ request: Request, client: String, teacher: String? = nil) {
+    package func failed(_ what: String, _ request: Request, client: String, teacher: String? = nil) {
         attempts.fail([client] + (teacher.map { ["teacher:" + $0] } ?? []))
         var fields = ["requestId": request.requestID, "client": client, "credential": what]
         if let teacher { fields["teacher"] = teacher }
@@ -158,7 +158,7 @@ public struct AccessPolicy: Sendable {
     }
 
     /// `scheme://host[:port]` of a URL, lowercased.
-    public static func origin(of url: String) -> String {
+    package static func origin(of url: String) -> String {
         let lowered = url.lowercased()
         guard let schemeEnd = lowered.range(of: "://") else { return lowered }
         let rest = lowered[schemeEnd.upperBound...]
@@ -168,19 +168,19 @@ public struct AccessPolicy: Sendable {
 }
 
 /// Routes whose access is declared as they are registered.
-public struct GuardedRouter: Sendable {
-    public private(set) var router: Router
-    public let policy: AccessPolicy
+package struct GuardedRouter: Sendable {
+    package private(set) var router: Router
+    package let policy: AccessPolicy
     /// Asked before every `/v1/` route added after it is set: an error (a
     /// 503 while the service cannot serve) answers instead of the handler.
-    public var unavailable: (@Sendable () -> HTTPError?)?
+    package var unavailable: (@Sendable () -> HTTPError?)?
 
-    public init(router: Router, policy: AccessPolicy) {
+    package init(router: Router, policy: AccessPolicy) {
         self.router = router
         self.policy = policy
     }
 
-    public mutating func add(_ method: String, _ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
+    package mutating func add(_ method: String, _ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
         let policy = self.policy
         let unavailable = pattern.hasPrefix("/v1/") ? self.unavailable : nil
         router.add(method, pattern) { request in
@@ -196,7 +196,7 @@ public struct GuardedRouter: Sendable {
         }
     }
 
-    public mutating func get(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("GET", pattern, access, handler) }
-    public mutating func post(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("POST", pattern, access, handler) }
-    public mutating func delete(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("DELETE", pattern, access, handler) }
+    package mutating func get(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("GET", pattern, access, handler) }
+    package mutating func post(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("POST", pattern, access, handler) }
+    package mutating func delete(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("DELETE", pattern, access, handler) }
 }

@@ -7,22 +7,22 @@ import Synchronization
 /// client's address, the teacher when known — over a sliding window; past
 /// the limit, the key is refused with 429 until its oldest failure ages out.
 /// Each replica counts its own.
-public final class AttemptLimiter: Sendable {
-    public let limit: Int
-    public let window: Duration
+package final class AttemptLimiter: Sendable {
+    package let limit: Int
+    package let window: Duration
     private let failures = Mutex<[String: [ContinuousClock.Instant]]>([:])
     /// When the last failure was counted (monotonic ns; 0: never). With none
     /// within the window nobody can be over the limit, so a request passes
     /// without taking the lock (the ingest's hot path).
     private let lastFailure = Atomic<UInt64>(0)
 
-    public init(limit: Int = 10, window: Duration = .seconds(600)) {
+    package init(limit: Int = 10, window: Duration = .seconds(600)) {
         self.limit = limit
         self.window = window
     }
 
     /// The 429 for the first of `keys` over the limit, if any.
-    public func refusal(_ keys: [String]) -> HTTPError? {
+    package func refusal(_ keys: [String]) -> HTTPError? {
         let last = lastFailure.load(ordering: .relaxed)
         guard last != 0, DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000 else { return nil }
         let now = ContinuousClock.now
@@ -39,7 +39,7 @@ public final class AttemptLimiter: Sendable {
     }
 
     /// Counts one failure against each of `keys`.
-    public func fail(_ keys: [String]) {
+    package func fail(_ keys: [String]) {
         lastFailure.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let now = ContinuousClock.now
         failures.withLock { failures in
@@ -56,14 +56,14 @@ public final class AttemptLimiter: Sendable {
 /// Who a request comes from: the connection's peer, or behind a proxy of
 /// `TRUSTED_PROXIES` (addresses or IPv4 CIDR ranges) the nearest untrusted
 /// address in `X-Forwarded-For`. Anyone else's `X-Forwarded-For` is ignored.
-public struct ClientAddresses: Sendable {
+package struct ClientAddresses: Sendable {
     let trusted: [String]
 
-    public init(trusted: [String] = []) {
+    package init(trusted: [String] = []) {
         self.trusted = trusted
     }
 
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> ClientAddresses {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> ClientAddresses {
         let entries = (environment["TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
         for entry in entries where entry.contains("/") && ClientAddresses.range(entry) == nil {
             throw ConfigurationError(variable: "TRUSTED_PROXIES", reason: "'\(entry)' is not an IPv4 range like 172.16.0.0/12")
@@ -71,7 +71,7 @@ public struct ClientAddresses: Sendable {
         return ClientAddresses(trusted: entries)
     }
 
-    public func client(of request: Request) -> String {
+    package func client(of request: Request) -> String {
         guard isTrusted(request.peer), let forwarded = request.header("x-forwarded-for") else { return request.peer }
         let hops = forwarded.split(separator: ",").map { $0.trimmingWhitespace() }
         return hops.reversed().first { !isTrusted($0) } ?? hops.first ?? request.peer

@@ -9,15 +9,15 @@ import HTTP
 /// reads the day list from the notifier this way, and the teacher page
 /// records service through the ingest. The other service decides access
 /// again; its answer (2xx or 4xx, with `Retry-After`) is passed back.
-public struct Forwarding: Sendable {
+package struct Forwarding: Sendable {
     /// The other service's address (`NOTIFIER_URL`, `INGEST_URL`).
-    public let base: String
+    package let base: String
     /// The other service's session cookie.
-    public let cookieName: String
-    public let sessions: Sessions
-    public let logger: Logger
+    package let cookieName: String
+    package let sessions: Sessions
+    package let logger: Logger
 
-    public init(base: String, cookieName: String, sessions: Sessions, logger: Logger) {
+    package init(base: String, cookieName: String, sessions: Sessions, logger: Logger) {
         self.base = base
         self.cookieName = cookieName
         self.sessions = sessions
@@ -26,7 +26,7 @@ public struct Forwarding: Sendable {
 
     /// Sends `method` `path` (with `body` as JSON) within 5 s; an answer
     /// that is neither 2xx nor 4xx, or none, is a 503 saying `unavailable`.
-    public func send(
+    package func send(
         _ method: String, _ path: String, body: [UInt8] = [], maxBody: Int = 1 << 20, request: Request, session: Session?, unavailable: String
     ) async throws -> Response {
         var headers = [("Accept", "application/json")]
@@ -63,7 +63,7 @@ public struct Forwarding: Sendable {
     }
 
     /// A path segment, percent-encoded.
-    public static func segment(_ text: String) -> String {
+    package static func segment(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
     }
 }

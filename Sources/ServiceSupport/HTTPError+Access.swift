@@ -4,7 +4,7 @@ import HTTP
 
 extension HTTPError {
     /// 401 with a Bearer challenge, or 403.
-    public init(_ denial: AccessDenial) {
+    package init(_ denial: AccessDenial) {
         switch denial {
         case .unauthenticated(let detail):
             self.init(status: 401, detail: detail, headers: [("WWW-Authenticate", "Bearer")])
@@ -14,13 +14,13 @@ extension HTTPError {
     }
 
     /// 403 for a school that is not the teacher's (see `AccessDenial.otherSchool`).
-    public static func otherSchool(_ teacher: Teacher) -> HTTPError { HTTPError(AccessDenial.otherSchool(teacher)) }
+    package static func otherSchool(_ teacher: Teacher) -> HTTPError { HTTPError(AccessDenial.otherSchool(teacher)) }
 }
 
 extension Caller {
     /// The school the route's `{schoolId}` names; 404 when the roster has
     /// none (asked only once the caller may ask about that school).
-    public func school(of request: Request) throws(HTTPError) -> School {
+    package func school(of request: Request) throws(HTTPError) -> School {
         let id = request.parameter("schoolId")
         guard let school = roster.school(id) else { throw HTTPError.notFound("unknown school '\(id)'") }
         return school
@@ -30,7 +30,7 @@ extension Caller {
     /// (`{schoolId}`, `{grade}`): 400 for a grade that is not a seat number,
     /// 422 for a school or grade the roster does not have (the event would
     /// be dead-lettered).
-    public func grade(of request: Request) throws(HTTPError) -> (school: String, grade: Int) {
+    package func grade(of request: Request) throws(HTTPError) -> (school: String, grade: Int) {
         let schoolID = request.parameter("schoolId")
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         guard roster.school(schoolID) != nil else {

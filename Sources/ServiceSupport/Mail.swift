@@ -5,16 +5,16 @@ import Guidance
 
 /// An e-mail address with an optional display name, as in `SMTP_FROM`
 /// (`학생부 알림 <guidance@school.example>`) or a teacher's `email`.
-public struct MailAddress: Sendable, Equatable {
-    public let name: String?
-    public let address: String
+package struct MailAddress: Sendable, Equatable {
+    package let name: String?
+    package let address: String
 
-    public init(name: String?, address: String) {
+    package init(name: String?, address: String) {
         self.name = name
         self.address = address
     }
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let text = text.trimmingWhitespace()
         if text.hasSuffix(">"), let open = text.lastIndex(of: "<") {
             let name = String(text[..<open]).trimmingWhitespace()
@@ -31,7 +31,7 @@ public struct MailAddress: Sendable, Equatable {
 
     /// `local@domain` in printable ASCII without spaces, brackets or quotes:
     /// what every SMTP server takes, and nothing that could end a header.
-    public static func isAddress(_ text: String) -> Bool {
+    package static func isAddress(_ text: String) -> Bool {
         let parts = text.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
               text.utf8.count <= 254 else { return false }
@@ -39,14 +39,14 @@ public struct MailAddress: Sendable, Equatable {
     }
 
     /// The domain part, for Message-IDs.
-    public var domain: String { String(address.split(separator: "@").last ?? "localhost") }
+    package var domain: String { String(address.split(separator: "@").last ?? "localhost") }
 }
 
 /// How e-mail leaves a service (`SMTP_URL`, `SMTP_STARTTLS`,
 /// `SMTP_USERNAME`, `SMTP_PASSWORD`, `SMTP_FROM`): the notifier's digests and
 /// both services' sign-in links.
-public struct MailSettings: Sendable, Equatable {
-    public enum Transport: Sendable, Equatable {
+package struct MailSettings: Sendable, Equatable {
+    package enum Transport: Sendable, Equatable {
         /// To an SMTP server (`SMTP_URL`).
         case smtp(SMTPServer)
         /// Written as `.eml` files into a folder: the local default, for a
@@ -54,17 +54,17 @@ public struct MailSettings: Sendable, Equatable {
         case directory(String)
     }
 
-    public var transport: Transport
+    package var transport: Transport
     /// `SMTP_FROM`: the From header and the envelope sender.
-    public var from: MailAddress
+    package var from: MailAddress
 
-    public init(transport: Transport, from: MailAddress) {
+    package init(transport: Transport, from: MailAddress) {
         self.transport = transport
         self.from = from
     }
 
     /// The settings, or nil when `SMTP_URL` is not set (e-mail is off).
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> MailSettings? {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> MailSettings? {
         guard let url = environment["SMTP_URL"] else {
             if environment["SMTP_FROM"] != nil || environment["SMTP_USERNAME"] != nil {
                 throw ConfigurationError(variable: "SMTP_URL", reason: "is needed when SMTP_FROM or SMTP_USERNAME is set")
@@ -92,7 +92,7 @@ public struct MailSettings: Sendable, Equatable {
 
     /// Sends one message over a connection of its own (or writes it as
     /// `<name>.eml`): for the rare message, a sign-in link. Blocks.
-    public func sendOne(to address: String, message: [UInt8], name: String) -> SMTPResult {
+    package func sendOne(to address: String, message: [UInt8], name: String) -> SMTPResult {
         switch transport {
         case .smtp(let server):
             do {
@@ -114,11 +114,11 @@ public struct MailSettings: Sendable, Equatable {
 }
 
 /// Header encodings of RFC 5322 and RFC 2047.
-public enum MailHeader {
+package enum MailHeader {
     /// Printable ASCII stays as it is; anything else becomes UTF-8 encoded
     /// words of at most 75 characters, folded onto lines of their own, each
     /// cut at a character boundary.
-    public static func encode(_ text: String) -> String {
+    package static func encode(_ text: String) -> String {
         if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) && !text.contains("=?") { return text }
         var words: [String] = []
         var chunk: [UInt8] = []
@@ -140,7 +140,7 @@ public enum MailHeader {
     }
 
     /// `name <address>`, the name encoded or quoted as needed.
-    public static func address(_ address: MailAddress) -> String {
+    package static func address(_ address: MailAddress) -> String {
         guard let name = address.name, !name.isEmpty else { return "<\(address.address)>" }
         if name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
             let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
@@ -150,7 +150,7 @@ public enum MailHeader {
     }
 
     /// RFC 5322 date in UTC: "Mon, 30 Nov 2026 02:30:00 +0000".
-    public static func date(_ seconds: Double) -> String {
+    package static func date(_ seconds: Double) -> String {
         let whole = Int(seconds.rounded(.down))
         let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
         let secondOfDay = whole - days * 86_400
@@ -162,7 +162,7 @@ public enum MailHeader {
     }
 
     /// Base64 in lines of 76 characters, as MIME bodies need.
-    public static func base64(_ text: String) -> String {
+    package static func base64(_ text: String) -> String {
         Data(text.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
     }
 }

@@ -6,34 +6,34 @@ import HTTP
 /// public address is https) that expires with the session, so the page's
 /// script never sees it and other sites' pages never send it. Each service
 /// has its own name: cookies do not tell ports apart.
-public struct SessionCookie: Sendable {
+package struct SessionCookie: Sendable {
     /// The gate page's cookie (guidance-ingest) and the teacher page's
     /// (guidance-notifier).
-    public static let gatePage = "gate_session"
-    public static let teacherPage = "teacher_session"
+    package static let gatePage = "gate_session"
+    package static let teacherPage = "teacher_session"
 
-    public let name: String
-    public let secure: Bool
+    package let name: String
+    package let secure: Bool
 
-    public init(name: String, publicURL: String?) {
+    package init(name: String, publicURL: String?) {
         self.name = name
         secure = publicURL?.lowercased().hasPrefix("https://") ?? false
     }
 
     /// The `Set-Cookie` value that signs the browser in for `maxAge`. The
     /// value is percent-encoded, so no character of it can end the cookie early.
-    public func set(_ value: String, maxAge: Duration) -> String {
+    package func set(_ value: String, maxAge: Duration) -> String {
         let encoded = value.addingPercentEncoding(withAllowedCharacters: SessionCookie.valueCharacters) ?? ""
         return "\(name)=\(encoded); Max-Age=\(maxAge.components.seconds); \(attributes)"
     }
 
     /// The `Set-Cookie` value that signs the browser out.
-    public var clear: String { "\(name)=; Max-Age=0; \(attributes)" }
+    package var clear: String { "\(name)=; Max-Age=0; \(attributes)" }
 
     private var attributes: String { "Path=/; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "") }
 
     /// The value of this cookie in the request's `Cookie` header, if any.
-    public func value(in request: Request) -> String? {
+    package func value(in request: Request) -> String? {
         guard let header = request.header("cookie") else { return nil }
         for pair in header.split(separator: ";") {
             let trimmed = pair.drop { $0 == " " }

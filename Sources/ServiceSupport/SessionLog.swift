@@ -16,8 +16,8 @@ import Synchronization
 /// every replica within milliseconds. A grant is used once because the log
 /// has one order: a replica publishes its use, waits until it has read the
 /// log up to it, and wins only if its use is the first one there.
-public final class SessionLog: Sendable {
-    public enum Record: Sendable, Equatable {
+package final class SessionLog: Sendable {
+    package enum Record: Sendable, Equatable {
         /// One session signed out.
         case ended(session: String, at: Int64)
         /// Every session of the teacher renewed at or before `at` ends.
@@ -67,7 +67,7 @@ public final class SessionLog: Sendable {
         }
     }
 
-    public let topic: String
+    package let topic: String
     let lifetime: Duration
     private let kafka: KafkaConfig
     /// nil: a log of this process alone (`local`).
@@ -76,13 +76,13 @@ public final class SessionLog: Sendable {
     private let state = Mutex(State())
     private let stopping = Atomic<Bool>(false)
 
-    public convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
+    package convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
         self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, logger: logger)
     }
 
     /// A log that lives in this process only, for a single process that
     /// needs no broker (the access tests).
-    public static func local(lifetime: Duration = .seconds(30 * 86_400)) -> SessionLog {
+    package static func local(lifetime: Duration = .seconds(30 * 86_400)) -> SessionLog {
         let log = SessionLog(topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, logger: Logger(component: "sessions"))
         log.state.withLock { $0.startEnd = 0 }
         return log
@@ -98,11 +98,11 @@ public final class SessionLog: Sendable {
 
     /// Whether the log was read up to where it ended when the service started:
     /// before, a session ended a moment ago might still pass.
-    public var caughtUp: Bool { state.withLock { $0.caughtUp } }
+    package var caughtUp: Bool { state.withLock { $0.caughtUp } }
 
     /// Creates the topic when missing and starts reading it on a thread of
     /// its own. A broker that is down only delays this.
-    public func start() {
+    package func start() {
         guard producer != nil else { return }
         let thread = Thread { [self] in run() }
         thread.name = "session-log"
@@ -110,13 +110,13 @@ public final class SessionLog: Sendable {
     }
 
     /// The reading thread closes its consumer and ends within 100 ms.
-    public func stop() {
+    package func stop() {
         stopping.store(true, ordering: .releasing)
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this
     /// process has read the log up to it (so its own view includes it).
-    public func publish(_ record: Record, timeout: Duration = .seconds(5)) async throws(KafkaError) {
+    package func publish(_ record: Record, timeout: Duration = .seconds(5)) async throws(KafkaError) {
         guard let producer else {
             state.withLock { state in
                 state.apply(record)
@@ -200,7 +200,7 @@ public final class SessionLog: Sendable {
     static func now() -> Int64 { Int64(Timestamp.now() * 1000) }
 
     /// The Kafka message that carries `record` (also for `guidance-admin`).
-    public static func message(_ record: Record, topic: String) -> OutgoingMessage {
+    package static func message(_ record: Record, topic: String) -> OutgoingMessage {
         OutgoingMessage(topic: topic, key: Array(key(record).utf8), value: encode(record))
     }
 

@@ -6,46 +6,46 @@ import Kafka
 
 /// A signed-in browser, as its cookie carries it (signed, so it cannot be
 /// altered). The server stores nothing per session until it ends.
-public struct Session: Sendable, Equatable {
+package struct Session: Sendable, Equatable {
     /// 128 random bits in hex. Only its SHA-256 (`hash`) ever leaves the
     /// cookie, into the session log.
-    public let id: String
-    public let teacherID: String
+    package let id: String
+    package let teacherID: String
     /// When it was signed in or last renewed, in ms since 1970; it ends
     /// `SESSION_DAYS` after, unless used (and so renewed) before.
-    public let renewedAt: Int64
+    package let renewedAt: Int64
     /// How it was signed in: `token:<fingerprint>` ends with that token;
     /// `link` (an e-mailed link). A device paired by code inherits it.
-    public let credential: String
+    package let credential: String
 
-    public init(id: String, teacherID: String, renewedAt: Int64, credential: String) {
+    package init(id: String, teacherID: String, renewedAt: Int64, credential: String) {
         self.id = id
         self.teacherID = teacherID
         self.renewedAt = renewedAt
         self.credential = credential
     }
 
-    public var hash: String { SHA256.hex(SHA256.hash(Array(id.utf8))) }
+    package var hash: String { SHA256.hex(SHA256.hash(Array(id.utf8))) }
 }
 
 /// What both services read for their pages and sign-in: `SESSION_SECRET`
 /// (shared by every replica of both services), `SESSION_DAYS`,
 /// `TRUSTED_PROXIES` and `HTTP_CONNECTIONS_PER_ADDRESS`.
-public struct WebSettings: Sendable {
+package struct WebSettings: Sendable {
     /// nil: a random secret per process (sessions then end at restart and
     /// work on one replica only; the service warns).
-    public var secret: String?
-    public var days: Int
-    public var topic: String
-    public var clients: ClientAddresses
+    package var secret: String?
+    package var days: Int
+    package var topic: String
+    package var clients: ClientAddresses
     /// Connections one address may hold open: a whole school behind one NAT
     /// address needs more than the default.
-    public var connectionsPerAddress: Int
+    package var connectionsPerAddress: Int
     /// Failed sign-ins one client address (or teacher) may make in 10 minutes
     /// before it waits (`SIGN_IN_FAILURE_LIMIT`).
-    public var failedSignInLimit = 10
+    package var failedSignInLimit = 10
 
-    public init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
+    package init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
         self.secret = secret
         self.days = days
         self.topic = topic
@@ -53,7 +53,7 @@ public struct WebSettings: Sendable {
         self.connectionsPerAddress = connectionsPerAddress
     }
 
-    public static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> WebSettings {
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> WebSettings {
         let secret = environment["SESSION_SECRET"]
         if let secret, secret.utf8.count < 32 {
             throw ConfigurationError(variable: "SESSION_SECRET", reason: "must be at least 32 characters (e.g. openssl rand -base64 32)")
@@ -69,7 +69,7 @@ public struct WebSettings: Sendable {
 }
 
 /// Why a sign-in link or device code did not sign anyone in.
-public enum GrantRefusal: Error, Sendable, Equatable {
+package enum GrantRefusal: Error, Sendable, Equatable {
     case invalid
     case expired
     case used
@@ -78,20 +78,20 @@ public enum GrantRefusal: Error, Sendable, Equatable {
 /// Sessions: signing them into cookies, checking them on every request,
 /// ending them, and the two ways in that need no token (an e-mailed link,
 /// a device code). Ends and grant uses are shared through the `SessionLog`.
-public final class Sessions: Sendable {
-    public let days: Int
-    public let log: SessionLog
+package final class Sessions: Sendable {
+    package let days: Int
+    package let log: SessionLog
     private let key: [UInt8]
 
     /// A link's life, and a device code's.
-    public static let linkLifetime: Int64 = 15 * 60_000
-    public static let codeLifetime: Int64 = 10 * 60_000
+    package static let linkLifetime: Int64 = 15 * 60_000
+    package static let codeLifetime: Int64 = 10 * 60_000
     /// A session used after this long since it was renewed gets a new cookie.
     static let renewAfter: Int64 = 3_600_000
     /// Code characters: no 0/O, 1/I/L look-alikes.
     static let codeAlphabet = Array("ABCDEFGHJKMNPQRSTUVWXYZ23456789")
 
-    public init(settings: WebSettings, log: SessionLog) {
+    package init(settings: WebSettings, log: SessionLog) {
         days = settings.days
         self.log = log
         let secret = settings.secret.map { Array($0.utf8) } ?? RandomID.bytes(32)
@@ -100,21 +100,21 @@ public final class Sessions: Sendable {
 
     var lifetime: Int64 { Int64(days) * 86_400_000 }
     /// The cookie's `Max-Age`.
-    public var maxAge: Duration { .seconds(days * 86_400) }
+    package var maxAge: Duration { .seconds(days * 86_400) }
 
     // MARK: - Cookies
 
-    public func new(teacher: String, credential: String) -> Session {
+    package func new(teacher: String, credential: String) -> Session {
         Session(id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential)
     }
 
     /// The cookie value for `session` under the cookie `name` (a gate cookie
     /// is not a teacher-page cookie).
-    public func cookieValue(_ session: Session, name: String) -> String {
+    package func cookieValue(_ session: Session, name: String) -> String {
         seal("session/" + name, [session.id, session.teacherID, String(session.renewedAt), session.credential])
     }
 
-    public enum Check: Sendable {
+    package enum Check: Sendable {
         case valid(Session, Teacher)
         /// The cookie no longer signs anyone in; why, for the log.
         case invalid(String)
@@ -123,7 +123,7 @@ public final class Sessions: Sendable {
     }
 
     /// Whether the cookie `value` still signs its teacher in.
-    public func check(_ value: String, name: String, roster: Roster) -> Check {
+    package func check(_ value: String, name: String, roster: Roster) -> Check {
         guard let fields = open("session/" + name, value), fields.count == 4, let renewedAt = Int64(fields[2]) else {
             return .invalid("not a session cookie of this service")
         }
@@ -144,7 +144,7 @@ public final class Sessions: Sendable {
     }
 
     /// The session renewed now, when it was last renewed over an hour ago.
-    public func renewal(of session: Session) -> Session? {
+    package func renewal(of session: Session) -> Session? {
         let now = SessionLog.now()
         guard now - session.renewedAt > Sessions.renewAfter else { return nil }
         return Session(id: session.id, teacherID: session.teacherID, renewedAt: now, credential: session.credential)
@@ -153,7 +153,7 @@ public final class Sessions: Sendable {
     // MARK: - Ending
 
     /// Ends one session, on every replica.
-    public func end(_ session: Session) async throws(KafkaError) {
+    package func end(_ session: Session) async throws(KafkaError) {
         try await log.publish(.ended(session: session.hash, at: SessionLog.now()))
     }
 
@@ -161,7 +161,7 @@ public final class Sessions: Sendable {
     /// millisecond included). The
     /// caller's own session, if it should go on, comes back renewed after
     /// the cut.
-    public func signOutEverywhere(teacher: String, keeping session: Session? = nil) async throws(KafkaError) -> Session? {
+    package func signOutEverywhere(teacher: String, keeping session: Session? = nil) async throws(KafkaError) -> Session? {
         let cut = SessionLog.now()
         try await log.publish(.signedOut(teacher: teacher, at: cut))
         return session.map { Session(id: $0.id, teacherID: $0.teacherID, renewedAt: max(cut + 1, SessionLog.now()), credential: $0.credential) }
@@ -170,20 +170,20 @@ public final class Sessions: Sendable {
     // MARK: - Sign-in links
 
     /// A link token for `teacher`, valid 15 minutes and once.
-    public func linkToken(for teacher: Teacher) -> String {
+    package func linkToken(for teacher: Teacher) -> String {
         seal("link", [teacher.id, SHA256.hex(RandomID.bytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
     }
 
     /// The teacher a link token names, if it is genuine and in time (it may
     /// have been used).
-    public func linkTeacher(_ token: String) -> Result<String, GrantRefusal> {
+    package func linkTeacher(_ token: String) -> Result<String, GrantRefusal> {
         guard let fields = open("link", token), fields.count == 3, let until = Int64(fields[2]) else { return .failure(.invalid) }
         guard until > SessionLog.now() else { return .failure(.expired) }
         return .success(fields[0])
     }
 
     /// Uses the link: a new session for its teacher, or why not.
-    public func useLink(_ token: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+    package func useLink(_ token: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
         let teacherID: String
         switch linkTeacher(token) {
         case .failure(let refusal): return .failure(refusal)
@@ -198,7 +198,7 @@ public final class Sessions: Sendable {
     // MARK: - Device codes
 
     /// A new device code for `session`'s teacher, shown as `ABCD-EFGH`.
-    public func issueCode(for session: Session) async throws(KafkaError) -> String {
+    package func issueCode(for session: Session) async throws(KafkaError) -> String {
         var generator = SystemRandomNumberGenerator()
         let code = String((0..<8).map { _ in Sessions.codeAlphabet[Int(generator.next(upperBound: UInt32(Sessions.codeAlphabet.count)))] })
         let now = SessionLog.now()
@@ -209,7 +209,7 @@ public final class Sessions: Sendable {
 
     /// Uses a device code as typed (any case, spaces and dashes ignored):
     /// a new session for the teacher who showed it, or why not.
-    public func useCode(_ typed: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+    package func useCode(_ typed: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
         let code = String(typed.uppercased().filter { !" -".contains($0) })
         guard code.count == 8, code.allSatisfy(Sessions.codeAlphabet.contains) else { return .failure(.invalid) }
         let hash = codeHash(code)

@@ -5,9 +5,9 @@ import HTTP
 
 /// Start-up steps both services share, each failing with the variable to
 /// fix and how, never with a bare file or socket error.
-public enum Startup {
+package enum Startup {
     /// The roster in `directory` (`ROSTER_DIR`).
-    public static func roster(from directory: String) throws(ConfigurationError) -> Roster {
+    package static func roster(from directory: String) throws(ConfigurationError) -> Roster {
         let schools = URL(fileURLWithPath: directory).appendingPathComponent("schools.csv").path
         guard FileManager.default.fileExists(atPath: schools) else {
             throw ConfigurationError(
@@ -23,12 +23,12 @@ public enum Startup {
 
     /// The roster of `directory`, served live: reloaded when its files change
     /// or on SIGHUP once the service calls `watch`.
-    public static func liveRoster(from directory: String, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
+    package static func liveRoster(from directory: String, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
         LiveRoster(directory: directory, roster: try roster(from: directory), logger: logger.with(["part": "roster"]), metrics: metrics)
     }
 
     /// Starts `server` on the port `variable` names.
-    public static func listen(_ server: HTTPServer, portVariable variable: String, service: String) throws(ConfigurationError) {
+    package static func listen(_ server: HTTPServer, portVariable variable: String, service: String) throws(ConfigurationError) {
         do {
             try server.start()
         } catch {

@@ -60,7 +60,7 @@ enum DigestColumns {
 
 extension Frequency {
     /// As the digests' stored entries, the inbox API and the lists write it.
-    public func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.field("thisWeek", thisWeek)
         writer.field("thisMonth", thisMonth)
     }
@@ -72,7 +72,7 @@ extension Frequency {
 
 extension ServiceStanding {
     /// As the digests' stored entries, the inbox API and the 봉사 명단 write it.
-    public func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.field("owed", owed)
         writer.field("served", served)
         writer.field("outstanding", outstanding)

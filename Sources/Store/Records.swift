@@ -1,21 +1,21 @@
 import Guidance
 
 /// A guidance as materialised from the events, with its school-local date.
-public struct GuidanceRecord: Sendable, Equatable, Codable {
-    public let guidanceId: String
-    public let schoolId: String
+package struct GuidanceRecord: Sendable, Equatable, Codable {
+    package let guidanceId: String
+    package let schoolId: String
     /// `YYYY-MM-DD` in the school's time zone.
-    public let date: String
-    public let student: StudentRef
-    public let reason: ReasonRef
+    package let date: String
+    package let student: StudentRef
+    package let reason: ReasonRef
     /// RFC 3339, UTC.
-    public let occurredAt: String
-    public let recordedBy: String
+    package let occurredAt: String
+    package let recordedBy: String
     /// Sessions of volunteer service it puts on the student's account (its
     /// reason's `serviceSessions` when it was stored).
-    public var serviceSessions = 1
+    package var serviceSessions = 1
 
-    public init(
+    package init(
         guidanceId: String, schoolId: String, date: String, student: StudentRef, reason: ReasonRef, occurredAt: String, recordedBy: String,
         serviceSessions: Int = 1
     ) {
@@ -32,26 +32,26 @@ public struct GuidanceRecord: Sendable, Equatable, Codable {
 
 /// Sessions of volunteer service a student owes (one per active guidance,
 /// or its reason's number) and has served.
-public struct ServiceStanding: Sendable, Equatable, Codable {
-    public let owed: Int
-    public let served: Int
+package struct ServiceStanding: Sendable, Equatable, Codable {
+    package let owed: Int
+    package let served: Int
     /// What is left to serve; service beyond what is owed (a guidance
     /// deleted after it was served) is not carried over as credit.
-    public var outstanding: Int { max(0, owed - served) }
+    package var outstanding: Int { max(0, owed - served) }
 
-    public init(owed: Int, served: Int) {
+    package init(owed: Int, served: Int) {
         self.owed = owed
         self.served = served
     }
 
     private enum CodingKeys: String, CodingKey { case owed, served, outstanding }
 
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(owed: try container.decode(Int.self, forKey: .owed), served: try container.decode(Int.self, forKey: .served))
     }
 
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(owed, forKey: .owed)
         try container.encode(served, forKey: .served)
@@ -60,24 +60,24 @@ public struct ServiceStanding: Sendable, Equatable, Codable {
 }
 
 /// One student's volunteer-service account as of a day.
-public struct ServiceAccount: Sendable, Equatable {
-    public let studentId: String
-    public let standing: ServiceStanding
+package struct ServiceAccount: Sendable, Equatable {
+    package let studentId: String
+    package let standing: ServiceStanding
     /// The newest active guidance: its id, time and reason code.
-    public let lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?
+    package let lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?
     /// The newest day service was served.
-    public let lastService: String?
+    package let lastService: String?
     /// The active service records, oldest first (only where asked for).
-    public var records: [ServiceRecord] = []
+    package var records: [ServiceRecord] = []
 
-    public init(studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?, lastService: String?) {
+    package init(studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?, lastService: String?) {
         self.studentId = studentId
         self.standing = standing
         self.lastGuidance = lastGuidance
         self.lastService = lastService
     }
 
-    public static func == (a: ServiceAccount, b: ServiceAccount) -> Bool {
+    package static func == (a: ServiceAccount, b: ServiceAccount) -> Bool {
         a.studentId == b.studentId && a.standing == b.standing && a.lastGuidance?.guidanceId == b.lastGuidance?.guidanceId
             && a.lastService == b.lastService && a.records == b.records
     }
@@ -86,18 +86,18 @@ public struct ServiceAccount: Sendable, Equatable {
 /// An event of a batch that the store kept out, and why: `conflict` (the id
 /// was registered with other content) or `foreign` (the id belongs to another
 /// school).
-public struct Rejection: Sendable, Equatable {
-    public let index: Int
-    public let reason: String
+package struct Rejection: Sendable, Equatable {
+    package let index: Int
+    package let reason: String
 
-    public init(index: Int, reason: String) {
+    package init(index: Int, reason: String) {
         self.index = index
         self.reason = reason
     }
 }
 
 /// An event ready for the store; registrations carry their local date.
-public enum StoredEvent: Sendable, Equatable {
+package enum StoredEvent: Sendable, Equatable {
     case registered(GuidanceRecord)
     case deleted(guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String)
     /// Reads of student data, for the access log (each stored once per `accessId`).
@@ -108,7 +108,7 @@ public enum StoredEvent: Sendable, Equatable {
     case serviceWithdrawn(serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
 }
 
-public enum DigestScope: String, Sendable, Codable, Hashable {
+package enum DigestScope: String, Sendable, Codable, Hashable {
     case `class`
     case grade
     /// The weekly 봉사 명단: a grade's students who still owe service, on Mondays.
@@ -117,13 +117,13 @@ public enum DigestScope: String, Sendable, Codable, Hashable {
 
 /// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty
 /// teacher for a grade.
-public struct Recipient: Sendable, Hashable {
-    public let teacherId: String
-    public let scope: DigestScope
-    public let grade: Int
-    public let classNumber: Int?
+package struct Recipient: Sendable, Hashable {
+    package let teacherId: String
+    package let scope: DigestScope
+    package let grade: Int
+    package let classNumber: Int?
 
-    public init(teacherId: String, scope: DigestScope, grade: Int, classNumber: Int?) {
+    package init(teacherId: String, scope: DigestScope, grade: Int, classNumber: Int?) {
         self.teacherId = teacherId
         self.scope = scope
         self.grade = grade
@@ -134,18 +134,18 @@ public struct Recipient: Sendable, Hashable {
 /// How often a student was stopped: the active guidances of the school-local
 /// week (Monday to Sunday) and month of a date, up to and including that date.
 /// A deletion lowers both.
-public struct Frequency: Sendable, Equatable, Codable {
-    public let thisWeek: Int
-    public let thisMonth: Int
+package struct Frequency: Sendable, Equatable, Codable {
+    package let thisWeek: Int
+    package let thisMonth: Int
 
-    public init(thisWeek: Int, thisMonth: Int) {
+    package init(thisWeek: Int, thisMonth: Int) {
         self.thisWeek = thisWeek
         self.thisMonth = thisMonth
     }
 
     /// The days counted for `date` (`YYYY-MM-DD`): from the week's Monday,
     /// from the month's first, both through `date`; nil for a malformed date.
-    public static func window(of date: String) -> (weekStart: String, monthStart: String)? {
+    package static func window(of date: String) -> (weekStart: String, monthStart: String)? {
         guard let (year, month, day) = Timestamp.parseDate(date) else { return nil }
         let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
         // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
@@ -155,29 +155,29 @@ public struct Frequency: Sendable, Equatable, Codable {
 
     /// Whether `date` is a Monday, the day a week's counting starts and the
     /// weekly 봉사 명단 goes out.
-    public static func isWeekStart(_ date: String) -> Bool {
+    package static func isWeekStart(_ date: String) -> Bool {
         window(of: date)?.weekStart == date
     }
 }
 
-public struct DigestEntry: Sendable, Equatable, Codable {
-    public enum Change: String, Sendable, Codable {
+package struct DigestEntry: Sendable, Equatable, Codable {
+    package enum Change: String, Sendable, Codable {
         case added, removed
     }
 
-    public let guidanceId: String
-    public let student: StudentRef
-    public let reason: ReasonRef
-    public let occurredAt: String
-    public let change: Change
+    package let guidanceId: String
+    package let student: StudentRef
+    package let reason: ReasonRef
+    package let occurredAt: String
+    package let change: Change
     /// The student's guidances this week and month as of the digest's day,
     /// when it was written; nil in digests written before it was counted.
-    public let frequency: Frequency?
+    package let frequency: Frequency?
     /// The student's volunteer service as of the digest's day, when it was
     /// written; nil in digests written before it was kept.
-    public let service: ServiceStanding?
+    package let service: ServiceStanding?
 
-    public init(
+    package init(
         guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
         service: ServiceStanding? = nil
     ) {
@@ -192,29 +192,29 @@ public struct DigestEntry: Sendable, Equatable, Codable {
 
     /// What a recipient's revisions tell apart: a guidance in a day's list,
     /// a student in the weekly 봉사 명단 (whose newest guidance may change).
-    public func key(in scope: DigestScope) -> String { scope == .service ? student.studentId : guidanceId }
+    package func key(in scope: DigestScope) -> String { scope == .service ? student.studentId : guidanceId }
 }
 
 /// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,
 /// revision)` is unique in the store. Its JSON (the inbox API, webhooks) is
 /// the notifier's business: `DigestJSON`.
-public struct Digest: Sendable, Equatable {
-    public let digestId: String
-    public let teacherId: String
-    public let schoolId: String
-    public let date: String
-    public let scope: DigestScope
-    public let grade: Int
-    public let classNumber: Int?
-    public let revision: Int
-    public let createdAt: String
-    public var read: Bool
-    public let subject: String
-    public let text: String
-    public let entries: [DigestEntry]
-    public let counts: [String: Int]
+package struct Digest: Sendable, Equatable {
+    package let digestId: String
+    package let teacherId: String
+    package let schoolId: String
+    package let date: String
+    package let scope: DigestScope
+    package let grade: Int
+    package let classNumber: Int?
+    package let revision: Int
+    package let createdAt: String
+    package var read: Bool
+    package let subject: String
+    package let text: String
+    package let entries: [DigestEntry]
+    package let counts: [String: Int]
 
-    public init(
+    package init(
         digestId: String, teacherId: String, schoolId: String, date: String, scope: DigestScope, grade: Int, classNumber: Int?,
         revision: Int, createdAt: String, read: Bool, subject: String, text: String, entries: [DigestEntry], counts: [String: Int]
     ) {
@@ -234,26 +234,26 @@ public struct Digest: Sendable, Equatable {
         self.counts = counts
     }
 
-    public var recipient: Recipient { Recipient(teacherId: teacherId, scope: scope, grade: grade, classNumber: classNumber) }
+    package var recipient: Recipient { Recipient(teacherId: teacherId, scope: scope, grade: grade, classNumber: classNumber) }
 }
 
 /// What a digest run sees inside its transaction.
-public struct DeliveryState: Sendable {
+package struct DeliveryState: Sendable {
     /// Active guidances of the school and date.
-    public let active: [GuidanceRecord]
+    package let active: [GuidanceRecord]
     /// What each recipient was already told is active: the entries its
     /// revisions added and did not remove since, as they were told.
-    public let reported: [Recipient: [DigestEntry]]
+    package let reported: [Recipient: [DigestEntry]]
     /// The newest revision each recipient has for the date.
-    public let revisions: [Recipient: Int]
+    package let revisions: [Recipient: Int]
     /// Each student's guidances this week and month, by student id (a
     /// student the day's entries name and who has none left is absent: 0).
-    public let frequencies: [String: Frequency]
+    package let frequencies: [String: Frequency]
     /// Each student's volunteer service as of the date, by student id
     /// (students with neither guidances nor service are absent).
-    public let accounts: [String: ServiceAccount]
+    package let accounts: [String: ServiceAccount]
 
-    public init(
+    package init(
         active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:],
         accounts: [String: ServiceAccount] = [:]
     ) {
@@ -266,14 +266,14 @@ public struct DeliveryState: Sendable {
 }
 
 /// One school's day for `GuidanceStore.deliver`.
-public struct DeliveryRun: Sendable {
-    public let school: String
-    public let date: String
-    public let completedAt: String
-    public let plan: @Sendable (DeliveryState) -> [Digest]
-    public let targets: @Sendable (Digest) -> [DeliveryTarget]
+package struct DeliveryRun: Sendable {
+    package let school: String
+    package let date: String
+    package let completedAt: String
+    package let plan: @Sendable (DeliveryState) -> [Digest]
+    package let targets: @Sendable (Digest) -> [DeliveryTarget]
 
-    public init(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+    package init(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
                 targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) {
         self.school = school
         self.date = date
@@ -285,7 +285,7 @@ public struct DeliveryRun: Sendable {
 
 extension GuidanceStore {
     /// One run alone: its digests, or its error.
-    public func deliver(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+    package func deliver(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
                         targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
         try deliver([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
     }
@@ -294,7 +294,7 @@ extension GuidanceStore {
 /// The materialised guidances, the digests and the inboxes. Implementations
 /// are blocking: call them from threads of their own, never from Swift's
 /// cooperative pool.
-public protocol GuidanceStore: AnyObject, Sendable {
+package protocol GuidanceStore: AnyObject, Sendable {
     /// Applies a batch of events in one transaction. Replays change nothing;
     /// a deletion wins over its registration whatever the order. A guidance
     /// id belongs to the school that first registered it, with the content
@@ -384,67 +384,67 @@ public protocol GuidanceStore: AnyObject, Sendable {
 extension Digest {
     /// The id of a recipient's revision of a day: the same on every replica
     /// and every rerun, so the store's uniqueness decides between them.
-    public static func id(school: String, date: String, recipient: Recipient, revision: Int) -> String {
+    package static func id(school: String, date: String, recipient: Recipient, revision: Int) -> String {
         "\(school).\(date).\(recipient.teacherId).\(recipient.scope.rawValue).r\(revision)"
     }
 }
 
 /// How a digest reaches a teacher besides the inbox.
-public enum Channel: String, Sendable, Codable, CaseIterable {
+package enum Channel: String, Sendable, Codable, CaseIterable {
     case email
     case webhook
 }
 
 /// Where one digest revision must be sent: an e-mail address or a webhook URL.
-public struct DeliveryTarget: Sendable, Equatable {
-    public let channel: Channel
-    public let target: String
+package struct DeliveryTarget: Sendable, Equatable {
+    package let channel: Channel
+    package let target: String
 
-    public init(channel: Channel, target: String) {
+    package init(channel: Channel, target: String) {
         self.channel = channel
         self.target = target
     }
 }
 
 /// One digest revision on its way through one channel: the outbox row.
-public struct Delivery: Sendable, Equatable {
-    public enum Status: String, Sendable, Codable, CaseIterable {
+package struct Delivery: Sendable, Equatable {
+    package enum Status: String, Sendable, Codable, CaseIterable {
         case pending, sent, failed
     }
 
     /// `<digestId>.<channel>`: the same on every attempt, so receivers dedupe by it.
-    public let deliveryId: String
-    public let digestId: String
-    public let schoolId: String
-    public let teacherId: String
-    public let channel: Channel
-    public let target: String
-    public let status: Status
+    package let deliveryId: String
+    package let digestId: String
+    package let schoolId: String
+    package let teacherId: String
+    package let channel: Channel
+    package let target: String
+    package let status: Status
     /// Attempts that ended (sent, refused or unreachable).
-    public let attempts: Int
-    public let lastError: String?
+    package let attempts: Int
+    package let lastError: String?
     /// Seconds since the epoch; when the digest was written.
-    public let createdAt: Double
+    package let createdAt: Double
     /// When a pending delivery is due next.
-    public let nextAttemptAt: Double?
-    public let sentAt: Double?
+    package let nextAttemptAt: Double?
+    package let sentAt: Double?
 
-    public static func id(digest: String, channel: Channel) -> String { "\(digest).\(channel.rawValue)" }
+    package static func id(digest: String, channel: Channel) -> String { "\(digest).\(channel.rawValue)" }
 }
 
 /// A delivery claimed by one dispatcher until `leaseUntil`, with its digest.
-public struct ClaimedDelivery: Sendable {
-    public let delivery: Delivery
-    public let digest: Digest
+package struct ClaimedDelivery: Sendable {
+    package let delivery: Delivery
+    package let digest: Digest
     /// When the delivery was (re)queued; retries stop a maximum age after it.
-    public let queuedAt: Double
+    package let queuedAt: Double
     /// Another sender claimed it before and never reported back (killed, or
     /// stuck past its lease): it may have been sent already.
-    public let takenOver: Bool
+    package let takenOver: Bool
 }
 
 /// What one attempt came to.
-public enum DeliveryOutcome: Sendable, Equatable {
+package enum DeliveryOutcome: Sendable, Equatable {
     case sent
     /// Transient failure: try again at `at` (seconds since the epoch).
     case retry(error: String, at: Double)
@@ -452,7 +452,7 @@ public enum DeliveryOutcome: Sendable, Equatable {
 }
 
 /// What asking to send a failed delivery again found.
-public enum RequeueResult: Sendable, Equatable {
+package enum RequeueResult: Sendable, Equatable {
     case requeued
     case notFound
     /// Only a failed delivery goes back in the queue.
@@ -460,9 +460,9 @@ public enum RequeueResult: Sendable, Equatable {
 }
 
 /// The pending deliveries of one channel, for the metrics.
-public struct DeliveryBacklog: Sendable, Equatable {
-    public let channel: Channel
-    public let pending: Int
+package struct DeliveryBacklog: Sendable, Equatable {
+    package let channel: Channel
+    package let pending: Int
     /// Seconds since the epoch of the oldest pending delivery's digest.
-    public let oldestCreatedAt: Double?
+    package let oldestCreatedAt: Double?
 }

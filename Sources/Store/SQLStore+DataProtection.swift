@@ -3,25 +3,25 @@ import Foundation
 import Guidance
 
 /// What a purge removed (or, dry, would remove), by table.
-public struct PurgeReport: Sendable, Equatable {
-    public var removed: [String: Int] = [:]
+package struct PurgeReport: Sendable, Equatable {
+    package var removed: [String: Int] = [:]
     /// Statements that deleted rows, each in its own short transaction.
-    public var batches = 0
+    package var batches = 0
     /// The longest any batch held the writer, in milliseconds.
-    public var longestBatchMilliseconds = 0.0
+    package var longestBatchMilliseconds = 0.0
 
-    public init() {}
+    package init() {}
 }
 
 /// One school's cut: days before `firstKeptDay` (`YYYY-MM-DD`, school-local)
 /// go, and tombstones and access records from before `before` (seconds).
-public struct PurgeCut: Sendable, Equatable {
-    public let school: String
-    public let firstKeptDay: String
-    public let before: Double
-    public let accessLogBefore: Double
+package struct PurgeCut: Sendable, Equatable {
+    package let school: String
+    package let firstKeptDay: String
+    package let before: Double
+    package let accessLogBefore: Double
 
-    public init(school: String, firstKeptDay: String, before: Double, accessLogBefore: Double) {
+    package init(school: String, firstKeptDay: String, before: Double, accessLogBefore: Double) {
         self.school = school
         self.firstKeptDay = firstKeptDay
         self.before = before
@@ -30,33 +30,33 @@ public struct PurgeCut: Sendable, Equatable {
 }
 
 /// Everything the store holds about one student, for an export.
-public struct StudentRecords: Sendable, Equatable {
-    public struct Guidance: Sendable, Equatable {
-        public let record: GuidanceRecord
-        public let deletedBy: String?
-        public let deletedAt: String?
+package struct StudentRecords: Sendable, Equatable {
+    package struct Guidance: Sendable, Equatable {
+        package let record: GuidanceRecord
+        package let deletedBy: String?
+        package let deletedAt: String?
     }
 
     /// A digest that named the student, and how.
-    public struct Appearance: Sendable, Equatable {
-        public let digestId: String
-        public let teacherId: String
-        public let date: String
-        public let revision: Int
-        public let guidanceId: String
-        public let change: DigestEntry.Change
+    package struct Appearance: Sendable, Equatable {
+        package let digestId: String
+        package let teacherId: String
+        package let date: String
+        package let revision: Int
+        package let guidanceId: String
+        package let change: DigestEntry.Change
     }
 
     /// A service record (봉사), withdrawn ones with who took them back.
-    public struct Service: Sendable, Equatable {
-        public let record: ServiceRecord
-        public let withdrawnBy: String?
-        public let withdrawnAt: String?
+    package struct Service: Sendable, Equatable {
+        package let record: ServiceRecord
+        package let withdrawnBy: String?
+        package let withdrawnAt: String?
     }
 
-    public let guidances: [Guidance]
-    public let digests: [Appearance]
-    public var services: [Service] = []
+    package let guidances: [Guidance]
+    package let digests: [Appearance]
+    package var services: [Service] = []
 }
 
 extension SQLStore {
@@ -97,7 +97,7 @@ extension SQLStore {
 
     /// A school's access records from `from` up to `to` (seconds), newest
     /// first, of one teacher when `teacher` is given; at most `limit`.
-    public func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord] {
+    package func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
@@ -116,7 +116,7 @@ extension SQLStore {
 
     /// Every school the store holds anything of, so that a school gone from
     /// the roster is purged too.
-    public func schoolsStored() throws(StoreError) -> [String] {
+    package func schoolsStored() throws(StoreError) -> [String] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT school_id FROM guidances GROUP BY school_id
@@ -128,7 +128,7 @@ extension SQLStore {
 
     /// Whether this replica is the first to purge on `day` (UTC); one purge
     /// a day, whichever replica gets there first.
-    public func claimPurge(day: String, now: Double) throws(StoreError) -> Bool {
+    package func claimPurge(day: String, now: Double) throws(StoreError) -> Bool {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> Bool in
                 try database.run("DELETE FROM purge_runs WHERE day < $1", [.text(day)])
@@ -162,7 +162,7 @@ extension SQLStore {
     /// hold the writer briefly (the batch size adapts to stay within 5–20 ms, a
     /// pause between batches lets events and runs in); `dryRun` counts
     /// instead. Safe to stop and run again: each batch commits on its own.
-    public func purge(_ cuts: [PurgeCut], dryRun: Bool = false) throws(StoreError) -> PurgeReport {
+    package func purge(_ cuts: [PurgeCut], dryRun: Bool = false) throws(StoreError) -> PurgeReport {
         var report = PurgeReport()
         var limit = 200
         for cut in cuts {
@@ -216,7 +216,7 @@ extension SQLStore {
 
     /// Everything stored about a student of `school`: guidances (deleted
     /// ones with who deleted them) and each digest entry naming them.
-    public func records(school: String, student: String) throws(StoreError) -> StudentRecords {
+    package func records(school: String, student: String) throws(StoreError) -> StudentRecords {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             let guidances = try database.query("""
                 SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
@@ -256,15 +256,15 @@ extension SQLStore {
     }
 
     /// What an erased student becomes in stored digests.
-    public static let erasedName = "(삭제된 학생)"
-    public static let erasedID = "(erased)"
+    package static let erasedName = "(삭제된 학생)"
+    package static let erasedID = "(erased)"
 
     /// Erases a student of `school` from the store in one transaction: their
     /// guidances go; in every digest naming them the name and id become
     /// neutral marks (`rewrite` renders the digest's subject and text again
     /// from the changed entries); access records naming their id name
     /// `(erased)`. Returns how many guidances and digests it changed.
-    public func erase(
+    package func erase(
         school: String, student: String, rewrite: @Sendable (Digest) -> (subject: String, text: String)
     ) throws(StoreError) -> (guidances: Int, digests: Int) {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in

@@ -22,7 +22,7 @@ extension SQLStore {
             }, perStatement: database.rowsPerStatement)
     }
 
-    public func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {
+    package func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [ClaimedDelivery] in
             try database.transaction { () throws(StoreError) -> [ClaimedDelivery] in
                 // PostgreSQL skips rows another replica is claiming right now;
@@ -57,7 +57,7 @@ extension SQLStore {
         }
     }
 
-    public func record(_ outcomes: [(deliveryId: String, outcome: DeliveryOutcome)], owner: String, now: Double) throws(StoreError) {
+    package func record(_ outcomes: [(deliveryId: String, outcome: DeliveryOutcome)], owner: String, now: Double) throws(StoreError) {
         guard !outcomes.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) in
@@ -88,7 +88,7 @@ extension SQLStore {
         }
     }
 
-    public func release(deliveryIds: [String], owner: String) throws(StoreError) {
+    package func release(deliveryIds: [String], owner: String) throws(StoreError) {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             let placeholders = (2...deliveryIds.count + 1).map { "$\($0)" }.joined(separator: ", ")
@@ -99,7 +99,7 @@ extension SQLStore {
         }
     }
 
-    public func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
+    package func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT \(SQLStore.deliveryColumns) FROM deliveries d
@@ -109,7 +109,7 @@ extension SQLStore {
         }
     }
 
-    public func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult {
+    package func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> RequeueResult in
             let changed = try database.run("""
                 UPDATE deliveries SET status = 'pending', next_attempt_ms = $3, queued_ms = $3, lease_owner = NULL, lease_until_ms = NULL
@@ -124,7 +124,7 @@ extension SQLStore {
     }
 
     /// Channels with pending deliveries: how many, and since when.
-    public func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog] {
+    package func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog] {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             var backlog: [DeliveryBacklog] = []
             for channel in Channel.allCases {

@@ -132,7 +132,7 @@ extension SQLStore {
             lastService: row[4].string)
     }
 
-    public func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
+    package func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
             var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }

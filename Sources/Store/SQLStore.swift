@@ -8,7 +8,7 @@ import Synchronization
 /// HTTP queries (`ReadPool`), and an outbox connection for the dispatcher,
 /// so that sending never waits behind a batch of events. Writers that could race across replicas (a digest run and the
 /// events of its day) serialise on a lock per school and date.
-public final class SQLStore: GuidanceStore {
+package final class SQLStore: GuidanceStore {
     let writer: Mutex<any SQLDatabase>
     let readers: ReadPool
     let outbox: Mutex<any SQLDatabase>
@@ -19,7 +19,7 @@ public final class SQLStore: GuidanceStore {
     static let readerCount = 4
 
     /// One SQLite file in WAL mode (its readers do not block one another).
-    public static func sqlite(path: String) throws(StoreError) -> SQLStore {
+    package static func sqlite(path: String) throws(StoreError) -> SQLStore {
         try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) { () throws(StoreError) -> any SQLDatabase in
             try SQLiteConnection(path: path)
         }
@@ -27,7 +27,7 @@ public final class SQLStore: GuidanceStore {
 
     /// A PostgreSQL database; the schema is created by whichever replica
     /// gets there first.
-    public static func postgres(url: String) throws(StoreError) -> SQLStore {
+    package static func postgres(url: String) throws(StoreError) -> SQLStore {
         try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) { () throws(StoreError) -> any SQLDatabase in
             try PostgresConnection(url: url)
         }
@@ -213,7 +213,7 @@ public final class SQLStore: GuidanceStore {
         DROP TABLE IF EXISTS digest_items;
         """
 
-    public func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
+    package func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
             try database.transaction { () throws(StoreError) -> [Rejection] in
                 // The registrations' school days are locked, and checked for
@@ -411,7 +411,7 @@ public final class SQLStore: GuidanceStore {
             occurredAt: values[11].string ?? "", recordedBy: values[12].string ?? "", serviceSessions: values[13].int ?? 1)
     }
 
-    public func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
+    package func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try SQLStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
         }
@@ -432,7 +432,7 @@ public final class SQLStore: GuidanceStore {
             """, [.text(school), .text(date), grade.sql, classNumber.sql])
     }
 
-    public func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
+    package func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
         guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else { return [:] }
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             var frequencies: [String: Frequency] = [:]
@@ -462,7 +462,7 @@ public final class SQLStore: GuidanceStore {
         frequencies[student] = Frequency(thisWeek: row[1].int ?? 0, thisMonth: row[2].int ?? 0)
     }
 
-    public func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
+    package func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
                 // Every run's state first, each under its day lock (one
@@ -598,13 +598,13 @@ public final class SQLStore: GuidanceStore {
         return digests.map(\.digest)
     }
 
-    public func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
+    package func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try !database.query("SELECT 1 FROM digest_runs WHERE school_id = $1 AND date = $2", [.text(school), .text(date)]).isEmpty
         }
     }
 
-    public func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
+    package func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id", []).map {
                 (school: $0[0].string ?? "", date: $0[1].string ?? "")
@@ -614,7 +614,7 @@ public final class SQLStore: GuidanceStore {
 
     static let digestColumns = "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
 
-    public func inbox(teacher: String) throws(StoreError) -> [Digest] {
+    package func inbox(teacher: String) throws(StoreError) -> [Digest] {
         let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT \(SQLStore.digestColumns)
@@ -643,14 +643,14 @@ public final class SQLStore: GuidanceStore {
             text: row[11].string ?? "", entries: entries, counts: counts)
     }
 
-    public func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {
+    package func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             // SQLite counts every matched row as changed, read before or not.
             try database.run("UPDATE digests SET read = 1 WHERE teacher_id = $1 AND digest_id = $2", [.text(teacher), .text(digestId)]) > 0
         }
     }
 
-    public func ping() throws(StoreError) {
+    package func ping() throws(StoreError) {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.probe()
         }

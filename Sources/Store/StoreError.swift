@@ -2,8 +2,8 @@
 /// failure is: the store's (it cannot write now, whatever is written) or the
 /// data's (this write can never succeed), which decides whether an event is
 /// retried with its offsets held or narrowed down and dead-lettered.
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable, Equatable {
+package struct StoreError: Error, CustomStringConvertible, Sendable {
+    package enum Code: Sendable, Equatable {
         /// The store cannot answer or write now, whatever is written:
         /// another writer holds it, the server is unreachable or shutting
         /// down, the session was lost, the disk is full, an I/O error, a
@@ -20,21 +20,21 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case failed
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
     /// Whether the same call may succeed later unchanged (the store's
     /// condition, not the call's): HTTP answers 503 with `Retry-After`.
-    public var isRetriable: Bool { code == .unavailable }
+    package var isRetriable: Bool { code == .unavailable }
 
     /// Whether the failure names the data written, so that other writes
     /// would succeed: only then is an event the one to blame.
-    public var isDataError: Bool { code == .conflict || code == .invalidValue }
+    package var isDataError: Bool { code == .conflict || code == .invalidValue }
 
-    public var description: String { message }
+    package var description: String { message }
 }

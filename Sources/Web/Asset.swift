@@ -5,14 +5,14 @@ import ServiceSupport
 /// A file the pages load from `/assets/<name>`: kept in the binary, so a
 /// service serves its pages with nothing beside it, and a school's network
 /// that blocks CDNs changes nothing.
-public struct Asset: Sendable {
-    public let name: String
+package struct Asset: Sendable {
+    package let name: String
     let contentType: String
     let body: [UInt8]
     /// The body's digest: a browser asks again and gets 304 until it changes.
     let etag: String
 
-    public init(name: String, contentType: String, text: String) {
+    package init(name: String, contentType: String, text: String) {
         self.name = name
         self.contentType = contentType
         body = Array(text.utf8)
@@ -20,7 +20,7 @@ public struct Asset: Sendable {
     }
 
     /// The style sheet, the script and the icon every page shares.
-    public static let shared = [styleSheet, commonScript, icon]
+    package static let shared = [styleSheet, commonScript, icon]
 
     /// The tab's and home screen's icon: a school gate, drawn (no font needed).
     static let icon = Asset(name: "icon.svg", contentType: "image/svg+xml", text: """
@@ -33,7 +33,7 @@ public struct Asset: Sendable {
         """)
 
     /// Serves `assets` (plus the shared ones) at `/assets/{name}`.
-    public static func routes(_ assets: [Asset], into router: inout GuardedRouter) {
+    package static func routes(_ assets: [Asset], into router: inout GuardedRouter) {
         let byName = Dictionary(uniqueKeysWithValues: (shared + assets).map { ($0.name, $0) })
         router.get("/assets/{name}", .open) { request, _ in
             guard let asset = byName[request.parameter("name")] else { throw HTTPError.notFound("no asset named '\(request.parameter("name"))'") }

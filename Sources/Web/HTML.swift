@@ -1,8 +1,8 @@
 /// Text placed into HTML, in an element or a quoted attribute.
-public enum HTML {
+package enum HTML {
     /// `&`, `<`, `>`, `"` and `'` as character references: a roster name or a
     /// teacher's detail of `<script>` reads as text wherever it is put.
-    public static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {

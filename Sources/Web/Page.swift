@@ -4,10 +4,10 @@ import HTTP
 /// A server-rendered page: one HTML document in Korean, the shared style
 /// sheet and scripts from `/assets` (never inline, never from a CDN), and
 /// headers that keep it to itself.
-public enum Page {
+package enum Page {
     /// Scripts and styles from this server only; photos from anywhere over
     /// https (the roster's `photo_url`); no framing, no form posts elsewhere.
-    public static let contentSecurityPolicy =
+    package static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; connect-src 'self'; "
         + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
@@ -15,7 +15,7 @@ public enum Page {
     ///   - main: the page's content, already escaped.
     ///   - data: `data-*` attributes of `<body>` the page's script reads; escaped here.
     ///   - script: the page's own script under `/assets`, after the shared one.
-    public static func response(
+    package static func response(
         title: String, main: String, data: [(String, String)] = [], script: String? = nil, status: Int = 200,
         headers: [(String, String)] = []
     ) -> Response {
@@ -52,7 +52,7 @@ public enum Page {
     /// A page for a signed-in teacher: the bar on top (the page's name, who
     /// is signed in, the sign-out button) over `main`; `<body>` tells the
     /// script the teacher, their school and its time zone, and `data`.
-    public static func signedIn(
+    package static func signedIn(
         title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], script: String
     ) -> Response {
         let bar = """
@@ -69,7 +69,7 @@ public enum Page {
     }
 
     /// The teacher's role as the school says it.
-    public static func roleName(_ teacher: Teacher) -> String {
+    package static func roleName(_ teacher: Teacher) -> String {
         switch teacher.role {
         case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
         case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 지도"

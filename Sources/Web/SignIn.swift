@@ -9,11 +9,11 @@ import ServiceSupport
 /// the address the roster has), a device code shown on another signed-in
 /// device, and a token for operators and tests. `/session/devices` makes
 /// codes and signs devices out. The API keeps taking bearer tokens.
-public struct SignIn: Sendable {
+package struct SignIn: Sendable {
     /// The page's name, e.g. `교문 지도`.
-    public let title: String
+    package let title: String
     /// The roles the page serves; anyone else is refused.
-    public let roles: Set<Teacher.Role>
+    package let roles: Set<Teacher.Role>
     let policy: AccessPolicy
     /// How sign-in links are mailed, and where they point; the link form is
     /// offered only with both.
@@ -21,7 +21,7 @@ public struct SignIn: Sendable {
     let publicURL: String?
     let logger: Logger
 
-    public init(title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, logger: Logger) {
+    package init(title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, logger: Logger) {
         self.title = title
         self.roles = roles
         self.policy = policy
@@ -36,7 +36,7 @@ public struct SignIn: Sendable {
 
     /// The sign-in and session routes, and the assets the page loads: the
     /// shared ones and `script`, the page's own.
-    public func routes(into router: inout GuardedRouter, script: Asset) {
+    package func routes(into router: inout GuardedRouter, script: Asset) {
         Asset.routes([script], into: &router)
         router.post("/session", .open, signInWithToken)
         router.post("/session/code", .open, signInWithCode)
@@ -52,7 +52,7 @@ public struct SignIn: Sendable {
 
     /// Renders the page for a signed-in teacher the page serves; anyone else
     /// gets the sign-in form, which brings them back to `next` afterwards.
-    public func page(_ request: Request, _ caller: Caller, next: String, render: (Teacher) throws -> Response) rethrows -> Response {
+    package func page(_ request: Request, _ caller: Caller, next: String, render: (Teacher) throws -> Response) rethrows -> Response {
         guard caller.roster.authenticationEnabled else {
             let main = """
                 <main class="narrow"><h1>\(HTML.escape(title))</h1>

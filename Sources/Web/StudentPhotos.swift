@@ -9,7 +9,7 @@ import ServiceSupport
 /// any, a homeroom teacher their class, a volunteer-duty teacher their
 /// grade), kept by the teacher's browser only (`Cache-Control: private`),
 /// never logged, never sent elsewhere.
-public struct StudentPhotos: Sendable {
+package struct StudentPhotos: Sendable {
     /// The photos folder; nil when the roster was given whole (tests).
     let directory: String?
     /// Every photo served is recorded.
@@ -19,19 +19,19 @@ public struct StudentPhotos: Sendable {
     /// Most bytes one photo may have; a larger file is refused, not sent.
     static let maxBytes = 2 * 1024 * 1024
 
-    public init(rosterDirectory: String?, accessLog: AccessLog? = nil) {
+    package init(rosterDirectory: String?, accessLog: AccessLog? = nil) {
         directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
         self.accessLog = accessLog
     }
 
     /// The path `GET` serves a student's photo at.
-    public static func path(_ student: Student) -> String {
+    package static func path(_ student: Student) -> String {
         "/v1/schools/\(percentEncoded(student.schoolID))/students/\(percentEncoded(student.id))/photo"
     }
 
     /// Where a page loads the student's photo from: this service when the
     /// folder has one, else the roster's https `photo_url`, else nil (none).
-    public func url(for student: Student) -> String? {
+    package func url(for student: Student) -> String? {
         if file(for: student.id) != nil { return StudentPhotos.path(student) }
         return student.photoURL.isEmpty ? nil : student.photoURL
     }
@@ -47,7 +47,7 @@ public struct StudentPhotos: Sendable {
         return nil
     }
 
-    public func routes(into router: inout GuardedRouter) {
+    package func routes(into router: inout GuardedRouter) {
         router.get("/v1/schools/{schoolId}/students/{studentId}/photo", .school(roles: [.gate, .admin, .homeroom, .volunteerDuty]), photo)
     }
 

@@ -2,10 +2,10 @@ import Foundation
 import XCTest
 
 /// The repository's root, for scripts and binaries.
-public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// A port nobody listens on, from the kernel.
-public func freePort() throws -> Int {
+package func freePort() throws -> Int {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(socket) }
     var address = sockaddr_in()
@@ -20,15 +20,15 @@ public func freePort() throws -> Int {
 /// A real server a test talks to (the SMTP sink, the webhook receiver of
 /// `scripts/testing`), run as a process on a fixed port so that it can be
 /// stopped and started again. It appends one JSON line per thing it received.
-public final class Counterpart: @unchecked Sendable {
-    public let port: Int
-    public let log: URL
+package final class Counterpart: @unchecked Sendable {
+    package let port: Int
+    package let log: URL
     private let interpreter: String
     private let script: String
     private var process: Process?
 
     /// `interpreter` runs `scripts/testing/<script>` with `--port`, `--log` and `arguments`.
-    public init(interpreter: String, script: String, port: Int? = nil) throws {
+    package init(interpreter: String, script: String, port: Int? = nil) throws {
         self.interpreter = interpreter
         self.script = script
         self.port = try port ?? freePort()
@@ -37,7 +37,7 @@ public final class Counterpart: @unchecked Sendable {
     }
 
     /// Starts it and waits until its port accepts connections.
-    public func start(_ arguments: [String] = []) throws {
+    package func start(_ arguments: [String] = []) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: interpreter)
         process.arguments = [repositoryRoot.appendingPathComponent("scripts/testing/\(script)").path, "--port", String(port), "--log", log.path] + arguments
@@ -53,7 +53,7 @@ public final class Counterpart: @unchecked Sendable {
         throw CounterpartError("\(script) did not listen on \(port) within 15 s")
     }
 
-    public func stop() {
+    package func stop() {
         guard let process, process.isRunning else { return }
         process.terminate()
         process.waitUntilExit()
@@ -66,13 +66,13 @@ public final class Counterpart: @unchecked Sendable {
     }
 
     /// Every line logged so far, as JSON objects.
-    public var records: [[String: Any]] {
+    package var records: [[String: Any]] {
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
     /// Polls `records` until `done` holds, or `timeout` passes.
-    public func waitFor(_ timeout: TimeInterval = 30, _ done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
+    package func waitFor(_ timeout: TimeInterval = 30, _ done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(timeout)
         var seen = records
         while !done(seen) && Date() < deadline {
@@ -95,7 +95,7 @@ public final class Counterpart: @unchecked Sendable {
     }
 }
 
-public struct CounterpartError: Error, CustomStringConvertible {
-    public let description: String
+package struct CounterpartError: Error, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

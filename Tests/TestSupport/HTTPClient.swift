@@ -5,23 +5,23 @@ import XCTest
 import FoundationNetworking
 #endif
 
-public struct Reply: Sendable {
-    public let status: Int
-    public let headers: [String: String]
-    public let body: Data
+package struct Reply: Sendable {
+    package let status: Int
+    package let headers: [String: String]
+    package let body: Data
 
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 
-    public func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+    package func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSONDecoder().decode(T.self, from: body)
     }
 
-    public var text: String { String(decoding: body, as: UTF8.self) }
+    package var text: String { String(decoding: body, as: UTF8.self) }
 
     /// The body as a JSON object; empty when it is not one.
-    public var object: [String: AnyCodable] { (try? json()) ?? [:] }
+    package var object: [String: AnyCodable] { (try? json()) ?? [:] }
 }
 
 /// Answers as they come: a redirect is returned, not followed, and no
@@ -46,7 +46,7 @@ private let session: URLSession = {
 }()
 
 /// One HTTP request through URLSession, with no retries and no redirects.
-public func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+package func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
     request.httpBody = body.map { Data($0.utf8) }
@@ -59,11 +59,11 @@ public func fetch(_ method: String, _ url: String, body: String? = nil, headers:
 }
 
 /// Any JSON value, for asserting on problem documents.
-public enum AnyCodable: Codable, Equatable, Sendable {
+package enum AnyCodable: Codable, Equatable, Sendable {
     case string(String), int(Int), double(Double), bool(Bool), null
     case array([AnyCodable]), object([String: AnyCodable])
 
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Int.self) { self = .int(value) }
@@ -74,7 +74,7 @@ public enum AnyCodable: Codable, Equatable, Sendable {
         else { self = .object(try container.decode([String: AnyCodable].self)) }
     }
 
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
@@ -89,22 +89,22 @@ public enum AnyCodable: Codable, Equatable, Sendable {
 }
 
 extension AnyCodable {
-    public subscript(key: String) -> AnyCodable? {
+    package subscript(key: String) -> AnyCodable? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
 
-    public subscript(index: Int) -> AnyCodable? {
+    package subscript(index: Int) -> AnyCodable? {
         if case .array(let array) = self, array.indices.contains(index) { return array[index] }
         return nil
     }
 
-    public var string: String? { if case .string(let value) = self { value } else { nil } }
-    public var int: Int? { if case .int(let value) = self { value } else { nil } }
+    package var string: String? { if case .string(let value) = self { value } else { nil } }
+    package var int: Int? { if case .int(let value) = self { value } else { nil } }
 }
 
 /// `XCTAssertEqual` for an expression that awaits (XCTest's autoclosures cannot).
-public func assertEqualAsync<T: Equatable>(
+package func assertEqualAsync<T: Equatable>(
     _ expression: @autoclosure () async throws -> T, _ expected: T, _ message: String = "",
     file: StaticString = #filePath, line: UInt = #line
 ) async throws {

@@ -2,10 +2,10 @@ import Foundation
 
 /// A TCP connection to 127.0.0.1 that sends bytes exactly as given, for what
 /// URLSession will not send: repeated headers, lying lengths, slow clients.
-public final class RawConnection {
+package final class RawConnection {
     private let socket: Int32
 
-    public init(port: Int) throws {
+    package init(port: Int) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -24,14 +24,14 @@ public final class RawConnection {
 
     /// Sends the text; false once the server closed the connection.
     @discardableResult
-    public func send(_ text: String) -> Bool {
+    package func send(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
     /// Everything the server sends until it closes the connection or
     /// `timeout` passes.
-    public func receive(timeout: TimeInterval = 5) -> String {
+    package func receive(timeout: TimeInterval = 5) -> String {
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -47,7 +47,7 @@ public final class RawConnection {
     }
 
     /// Whether the server closed the connection within `timeout`.
-    public func closedByServer(within timeout: TimeInterval) -> Bool {
+    package func closedByServer(within timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while Date() < deadline {
@@ -62,7 +62,7 @@ public final class RawConnection {
 }
 
 /// One request over a fresh connection; the whole answer as text.
-public func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) throws -> String {
+package func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) throws -> String {
     let connection = try RawConnection(port: port)
     connection.send(request)
     return connection.receive(timeout: timeout)
