@@ -47,7 +47,8 @@ package struct Forwarding: Sendable {
                 return .unreachable("\(error)")
             }
         }
-        let fields = ["requestId": request.requestID, "path": path]
+        // The route, not the path: a path names a student.
+        let fields = ["requestId": request.requestID, "route": request.route]
         switch answer {
         case .answered(let status, let retryAfter, let body)? where (200..<500).contains(status):
             let type = status < 400 ? "application/json" : "application/problem+json"
