@@ -249,8 +249,9 @@ package struct DeliveryState: Sendable {
     /// Each student's guidances this week and month, by student id (a
     /// student the day's entries name and who has none left is absent: 0).
     package let frequencies: [String: Frequency]
-    /// Each student's volunteer service as of the date, by student id
-    /// (students with neither guidances nor service are absent).
+    /// Each student's volunteer service as of the date, by student id: the
+    /// date's students (a Monday: the school's), those with neither
+    /// guidances nor service absent.
     package let accounts: [String: ServiceAccount]
 
     package init(

@@ -8,9 +8,13 @@ import Guidance
 /// id belongs to its school.
 extension SQLStore {
     /// Version 8: each guidance's sessions (stored guidances owed one), the
-    /// service records, and which runs wrote a weekly list (their Monday).
+    /// service records, which runs wrote a weekly list (their Monday), and
+    /// guidances found by student: a day's run reads the accounts of that
+    /// day's students only, not the school's year (and export and erasure
+    /// find a student's guidances without reading the school's).
     static let volunteerService = """
         ALTER TABLE guidances ADD COLUMN service_sessions INTEGER NOT NULL DEFAULT 1;
+        CREATE INDEX IF NOT EXISTS guidances_by_student ON guidances(school_id, student_id);
         ALTER TABLE digest_runs ADD COLUMN weekly INTEGER NOT NULL DEFAULT 0;
         CREATE TABLE IF NOT EXISTS service_records (
             service_id TEXT PRIMARY KEY,
@@ -103,25 +107,47 @@ extension SQLStore {
 
     /// Per student: sessions owed (by active guidances), served (by active
     /// records), the newest guidance as `occurredAt reasonCode guidanceId`,
-    /// the newest day served; through the day index and the records' school
-    /// index, grouped once.
-    static func accountsStatement(school: String, grade: Int?, asOf date: String?) -> SQLStatement {
-        SQLStatement("""
+    /// the newest day served; grouped once. With `studentsOf`, only the
+    /// students with a guidance (active or deleted) on that day, each found
+    /// through the student indexes; without, the school's (or grade's) all.
+    static func accountsStatement(school: String, grade: Int?, asOf date: String?, studentsOf day: String? = nil) -> SQLStatement {
+        // Only the conditions asked for, each a plain comparison: no `$n IS
+        // NULL OR …`, which keeps PostgreSQL's generic plan of the prepared
+        // statement from giving up the indexes.
+        var parameters: [SQLValue] = [.text(school)]
+        func parameter(_ value: SQLValue) -> String {
+            parameters.append(value)
+            return "$\(parameters.count)"
+        }
+        var guidances = "g.school_id = $1 AND g.registered = 1 AND g.deleted = 0 AND g.local_date IS NOT NULL"
+        var records = "s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0"
+        if let date {
+            let value = parameter(.text(date))
+            guidances += " AND g.local_date <= \(value)"
+            records += " AND s.local_date <= \(value)"
+        }
+        if let grade {
+            let value = parameter(.integer(Int64(grade)))
+            guidances += " AND g.grade = \(value)"
+            records += " AND s.grade = \(value)"
+        }
+        if let day {
+            let students = "IN (SELECT d.student_id FROM guidances d WHERE d.school_id = $1 AND d.local_date = \(parameter(.text(day))) AND d.registered = 1)"
+            guidances += " AND g.student_id " + students
+            records += " AND s.student_id " + students
+        }
+        return SQLStatement("""
             SELECT student_id, SUM(owed), SUM(served), MAX(last_guidance), MAX(last_service) FROM (
                 SELECT g.student_id AS student_id, SUM(g.service_sessions) AS owed, 0 AS served,
                        MAX(g.occurred_at || ' ' || g.reason_code || ' ' || g.guidance_id) AS last_guidance, NULL AS last_service
-                FROM guidances g
-                WHERE g.school_id = $1 AND g.registered = 1 AND g.deleted = 0 AND g.local_date IS NOT NULL
-                  AND ($2 = '' OR g.local_date <= $2) AND (CAST($3 AS INTEGER) IS NULL OR g.grade = CAST($3 AS INTEGER))
+                FROM guidances g WHERE \(guidances)
                 GROUP BY g.student_id
                 UNION ALL
                 SELECT s.student_id, 0, SUM(s.sessions), NULL, MAX(s.local_date)
-                FROM service_records s
-                WHERE s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0
-                  AND ($2 = '' OR s.local_date <= $2) AND (CAST($3 AS INTEGER) IS NULL OR s.grade = CAST($3 AS INTEGER))
+                FROM service_records s WHERE \(records)
                 GROUP BY s.student_id
             ) a GROUP BY student_id ORDER BY student_id
-            """, [.text(school), .text(date ?? ""), grade.sql])
+            """, parameters)
     }
 
     static func account(_ row: [SQLValue]) -> ServiceAccount {
