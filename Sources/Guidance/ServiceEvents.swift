@@ -11,7 +11,7 @@ package struct ServiceRecord: Sendable, Equatable {
     /// The school-local day it was served, `YYYY-MM-DD`.
     package let date: String
     package let sessions: Int
-    package var note: String?
+    package let note: String?
     package let recordedBy: String
     /// RFC 3339, UTC.
     package let recordedAt: String
@@ -116,12 +116,13 @@ package struct ServiceWithdrawn: Sendable, Equatable {
 }
 
 extension Roster {
-    /// Every rule a service record breaks, each naming its field: the one
-    /// check of the ingest (a request) and the notifier (an event). `date`
-    /// lies between `firstDay` and the school's `today`.
-    package func serviceProblems(_ event: ServiceRecord, today: String, firstDay: String?) -> (problems: [FieldError], awaitingRoster: Bool) {
+    /// The record as kept (id lowercased, note trimmed), or every rule it
+    /// breaks, each naming its field: the one check of the ingest (a
+    /// request) and the notifier (an event). `date` lies between `firstDay`
+    /// and `today`.
+    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?) throws(Registration.Invalid) -> ServiceRecord {
         guard school(event.schoolId) != nil else {
-            return ([FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], true)
+            throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], awaitingRoster: true)
         }
         var problems: [FieldError] = []
         var unknown = 0
@@ -148,11 +149,15 @@ extension Roster {
         if !ServiceRecorded.sessionsRange.contains(event.sessions) {
             problems.append(FieldError(field: "sessions", message: "must be a whole number from 1 to \(ServiceRecorded.sessionsRange.upperBound)"))
         }
+        var note: String?
         do {
-            _ = try Reason.detail(event.note)
+            note = try Reason.detail(event.note)
         } catch {
             problems.append(FieldError(field: "note", message: error.description))
         }
-        return (problems, !problems.isEmpty && unknown == problems.count)
+        guard problems.isEmpty else { throw Registration.Invalid(problems: problems, awaitingRoster: unknown == problems.count) }
+        return ServiceRecord(
+            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId, date: event.date,
+            sessions: event.sessions, note: note, recordedBy: event.recordedBy, recordedAt: event.recordedAt)
     }
 }

@@ -57,16 +57,15 @@ extension IngestHandlers {
             throw HTTPError(FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
         let now = Timestamp.now()
-        var record = ServiceRecord(
-            serviceId: body.serviceId.lowercased(), schoolId: schoolID, grade: grade, studentId: studentID,
+        let asked = ServiceRecord(
+            serviceId: body.serviceId, schoolId: schoolID, grade: grade, studentId: studentID,
             date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
         let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
-        let (problems, _) = caller.roster.serviceProblems(record, today: today, firstDay: retention.firstKeptDay(today: today))
-        guard problems.isEmpty else {
-            throw HTTPError.unprocessable(problems.map(\.description).joined(separator: "; "), errors: problems)
+        do {
+            return ServiceRecorded(eventId: RandomID.uuid(), record: try caller.roster.checkedService(asked, today: today, firstDay: retention.firstKeptDay(today: today)))
+        } catch {
+            throw HTTPError.unprocessable(error.description, errors: error.problems)
         }
-        record.note = try? Reason.detail(body.note)
-        return ServiceRecorded(eventId: RandomID.uuid(), record: record)
     }
 }
 

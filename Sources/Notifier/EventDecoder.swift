@@ -79,19 +79,15 @@ struct EventDecoder: Sendable {
     /// on the notifier's clock: a day after the school's today, or before
     /// what `RETENTION_DAYS` keeps, is refused.
     private func serviceRecorded(_ event: ServiceRecorded) -> Result<StoredEvent, DecodeFailure> {
-        var record = event.record
-        if let problem = idProblem(event.eventId, record.serviceId, name: "serviceId") { return .failure(problem) }
-        let today = roster.school(record.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
+        if let problem = idProblem(event.eventId, event.record.serviceId, name: "serviceId") { return .failure(problem) }
+        let today = roster.school(event.record.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         // A day's worth of clock skew between the ingest and this replica is not an error.
         let tomorrow = Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1) } ?? today
-        let (problems, awaitingRoster) = roster.serviceProblems(record, today: tomorrow, firstDay: retention.firstKeptDay(today: today))
-        guard problems.isEmpty else {
-            return .failure(DecodeFailure(reason: problems.map(\.description).joined(separator: "; "), awaitingRoster: awaitingRoster))
+        do {
+            return .success(.serviceRecorded(try roster.checkedService(event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today))))
+        } catch {
+            return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
         }
-        record = ServiceRecord(
-            serviceId: record.serviceId.lowercased(), schoolId: record.schoolId, grade: record.grade, studentId: record.studentId, date: record.date,
-            sessions: record.sessions, note: try? Reason.detail(record.note), recordedBy: record.recordedBy, recordedAt: record.recordedAt)
-        return .success(.serviceRecorded(record))
     }
 
     private func serviceWithdrawn(_ event: ServiceWithdrawn) -> Result<StoredEvent, DecodeFailure> {
