@@ -27,17 +27,22 @@ package struct DeliveryConfig: Sendable {
     /// Most time a webhook POST may take.
     package var webhookTimeout: Duration = .seconds(10)
 
-    /// Most time one attempt over `channel` may take: its own limit (30 s for
-    /// a message over SMTP, 10 s for a webhook), and never more than a third
+    /// Most time one attempt may take: the channel's own limit (30 s for a
+    /// message over SMTP, 10 s for a webhook), and never more than a third
     /// of the lease, so that a claim always outlasts the send it covers.
-    func sendTimeout(_ channel: Channel) -> Duration {
-        let own: Duration = switch channel {
-        case .email:
-            if case .smtp(let server) = mail?.transport { server.timeout } else { .seconds(30) }
-        case .webhook:
-            webhookTimeout
+    func sendTimeout(_ own: Duration) -> Duration {
+        min(own, lease / 3)
+    }
+
+    /// The channels this configuration turns on: e-mail when `SMTP_URL` is
+    /// set (or a mail folder is), webhooks always (a school without a row in
+    /// webhooks.csv gets none). A new channel is added here.
+    func channels(metrics: Metrics, logger: Logger) throws(ConfigurationError) -> [any DeliveryChannel] {
+        var channels: [any DeliveryChannel] = [try WebhookChannel(config: self)]
+        if let mail {
+            channels.append(try EmailChannel(mail: mail, config: self, metrics: metrics, logger: logger))
         }
-        return min(own, lease / 3)
+        return channels
     }
 
     package init(mail: MailSettings? = nil, publicNotifierURL: String? = nil) {

@@ -1,5 +1,4 @@
 import Common
-import Curl
 import Foundation
 import Guidance
 import ServiceSupport
@@ -8,7 +7,7 @@ import Store
 import Synchronization
 
 /// Sends the outbox. On every replica, one loop per channel claims due
-/// deliveries under a lease, sends them over `concurrency` connections, and
+/// deliveries under a lease, sends them over the channel's connections, and
 /// records each outcome: sent, retried with backoff, or failed. A replica
 /// killed mid-send loses its lease and another sends again: at-least-once,
 /// with the same Message-ID / webhook-id for the receiver to drop a copy.
@@ -21,9 +20,8 @@ final class Dispatcher: Sendable {
     private let clock: @Sendable () -> Double
     /// This process's name on its leases.
     private let owner = "\(ProcessInfo.processInfo.hostName)-\(RandomID.uuid().prefix(8))"
-    /// One sender per connection and channel; a worker holds one at a time.
-    private let mailSenders: [Connection<MailSender>]
-    private let webhookSessions: [Connection<HTTPSession>]
+    /// The channels on this replica, each sending its own deliveries.
+    private let channels: [any DeliveryChannel]
     /// Bumped to wake idle loops (a digest run on this replica).
     private let doorbell = Atomic<Int>(0)
     /// Digest runs under way on this replica. They write the outbox that
@@ -36,102 +34,42 @@ final class Dispatcher: Sendable {
     private let failing = Mutex<Set<Channel>>([])
     private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
 
-    enum MailSender {
-        case smtp(SMTPSession)
-        case directory(String)
-    }
-
-    /// What one attempt came to, before the retry policy decides when again.
-    enum Attempt {
-        case sent
-        /// Worth trying again; the receiver's `Retry-After` in seconds if it gave one.
-        case transient(String, retryAfter: Double? = nil)
-        case permanent(String)
-    }
-
     /// Deliveries claimed per connection at a time.
     static let batchPerConnection = 16
 
-    init(config: DeliveryConfig, roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger,
-         clock: @escaping @Sendable () -> Double = Timestamp.now) throws(ConfigurationError) {
+    init(config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger,
+         clock: @escaping @Sendable () -> Double = Timestamp.now) {
         self.config = config
+        self.channels = channels
         rosters = roster
         self.store = store
         self.metrics = metrics
         self.logger = logger.with(["part": "dispatcher"])
         self.clock = clock
-        do {
-            switch config.mail?.transport {
-            case .smtp(var server)?:
-                server.timeout = config.sendTimeout(.email)
-                mailSenders = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(.smtp(try SMTPSession(server: server))) }
-            case .directory(let path)?:
-                mailSenders = (0..<config.concurrency).map { _ in Connection(.directory(path)) }
-            case nil:
-                mailSenders = []
-            }
-            webhookSessions = try (0..<config.concurrency).map { (_) throws(CurlError) in Connection(try HTTPSession(timeout: config.sendTimeout(.webhook))) }
-        } catch {
-            throw ConfigurationError(variable: "SMTP_URL", reason: "libcurl cannot send: \(error)")
-        }
-        if case .directory(let path) = config.mail?.transport {
-            do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            } catch {
-                throw ConfigurationError(variable: "mail folder", reason: "cannot create \(path): \(error)")
-            }
-        }
         registerGauges()
     }
 
-    /// Where a digest revision must go: the teacher's e-mail when e-mail is
-    /// on and the address is usable, the school's webhook when it has one.
+    /// Where a digest revision must go: each channel's target for it.
     func targets(for digest: Digest, roster: Roster) -> [DeliveryTarget] {
-        var targets: [DeliveryTarget] = []
-        if config.mail != nil, let email = Dispatcher.address(of: digest.teacherId, in: roster) {
-            targets.append(DeliveryTarget(channel: .email, target: email))
-        }
-        if let webhook = roster.webhooks[digest.schoolId] {
-            targets.append(DeliveryTarget(channel: .webhook, target: webhook.url))
-        }
-        return targets
+        channels.compactMap { channel in channel.target(of: digest, in: roster).map { DeliveryTarget(channel: channel.id, target: $0) } }
     }
 
-    /// A teacher's e-mail address from teachers.csv, when it is one mail can go to.
-    private static func address(of teacherID: String, in roster: Roster) -> String? {
-        guard let email = roster.teachers[teacherID]?.email, MailAddress.isAddress(email) else { return nil }
-        return email
-    }
-
-    /// Counts teachers e-mail skipped and wakes the loops: the new
-    /// deliveries go out now, not at the next poll.
+    /// Lets each channel count what it left out, and wakes the loops: the
+    /// new deliveries go out now, not at the next poll.
     func written(_ digests: [Digest], roster: Roster) {
-        if config.mail != nil {
-            let skipped = digests.filter { Dispatcher.address(of: $0.teacherId, in: roster) == nil }.count
-            if skipped > 0 {
-                metrics.increment("notifier_deliveries_skipped_total", help: "Digests not e-mailed because the teacher has no usable address in teachers.csv.",
-                                  labels: [("channel", "email")], by: Double(skipped))
-                logger.info("digests not e-mailed: teachers without a usable address in teachers.csv", ["digests": String(skipped)])
-            }
-        }
+        for channel in channels { channel.written(digests, roster: roster) }
         doorbell.add(1, ordering: .releasing)
     }
 
     func start() {
-        var channels: [Channel] = [.webhook]
-        if config.mail != nil { channels.append(.email) }
+        let channels = self.channels
         loops.withLock { loops in
             loops = channels.map { channel in Task { [self] in await run(channel) } }
         }
-        logger.info("dispatcher started", [
-            "email": config.mail.map { mail in
-                switch mail.transport {
-                case .smtp(let server): server.url
-                case .directory(let path): "files in \(path)"
-                }
-            } ?? "off (SMTP_URL not set)",
-            "connections": String(config.concurrency),
-        ])
+        var described = ["email": "off (SMTP_URL not set)"]
+        for channel in channels { described[channel.id.rawValue] = channel.summary }
+        described["connections"] = String(config.concurrency)
+        logger.info("dispatcher started", described)
     }
 
     /// Stops claiming, lets each connection finish its message and gives the
@@ -163,8 +101,8 @@ final class Dispatcher: Sendable {
         return try await body()
     }
 
-    private func run(_ channel: Channel) async {
-        let connections = channel == .email ? mailSenders.count : webhookSessions.count
+    private func run(_ channel: any DeliveryChannel) async {
+        let connections = channel.connections
         while !stopping.load(ordering: .acquiring) {
             if runs.load(ordering: .acquiring) > 0 {
                 try? await Task.sleep(for: .milliseconds(50))
@@ -179,10 +117,10 @@ final class Dispatcher: Sendable {
             do {
                 claims = try await blocking {
                     try store.claimDeliveries(
-                        channel: channel, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
+                        channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
                 }
             } catch {
-                logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.rawValue, "error": "\(error)"])
+                logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
                 await idle()
                 continue
             }
@@ -194,7 +132,7 @@ final class Dispatcher: Sendable {
                 for connection in 0..<min(connections, claims.count) {
                     let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
                     group.addTask { [self] in
-                        _ = try? await blocking { self.send(share, over: connection, leaseUntil: leaseUntil) }
+                        _ = try? await blocking { self.send(share, through: channel, over: connection, leaseUntil: leaseUntil) }
                     }
                 }
             }
@@ -212,10 +150,10 @@ final class Dispatcher: Sendable {
 
     /// Sends claimed deliveries one after another over one connection. Runs
     /// on a thread of its own (libcurl blocks).
-    private func send(_ claims: [ClaimedDelivery], over connection: Int, leaseUntil: Double) {
+    private func send(_ claims: [ClaimedDelivery], through channel: any DeliveryChannel, over connection: Int, leaseUntil: Double) {
         // A send must end inside the lease, or another replica could send the
         // same delivery at the same time.
-        let longest = config.sendTimeout(claims.first?.delivery.channel ?? .email).seconds + 1
+        let longest = channel.timeout.seconds + 1
         // Outcomes are written together every 50 ms rather than one
         // transaction (and fsync) a message; a replica killed in between
         // sends those again after their lease.
@@ -231,14 +169,13 @@ final class Dispatcher: Sendable {
                 }
                 return
             }
-            let channel = claim.delivery.channel
             if claim.takenOver {
                 metrics.increment("notifier_delivery_lease_takeovers_total", help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
-                                  labels: [("channel", channel.rawValue)])
+                                  labels: [("channel", channel.id.rawValue)])
                 logger.warning("delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
                                ["delivery": claim.delivery.deliveryId])
             }
-            let outcome = attempt(claim, over: connection)
+            let outcome = channel.send(claim, roster: rosters.current, over: connection, now: clock())
             let now = clock()
             let recorded: DeliveryOutcome
             switch outcome {
@@ -275,59 +212,6 @@ final class Dispatcher: Sendable {
         outcomes.removeAll()
     }
 
-    /// One attempt over the connection's sender.
-    private func attempt(_ claim: ClaimedDelivery, over connection: Int) -> Attempt {
-        let roster = rosters.current
-        let delivery = claim.delivery
-        switch delivery.channel {
-        case .email:
-            guard let mail = config.mail else { return .transient("e-mail is off on this replica (SMTP_URL not set)") }
-            guard let school = roster.school(delivery.schoolId) else {
-                return .permanent("school \(delivery.schoolId) is no longer in the roster")
-            }
-            guard let to = MailAddress(delivery.target) else { return .permanent("'\(delivery.target)' is not an e-mail address") }
-            let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
-            let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: config.publicNotifierURL)
-                .render(date: clock())
-            return mailSenders[connection].withLock { sender in
-                switch sender {
-                case .smtp(let session):
-                    switch session.send(from: mail.from.address, to: to.address, message: message) {
-                    case .accepted: return .sent
-                    case .refused(let code, let reply) where code >= 500: return .permanent(reply)
-                    case .refused(_, let reply): return .transient(reply)
-                    case .unreachable(let reason): return .transient(reason)
-                    }
-                case .directory(let path):
-                    let file = URL(fileURLWithPath: path).appendingPathComponent("\(delivery.deliveryId).eml")
-                    do {
-                        try Data(message).write(to: file, options: .atomic)
-                        return .sent
-                    } catch {
-                        return .transient("cannot write \(file.path): \(error)")
-                    }
-                }
-            }
-        case .webhook:
-            guard let webhook = roster.webhooks[delivery.schoolId] else {
-                return .permanent("school \(delivery.schoolId) has no webhook in webhooks.csv any more")
-            }
-            let body = WebhookMessage.body(claim.digest)
-            let headers = WebhookMessage.headers(id: delivery.deliveryId, timestamp: Int(clock()), body: body, secret: webhook.secret)
-            let result = webhookSessions[connection].withLock { $0.post(webhook.url, headers: headers, body: body) }
-            switch result {
-            case .answered(let status, _, _) where (200..<300).contains(status):
-                return .sent
-            case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-                return .transient("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
-            case .answered(let status, _, let text):
-                return .permanent("HTTP \(status): \(text.prefix(200))")
-            case .unreachable(let reason):
-                return .transient(reason)
-            }
-        }
-    }
-
     /// Metrics for every outcome; logs once per change of a channel's health.
     private func report(_ outcome: DeliveryOutcome, of claim: ClaimedDelivery, now: Double) {
         let channel = claim.delivery.channel
@@ -360,16 +244,16 @@ final class Dispatcher: Sendable {
     // MARK: - Backlog gauges
 
     private func registerGauges() {
-        let clock = self.clock
+        let (clock, ids) = (self.clock, channels.map(\.id))
         // Weak: the registry outlives no one, but must not keep the dispatcher.
         metrics.gauge("notifier_deliveries_pending", help: "Deliveries waiting to be sent, per channel (read every few seconds).") { [weak self] in
             let items = self?.backlog.withLock { $0.items } ?? []
-            return Channel.allCases.map { channel in ([("channel", channel.rawValue)], Double(items.first { $0.channel == channel }?.pending ?? 0)) }
+            return ids.map { channel in ([("channel", channel.rawValue)], Double(items.first { $0.channel == channel }?.pending ?? 0)) }
         }
         metrics.gauge("notifier_delivery_oldest_pending_seconds", help: "Age of the oldest pending delivery's digest, per channel.") { [weak self] in
             let items = self?.backlog.withLock { $0.items } ?? []
             let now = clock()
-            return Channel.allCases.map { channel in
+            return ids.map { channel in
                 ([("channel", channel.rawValue)], items.first { $0.channel == channel }?.oldestCreatedAt.map { max(0, now - $0) } ?? 0)
             }
         }
@@ -385,22 +269,10 @@ final class Dispatcher: Sendable {
         }
         guard due else { return }
         let store = self.store
-        if let items = try? await blocking({ try store.deliveryBacklog() }) {
+        let ids = channels.map(\.id)
+        if let items = try? await blocking({ try store.deliveryBacklog(of: ids) }) {
             backlog.withLock { $0.items = items }
         }
-    }
-}
-
-/// One connection's sender, used by one worker at a time.
-final class Connection<Value>: Sendable {
-    private let value: Mutex<Value>
-
-    init(_ value: sending Value) {
-        self.value = Mutex(value)
-    }
-
-    func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
-        value.withLock(body)
     }
 }
 

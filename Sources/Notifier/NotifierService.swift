@@ -36,7 +36,8 @@ package final class NotifierService: Sendable {
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
-        dispatcher = try Dispatcher(config: config.delivery, roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
+        dispatcher = Dispatcher(
+            config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
         runner = try DigestRunner(config: config, roster: roster, store: store, dispatcher: dispatcher, metrics: metrics, logger: logger)
 
         let publicURL = config.delivery.publicNotifierURL

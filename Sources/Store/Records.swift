@@ -363,8 +363,8 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Puts a failed delivery of `school` back in the queue, due at `now`.
     func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult
 
-    /// Pending deliveries per channel.
-    func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog]
+    /// Pending deliveries of each of `channels` that has some.
+    func deliveryBacklog(of channels: [Channel]) throws(StoreError) -> [DeliveryBacklog]
 
     // Data protection (README, "Data protection").
 
@@ -390,10 +390,17 @@ extension Digest {
     }
 }
 
-/// How a digest reaches a teacher besides the inbox.
-package enum Channel: String, Sendable, Codable, CaseIterable {
-    case email
-    case webhook
+/// How a digest reaches a teacher besides the inbox: the name of a channel,
+/// stored with each delivery. The notifier's `DeliveryChannel`s say which exist.
+package struct Channel: RawRepresentable, Hashable, Sendable, Codable {
+    package let rawValue: String
+
+    package init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    package static let email = Channel(rawValue: "email")
+    package static let webhook = Channel(rawValue: "webhook")
 }
 
 /// Where one digest revision must be sent: an e-mail address or a webhook URL.

@@ -123,11 +123,11 @@ extension SQLStore {
         }
     }
 
-    /// Channels with pending deliveries: how many, and since when.
-    package func deliveryBacklog() throws(StoreError) -> [DeliveryBacklog] {
+    /// Those of `channels` with pending deliveries: how many, and since when.
+    package func deliveryBacklog(of channels: [Channel]) throws(StoreError) -> [DeliveryBacklog] {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             var backlog: [DeliveryBacklog] = []
-            for channel in Channel.allCases {
+            for channel in channels {
                 guard let row = try database.query(SQLStore.pendingOfChannel, [.text(channel.rawValue)]).first,
                       let pending = row[0].int, pending > 0 else { continue }
                 backlog.append(DeliveryBacklog(channel: channel, pending: pending, oldestCreatedAt: row[1] == .null ? nil : seconds(row[1])))
@@ -148,7 +148,7 @@ extension SQLStore {
         let status = row[6].string.flatMap(Delivery.Status.init(rawValue:)) ?? .pending
         return Delivery(
             deliveryId: row[0].string ?? "", digestId: row[1].string ?? "", schoolId: row[2].string ?? "", teacherId: row[3].string ?? "",
-            channel: row[4].string.flatMap(Channel.init(rawValue:)) ?? .email, target: row[5].string ?? "", status: status,
+            channel: Channel(rawValue: row[4].string ?? ""), target: row[5].string ?? "", status: status,
             attempts: row[7].int ?? 0, lastError: row[8].string, createdAt: seconds(row[9]),
             nextAttemptAt: status == .pending ? seconds(row[10]) : nil, sentAt: row[11] == .null ? nil : seconds(row[11]))
     }

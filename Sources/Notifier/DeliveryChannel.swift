@@ -1,0 +1,57 @@
+import Guidance
+import Store
+import Synchronization
+
+/// One way a digest revision leaves the notifier besides the inbox. The
+/// dispatcher does the rest for every channel alike: claims under a lease,
+/// spreads the claims over the channel's connections, retries with backoff,
+/// records outcomes. A new channel is a file with a type conforming to this
+/// and a line in `DeliveryConfig.channels` (`DeliveryTests` adds one that
+/// exists in the tests only).
+protocol DeliveryChannel: Sendable {
+    /// Stored with each delivery, the end of its id and a metrics label.
+    var id: Channel { get }
+    /// Where this channel sends, for the start log (never a secret).
+    var summary: String { get }
+    /// Sends this replica makes at once over the channel; `send` is called
+    /// with a connection below it, one call at a time per connection.
+    var connections: Int { get }
+    /// Most time one `send` may take; the dispatcher keeps every send inside
+    /// its lease with it.
+    var timeout: Duration { get }
+    /// Where `digest` goes over this channel (an address, a URL), or nil when
+    /// it does not go this way.
+    func target(of digest: Digest, in roster: Roster) -> String?
+    /// One attempt. Blocks (it runs on a thread of its own).
+    func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt
+    /// After digest runs wrote `digests`: a channel that leaves some out may
+    /// count and log them.
+    func written(_ digests: [Digest], roster: Roster)
+}
+
+extension DeliveryChannel {
+    func written(_ digests: [Digest], roster: Roster) {}
+}
+
+/// What one attempt came to, before the retry policy decides when again.
+enum DeliveryAttempt: Sendable, Equatable {
+    case sent
+    /// Worth trying again; the receiver's `Retry-After` in seconds if it gave one.
+    case transient(String, retryAfter: Double? = nil)
+    case permanent(String)
+}
+
+/// A value behind a lock of its own, as an array element: a channel's
+/// connections (each a libcurl handle, used by one send at a time). `Mutex`
+/// alone cannot be copied into an array.
+final class Locked<Value>: Sendable {
+    private let value: Mutex<Value>
+
+    init(_ value: sending Value) {
+        self.value = Mutex(value)
+    }
+
+    func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+        value.withLock(body)
+    }
+}
