@@ -13,11 +13,10 @@ package final class IngestService: Sendable {
     package let roster: LiveRoster
     package let metrics = Metrics()
     private let producer: Producer
-    /// Reads of student data, to the access topic.
-    private let accessLog: AccessLog
-    private let sessions: Sessions
     private let server: HTTPServer
     private let logger: Logger
+    /// The long-lived parts, in the order they start.
+    private let parts: Parts
 
     package init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
@@ -37,7 +36,6 @@ package final class IngestService: Sendable {
             cookieName: SessionCookie.gatePage, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
-        self.sessions = sessions
         var router = Router()
         // Ready once a send goes straight to its partition's leader: before,
         // the first requests waited for topic metadata (p99 643 ms in the
@@ -50,7 +48,7 @@ package final class IngestService: Sendable {
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
-        accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
             producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
             accessLog: accessLog, retention: config.retention, notifier: config.notifierURL.map {
@@ -64,6 +62,13 @@ package final class IngestService: Sendable {
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
+        parts = Parts([
+            [.producer(producer, timeout: config.producer.deliveryTimeout)],
+            [.accessLog(accessLog)],
+            [.sessionLog(sessions)],
+            [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod),
+             .rosterWatch(roster, every: config.rosterCheckInterval)],
+        ], logger: logger)
         if !roster.current.authenticationEnabled {
             logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may record and delete guidances",
                            ["rosterDir": config.rosterDirectory])
@@ -78,21 +83,13 @@ package final class IngestService: Sendable {
     /// Creates missing topics, then starts serving.
     package func start() async throws {
         await ensureTopics()
-        sessions.log.start()
-        accessLog.start()
-        try Startup.listen(server, portVariable: "INGEST_PORT", service: "guidance-ingest")
-        roster.watch(every: config.rosterCheckInterval)
+        try await parts.start()
     }
 
     /// Stops accepting, drains in-flight requests, flushes the producer.
     package func shutdown() async {
         logger.info("shutting down: draining requests")
-        await server.shutdown(gracePeriod: config.drainPeriod)
-        sessions.log.stop()
-        await accessLog.stop()
-        // Closing waits for the last acknowledgements: off the cooperative pool.
-        let (producer, timeout) = (self.producer, config.producer.deliveryTimeout)
-        _ = try? await blocking { producer.close(timeout: timeout) }
+        await parts.stop()
         logger.info("shut down")
     }
 

@@ -17,15 +17,12 @@ package final class NotifierService: Sendable {
     package let metrics = Metrics()
     private let store: any GuidanceStore
     private let producer: Producer
-    /// Reads of student data, to the access topic.
-    private let accessLog: AccessLog
     private let materializer: Materializer
     let runner: DigestRunner
     let dispatcher: Dispatcher
-    private let sessions: Sessions
     private let server: HTTPServer
     private let logger: Logger
-    private let schedule = ScheduleTask()
+    private let parts: Parts
 
     package init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
@@ -45,7 +42,6 @@ package final class NotifierService: Sendable {
             cookieName: SessionCookie.teacherPage, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
-        self.sessions = sessions
         var router = Router()
         let store = self.store
         let producer = self.producer
@@ -73,7 +69,7 @@ package final class NotifierService: Sendable {
                 HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
             }
         }
-        accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog)
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
@@ -92,6 +88,10 @@ package final class NotifierService: Sendable {
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             metrics.recordHTTP(record)
         }
+        parts = NotifierService.parts(
+            config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server, roster: roster,
+            dispatcher: dispatcher, schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
+            logger: logger)
         if !roster.current.authenticationEnabled {
             logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may read every inbox",
                            ["rosterDir": config.rosterDirectory])
@@ -133,17 +133,48 @@ package final class NotifierService: Sendable {
     /// Joins the consumer group, starts serving and, when configured, the schedule.
     package func start() async throws {
         await runner.checkPartitions(expected: config.partitions)
-        materializer.start()
-        sessions.log.start()
-        accessLog.start()
-        try Startup.listen(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier")
-        roster.watch(every: config.rosterCheckInterval)
-        dispatcher.start()
-        if let interval = config.scheduleInterval {
-            let runner = self.runner
-            let amendmentInterval = config.amendmentInterval
-            let (purger, roster) = (Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"])), self.roster)
-            schedule.start {
+        try await parts.start()
+        logger.info("notifier started", ["group": config.groupID, "instance": config.instanceID ?? "(dynamic)", "port": String(port)])
+    }
+
+    /// Stops the parts, the last started first: the schedule, HTTP (drained),
+    /// the consumer (its batch committed) and the dispatcher at once, so that
+    /// a hung store (each of its waits bounded) delays shutdown by one wait,
+    /// not by one wait per part; then the logs; the producer last, flushing
+    /// what they sent.
+    package func shutdown() async {
+        logger.info("shutting down")
+        await parts.stop()
+        logger.info("shut down")
+    }
+
+    /// The long-lived parts, in the order they start.
+    private static func parts(
+        config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer, server: HTTPServer,
+        roster: LiveRoster, dispatcher: Dispatcher, schedule: Part?, logger: Logger
+    ) -> Parts {
+        Parts([
+            [.producer(producer, timeout: .seconds(10))],
+            [.accessLog(accessLog)],
+            [.sessionLog(sessions)],
+            [
+                // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
+                Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),
+                .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
+                .rosterWatch(roster, every: config.rosterCheckInterval),
+                Part("dispatcher", start: { dispatcher.start() }, stop: { await dispatcher.stop(within: config.drainPeriod) }),
+            ] + (schedule.map { [$0] } ?? []),
+        ], logger: logger)
+    }
+
+    /// Runs due digests, the purge and amendments every `scheduleInterval`.
+    private static func schedule(config: NotifierConfig, runner: DigestRunner, store: any GuidanceStore, roster: LiveRoster, logger: Logger) -> Part? {
+        guard let interval = config.scheduleInterval else { return nil }
+        let task = ScheduleTask()
+        let amendmentInterval = config.amendmentInterval
+        let purger = Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"]))
+        return Part("schedule", start: {
+            task.start {
                 var lastAmendment = ContinuousClock.now
                 var purgeChecked: Int?
                 while !Task.isCancelled {
@@ -156,29 +187,7 @@ package final class NotifierService: Sendable {
                     try? await Task.sleep(for: interval)
                 }
             }
-        }
-        logger.info("notifier started", ["group": config.groupID, "instance": config.instanceID ?? "(dynamic)", "port": String(port)])
-    }
-
-    /// Stops the schedule, drains HTTP and stops the materializer at once,
-    /// so that a hung store (each of its waits bounded) delays shutdown by one
-    /// wait, not by one wait per part.
-    package func shutdown() async {
-        logger.info("shutting down")
-        let materializer = self.materializer
-        let (logger, started) = (self.logger, ContinuousClock.now)
-        // Each part says when it is done: a shutdown that hangs names what it waits for.
-        @Sendable func done(_ part: String) { logger.info("shutdown: \(part) done", ["ms": String(Int((ContinuousClock.now - started).seconds * 1000))]) }
-        async let scheduleStopped: Void = { await self.schedule.cancel(); done("schedule") }()
-        async let drained: Void = { await self.server.shutdown(gracePeriod: self.config.drainPeriod); done("http") }()
-        async let consumerLeft: Void = { _ = try? await blocking { materializer.stop() }; done("consumer") }()
-        async let dispatcherStopped: Void = { await self.dispatcher.stop(within: self.config.drainPeriod); done("dispatcher") }()
-        _ = await (scheduleStopped, drained, consumerLeft, dispatcherStopped)
-        sessions.log.stop()
-        await accessLog.stop()
-        let producer = self.producer
-        _ = try? await blocking { producer.close() }
-        logger.info("shut down")
+        }, stop: { await task.cancel() })
     }
 }
 

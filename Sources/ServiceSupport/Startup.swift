@@ -2,6 +2,7 @@ import Common
 import Foundation
 import Guidance
 import HTTP
+import Kafka
 
 /// Start-up steps both services share, each failing with the variable to
 /// fix and how, never with a bare file or socket error.
@@ -40,5 +41,31 @@ package enum Startup {
                 : error.message
             throw ConfigurationError(variable: variable, reason: reason)
         }
+    }
+}
+
+/// The long-lived parts both services have, for their `Parts`.
+extension Part {
+    /// Closing flushes what the other parts sent and waits for the
+    /// acknowledgements, at most `timeout`: off the cooperative pool.
+    package static func producer(_ producer: Producer, timeout: Duration) -> Part {
+        Part("producer", stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
+    }
+
+    package static func accessLog(_ log: AccessLog) -> Part {
+        Part("access log", start: { log.start() }, stop: { await log.stop() })
+    }
+
+    package static func sessionLog(_ sessions: Sessions) -> Part {
+        Part("session log", start: { sessions.log.start() }, stop: { sessions.log.stop() })
+    }
+
+    /// Listens on the port `variable` names; stopping drains requests in flight.
+    package static func http(_ server: HTTPServer, portVariable variable: String, service: String, drain: Duration) -> Part {
+        Part("http", start: { try Startup.listen(server, portVariable: variable, service: service) }, stop: { await server.shutdown(gracePeriod: drain) })
+    }
+
+    package static func rosterWatch(_ roster: LiveRoster, every interval: Duration) -> Part {
+        Part("roster watch", start: { roster.watch(every: interval) }, stop: { roster.stopWatching() })
     }
 }

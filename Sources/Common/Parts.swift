@@ -1,0 +1,76 @@
+import Synchronization
+
+/// One long-lived part of a service (the HTTP server, the consumer, a
+/// background loop): `start` returns once it runs, or throws when it cannot;
+/// `stop` returns once it stopped, having finished or given back what it had
+/// in hand, within its own bound. Each part keeps its own way of running (a
+/// thread for a blocking C library, a task for a loop); what all share is this
+/// shape and one place, `Parts`, that says in which order they start and stop.
+package struct Part: Sendable {
+    package let name: String
+    let start: @Sendable () async throws -> Void
+    let stop: @Sendable () async -> Void
+
+    package init(_ name: String, start: @escaping @Sendable () async throws -> Void = {}, stop: @escaping @Sendable () async -> Void = {}) {
+        self.name = name
+        self.start = start
+        self.stop = stop
+    }
+}
+
+/// A service's parts in stages, each stage needing the ones before it: they
+/// start stage by stage, in the order listed, and stop in the reverse order of
+/// stages. The parts of one stage stop at once, so that a dependency that hangs
+/// (a store that does not answer) delays shutdown by one bounded wait, not by
+/// one wait per part. A part that fails to start stops those already started.
+/// Each part's end is logged with the milliseconds since shutdown began: a
+/// shutdown that hangs names what it waits for.
+package final class Parts: Sendable {
+    private let stages: [[Part]]
+    private let logger: Logger
+    private let state = Mutex<(started: Int, stopping: Bool)>((0, false))
+
+    package init(_ stages: [[Part]], logger: Logger) {
+        self.stages = stages
+        self.logger = logger
+    }
+
+    package func start() async throws {
+        for (index, stage) in stages.enumerated() {
+            for (position, part) in stage.enumerated() {
+                do {
+                    try await part.start()
+                } catch {
+                    logger.error("\(part.name) could not start; stopping what had started", ["error": "\(error)"])
+                    state.withLock { $0.started = index }
+                    await stop(stage.prefix(position), since: .now)
+                    await stop()
+                    throw error
+                }
+            }
+            state.withLock { $0.started = index + 1 }
+        }
+    }
+
+    /// Stops every stage that started, the last first. Once.
+    package func stop() async {
+        let started = state.withLock { state in
+            defer { state = (0, true) }
+            return state.stopping ? 0 : state.started
+        }
+        let began = ContinuousClock.now
+        for stage in stages.prefix(started).reversed() { await stop(stage[...], since: began) }
+    }
+
+    private func stop(_ parts: ArraySlice<Part>, since began: ContinuousClock.Instant) async {
+        let logger = self.logger
+        await withTaskGroup(of: Void.self) { group in
+            for part in parts {
+                group.addTask {
+                    await part.stop()
+                    logger.info("shutdown: \(part.name) done", ["ms": String(Int((ContinuousClock.now - began).seconds * 1000))])
+                }
+            }
+        }
+    }
+}
