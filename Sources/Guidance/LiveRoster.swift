@@ -1,5 +1,4 @@
 import Common
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -9,7 +8,7 @@ import Synchronization
 /// broken change keeps the old roster in service, logged as an error and
 /// counted in `roster_reloads_total{outcome="failed"}`, until the files are
 /// fixed. Requests read `current` once and keep that roster to the end.
-package final class LiveRoster: @unchecked Sendable {
+package final class LiveRoster: Sendable {
     private struct Loaded {
         var roster: Roster
         /// The files' state the roster was read from.
@@ -25,11 +24,9 @@ package final class LiveRoster: @unchecked Sendable {
     private let lastSeen = Mutex<[String]>([])
     private let logger: Logger
     private let metrics: Metrics?
-    /// The check timer, once watching; set once under `sourcesLock` (Dispatch
-    /// sources are not Sendable, so not in a Mutex).
-    private var sources: [any DispatchSourceProtocol] = []
-    private let sourcesLock = NSLock()
-    /// The hangups already answered (see `hangups`).
+    /// The checking task, while watching.
+    private let watcher = Mutex<Task<Void, Never>?>(nil)
+    /// `Signals.count(SIGHUP)` when last read: the hangups already answered.
     private let hangupsSeen = Atomic<Int>(0)
 
     static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv"]
@@ -56,7 +53,7 @@ package final class LiveRoster: @unchecked Sendable {
     }
 
     deinit {
-        for source in sourcesLock.withLock({ sources }) { source.cancel() }
+        stopWatching()
     }
 
     package var current: Roster { loaded.withLock { $0.roster } }
@@ -87,35 +84,41 @@ package final class LiveRoster: @unchecked Sendable {
         }
     }
 
-    /// Checks the folder every `interval` and reloads on SIGHUP. Once.
-    ///
-    /// SIGHUP is caught by a handler that only counts it, and a timer reads
-    /// the count every 250 ms. A Dispatch signal source does not do here: on
-    /// Linux it needs the signal blocked in every thread, and a service's
-    /// threads (libmicrohttpd's, librdkafka's) start before it, so the kernel
-    /// discarded the ignored signal on one of them.
+    /// Checks the folder every `interval` and reloads on SIGHUP (counted by
+    /// `Signals`, read every 250 ms). Once, until `stopWatching`. Reading and
+    /// parsing the files blocks: it runs off the cooperative pool.
     package func watch(every interval: Duration) {
-        guard directory != nil, sourcesLock.withLock({ sources.isEmpty }) else { return }
-        installHangupHandler()
-        hangupsSeen.store(hangups.load(ordering: .acquiring), ordering: .releasing)
-        let period = max(0.25, interval.seconds)
-        var sinceCheck = 0.0
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "roster-watch"))
-        timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            let count = hangups.load(ordering: .acquiring)
-            if hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count {
-                reload(because: "SIGHUP")
-            }
-            sinceCheck += 0.25
-            if sinceCheck >= period {
-                sinceCheck = 0
-                check()
+        guard directory != nil else { return }
+        watcher.withLock { watcher in
+            guard watcher == nil else { return }
+            hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
+            let tick = Duration.milliseconds(250)
+            watcher = Task { [weak self] in
+                var sinceCheck = Duration.zero
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: tick)
+                    sinceCheck += tick
+                    let checkFiles = sinceCheck >= interval
+                    if checkFiles { sinceCheck = .zero }
+                    guard let self else { return }
+                    let count = Signals.count(SIGHUP)
+                    let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
+                    guard hangup || checkFiles else { continue }
+                    _ = try? await blocking { [self] in
+                        if hangup { _ = reload(because: "SIGHUP") }
+                        if checkFiles { check() }
+                    }
+                }
             }
         }
-        timer.resume()
-        sourcesLock.withLock { sources = [timer] }
+    }
+
+    /// Stops the checks `watch` started.
+    package func stopWatching() {
+        watcher.withLock { watcher in
+            watcher?.cancel()
+            watcher = nil
+        }
     }
 
     private func check() {
@@ -139,27 +142,5 @@ package final class LiveRoster: @unchecked Sendable {
             guard stat(path, &info) == 0 else { return "\(name) absent" }
             return "\(name) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
         }
-    }
-}
-
-/// SIGHUPs received by the process, counted by `hangupHandler`.
-private let hangups = Atomic<Int>(0)
-
-/// Async-signal-safe: one atomic add.
-private func hangupHandler(_ signal: Int32) {
-    hangups.add(1, ordering: .releasing)
-}
-
-private let hangupHandlerInstalled = Mutex(false)
-
-private func installHangupHandler() {
-    hangupHandlerInstalled.withLock { installed in
-        guard !installed else { return }
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = hangupHandler
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(SIGHUP, &action, nil)
-        installed = true
     }
 }
