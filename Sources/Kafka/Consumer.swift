@@ -12,6 +12,10 @@ import Synchronization
 /// Offsets are committed only from that thread, never mid-rebalance from
 /// another (docs/pitfalls.md). Watermarks and a group's committed offsets are read
 /// by an `OffsetsReader`.
+///
+/// Unchecked: `handle` is a C pointer. The calls other threads may make
+/// (`assignment`, `memberID`, `lag`, `watermarks`) are thread-safe in
+/// librdkafka; the consuming calls check they come from the consuming thread.
 package final class Consumer: @unchecked Sendable {
     package let config: ConsumerConfig
     private let handle: OpaquePointer
@@ -149,6 +153,14 @@ package final class Consumer: @unchecked Sendable {
     /// retention) and the offset its next message will get, asked of the broker.
     package func watermarks(of partition: TopicPartition, timeout: Duration = .seconds(5)) throws(KafkaError) -> (low: Int64, high: Int64) {
         try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout)
+    }
+
+    /// The cluster's id from the brokers' metadata, waiting up to `timeout`
+    /// for it; nil when none came.
+    package func clusterID(timeout: Duration) -> String? {
+        guard let raw = rd_kafka_clusterid(handle, Int32(clamping: timeout.milliseconds)) else { return nil }
+        defer { rd_kafka_mem_free(handle, raw) }
+        return String(cString: raw)
     }
 
     /// Leaves the group: the revocation commits stored offsets. Call from the

@@ -123,7 +123,12 @@ final class Materializer: Sendable {
             if room <= 0 { Thread.sleep(forTimeInterval: 0.2) }
             let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: writing == nil ? .milliseconds(200) : .zero) : []
             hold.drop(revocations.take())
-            let restart = watchdog.shouldRestart(joined: consumer.memberID != nil, now: .now)
+            let verdict = watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
+            if verdict == .report {
+                logger.warning("not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
+                               ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+            }
+            let restart = verdict == .replace
             if batch.isEmpty || restart, let previous = writing {
                 writing = nil
                 guard finish(previous) else { return }
@@ -209,7 +214,7 @@ final class Materializer: Sendable {
     /// mock cluster: about one start in fifteen got no assignment, and a new
     /// client for the same group joined at once.
     private func restartConsumer() {
-        logger.warning("the consumer has not joined its group; replacing it", ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+        logger.warning("the consumer has not joined its group on the mock cluster; replacing it", ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
         metrics.increment("notifier_consumer_restarts_total", help: "Consumers replaced because they never joined the group.")
         let replacement: Consumer
         do {
@@ -302,7 +307,8 @@ final class Materializer: Sendable {
                 done.signal()
             }
             done.wait()
-            switch outcome.withLock({ $0 })! {
+            // The completion set it before it signalled.
+            switch outcome.withLock({ $0 }) ?? .failure(KafkaError(.producerFailed, "no delivery report")) {
             case .success:
                 logger.warning("message sent to the dead-letter topic", [
                     "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset),
