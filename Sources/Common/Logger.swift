@@ -76,11 +76,11 @@ package struct Logger: Sendable {
         line.append(contentsOf: #","msg":"#.utf8)
         JSONWriter.append(quoted: message(), to: &line)
         let fields = extra.isEmpty ? metadata : metadata.merging(extra) { $1 }
-        for key in fields.keys.sorted() where !Logger.leading.contains(key) {
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) where !Logger.leading.contains(key) {
             line.append(UInt8(ascii: ","))
             JSONWriter.append(quoted: key, to: &line)
             line.append(UInt8(ascii: ":"))
-            JSONWriter.append(quoted: fields[key]!, to: &line)
+            JSONWriter.append(quoted: value, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         // One write(2) per line, under a lock, so lines from threads never interleave.

@@ -89,11 +89,9 @@ package final class Metrics: Sendable {
     package func render() -> String {
         var out = ""
         let snapshot = families.withLock { $0 }
-        for name in snapshot.keys.sorted() {
-            let family = snapshot[name]!
+        for (name, family) in snapshot.sorted(by: { $0.key < $1.key }) {
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
-            for key in family.series.keys.sorted() {
-                let series = family.series[key]!
+            for (key, series) in family.series.sorted(by: { $0.key < $1.key }) {
                 switch family.kind {
                 case .counter:
                     out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"

@@ -7,6 +7,11 @@ import Synchronization
 /// libmicrohttpd holds it retained in the connection's `con_cls` until the
 /// completion callback releases it; a running handler holds it too, and
 /// touches the connection only while the connection is suspended.
+///
+/// Unchecked: `connection` is a C pointer, and `body`, `route` and `status`
+/// are written only by libmicrohttpd's thread for this connection, before
+/// the handler starts (body, route) or after it answered (status);
+/// `phase` is what crosses threads, behind its lock.
 final class Exchange: @unchecked Sendable {
     private enum Phase {
         case receiving

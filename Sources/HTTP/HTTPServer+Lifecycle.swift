@@ -6,8 +6,8 @@ extension HTTPServer {
     /// no flag can disagree with another and a second `shutdown` (or one
     /// before `start`) does nothing. Pure: tested without sockets.
     struct Lifecycle: Sendable {
-        /// libmicrohttpd's daemon handle; its quiesce and stop calls may come
-        /// from any thread.
+        /// libmicrohttpd's daemon handle. Unchecked: a C pointer, whose quiesce
+        /// and stop calls may come from any thread.
         struct Daemon: @unchecked Sendable {
             let pointer: OpaquePointer
         }

@@ -67,7 +67,7 @@ package struct RequestRecord: Sendable {
 /// An HTTP/1.1 server over libmicrohttpd. Handlers are async: the connection
 /// is suspended while a handler waits (for a Kafka acknowledgement, say), so
 /// libmicrohttpd's threads keep serving other connections.
-package final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: Sendable {
     package let config: HTTPServerConfig
     let router: Router
     let logger: Logger

@@ -19,6 +19,8 @@ package struct TopicSpec: Sendable, Equatable {
 }
 
 /// Topic administration: describe topics and create the missing ones.
+/// Unchecked: `handle` is a C pointer; librdkafka's admin calls are
+/// thread-safe (each waits on a queue of its own).
 package final class Admin: @unchecked Sendable {
     private let handle: OpaquePointer
     private let context: ClientContext

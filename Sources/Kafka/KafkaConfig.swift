@@ -189,6 +189,7 @@ package struct ConsumerConfig: Sendable {
 /// Builds a librdkafka configuration; the caller owns the result until it is
 /// passed to `rd_kafka_new`.
 package func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> OpaquePointer {
+    // NULL only when out of memory, where librdkafka's allocator aborts first.
     let conf = rd_kafka_conf_new()!
     var errorText = [CChar](repeating: 0, count: 512)
     for (name, value) in properties {

@@ -5,6 +5,9 @@ import Common
 /// joining the group or consuming: the digest cutoff, the dead-letter
 /// replay's end marks and the tests use it. Every call sends a request and
 /// blocks up to its timeout, so async code calls it through `blocking`.
+///
+/// Unchecked: `handle` is a C pointer; the metadata and offset queries used
+/// here are thread-safe in librdkafka.
 package final class OffsetsReader: @unchecked Sendable {
     package let groupID: String
     private let handle: OpaquePointer

@@ -5,6 +5,7 @@ import CRdKafka
 /// `rd_kafka_topic_partition_list_destroy`.
 enum PartitionList {
     static func make(_ entries: [(TopicPartition, Int64)]) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
+        // NULL only when out of memory, where librdkafka's allocator aborts first.
         let list = rd_kafka_topic_partition_list_new(Int32(entries.count))!
         for (partition, offset) in entries {
             rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = offset

@@ -123,6 +123,9 @@ package final class Producer: Sendable {
 /// One `rd_kafka_t` producer and the thread that polls it for delivery
 /// reports. The polling thread also destroys the handle, after a close or
 /// after the handle went fatal and its messages were failed.
+/// Unchecked: `handle` is a C pointer; librdkafka's produce, flush and
+/// purge calls are thread-safe, and the handle is destroyed by the polling
+/// thread only, after `lifecycle` says no call can reach it any more.
 final class ProducerClient: @unchecked Sendable {
     private let handle: OpaquePointer
     /// The handle's life and its uses, one value behind one lock.

@@ -7,6 +7,8 @@ import Kafka
 /// local run (`guidance-dev`), never the services: a module of its own beside
 /// `Kafka`, whose client plumbing it borrows (`package` access). It keeps
 /// only the newest few tens of thousands of messages per partition.
+/// Unchecked: it holds the mock cluster's C handles (not Sendable types);
+/// librdkafka's mock calls lock the cluster themselves.
 package final class MockCluster: @unchecked Sendable {
     /// Kafka protocol request types, for injecting errors.
     package enum Request: Int16, Sendable {

@@ -32,7 +32,7 @@ package struct Purger: Sendable {
         let stored = try store.schoolsStored()
         let ids = Set(stored).union(roster.schools.keys).sorted()
         return ids.compactMap { id in
-            let zone = roster.school(id)?.timeZone ?? TimeZone(identifier: "UTC")!
+            let zone = roster.school(id)?.timeZone ?? .gmt
             guard let kept = retention.firstKeptDay(today: Timestamp.localDate(now, in: zone)) else { return nil }
             return PurgeCut(
                 school: id, firstKeptDay: kept, before: now - Double(retention.days) * 86_400,
@@ -57,7 +57,7 @@ package struct Purger: Sendable {
     /// that day (`checked`) asks nothing.
     func runIfDue(roster: Roster, checked: Int?) async -> Int? {
         let now = clock()
-        let (day, minute) = Timestamp.local(now, in: TimeZone(identifier: "UTC")!)
+        let (day, minute) = Timestamp.local(now, in: .gmt)
         guard minute >= Purger.hour * 60, day != checked else { return checked }
         let store = self.store
         do {

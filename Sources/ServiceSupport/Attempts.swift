@@ -45,7 +45,7 @@ package final class AttemptLimiter: Sendable {
         failures.withLock { failures in
             for key in keys {
                 failures[key, default: []].append(now)
-                if failures[key]!.count > limit { failures[key]!.removeFirst(failures[key]!.count - limit) }
+                if let excess = failures[key].map({ $0.count - limit }), excess > 0 { failures[key]?.removeFirst(excess) }
             }
             // Addresses come and go: forget the idle ones before they pile up.
             if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }

@@ -1,0 +1,85 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+extension Array where Element: Sendable {
+    /// Hands `body` the transform of each element, in order, on this thread,
+    /// while one thread per further core transforms the elements ahead of
+    /// it: CPU-bound work (rendering a school's digests) overlapping a serial
+    /// consumer (writing them in one transaction). This thread transforms
+    /// too whenever nothing is ready for it, so it never waits on a thread
+    /// that has not started. When `body` throws, elements not yet started
+    /// are skipped.
+    package func forEach<T: Sendable, E: Error>(
+        transformedBy transform: @escaping @Sendable (Element) -> T, _ body: (T) throws(E) -> Void
+    ) throws(E) {
+        let work = TransformQueue(self, transform)
+        let helpers = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount) - 1
+        for _ in 0..<Swift.max(0, helpers) {
+            DispatchQueue.global().async { while work.transformNext() {} }
+        }
+        do {
+            for index in indices {
+                while !work.isDone(index) && work.transformNext() {}
+                try body(work.take(index))
+            }
+        } catch {
+            work.skipRest()
+            throw error
+        }
+    }
+}
+
+/// The elements of one `forEach(transformedBy:)`: each taken by exactly one
+/// thread (a shared counter), its result left in its own slot, and that
+/// slot's semaphore signalled. Unchecked: `results` is raw memory; a slot
+/// is written only by the thread that took its index, and read only after
+/// its semaphore says so.
+private final class TransformQueue<Element: Sendable, T: Sendable>: @unchecked Sendable {
+    private let elements: [Element]
+    private let transform: @Sendable (Element) -> T
+    private let next = Atomic(0)
+    private let results: UnsafeMutablePointer<T?>
+    private let done: [DispatchSemaphore]
+
+    init(_ elements: [Element], _ transform: @escaping @Sendable (Element) -> T) {
+        self.elements = elements
+        self.transform = transform
+        results = .allocate(capacity: elements.count)
+        results.initialize(repeating: nil, count: elements.count)
+        done = elements.map { _ in DispatchSemaphore(value: 0) }
+    }
+
+    deinit {
+        results.deinitialize(count: elements.count)
+        results.deallocate()
+    }
+
+    /// Transforms the next element nobody has taken; false when none is left.
+    func transformNext() -> Bool {
+        let index = next.add(1, ordering: .relaxed).oldValue
+        guard index < elements.count else { return false }
+        results[index] = transform(elements[index])
+        done[index].signal()
+        return true
+    }
+
+    /// Whether element `index` is transformed; when it is, `take` returns at once.
+    func isDone(_ index: Int) -> Bool {
+        guard done[index].wait(timeout: .now()) == .success else { return false }
+        done[index].signal()
+        return true
+    }
+
+    /// Element `index`'s result, waiting for the thread transforming it.
+    func take(_ index: Int) -> T {
+        done[index].wait()
+        // Set by `transformNext` before it signalled: the wait above saw it.
+        defer { results[index] = nil }
+        return results[index]!
+    }
+
+    func skipRest() {
+        next.store(elements.count, ordering: .relaxed)
+    }
+}
