@@ -6,7 +6,9 @@ import Synchronization
 /// A consumer-group member with manual offset storage.
 ///
 /// Every call that polls, stores or commits must come from one thread, the
-/// caller's own consuming thread (never Swift's cooperative pool: they block).
+/// caller's own consuming thread (never Swift's cooperative pool: they block);
+/// two such calls at once are a programming error, caught in debug builds and
+/// logged in release ones (`exclusive`).
 /// The rebalance handler runs on that thread inside `poll`: on revocation it is
 /// told first, then the stored offsets are committed, then the partitions go.
 /// Offsets are committed only from that thread, never mid-rebalance from
@@ -15,13 +17,15 @@ import Synchronization
 ///
 /// Unchecked: `handle` is a C pointer. The calls other threads may make
 /// (`assignment`, `memberID`, `lag`, `watermarks`) are thread-safe in
-/// librdkafka; the consuming calls check they come from the consuming thread.
+/// librdkafka; the consuming calls check that they never overlap.
 package final class Consumer: @unchecked Sendable {
     package let config: ConsumerConfig
     private let handle: OpaquePointer
     private let context: ClientContext
     private let logger: Logger
     private let closed = Atomic<Bool>(false)
+    /// A consuming call (poll, store, commit, close) is under way.
+    private let consuming = Atomic<Bool>(false)
 
     package init(
         config: ConsumerConfig,
@@ -69,6 +73,10 @@ package final class Consumer: @unchecked Sendable {
     /// logged; they do not end consumption.
     package func poll(maxMessages: Int, timeout: Duration) -> [ConsumedMessage] {
         guard !closed.load(ordering: .acquiring) else { return [] }
+        return exclusive("poll") { poll(upTo: maxMessages, timeout: timeout) }
+    }
+
+    private func poll(upTo maxMessages: Int, timeout: Duration) -> [ConsumedMessage] {
         var batch: [ConsumedMessage] = []
         var wait = Int32(clamping: timeout.milliseconds)
         while batch.count < maxMessages, let raw = rd_kafka_consumer_poll(handle, wait) {
@@ -97,7 +105,7 @@ package final class Consumer: @unchecked Sendable {
         guard !next.isEmpty else { return }
         let list = PartitionList.make(next.map { ($0.key, $0.value) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let result = rd_kafka_offsets_store(handle, list)
+        let result = exclusive("store") { rd_kafka_offsets_store(handle, list) }
         // A partition revoked meanwhile refuses its offset; another member now
         // owns it and will see the messages again, which consumers absorb.
         if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__STATE {
@@ -108,7 +116,7 @@ package final class Consumer: @unchecked Sendable {
     /// Commits the stored offsets. With `wait`, returns once the coordinator
     /// answered; without, a failed commit is covered by the next one.
     package func commit(wait: Bool = true) throws(KafkaError) {
-        let result = rd_kafka_commit(handle, nil, wait ? 0 : 1)
+        let result = exclusive("commit") { rd_kafka_commit(handle, nil, wait ? 0 : 1) }
         if result != RD_KAFKA_RESP_ERR_NO_ERROR && result != RD_KAFKA_RESP_ERR__NO_OFFSET {
             throw KafkaError(result, context: "commit offsets")
         }
@@ -167,10 +175,22 @@ package final class Consumer: @unchecked Sendable {
     /// consuming thread after its last poll; later polls return nothing.
     package func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let result = rd_kafka_consumer_close(handle)
+        let result = exclusive("close") { rd_kafka_consumer_close(handle) }
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close", ["error": String(cString: rd_kafka_err2str(result))])
         }
+    }
+
+    /// Runs a consuming call, which must not overlap another: a commit from
+    /// another thread could land mid-rebalance, while `poll` runs the handler.
+    private func exclusive<T>(_ call: StaticString, _ body: () -> T) -> T {
+        let alone = consuming.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        defer { if alone { consuming.store(false, ordering: .releasing) } }
+        if !alone {
+            logger.error("Consumer.\(call) called while another consuming call runs; calls must come from one thread")
+            assertionFailure("Consumer.\(call) overlapped another consuming call")
+        }
+        return body()
     }
 
     private static func convert(_ raw: UnsafeMutablePointer<rd_kafka_message_t>) -> ConsumedMessage {
