@@ -42,6 +42,7 @@ final class Exchange: @unchecked Sendable {
     var route = "unmatched"
     var status = 0
     private let phase = Mutex(Phase.receiving)
+    private let handler = Mutex<Task<Void, Never>?>(nil)
 
     init(connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig) {
         self.connection = connection
@@ -145,6 +146,18 @@ final class Exchange: @unchecked Sendable {
         } else {
             body.append(contentsOf: chunk)
         }
+    }
+
+    /// The task running this request's handler, kept to cancel it when the
+    /// server stops before it answered.
+    func handle(_ task: Task<Void, Never>) {
+        handler.withLock { $0 = task }
+    }
+
+    /// Cancels the handler's task: its waits (a Kafka acknowledgement, a
+    /// sleep) end early; whatever it answers then is dropped.
+    func cancelHandler() {
+        handler.withLock { $0 }?.cancel()
     }
 
     /// Suspends the connection until `finish` resumes it.

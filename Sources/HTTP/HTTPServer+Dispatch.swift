@@ -22,10 +22,10 @@ extension HTTPServer {
             request.parameters = route.parameters
             request.route = route.pattern
             exchange.suspend(in: self)
-            Task { [self] in
+            exchange.handle(Task { [self] in
                 let response = await Router.run(route.handler, request, logger: logger)
                 exchange.finish(response, in: self)
-            }
+            })
             return .YES
         }
     }

@@ -128,7 +128,7 @@ package final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets in-flight requests finish for up to
-    /// `gracePeriod`, answers the rest 503, and stops.
+    /// `gracePeriod`, answers the rest 503 and cancels their handlers, and stops.
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
         let listener = MHD_quiesce_daemon(daemon)
@@ -146,6 +146,7 @@ package final class HTTPServer: Sendable {
         }
         for exchange in abandoned {
             exchange.finish(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response, force: true)
+            exchange.cancelHandler()
         }
         // Resumed connections need a moment to send their answers.
         let flushDeadline = ContinuousClock.now + .seconds(1)

@@ -15,6 +15,8 @@ package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         case producerFailed
         /// The producer or consumer is shutting down.
         case shuttingDown
+        /// The waiting task was cancelled; the message may still be delivered.
+        case cancelled
         case messageTooLarge
         case unknownTopic
         case invalidConfiguration
@@ -32,7 +34,7 @@ package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
 
     package var isRetriable: Bool {
         switch code {
-        case .deliveryTimedOut, .brokerUnavailable, .queueFull, .producerFailed, .shuttingDown: true
+        case .deliveryTimedOut, .brokerUnavailable, .queueFull, .producerFailed, .shuttingDown, .cancelled: true
         case .messageTooLarge, .unknownTopic, .invalidConfiguration: false
         case .broker(let raw, _): KafkaError.retriableBrokerCodes.contains(raw)
         }

@@ -63,10 +63,19 @@ package final class Producer: Sendable {
         return (missing ?? nil) ?? nil
     }
 
-    /// Sends `message` and returns once the broker acknowledged it.
+    /// Sends `message` and returns once the broker acknowledged it. A
+    /// cancelled task stops waiting at once with `cancelled` (retriable: the
+    /// message stays queued and may still be delivered, so a retry must carry
+    /// the same id); a task cancelled before the call sends nothing.
     package func send(_ message: OutgoingMessage) async throws(KafkaError) -> DeliveryReport {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) in
-            send(message) { continuation.resume(returning: $0) }
+        let report = DeliveryWait()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) in
+                guard report.wait(continuation) else { return }
+                send(message) { report.resume($0) }
+            }
+        } onCancel: {
+            report.resume(.failure(KafkaError(.cancelled, "stopped waiting for the broker's acknowledgement: the request was cancelled")))
         }
         return try result.get()
     }
@@ -401,5 +410,48 @@ extension Producer {
             return withUnsafeBytes(of: &byte) { body($0.baseAddress, 0) }
         }
         return value.withUnsafeBytes { body($0.baseAddress, $0.count) }
+    }
+}
+
+/// One `send`'s wait for its delivery report, resumed once: by the report, or
+/// by the task's cancellation, whichever comes first.
+private final class DeliveryWait: Sendable {
+    private enum State {
+        case idle
+        case waiting(CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>)
+        case done(Result<DeliveryReport, KafkaError>?)
+    }
+
+    private let state = Mutex(State.idle)
+
+    /// Keeps `continuation`; false (having resumed it) when cancelled already.
+    func wait(_ continuation: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>) -> Bool {
+        let cancelled: Result<DeliveryReport, KafkaError>? = state.withLock { state in
+            guard case .done(let result) = state else {
+                state = .waiting(continuation)
+                return nil
+            }
+            state = .done(nil)
+            return result
+        }
+        guard let cancelled else { return true }
+        continuation.resume(returning: cancelled)
+        return false
+    }
+
+    func resume(_ result: Result<DeliveryReport, KafkaError>) {
+        let waiting: CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>? = state.withLock { state in
+            switch state {
+            case .idle:
+                state = .done(result)
+                return nil
+            case .waiting(let continuation):
+                state = .done(nil)
+                return continuation
+            case .done:
+                return nil
+            }
+        }
+        waiting?.resume(returning: result)
     }
 }

@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import HTTP
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -16,6 +17,14 @@ final class HTTPServerTests: XCTestCase {
 
     var server: HTTPServer!
     var base = ""
+    /// When `/stuck`'s handler saw its task cancelled.
+    let stuckCancelledAt = Moment()
+
+    final class Moment: Sendable {
+        private let instant = Mutex<ContinuousClock.Instant?>(nil)
+        func mark() { instant.withLock { $0 = .now } }
+        var value: ContinuousClock.Instant? { instant.withLock { $0 } }
+    }
 
     override func setUp() async throws {
         var router = Router()
@@ -33,6 +42,15 @@ final class HTTPServerTests: XCTestCase {
             return .text("slow\n")
         }
         router.get("/fast") { _ in .text("fast\n") }
+        let stuckCancelledAt = self.stuckCancelledAt
+        router.get("/stuck") { _ in
+            do {
+                try await Task.sleep(for: .seconds(60))
+            } catch {
+                stuckCancelledAt.mark()
+            }
+            return .text("late\n")
+        }
         router.get("/boom") { _ in throw CancellationError() }
         server = HTTPServer(
             config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024, receiveTimeout: .seconds(2)),
@@ -258,5 +276,19 @@ final class HTTPServerTests: XCTestCase {
             _ = try await fetch("GET", "\(base)/fast")
             XCTFail("a stopped server answered")
         } catch {}
+    }
+
+    func testShutdownAnswers503AfterTheGracePeriodAndCancelsTheHandler() async throws {
+        let base = self.base
+        async let stuck = fetch("GET", "\(base)/stuck")
+        try await Task.sleep(for: .milliseconds(200))
+        let stopping = ContinuousClock.now
+        await server.shutdown(gracePeriod: .milliseconds(300))
+        let reply = try await stuck
+        XCTAssertEqual(reply.status, 503)
+        let deadline = ContinuousClock.now + .seconds(2)
+        while stuckCancelledAt.value == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let cancelled = try XCTUnwrap(stuckCancelledAt.value, "the handler still runs after its request was answered 503")
+        XCTAssertLessThan(cancelled - stopping, .seconds(2))
     }
 }

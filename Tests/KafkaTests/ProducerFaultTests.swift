@@ -31,6 +31,41 @@ final class ProducerFaultTests: MockClusterTestCase {
         XCTAssertNotNil(recovered, "sends did not succeed after the brokers came back")
     }
 
+    func testACancelledSendStopsWaitingAndACancelledTaskSendsNothing() async throws {
+        let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(30)), logger: quietLogger("producer"))
+        defer { producer.close() }
+        _ = try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [0]))
+        cluster.setAllBrokers(up: false)
+        let topic = self.topic
+        let waiting = Task { try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [1])) }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        waiting.cancel()
+        do {
+            let report = try await waiting.value
+            XCTFail("acknowledged with every broker down: \(report)")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.code, .cancelled)
+            XCTAssertTrue(error.isRetriable)
+        }
+        XCTAssertLessThan(ContinuousClock.now - cancelled, .milliseconds(500), "the cancelled send waited for the 30 s delivery timeout")
+        XCTAssertEqual(producer.inFlight, 1, "the message stays queued: it may still be delivered")
+
+        let before = producer.inFlight
+        let never = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [2]))
+        }
+        do {
+            _ = try await never.value
+            XCTFail("a cancelled task's send was acknowledged")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertEqual(producer.inFlight, before, "a task cancelled before sending queued a message")
+        cluster.setAllBrokers(up: true)
+    }
+
     func testFatalIdempotentProducerIsReplacedAndLaterSendsSucceed() async throws {
         let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(3)), logger: quietLogger("producer"))
         defer { producer.close() }
