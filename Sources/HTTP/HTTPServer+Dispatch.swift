@@ -48,7 +48,7 @@ extension HTTPServer {
     }
 
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
-        inFlight.subtract(1, ordering: .acquiringAndReleasing)
+        if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { drained.ring() }
         let duration = ContinuousClock.now - exchange.started
         observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
         let failed = reason != .REQUEST_TERMINATED_COMPLETED_OK

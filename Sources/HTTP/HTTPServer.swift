@@ -77,6 +77,8 @@ package final class HTTPServer: Sendable {
     let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
+    /// Rung each time the last request in flight completes.
+    let drained = Doorbell()
     /// Connections still sending a request, by connection, with their socket,
     /// since when, and whether the request's headers are in; the reaper shuts
     /// down those past `receiveTimeout`.
@@ -132,10 +134,7 @@ package final class HTTPServer: Sendable {
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
         let listener = MHD_quiesce_daemon(daemon)
-        let deadline = ContinuousClock.now + gracePeriod
-        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        await idle(by: .now + gracePeriod)
         let abandoned = suspended.withLock { exchanges in
             let all = Array(exchanges.values)
             exchanges.removeAll()
@@ -149,14 +148,21 @@ package final class HTTPServer: Sendable {
             exchange.cancelHandler()
         }
         // Resumed connections need a moment to send their answers.
-        let flushDeadline = ContinuousClock.now + .seconds(1)
-        while inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < flushDeadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        await idle(by: .now + .seconds(1))
         MHD_stop_daemon(daemon)
         if listener >= 0 { close(listener) }
         lifecycle.withLock { $0.finished() }
         logger.info("stopped")
+    }
+
+    /// Returns once no request is in flight, or at `deadline`.
+    private func idle(by deadline: ContinuousClock.Instant) async {
+        while true {
+            let seen = drained.rings
+            let now = ContinuousClock.now
+            guard inFlight.load(ordering: .acquiring) > 0, now < deadline else { return }
+            await drained.wait(after: seen, atMost: deadline - now)
+        }
     }
 
     /// Once a second, shuts down the sockets of connections that took longer

@@ -22,8 +22,9 @@ final class Dispatcher: Sendable {
     private let owner = "\(ProcessInfo.processInfo.hostName)-\(RandomID.uuid().prefix(8))"
     /// The channels on this replica, each sending its own deliveries.
     private let channels: [any DeliveryChannel]
-    /// Bumped to wake idle loops (a digest run on this replica).
-    private let doorbell = Atomic<Int>(0)
+    /// Rung to wake idle loops: a digest run on this replica wrote or ended,
+    /// or the dispatcher stops.
+    private let doorbell = Doorbell()
     /// Digest runs under way on this replica. They write the outbox that
     /// claims would write too, on the same database: new claims wait for
     /// the runs to end (sends already claimed go on).
@@ -58,7 +59,7 @@ final class Dispatcher: Sendable {
     /// new deliveries go out now, not at the next poll.
     func written(_ digests: [Digest], roster: Roster) {
         for channel in channels { channel.written(digests, roster: roster) }
-        doorbell.add(1, ordering: .releasing)
+        doorbell.ring()
     }
 
     func start() {
@@ -77,6 +78,7 @@ final class Dispatcher: Sendable {
     /// lease, and another replica sends it.
     func stop(within limit: Duration) async {
         stopping.store(true, ordering: .releasing)
+        doorbell.ring()
         let running = loops.withLock { $0 }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -96,7 +98,7 @@ final class Dispatcher: Sendable {
         runs.add(1, ordering: .acquiringAndReleasing)
         defer {
             runs.subtract(1, ordering: .acquiringAndReleasing)
-            doorbell.add(1, ordering: .releasing)
+            doorbell.ring()
         }
         return try await body()
     }
@@ -104,8 +106,10 @@ final class Dispatcher: Sendable {
     private func run(_ channel: any DeliveryChannel) async {
         let connections = channel.connections
         while !stopping.load(ordering: .acquiring) {
+            // Read before looking: a ring from here on wakes the wait below.
+            let seen = doorbell.rings
             if runs.load(ordering: .acquiring) > 0 {
-                try? await Task.sleep(for: .milliseconds(50))
+                await doorbell.wait(after: seen, atMost: config.pollInterval)
                 continue
             }
             await refreshBacklog()
@@ -121,11 +125,12 @@ final class Dispatcher: Sendable {
                 }
             } catch {
                 logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
-                await idle()
+                await doorbell.wait(after: seen, atMost: config.pollInterval)
                 continue
             }
             guard !claims.isEmpty else {
-                await idle()
+                // Idle: the next poll, or sooner when a digest run here rings.
+                await doorbell.wait(after: seen, atMost: config.pollInterval)
                 continue
             }
             await withTaskGroup(of: Void.self) { group in
@@ -136,15 +141,6 @@ final class Dispatcher: Sendable {
                     }
                 }
             }
-        }
-    }
-
-    /// Waits for the poll interval, or less when rung.
-    private func idle() async {
-        let rung = doorbell.load(ordering: .acquiring)
-        let until = ContinuousClock.now + config.pollInterval
-        while ContinuousClock.now < until, doorbell.load(ordering: .acquiring) == rung, !stopping.load(ordering: .acquiring) {
-            try? await Task.sleep(for: .milliseconds(50))
         }
     }
 

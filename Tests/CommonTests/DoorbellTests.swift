@@ -1,0 +1,42 @@
+import Common
+import XCTest
+
+final class DoorbellTests: XCTestCase {
+    func testARingWakesTheWaiterAndNoRingIsMissed() async throws {
+        let doorbell = Doorbell()
+        let seen = doorbell.rings
+        let started = ContinuousClock.now
+        async let woken: Duration = {
+            await doorbell.wait(after: seen, atMost: .seconds(10))
+            return ContinuousClock.now - started
+        }()
+        try await Task.sleep(for: .milliseconds(100))
+        doorbell.ring()
+        let took = await woken
+        XCTAssertLessThan(took, .seconds(2), "the ring did not wake the waiter")
+        XCTAssertGreaterThanOrEqual(took, .milliseconds(100))
+
+        // Rung between reading `rings` and waiting: returns at once.
+        let before = doorbell.rings
+        doorbell.ring()
+        let again = ContinuousClock.now
+        await doorbell.wait(after: before, atMost: .seconds(10))
+        XCTAssertLessThan(ContinuousClock.now - again, .milliseconds(100))
+    }
+
+    func testAWaitEndsAtItsLimitOrWhenCancelled() async throws {
+        let doorbell = Doorbell()
+        var started = ContinuousClock.now
+        await doorbell.wait(after: doorbell.rings, atMost: .milliseconds(200))
+        let took = ContinuousClock.now - started
+        XCTAssertGreaterThanOrEqual(took, .milliseconds(200))
+        XCTAssertLessThan(took, .seconds(2))
+
+        started = .now
+        let waiting = Task { await doorbell.wait(after: doorbell.rings, atMost: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        waiting.cancel()
+        await waiting.value
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "cancelling did not end the wait")
+    }
+}
