@@ -66,7 +66,7 @@ struct DataProtectionHandlers: Sendable {
         let teacher = request.query["teacherId"]
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
-        let records = try await NotifierHandlers.available(logger: logger) {
+        let records = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, limit: limit) }
         }
         accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
@@ -169,7 +169,7 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
-        let records = try await NotifierHandlers.available(logger: logger) {
+        let records = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking { try store.records(school: school.id, student: studentID) }
         }
         guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
@@ -236,7 +236,7 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
-        let erased = try await NotifierHandlers.available(logger: logger) {
+        let erased = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking {
                 try store.erase(school: school.id, student: studentID) { digest in
                     let text = DigestText(digest, school: school)

@@ -78,7 +78,7 @@ struct DeliveryHandlers: Sendable {
         }
         let limit = try request.integerQuery("limit", in: 1...1000) ?? 100
         let store = self.store
-        let deliveries = try await NotifierHandlers.available(logger: logger) {
+        let deliveries = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
         }
         let roster = caller.roster
@@ -95,7 +95,7 @@ struct DeliveryHandlers: Sendable {
         let deliveryID = request.parameter("deliveryId")
         let store = self.store
         let now = clock()
-        let result = try await NotifierHandlers.available(logger: logger) {
+        let result = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking { try store.requeue(school: schoolID, deliveryId: deliveryID, now: now) }
         }
         switch result {

@@ -113,7 +113,7 @@ final class Materializer: Sendable {
         // The batch the store is writing on the writer queue while this
         // thread polls and decodes the next one. Its offsets are stored
         // here, after it is written (offsets only ever from this thread).
-        var writing: Writing?
+        var writing: PendingWrite?
         defer { writing?.wait() }
         while running {
             let consumer = self.consumer
@@ -171,7 +171,7 @@ final class Materializer: Sendable {
                 writing = nil
                 guard finish(previous) else { return }
             }
-            writing = Writing(consumer: consumer, settled: released.map(\.message), sources: sources)
+            writing = PendingWrite(consumer: consumer, settled: released.map(\.message), sources: sources)
             writer.async { [self, writing, events] in writing?.end(with: apply(events)) }
         }
         // Stopping: the batch in hand is finished and its offsets stored,
@@ -185,7 +185,7 @@ final class Materializer: Sendable {
 
     /// After the store wrote a batch: its rejections to the dead-letter
     /// topic, then its offsets stored and committed. False when stopping.
-    private func finish(_ written: Writing) -> Bool {
+    private func finish(_ written: PendingWrite) -> Bool {
         guard let rejections = written.wait() else { return false }
         for rejection in rejections {
             metrics.increment(
@@ -374,7 +374,7 @@ extension Materializer {
 
 extension Materializer {
     /// A batch handed to the writer queue, and what the store made of it.
-    final class Writing: Sendable {
+    final class PendingWrite: Sendable {
         let consumer: Consumer
         /// Every message this batch settles (written or dead-lettered): the
         /// offsets stored once it is written.

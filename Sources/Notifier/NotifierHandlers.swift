@@ -53,7 +53,7 @@ struct NotifierHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
-        let (records, frequencies) = try await available {
+        let (records, frequencies) = try await withOutagesAs503 {
             try await blocking {
                 (try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
                  try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
@@ -104,7 +104,7 @@ struct NotifierHandlers: Sendable {
         try mayReadInbox(caller, of: teacherID)
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
-        let digests = try await available { try await blocking { try store.inbox(teacher: teacherID) } }
+        let digests = try await withOutagesAs503 { try await blocking { try store.inbox(teacher: teacherID) } }
         if let school = caller.roster.teachers[teacherID]?.schoolID { accessLog.record(caller, .inbox, school: school, target: teacherID) }
         let unread = digests.filter { !$0.read }
         let (roster, photos) = (caller.roster, self.photos)
@@ -117,7 +117,7 @@ struct NotifierHandlers: Sendable {
         let digestID = request.parameter("digestId")
         try mayReadInbox(caller, of: teacherID)
         let store = self.store
-        guard try await available({ try await blocking { try store.markRead(teacher: teacherID, digestId: digestID) } }) else {
+        guard try await withOutagesAs503({ try await blocking { try store.markRead(teacher: teacherID, digestId: digestID) } }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
         }
         return .noContent
@@ -178,7 +178,7 @@ struct NotifierHandlers: Sendable {
             throw HTTPError(FieldError(field: "date", message: problem), status: 422)
         }
         do {
-            let runs = try await available { try await runner.run(batch) }
+            let runs = try await withOutagesAs503 { try await runner.run(batch) }
             return .json(RunResponse(runs: runs))
         } catch let timeout as DigestRunner.CutoffTimeout {
             logger.warning("digest run waited too long for the cutoff", ["schools": String(schools.count), "error": timeout.description])
@@ -186,13 +186,13 @@ struct NotifierHandlers: Sendable {
         }
     }
 
-    private func available<T>(_ body: () async throws -> T) async throws -> T {
-        try await NotifierHandlers.available(logger: logger, body)
+    private func withOutagesAs503<T>(_ body: () async throws -> T) async throws -> T {
+        try await NotifierHandlers.withOutagesAs503(logger: logger, body)
     }
 
     /// Runs `body`, answering 503 with `Retry-After` when the broker or the
     /// store cannot be reached: the client should come back, not report a bug.
-    static func available<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
+    static func withOutagesAs503<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as KafkaError {

@@ -53,7 +53,7 @@ struct ServiceHandlers: Sendable {
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
         let (store, scopeGrade) = (self.store, grade)
-        let accounts = try await NotifierHandlers.available(logger: logger) {
+        let accounts = try await NotifierHandlers.withOutagesAs503(logger: logger) {
             try await blocking { try store.serviceAccounts(school: school.id, grade: scopeGrade, asOf: nil) }
         }
         let roster = caller.roster
