@@ -38,11 +38,10 @@ extension IngestHandlers {
     /// The school, grade and student a service route names; a volunteer-duty
     /// teacher only their own grade (403), an unknown school or grade 422.
     private func serviceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (school: String, grade: Int, student: String) {
-        let grade = try request.integerParameter("grade", in: Student.seatRange)
+        let (schoolID, grade) = try caller.grade(of: request)
         if let teacher = caller.teacher, teacher.role == .volunteerDuty, teacher.grade != grade {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher records service for their own grade (\(teacher.grade ?? 0))")
         }
-        let (schoolID, _) = try caller.grade(of: request)
         return (schoolID, grade, request.parameter("studentId"))
     }
 

@@ -163,19 +163,31 @@ extension SQLStore {
             let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
             var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
             var records: [String: [ServiceRecord]] = [:]
-            try database.forEachRow("""
-                SELECT service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at
-                FROM service_records
-                WHERE school_id = $1 AND recorded = 1 AND withdrawn = 0 AND ($2 = '' OR local_date <= $2)
-                  AND (CAST($3 AS INTEGER) IS NULL OR grade = CAST($3 AS INTEGER))
-                ORDER BY local_date, recorded_at, service_id
-                """, [.text(school), .text(date ?? ""), grade.sql]) { row in
+            let listed = SQLStore.recordsStatement(school: school, grade: grade, asOf: date)
+            try database.forEachRow(listed.sql, listed.parameters) { row in
                 let record = SQLStore.serviceRecord(row)
                 records[record.studentId, default: []].append(record)
             }
             for index in accounts.indices { accounts[index].records = records[accounts[index].studentId] ?? [] }
             return accounts
         }
+    }
+
+    /// A school's active service records, of a grade and up to a day when
+    /// asked: only those conditions, as in `accountsStatement`.
+    static func recordsStatement(school: String, grade: Int?, asOf date: String?) -> SQLStatement {
+        var parameters: [SQLValue] = [.text(school)]
+        var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0"
+        if let date {
+            parameters.append(.text(date))
+            conditions += " AND local_date <= $\(parameters.count)"
+        }
+        if let grade {
+            parameters.append(.integer(Int64(grade)))
+            conditions += " AND grade = $\(parameters.count)"
+        }
+        return SQLStatement(
+            "SELECT \(serviceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id", parameters)
     }
 
     static let serviceRecordColumns = "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"
