@@ -2,14 +2,17 @@ import CMalloc
 
 /// The process's use of glibc's allocator: the one place that calls it.
 package enum Memory {
-    /// At most two malloc arenas. glibc gives threads that allocate at once
-    /// arenas of their own, up to eight per core; a service's many threads
-    /// (HTTP, Kafka, the task pool, blocking store calls) each kept freed
-    /// pages of a large digest run or list in its own arena, and the
-    /// notifier's resident memory rose with every run. Call first thing in
-    /// `main`, before any thread starts.
-    package static func limitArenas() {
-        _ = mallopt(M_ARENA_MAX, 2)
+    /// At most `count` malloc arenas. glibc gives threads that allocate at
+    /// once arenas of their own, up to eight per core; the notifier's many
+    /// threads (HTTP, Kafka, the task pool, blocking store calls) each kept
+    /// freed pages of a large digest run or list in its own arena, and its
+    /// resident memory rose with every run: it keeps 2. The ingest allocates
+    /// only small, short-lived values, but on every thread of a request's
+    /// path at once: with 2 arenas they queued for the arena locks, and 8
+    /// cost 6-10 % less CPU a POST at the same peak memory (README,
+    /// "Performance"). Call first thing in `main`, before any thread starts.
+    package static func limitArenas(to count: Int) {
+        _ = mallopt(M_ARENA_MAX, Int32(count))
     }
 
     /// Gives freed pages back to the system, after work that allocated much

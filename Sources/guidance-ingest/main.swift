@@ -2,7 +2,7 @@ import Common
 import Foundation
 import Ingest
 
-Memory.limitArenas()
+Memory.limitArenas(to: 8)
 do {
     let config = try IngestConfig.fromEnvironment()
     let logger = Logger(component: "ingest", level: config.logLevel)

@@ -2,7 +2,7 @@ import Common
 import Foundation
 import Notifier
 
-Memory.limitArenas()
+Memory.limitArenas(to: 2)
 do {
     let config = try NotifierConfig.fromEnvironment()
     let logger = Logger(component: "notifier", level: config.logLevel)
