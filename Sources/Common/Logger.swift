@@ -34,6 +34,9 @@ package struct Logger: Sendable {
     package let component: String
     package let minimumLevel: Level
     private let metadata: [String: String]
+    /// `metadata` sorted by key, without the keys every line has: sorted
+    /// once here, not for every line.
+    private let fields: [(key: String, value: String)]
 
     /// `level` comes from the service's configuration (`LOG_LEVEL`, validated
     /// there); the logger itself never reads the environment.
@@ -41,6 +44,19 @@ package struct Logger: Sendable {
         self.component = component
         self.minimumLevel = level
         self.metadata = metadata
+        fields = Logger.sortedFields(metadata)
+    }
+
+    private static func sortedFields(_ values: [String: String]) -> [(key: String, value: String)] {
+        values.filter { !Logger.isLeading($0.key) }.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+    }
+
+    /// The keys every line starts with; a field of that name is dropped.
+    private static func isLeading(_ key: String) -> Bool {
+        switch key {
+        case "ts", "level", "component", "msg": true
+        default: false
+        }
     }
 
     /// A logger whose lines all carry `extra` as well.
@@ -75,12 +91,15 @@ package struct Logger: Sendable {
         JSONWriter.append(quoted: component, to: &line)
         line.append(contentsOf: #","msg":"#.utf8)
         JSONWriter.append(quoted: message(), to: &line)
-        let fields = extra.isEmpty ? metadata : metadata.merging(extra) { $1 }
-        for (key, value) in fields.sorted(by: { $0.key < $1.key }) where !Logger.leading.contains(key) {
+        // The logger's fields and the line's, both sorted, merged in key
+        // order; the line's value wins a key both have.
+        let extra = extra.isEmpty ? [] : Logger.sortedFields(extra)
+        var (own, given) = (fields[...], extra[...])
+        while let next = Logger.next(&own, &given) {
             line.append(UInt8(ascii: ","))
-            JSONWriter.append(quoted: key, to: &line)
+            JSONWriter.append(quoted: next.key, to: &line)
             line.append(UInt8(ascii: ":"))
-            JSONWriter.append(quoted: value, to: &line)
+            JSONWriter.append(quoted: next.value, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         // One write(2) per line, under a lock, so lines from threads never interleave.
@@ -101,8 +120,22 @@ package struct Logger: Sendable {
         }
     }
 
+    /// The field of the lower key of the two lists' heads, taken off its list.
+    private static func next(
+        _ own: inout ArraySlice<(key: String, value: String)>, _ given: inout ArraySlice<(key: String, value: String)>
+    ) -> (key: String, value: String)? {
+        switch (own.first, given.first) {
+        case (nil, nil): return nil
+        case (let mine?, nil): return own.popFirst().map { _ in mine }
+        case (nil, let theirs?): return given.popFirst().map { _ in theirs }
+        case (let mine?, let theirs?):
+            if mine.key < theirs.key { return own.popFirst() }
+            if mine.key == theirs.key { own = own.dropFirst() }
+            return given.popFirst()
+        }
+    }
+
     private static let output = Mutex(())
-    private static let leading: Set<String> = ["ts", "level", "component", "msg"]
 
     /// `2026-11-30T07:52:10.123Z`, written digit by digit.
     private static func appendTimestamp(to line: inout [UInt8]) {

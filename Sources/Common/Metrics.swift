@@ -114,8 +114,19 @@ package final class Metrics: Sendable {
         return out
     }
 
+    /// `name="value",…`, the series' key: built in one string, since every
+    /// request's metrics render theirs.
     private static func render(_ labels: Labels) -> String {
-        labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",")
+        var key = ""
+        key.reserveCapacity(labels.count * 24)
+        for (index, (name, value)) in labels.enumerated() {
+            if index > 0 { key += "," }
+            key += name
+            key += "=\""
+            key += escape(value)
+            key += "\""
+        }
+        return key
     }
 
     private static func join(_ a: String, _ b: String) -> String { a.isEmpty ? b : a + "," + b }
