@@ -263,8 +263,7 @@ final class Exchange: @unchecked Sendable {
     private static let collectValue: MHD_KeyValueIterator = { context, _, key, value in
         guard let context, let key else { return .YES }
         let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-        let raw = String(cString: key)
-        let name = collected.lowercased ? raw.lowercased() : raw
+        let name = collected.lowercased ? asciiLowercased(key) : String(cString: key)
         let text = value.map { String(cString: $0) } ?? ""
         collected.bytes += name.utf8.count + text.utf8.count + 4
         if collected.lowercased {
@@ -340,5 +339,21 @@ func connectionHandler(
         server.receiving(connection)
     } else {
         server.received(connection)
+    }
+}
+
+/// A header name with A-Z lowered, other bytes as they are: names are ASCII
+/// tokens (anything else is refused as malformed), and `lowercased()` went
+/// through Unicode case mapping for each header of each request.
+private func asciiLowercased(_ text: UnsafePointer<CChar>) -> String {
+    let length = strlen(text)
+    return text.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        String(unsafeUninitializedCapacity: length) { buffer in
+            for index in 0..<length {
+                let byte = bytes[index]
+                buffer[index] = byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
+            }
+            return length
+        }
     }
 }

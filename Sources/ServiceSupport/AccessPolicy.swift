@@ -82,7 +82,7 @@ package struct AccessPolicy: Sendable {
         let roster = rosters.current
         let bearer = request.header("authorization")
         let cookieValue = bearer == nil ? cookie.value(in: request) : nil
-        try checkOrigin(request, required: cookieValue != nil && !["GET", "HEAD"].contains(request.method))
+        try checkOrigin(request, required: cookieValue != nil && request.method != "GET" && request.method != "HEAD")
         var caller = Caller(roster: roster, teacher: nil, client: clients.client(of: request))
         guard roster.authenticationEnabled else { return caller }
         if let bearer {
@@ -116,7 +116,9 @@ package struct AccessPolicy: Sendable {
     /// else in it, or a token nobody holds, is a 401 counted as a failure.
     private func bearerTeacher(_ header: String, _ request: Request, _ client: String, _ roster: Roster) throws(HTTPError) -> Teacher {
         if let refusal = attempts.refusal([client]) { throw refusal }
-        guard header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+        // Bytes, not characters: `count` and `lowercased()` walked the whole header as Unicode.
+        let scheme = header.utf8.prefix(7)
+        guard header.utf8.count > 7, scheme.elementsEqual("bearer ".utf8, by: { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else {
             throw HTTPError(AccessDenial.unauthenticated("send 'Authorization: Bearer <token>'"))
         }
         guard let teacher = roster.teacher(forToken: String(header.dropFirst(7).trimmingWhitespace())) else {
