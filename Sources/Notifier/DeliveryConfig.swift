@@ -38,10 +38,11 @@ package struct DeliveryConfig: Sendable {
     /// set (or a mail folder is), webhooks always (a school without a row in
     /// webhooks.csv gets none). A new channel is added here.
     func channels(metrics: Metrics, logger: Logger) throws(ConfigurationError) -> [any DeliveryChannel] {
-        var channels: [any DeliveryChannel] = [try WebhookChannel(config: self)]
+        var channels: [any DeliveryChannel] = []
         if let mail {
             channels.append(try EmailChannel(mail: mail, config: self, metrics: metrics, logger: logger))
         }
+        channels.append(try WebhookChannel(config: self))
         return channels
     }
 
