@@ -47,8 +47,12 @@ package struct Logger: Sendable {
         fields = Logger.sortedFields(metadata)
     }
 
+    /// One array, sorted in place: `Dictionary.filter` would hash every key
+    /// into a new dictionary first, on every line that has fields.
     private static func sortedFields(_ values: [String: String]) -> [(key: String, value: String)] {
-        values.filter { !Logger.isLeading($0.key) }.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        var fields = values.compactMap { isLeading($0.key) ? nil : (key: $0.key, value: $0.value) }
+        fields.sort { $0.key < $1.key }
+        return fields
     }
 
     /// The keys every line starts with; a field of that name is dropped.
