@@ -57,8 +57,10 @@ package struct Webhook: Sendable, Equatable {
 }
 
 /// The school directory from `ROSTER_DIR`: one loaded version of it
-/// (`LiveRoster` reloads it when its files change).
-package struct Roster: Sendable {
+/// (`LiveRoster` reloads it when its files change). A class, immutable: every
+/// request takes the current roster, and copying a struct of eleven
+/// collections cost eleven retains and releases each time.
+package final class Roster: Sendable {
     package let schools: [String: School]
     let students: StudentDirectory
     package let teachers: [String: Teacher]
@@ -79,6 +81,24 @@ package struct Roster: Sendable {
     /// Each teacher's tokens, by `fingerprint`: a session signed in with a
     /// token ends when the token is revoked.
     let tokenFingerprints: [String: Set<String>]
+
+    init(
+        schools: [String: School], students: StudentDirectory, teachers: [String: Teacher],
+        tokens: [UInt64: [(digest: [UInt8], teacherID: String)]], authenticationEnabled: Bool, grades: [String: Set<Int>],
+        webhooks: [String: Webhook], teachersBySchool: [String: [Teacher]], teachersByEmail: [String: [Teacher]],
+        tokenFingerprints: [String: Set<String>]
+    ) {
+        self.schools = schools
+        self.students = students
+        self.teachers = teachers
+        self.tokens = tokens
+        self.authenticationEnabled = authenticationEnabled
+        self.grades = grades
+        self.webhooks = webhooks
+        self.teachersBySchool = teachersBySchool
+        self.teachersByEmail = teachersByEmail
+        self.tokenFingerprints = tokenFingerprints
+    }
 
     package func school(_ id: String) -> School? { schools[id] }
 
