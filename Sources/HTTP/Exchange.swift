@@ -24,7 +24,7 @@ final class Exchange: @unchecked Sendable {
     let connection: OpaquePointer
     let method: String
     let path: String
-    let headers: [String: String]
+    let headers: HeaderFields
     let query: [String: String]
     let requestID: String
     /// Whatever makes the request unanswerable before its body is read.
@@ -50,9 +50,9 @@ final class Exchange: @unchecked Sendable {
         self.path = path
         let headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
         let query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
-        self.headers = headers.values
-        self.query = query.values
-        requestID = Exchange.requestID(from: headers.values["x-request-id"])
+        self.headers = HeaderFields(headers.fields)
+        self.query = query.fields.isEmpty ? [:] : Dictionary(query.fields) { $1 }
+        requestID = Exchange.requestID(from: headers["x-request-id"])
         problem = Exchange.problem(path: path, version: version, headers: headers, query: query, config: config)
     }
 
@@ -73,10 +73,10 @@ final class Exchange: @unchecked Sendable {
             // RFC 9112 §6.3: a message with conflicting lengths is unrecoverable.
             return .badRequest("conflicting Content-Length headers")
         }
-        if headers.values["content-length"] != nil && headers.values["transfer-encoding"] != nil {
+        if headers["content-length"] != nil && headers["transfer-encoding"] != nil {
             return .badRequest("send Content-Length or Transfer-Encoding, not both")
         }
-        if let declared = headers.values["content-length"].flatMap({ Int($0) }), declared > config.maxBodySize {
+        if let declared = headers["content-length"].flatMap({ Int($0) }), declared > config.maxBodySize {
             return HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes")
         }
         return nil
@@ -100,12 +100,12 @@ final class Exchange: @unchecked Sendable {
             return .badRequest("a header value holds a CR, LF or NUL character (RFC 9112 §2.2)")
         }
         if version == "HTTP/1.1" {
-            let hosts = (headers.repeated["host"]?.count ?? (headers.values["host"] == nil ? 0 : 1))
+            let hosts = (headers.repeated["host"]?.count ?? (headers["host"] == nil ? 0 : 1))
             if hosts != 1 {
                 return .badRequest("an HTTP/1.1 request carries exactly one Host header, not \(hosts) (RFC 9112 §3.2)")
             }
         }
-        if let coding = headers.values["transfer-encoding"], coding.trimmingWhitespace().lowercased() != "chunked" {
+        if let coding = headers["transfer-encoding"], coding.trimmingWhitespace().lowercased() != "chunked" {
             return HTTPError(status: 501, detail: "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
         }
         return nil
@@ -208,11 +208,11 @@ final class Exchange: @unchecked Sendable {
         // Unless the handler said otherwise: no answer is sniffed for another
         // type, and API answers, which carry students' names, are not stored
         // by any cache.
-        let named = Set(response.headers.map { $0.0.lowercased() })
-        if !named.contains("x-content-type-options") {
+        func named(_ name: String) -> Bool { response.headers.contains { asciiEqualIgnoringCase($0.0, name) } }
+        if !named("x-content-type-options") {
             MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
         }
-        if path.hasPrefix("/v1/") && !named.contains("cache-control") {
+        if path.hasPrefix("/v1/") && !named("cache-control") {
             MHD_add_response_header(mhdResponse, "Cache-Control", "no-store")
         }
         phase.withLock { $0 = .queued }
@@ -234,8 +234,8 @@ final class Exchange: @unchecked Sendable {
     private static let nextID = Atomic<UInt64>(0)
 
     private final class Collected {
-        /// The last value of each name.
-        var values: [String: String] = [:]
+        /// Names and values in the order sent.
+        var fields: [(name: String, value: String)] = []
         /// Every value of a name sent more than once.
         var repeated: [String: [String]] = [:]
         /// The first name that is not a token (whitespace before its colon, a
@@ -248,7 +248,14 @@ final class Exchange: @unchecked Sendable {
         /// Names and values, in bytes.
         var bytes = 0
         let lowercased: Bool
-        init(lowercased: Bool) { self.lowercased = lowercased }
+        init(lowercased: Bool) {
+            self.lowercased = lowercased
+            // A browser sends about a dozen headers; one allocation for them.
+            if lowercased { fields.reserveCapacity(16) }
+        }
+
+        /// The last value sent for `name`.
+        subscript(name: String) -> String? { fields.last { $0.name == name }?.value }
     }
 
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> Collected {
@@ -271,9 +278,10 @@ final class Exchange: @unchecked Sendable {
             if collected.foldedName == nil && isFolded(name) { collected.foldedName = name }
             if !collected.controlInValue && text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
         }
-        if let previous = collected.values.updateValue(text, forKey: name) {
+        if let previous = collected[name] {
             collected.repeated[name, default: [previous]].append(text)
         }
+        collected.fields.append((name, text))
         return .YES
     }
 }
@@ -356,4 +364,9 @@ private func asciiLowercased(_ text: UnsafePointer<CChar>) -> String {
             return length
         }
     }
+}
+
+/// Whether two header names are equal, A-Z and a-z alike.
+private func asciiEqualIgnoringCase(_ name: String, _ lowercase: String) -> Bool {
+    name.utf8.elementsEqual(lowercase.utf8) { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
 }

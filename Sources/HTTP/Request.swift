@@ -5,7 +5,7 @@ package struct Request: Sendable {
     package let method: String
     package let path: String
     /// Header names lowercased.
-    package let headers: [String: String]
+    package let headers: HeaderFields
     package let query: [String: String]
     package let body: [UInt8]
     package let requestID: String
@@ -20,6 +20,12 @@ package struct Request: Sendable {
         method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], body: [UInt8] = [],
         requestID: String, peer: String
     ) {
+        self.init(
+            method: method, path: path, headers: HeaderFields(headers.map { ($0.key.lowercased(), $0.value) }), query: query, body: body,
+            requestID: requestID, peer: peer)
+    }
+
+    init(method: String, path: String, headers: HeaderFields, query: [String: String], body: [UInt8], requestID: String, peer: String) {
         self.peer = peer
         self.method = method
         self.path = path
@@ -29,7 +35,8 @@ package struct Request: Sendable {
         self.requestID = requestID
     }
 
-    package func header(_ name: String) -> String? { headers[name.lowercased()] }
+    /// The value of the header `name` (lowercase).
+    package func header(_ name: String) -> String? { headers[name] }
 
     /// A path parameter the route declares; a missing one is a programming error.
     package func parameter(_ name: String) -> String {
@@ -86,5 +93,22 @@ package struct Request: Sendable {
         } catch {
             throw HTTPError(error)
         }
+    }
+}
+
+/// A request's header fields in the order they came, names lowercased; the
+/// last value of a name sent twice is its value. A request carries a handful,
+/// and looking one up by comparing names costs less than hashing each name
+/// into a dictionary per request.
+package struct HeaderFields: Sendable {
+    private var fields: [(name: String, value: String)]
+
+    init(_ fields: [(name: String, value: String)] = []) { self.fields = fields }
+
+    mutating func append(_ name: String, _ value: String) { fields.append((name, value)) }
+
+    /// The last value sent for `name` (lowercase), or nil.
+    package subscript(name: String) -> String? {
+        fields.last { $0.name == name }?.value
     }
 }
