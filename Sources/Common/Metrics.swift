@@ -6,35 +6,67 @@ import Synchronization
 package final class Metrics: Sendable {
     package typealias Labels = [(String, String)]
 
-    private enum Kind: String { case counter, histogram }
+    fileprivate enum Kind: String { case counter, histogram }
 
-    private struct Family {
+    fileprivate struct Family {
         let help: String
         let kind: Kind
         /// Histogram only: the upper bounds of its buckets.
         var bounds: [Double] = []
         var series: [String: Series] = [:]
 
-        mutating func observe(_ value: Double, key: String) {
-            let bounds = self.bounds
-            series[key, default: Series(buckets: Array(repeating: 0, count: bounds.count))].observe(value, bounds: bounds)
+        /// The series of `key`, made on first use.
+        mutating func series(_ key: String) -> Series {
+            if let found = series[key] { return found }
+            let made = Series(State(buckets: Array(repeating: 0, count: bounds.count)), bounds: bounds)
+            series[key] = made
+            return made
         }
     }
 
-    private struct Series {
+    fileprivate struct State {
         var value: Double = 0
         /// Histogram only: cumulative counts per bucket, then sum and count.
         var buckets: [Double] = []
         var sum: Double = 0
         var count: Double = 0
+    }
 
-        mutating func observe(_ value: Double, bounds: [Double]) {
-            for (index, bound) in bounds.enumerated() where value <= bound {
-                buckets[index] += 1
-            }
-            sum += value
-            count += 1
+    /// One series: a counter or a histogram with its labels. What is counted
+    /// on every request keeps its series and updates it under the series'
+    /// own lock, without the registry's lock, a key or a look-up.
+    package final class Series: Sendable {
+        private let state: Mutex<State>
+        private let bounds: [Double]
+
+        fileprivate init(_ state: State, bounds: [Double]) {
+            self.state = Mutex(state)
+            self.bounds = bounds
         }
+
+        package func increment(by amount: Double = 1) {
+            state.withLock { $0.value += amount }
+        }
+
+        package func observe(_ value: Double) {
+            observe(CollectionOfOne(value))
+        }
+
+        /// Several observations under one lock.
+        package func observe(_ values: some Collection<Double>) {
+            let bounds = self.bounds
+            state.withLock { state in
+                for value in values {
+                    for (index, bound) in bounds.enumerated() where value <= bound {
+                        state.buckets[index] += 1
+                    }
+                    state.sum += value
+                    state.count += 1
+                }
+            }
+        }
+
+        fileprivate var snapshot: State { state.withLock { $0 } }
     }
 
     package static let latencyBuckets: [Double] = [
@@ -49,31 +81,38 @@ package final class Metrics: Sendable {
         self.buckets = buckets
     }
 
-    package func increment(_ name: String, help: String, labels: Labels = [], by amount: Double = 1) {
+    /// The counter `name` with `labels`, to keep and increment.
+    package func counter(_ name: String, help: String, labels: Labels = []) -> Series {
         let key = Metrics.render(labels)
-        families.withLock { families in
-            families[name, default: Family(help: help, kind: .counter)].series[key, default: Series()].value += amount
+        return families.withLock { families in
+            families[name, default: Family(help: help, kind: .counter)].series(key)
         }
+    }
+
+    /// The histogram `name` with `labels`, to keep and observe; `buckets`
+    /// (the registry's latency buckets when nil) are fixed by the family's
+    /// first series.
+    package func histogram(_ name: String, help: String, labels: Labels = [], buckets: [Double]? = nil) -> Series {
+        let key = Metrics.render(labels)
+        let bounds = buckets ?? self.buckets
+        return families.withLock { families in
+            families[name, default: Family(help: help, kind: .histogram, bounds: bounds)].series(key)
+        }
+    }
+
+    package func increment(_ name: String, help: String, labels: Labels = [], by amount: Double = 1) {
+        counter(name, help: help, labels: labels).increment(by: amount)
     }
 
     /// One observation; `buckets` (the registry's latency buckets when nil)
     /// are fixed by a family's first observation.
     package func observe(_ name: String, help: String, labels: Labels = [], value: Double, buckets: [Double]? = nil) {
-        observe(name, help: help, labels: labels, values: CollectionOfOne(value), buckets: buckets)
+        histogram(name, help: help, labels: labels, buckets: buckets).observe(value)
     }
 
     /// Several observations of one series under one lock.
     package func observe(_ name: String, help: String, labels: Labels = [], values: some Collection<Double>, buckets: [Double]? = nil) {
-        let key = Metrics.render(labels)
-        let bounds = buckets ?? self.buckets
-        families.withLock { families in
-            // Changed in place: a copy taken out and written back would copy
-            // the family's series on every observation.
-            for value in values {
-                families[name, default: Family(help: help, kind: .histogram, bounds: bounds)]
-                    .observe(value, key: key)
-            }
-        }
+        histogram(name, help: help, labels: labels, buckets: buckets).observe(values)
     }
 
     /// A gauge whose values are read when scraped.
@@ -83,7 +122,7 @@ package final class Metrics: Sendable {
 
     /// The current value of one counter series, for tests and logs.
     package func value(_ name: String, labels: Labels = []) -> Double {
-        families.withLock { $0[name]?.series[Metrics.render(labels)]?.value ?? 0 }
+        families.withLock { $0[name]?.series[Metrics.render(labels)] }?.snapshot.value ?? 0
     }
 
     package func render() -> String {
@@ -91,7 +130,7 @@ package final class Metrics: Sendable {
         let snapshot = families.withLock { $0 }
         for (name, family) in snapshot.sorted(by: { $0.key < $1.key }) {
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
-            for (key, series) in family.series.sorted(by: { $0.key < $1.key }) {
+            for (key, series) in family.series.sorted(by: { $0.key < $1.key }).map({ ($0.key, $0.value.snapshot) }) {
                 switch family.kind {
                 case .counter:
                     out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"

@@ -11,8 +11,8 @@ package struct Request: Sendable {
     package let requestID: String
     /// The address the connection comes from (a proxy's, behind one).
     package let peer: String
-    /// Values of the route's `{name}` segments.
-    package internal(set) var parameters: [String: String] = [:]
+    /// Values of the route's `{name}` segments, in the path's order.
+    package internal(set) var parameters: [(name: String, value: String)] = []
     /// The route pattern that matched, e.g. `/v1/schools/{schoolId}/guidances`.
     package internal(set) var route: String = ""
 
@@ -40,8 +40,13 @@ package struct Request: Sendable {
 
     /// A path parameter the route declares; a missing one is a programming error.
     package func parameter(_ name: String) -> String {
-        guard let value = parameters[name] else { preconditionFailure("route \(route) has no parameter \(name)") }
+        guard let value = optionalParameter(name) else { preconditionFailure("route \(route) has no parameter \(name)") }
         return value
+    }
+
+    /// A path parameter some of the handler's routes declare.
+    package func optionalParameter(_ name: String) -> String? {
+        parameters.first { $0.name == name }?.value
     }
 
     /// A path parameter that must be a whole number (digits only) within

@@ -1,4 +1,5 @@
 import Common
+import Synchronization
 
 extension Router {
     /// `/healthz` (the process serves), `/readyz` (its dependencies answer) and
@@ -15,14 +16,40 @@ extension Router {
     }
 }
 
-extension Metrics {
-    /// Counts requests by route, method and status and times them by route.
-    package func recordHTTP(_ record: RequestRecord) {
-        increment(
-            "http_requests_total", help: "HTTP requests by route, method and status.",
-            labels: [("route", record.route), ("method", record.method), ("status", String(record.status))])
-        observe(
-            "http_request_duration_seconds", help: "Time from the request's first byte to its completion.",
-            labels: [("route", record.route)], value: record.duration.seconds)
+/// Counts requests by route, method and status and times them by route.
+/// Each combination's series are found once and kept, so a request costs
+/// one look-up of three values, not two label lists, keys and registry
+/// look-ups under the registry's lock.
+package final class HTTPMetrics: Sendable {
+    private struct Key: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+
+    private let metrics: Metrics
+    private let series = Mutex<[Key: (count: Metrics.Series, duration: Metrics.Series)]>([:])
+
+    package init(_ metrics: Metrics) {
+        self.metrics = metrics
+    }
+
+    package func record(_ record: RequestRecord) {
+        let key = Key(route: record.route, method: record.method, status: record.status)
+        let found = series.withLock { $0[key] } ?? made(key)
+        found.count.increment()
+        found.duration.observe(record.duration.seconds)
+    }
+
+    private func made(_ key: Key) -> (count: Metrics.Series, duration: Metrics.Series) {
+        let made = (
+            count: metrics.counter(
+                "http_requests_total", help: "HTTP requests by route, method and status.",
+                labels: [("route", key.route), ("method", key.method), ("status", String(key.status))]),
+            duration: metrics.histogram(
+                "http_request_duration_seconds", help: "Time from the request's first byte to its completion.",
+                labels: [("route", key.route)]))
+        series.withLock { $0[key] = made }
+        return made
     }
 }

@@ -35,7 +35,7 @@ package struct Router: Sendable {
     package mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add("DELETE", pattern, handler) }
 
     enum Match {
-        case found(pattern: String, parameters: [String: String], handler: Handler)
+        case found(pattern: String, parameters: [(name: String, value: String)], handler: Handler)
         case methodNotAllowed(allowed: [String])
         case notFound
     }
@@ -50,12 +50,12 @@ package struct Router: Sendable {
         let parts = Router.segments(path)
         var allowed: [String] = []
         for route in routes where route.segments.count == parts.count {
-            var parameters: [String: String] = [:]
+            var parameters: [(name: String, value: String)] = []
             var matches = true
             for (segment, part) in zip(route.segments, parts) {
                 switch segment {
                 case .literal(let literal) where literal.utf8.elementsEqual(part.utf8): continue
-                case .parameter(let name) where !part.isEmpty: parameters[name] = String(part)
+                case .parameter(let name) where !part.isEmpty: parameters.append((name, String(part)))
                 default: matches = false
                 }
                 if !matches { break }
@@ -71,7 +71,7 @@ package struct Router: Sendable {
 
     /// The route for `method` on `path`, or the answer when there is none:
     /// 404, or 405 with `Allow`.
-    func resolve(method: String, path: String) -> Result<(pattern: String, parameters: [String: String], handler: Handler), HTTPError> {
+    func resolve(method: String, path: String) -> Result<(pattern: String, parameters: [(name: String, value: String)], handler: Handler), HTTPError> {
         switch match(method: method, path: path) {
         case .notFound:
             return .failure(.notFound("no resource at \(path)"))

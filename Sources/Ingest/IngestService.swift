@@ -59,8 +59,9 @@ package final class IngestService: Sendable {
             title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,
             logger: logger.with(["part": "web"]))
         GatePage(signIn: signIn).routes(into: &routes)
+        let http = HTTPMetrics(metrics)
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
-            metrics.recordHTTP(record)
+            http.record(record)
         }
         parts = Parts([
             [.producer(producer, timeout: config.producer.deliveryTimeout)],

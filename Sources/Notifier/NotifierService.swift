@@ -84,9 +84,9 @@ package final class NotifierService: Sendable {
             title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
             logger: logger.with(["part": "web"]))
         TeacherPage(signIn: signIn).routes(into: &routes)
-        let metrics = self.metrics
+        let http = HTTPMetrics(metrics)
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
-            metrics.recordHTTP(record)
+            http.record(record)
         }
         parts = NotifierService.parts(
             config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server, roster: roster,

@@ -118,7 +118,7 @@ struct ServiceHandlers: Sendable {
         // The path again from its decoded parts, each encoded: an id holding `/` or `?` stays one segment.
         var path = "/v1/schools/" + Forwarding.segment(request.parameter("schoolId")) + "/grades/" + Forwarding.segment(request.parameter("grade"))
             + "/students/" + Forwarding.segment(request.parameter("studentId")) + "/service"
-        if let serviceID = request.parameters["serviceId"] { path += "/" + Forwarding.segment(serviceID) }
+        if let serviceID = request.optionalParameter("serviceId") { path += "/" + Forwarding.segment(serviceID) }
         return try await ingest.send(
             request.method, path, body: request.body, request: request, session: caller.session,
             unavailable: "service cannot be recorded now (the ingest does not answer); retry with the same serviceId")
