@@ -14,6 +14,12 @@ final class RandomIDTests: XCTestCase {
             XCTAssertEqual(characters[14], "4", id)
             XCTAssertTrue("89ab".contains(characters[19]), id)
         }
+        // Every random digit varies: no byte left unfilled or repeated.
+        for position in 0..<36 where ![8, 13, 14, 18, 23].contains(position) {
+            let seen = Set(ids.map { Array($0)[position] })
+            XCTAssertEqual(seen.count, position == 19 ? 4 : 16, "position \(position)")
+        }
+        XCTAssertEqual(Set((0..<100).map { _ in RandomID.bytes(16) }).count, 100)
     }
 }
 
