@@ -106,22 +106,13 @@ package struct Logger: Sendable {
             JSONWriter.append(quoted: next.value, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
-        // One write(2) per line, under a lock, so lines from threads never interleave.
-        Logger.output.withLock { _ in
-            line.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        break
-                    }
-                }
-            }
-        }
+        LogOutput.shared.write(line, now: level >= .warning)
+    }
+
+    /// Writes the lines still waiting for the output's next batch; lines
+    /// are also written when the process exits.
+    package static func flush() {
+        LogOutput.shared.flush()
     }
 
     /// The field of the lower key of the two lists' heads, taken off its list.
@@ -138,8 +129,6 @@ package struct Logger: Sendable {
             return given.popFirst()
         }
     }
-
-    private static let output = Mutex(())
 
     /// `2026-11-30T07:52:10.123Z`, written digit by digit.
     private static func appendTimestamp(to line: inout [UInt8]) {
@@ -172,5 +161,100 @@ package struct Logger: Sendable {
         line.append(UInt8(ascii: "."))
         digits(spec.tv_nsec / 1_000_000, 3)
         line.append(UInt8(ascii: "Z"))
+    }
+}
+
+/// Standard error, written in batches. A line is added to a buffer that a
+/// writer thread writes at most `delay` later, in one write(2) with the
+/// lines that gathered meanwhile: a write per line cost a system call on
+/// every registration, and threads logging at once waited for each other's
+/// writes. A warning or an error is written at once, after the lines before
+/// it, as is a batch past `limit` (so a stalled reader of standard error
+/// holds the loggers back instead of the buffer growing); what waits is
+/// written when the process exits. A crash loses at most `delay` of info
+/// lines.
+private final class LogOutput: Sendable {
+    static let shared = LogOutput()
+
+    private struct Pending {
+        var lines: [UInt8] = []
+        /// Whether the writer sleeps until the next line.
+        var writerIdle = true
+    }
+
+    private static let delay: Duration = .milliseconds(2)
+    private static let limit = 256 * 1024
+    private let pending = Mutex(Pending())
+    /// Held while a batch is taken and written, so batches go out in order.
+    private let writing = Mutex(())
+    private let firstLine = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [self] in writeBatches() }
+        thread.name = "log-writer"
+        thread.start()
+        atexit { LogOutput.shared.flush() }
+    }
+
+    func write(_ line: [UInt8], now: Bool) {
+        let (wake, full) = pending.withLock { pending in
+            pending.lines.append(contentsOf: line)
+            let full = pending.lines.count > LogOutput.limit
+            // Written here and now: the writer may sleep on.
+            let wake = pending.writerIdle && !(now || full)
+            if wake { pending.writerIdle = false }
+            return (wake, full)
+        }
+        if now || full {
+            flush()
+        } else if wake {
+            firstLine.signal()
+        }
+    }
+
+    func flush() {
+        writing.withLock { _ in
+            let batch = pending.withLock { pending in
+                defer { pending.lines = [] }
+                return pending.lines
+            }
+            LogOutput.writeAll(batch)
+        }
+    }
+
+    private func writeBatches() {
+        while true {
+            firstLine.wait()
+            while true {
+                Thread.sleep(forTimeInterval: LogOutput.delay.seconds)
+                let written = writing.withLock { _ -> Bool in
+                    let batch = pending.withLock { pending -> [UInt8] in
+                        if pending.lines.isEmpty { pending.writerIdle = true }
+                        defer { pending.lines = [] }
+                        return pending.lines
+                    }
+                    LogOutput.writeAll(batch)
+                    return !batch.isEmpty
+                }
+                if !written { break }
+            }
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, base + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+        }
     }
 }

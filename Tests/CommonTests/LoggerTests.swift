@@ -9,6 +9,7 @@ final class LoggerTests: XCTestCase {
         let saved = dup(2)
         dup2(pipe.fileHandleForWriting.fileDescriptor, 2)
         body()
+        Logger.flush()
         dup2(saved, 2)
         close(saved)
         try pipe.fileHandleForWriting.close()
@@ -24,5 +25,31 @@ final class LoggerTests: XCTestCase {
         XCTAssertEqual(written.components(separatedBy: "\"ts\"").count, 2, written)
         XCTAssertEqual(try line { logger.with(["b": "2"]).warning("w") }.hasSuffix(#""msg":"w","b":"2","part":"http","zone":"z"}"# + "\n"), true)
         XCTAssertEqual(try line { logger.debug("hidden") }, "")
+    }
+
+    func testInfoLinesGoOutWithinMillisecondsAndAWarningAtOnceAfterThem() throws {
+        let pipe = Pipe()
+        let saved = dup(2)
+        dup2(pipe.fileHandleForWriting.fileDescriptor, 2)
+        defer {
+            Logger.flush()
+            dup2(saved, 2)
+            close(saved)
+        }
+        let logger = Logger(component: "batch")
+        logger.info("first")
+        logger.info("second")
+        logger.warning("third")
+        // Without waiting: the warning took the lines before it along, in order.
+        var read = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        XCTAssertEqual(read.components(separatedBy: "\n").filter { !$0.isEmpty }.map { $0.contains(#""msg":"first""#) ? 1 : $0.contains(#""msg":"second""#) ? 2 : $0.contains(#""msg":"third""#) ? 3 : 0 }, [1, 2, 3], read)
+        // An info line alone goes out by itself, a few milliseconds later.
+        let started = ContinuousClock.now
+        logger.info("fourth")
+        var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&ready, 1, 2000), 1, "the line was not written within 2 s")
+        read = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        XCTAssertTrue(read.contains(#""msg":"fourth""#), read)
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(500))
     }
 }
