@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// Random (version 4) UUIDs as lowercase text, for event and guidance ids,
 /// and random bytes for tokens.
@@ -29,13 +30,15 @@ package enum RandomID {
         return Data(base64Encoded: standard).map(Array.init)
     }
 
-    /// A new version 4 UUID, its 16 random bytes drawn at once from
-    /// OpenSSL's generator (two `getrandom` calls for it were 2 µs of every
-    /// registration), written as text without an intermediate array.
+    /// A new version 4 UUID, written as text without an intermediate array.
+    /// Its 16 random bytes come from a pool that one call to OpenSSL's
+    /// generator fills for 256 ids: two `getrandom` calls per id were 2 µs
+    /// of every registration, and a call to OpenSSL per id still made a
+    /// `getpid` system call (its fork check). An id names an event; tokens
+    /// and session keys take `bytes`, drawn for each.
     package static func uuid() -> String {
-        var random: (UInt64, UInt64) = (0, 0)
+        var random = pool.withLock { $0.take() }
         withUnsafeMutableBytes(of: &random) { bytes in
-            SecureRandom.fill(bytes)
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
         }
@@ -53,6 +56,23 @@ package enum RandomID {
                 }
                 return at
             }
+        }
+    }
+
+    private static let pool = Mutex(Pool())
+
+    /// Random bytes handed out 16 at a time, refilled 4 KiB at once.
+    private struct Pool: ~Copyable {
+        private var bytes = [UInt8](repeating: 0, count: 4096)
+        private var used = 4096
+
+        mutating func take() -> (UInt64, UInt64) {
+            if used == bytes.count {
+                bytes.withUnsafeMutableBytes(SecureRandom.fill)
+                used = 0
+            }
+            defer { used += 16 }
+            return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: used, as: (UInt64, UInt64).self) }
         }
     }
 
