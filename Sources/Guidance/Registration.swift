@@ -76,7 +76,7 @@ extension Roster {
     }
 
     private func registration(
-        school schoolID: String, student: Student?, missing: String,
+        school schoolID: String, student: Student?, missing: @autoclosure () -> String,
         reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double, pastDays: Int
     ) throws(Registration.Invalid) -> Registration {
         guard let school = school(schoolID) else {
@@ -86,7 +86,7 @@ extension Roster {
         // Problems that name an id the roster does not list (yet).
         var unknownIDs = 0
         if student == nil {
-            problems.append(FieldError(field: "student", message: missing))
+            problems.append(FieldError(field: "student", message: missing()))
             unknownIDs += 1
         }
         var detail: String?
