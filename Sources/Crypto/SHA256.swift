@@ -7,11 +7,22 @@ package enum SHA256 {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok = message.withUnsafeBytes { bytes in
-            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_sha256(), nil)
+            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, algorithm.pointer, nil)
         }
         // EVP_Digest fails only when allocation fails.
         precondition(ok == 1, "EVP_Digest(SHA-256) failed")
         return digest
+    }
+
+    /// SHA-256 fetched from OpenSSL's provider once: `EVP_sha256()` makes
+    /// OpenSSL 3 look the implementation up (a lock and a table) on every
+    /// digest, and every request with a bearer token takes one.
+    private static let algorithm = Algorithm(pointer: EVP_MD_fetch(nil, "SHA256", nil) ?? EVP_sha256())
+
+    /// Unchecked: a fetched `EVP_MD` is immutable and OpenSSL shares it
+    /// between threads; it lives as long as the process.
+    private struct Algorithm: @unchecked Sendable {
+        let pointer: OpaquePointer?
     }
 
     package static func hex(_ digest: [UInt8]) -> String {
