@@ -212,32 +212,28 @@ private final class LogOutput: Sendable {
         }
     }
 
-    func flush() {
+    /// Writes the lines waiting, after the batch being written if one is;
+    /// false when none waited (the writer then sleeps until the next line).
+    @discardableResult
+    func flush() -> Bool {
         writing.withLock { _ in
-            let batch = pending.withLock { pending in
-                defer { pending.lines = [] }
-                return pending.lines
+            var batch: [UInt8] = []
+            pending.withLock { pending in
+                swap(&batch, &pending.lines)
+                pending.lines.reserveCapacity(batch.count)
+                if batch.isEmpty { pending.writerIdle = true }
             }
             LogOutput.writeAll(batch)
+            return !batch.isEmpty
         }
     }
 
     private func writeBatches() {
         while true {
             firstLine.wait()
-            while true {
+            repeat {
                 Thread.sleep(forTimeInterval: LogOutput.delay.seconds)
-                let written = writing.withLock { _ -> Bool in
-                    let batch = pending.withLock { pending -> [UInt8] in
-                        if pending.lines.isEmpty { pending.writerIdle = true }
-                        defer { pending.lines = [] }
-                        return pending.lines
-                    }
-                    LogOutput.writeAll(batch)
-                    return !batch.isEmpty
-                }
-                if !written { break }
-            }
+            } while flush()
         }
     }
 

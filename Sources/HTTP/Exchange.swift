@@ -235,7 +235,7 @@ final class Exchange: @unchecked Sendable {
 
     private final class Collected {
         /// Names and values in the order sent.
-        var fields: [(name: String, value: String)] = []
+        private(set) var fields: [(name: String, value: String)] = []
         /// Every value of a name sent more than once.
         var repeated: [String: [String]] = [:]
         /// The first name that is not a token (whitespace before its colon, a
@@ -254,8 +254,24 @@ final class Exchange: @unchecked Sendable {
             if lowercased { fields.reserveCapacity(16) }
         }
 
+        /// Each name's last field, once more than 16 came: past that, a scan
+        /// for each field would grow with the square of their number.
+        private var index: [String: Int]?
+
         /// The last value sent for `name`.
-        subscript(name: String) -> String? { fields.last { $0.name == name }?.value }
+        subscript(name: String) -> String? {
+            if let index { return index[name].map { fields[$0].value } }
+            return fields.last { $0.name == name }?.value
+        }
+
+        func append(_ name: String, _ value: String) {
+            fields.append((name, value))
+            if index != nil {
+                index?[name] = fields.count - 1
+            } else if fields.count > 16 {
+                index = Dictionary(fields.indices.map { (fields[$0].name, $0) }) { $1 }
+            }
+        }
     }
 
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> Collected {
@@ -281,7 +297,7 @@ final class Exchange: @unchecked Sendable {
         if let previous = collected[name] {
             collected.repeated[name, default: [previous]].append(text)
         }
-        collected.fields.append((name, text))
+        collected.append(name, text)
         return .YES
     }
 }

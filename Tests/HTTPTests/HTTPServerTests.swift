@@ -190,6 +190,24 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
     }
 
+    /// Past 16 fields the names are indexed; a repeat is still found, and
+    /// for the reason it is.
+    func testARepeatedFieldAmongManyIsFoundForWhatItIs() throws {
+        let others = { (range: ClosedRange<Int>) in range.map { "X-\($0): v\r\n" }.joined() }
+        let cases: [(String, String)] = [
+            ("GET /fast HTTP/1.1\r\nHost: x\r\n" + others(1...40) + "Host: y\r\n\r\n", "exactly one Host header, not 2"),
+            ("GET /fast HTTP/1.1\r\n" + others(1...20) + "Host: x\r\n" + others(21...40) + "Authorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n",
+             "send one Authorization header"),
+        ]
+        for (request, reason) in cases {
+            let answer = try rawExchange(port: server.port, request, timeout: 3)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 400 "), String(answer.prefix(300)))
+            XCTAssertTrue(answer.contains(reason), String(answer.prefix(600)))
+        }
+        let fine = try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\n" + others(1...40) + "Host: x\r\n\r\n", timeout: 3)
+        XCTAssertTrue(fine.hasPrefix("HTTP/1.1 200 "), String(fine.prefix(300)))
+    }
+
     /// libmicrohttpd 0.9.75 cannot answer while a body is arriving, so a
     /// chunk declared beyond the limit and never sent is answered 408 at the
     /// request deadline, as problem+json, not dropped in silence.
