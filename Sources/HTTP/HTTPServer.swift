@@ -62,6 +62,13 @@ package struct RequestRecord: Sendable {
     package let route: String
     package let status: Int
     package let duration: Duration
+
+    package init(method: String, route: String, status: Int, duration: Duration) {
+        self.method = method
+        self.route = route
+        self.status = status
+        self.duration = duration
+    }
 }
 
 /// An HTTP/1.1 server over libmicrohttpd. Handlers are async: the connection

@@ -27,6 +27,7 @@ package final class HTTPMetrics: Sendable {
         let status: Int
     }
 
+    private static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
     private let metrics: Metrics
     private let series = Mutex<[Key: (count: Metrics.Series, duration: Metrics.Series)]>([:])
 
@@ -35,7 +36,9 @@ package final class HTTPMetrics: Sendable {
     }
 
     package func record(_ record: RequestRecord) {
-        let key = Key(route: record.route, method: record.method, status: record.status)
+        // A client may send any token as a method; each would be a series kept for ever.
+        let method = HTTPMetrics.methods.contains(record.method) ? record.method : "other"
+        let key = Key(route: record.route, method: method, status: record.status)
         let found = series.withLock { $0[key] } ?? made(key)
         found.count.increment()
         found.duration.observe(record.duration.seconds)

@@ -1,4 +1,5 @@
 import Common
+import HTTP
 import XCTest
 
 final class MetricsTests: XCTestCase {
@@ -29,5 +30,25 @@ final class MetricsTests: XCTestCase {
         ] {
             XCTAssertTrue(text.split(separator: "\n").contains(Substring(line)), "missing line: \(line)\n\(text)")
         }
+    }
+
+    func testRequestsAreCountedByRouteMethodAndStatusAndTimedByRoute() {
+        let metrics = Metrics(buckets: [0.01, 0.1])
+        let http = HTTPMetrics(metrics)
+        for _ in 0..<3 { http.record(RequestRecord(method: "POST", route: "/v1/a", status: 202, duration: .milliseconds(5))) }
+        http.record(RequestRecord(method: "POST", route: "/v1/a", status: 400, duration: .milliseconds(50)))
+        http.record(RequestRecord(method: "BREW", route: "unmatched", status: 405, duration: .milliseconds(1)))
+        http.record(RequestRecord(method: "COFFEE", route: "unmatched", status: 405, duration: .milliseconds(1)))
+        let lines = metrics.render().split(separator: "\n")
+        for line in [
+            #"http_requests_total{route="/v1/a",method="POST",status="202"} 3"#,
+            #"http_requests_total{route="/v1/a",method="POST",status="400"} 1"#,
+            #"http_requests_total{route="unmatched",method="other",status="405"} 2"#,
+            #"http_request_duration_seconds_bucket{route="/v1/a",le="0.01"} 3"#,
+            #"http_request_duration_seconds_count{route="/v1/a"} 4"#,
+        ] {
+            XCTAssertTrue(lines.contains(Substring(line)), "missing line: \(line)\n\(lines.joined(separator: "\n"))")
+        }
+        XCTAssertFalse(lines.contains { $0.contains("BREW") || $0.contains("COFFEE") }, "a client's made-up method is not a series")
     }
 }
