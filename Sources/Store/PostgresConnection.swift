@@ -60,6 +60,12 @@ final class PostgresConnection: SQLDatabase {
         inTransaction = true
     }
 
+    /// Repeatable read: every statement sees the snapshot the first took.
+    func beginSnapshot() throws(StoreError) {
+        try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        inTransaction = true
+    }
+
     var skipLocked: String { " FOR UPDATE SKIP LOCKED" }
 
     var keyedTable: String { "" }

@@ -73,6 +73,9 @@ protocol SQLDatabase: AnyObject {
     func execute(_ sql: String) throws(StoreError)
     /// Starts a write transaction.
     func begin() throws(StoreError)
+    /// Starts a read-only transaction whose statements all read one
+    /// snapshot of the database.
+    func beginSnapshot() throws(StoreError)
     /// Whether the database answers a trivial query, within about a second.
     func probe() throws(StoreError)
     /// How many rows one statement writes when many are due: a server
@@ -145,6 +148,20 @@ extension SQLDatabase {
     /// Runs `body` in one transaction, rolled back when it throws.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try begin()
+        return try ending(body)
+    }
+
+    /// Runs `body`'s reads on one snapshot. Outside a transaction each
+    /// statement reads the newest rows, so two statements of one answer can
+    /// straddle a write: a list's totals from before a withdrawal, its
+    /// records from after.
+    func snapshot<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try beginSnapshot()
+        return try ending(body)
+    }
+
+    /// Commits after `body`, or rolls back when it throws.
+    private func ending<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do {
             let value = try body()
             try execute("COMMIT")

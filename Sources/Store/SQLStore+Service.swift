@@ -159,17 +159,21 @@ extension SQLStore {
     }
 
     package func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
+        // Totals and records from one snapshot: a withdrawal applied between
+        // the two reads showed a record gone and still counted.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
-            var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
-            var records: [String: [ServiceRecord]] = [:]
-            let listed = SQLStore.recordsStatement(school: school, grade: grade, asOf: date)
-            try database.forEachRow(listed.sql, listed.parameters) { row in
-                let record = SQLStore.serviceRecord(row)
-                records[record.studentId, default: []].append(record)
+            try database.snapshot { () throws(StoreError) -> [ServiceAccount] in
+                let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
+                var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
+                var records: [String: [ServiceRecord]] = [:]
+                let listed = SQLStore.recordsStatement(school: school, grade: grade, asOf: date)
+                try database.forEachRow(listed.sql, listed.parameters) { row in
+                    let record = SQLStore.serviceRecord(row)
+                    records[record.studentId, default: []].append(record)
+                }
+                for index in accounts.indices { accounts[index].records = records[accounts[index].studentId] ?? [] }
+                return accounts
             }
-            for index in accounts.indices { accounts[index].records = records[accounts[index].studentId] ?? [] }
-            return accounts
         }
     }
 

@@ -85,6 +85,9 @@ final class SQLiteConnection: SQLDatabase {
 
     /// SQLite has one writer at a time: `BEGIN IMMEDIATE` takes it.
     func begin() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
+    /// A deferred transaction: its first read takes a snapshot (WAL mode)
+    /// that lasts until it ends, and writers go on meanwhile.
+    func beginSnapshot() throws(StoreError) { try execute("BEGIN DEFERRED") }
 
     /// The single writer already excludes every other transaction.
     func lockStatement(_ keys: [String], exclusive: Bool) -> SQLStatement? { nil }

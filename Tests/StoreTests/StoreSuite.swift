@@ -370,6 +370,25 @@ struct StoreSuite: Sendable {
     }
 }
 
+extension StoreSuite {
+    /// Reads inside `snapshot` see one moment: a row another connection
+    /// commits meanwhile shows only after the snapshot ends (the service
+    /// list read its totals and its records that way).
+    static func aSnapshotReadsOneMoment(reader: any SQLDatabase, writer: any SQLDatabase) throws {
+        try writer.execute("CREATE TABLE snapshot_probe (n INTEGER)")
+        try writer.run("INSERT INTO snapshot_probe VALUES (1)")
+        let count = { () throws(StoreError) -> Int in try reader.query("SELECT COUNT(*) FROM snapshot_probe", [])[0][0].int ?? -1 }
+        let (before, after) = try reader.snapshot { () throws(StoreError) -> (Int, Int) in
+            let before = try count()
+            try writer.run("INSERT INTO snapshot_probe VALUES (2)")
+            return (before, try count())
+        }
+        XCTAssertEqual(before, 1)
+        XCTAssertEqual(after, 1, "the second read of a snapshot saw a row committed after its first")
+        XCTAssertEqual(try count(), 2, "after the snapshot, the newest rows")
+    }
+}
+
 final class SQLiteStoreTests: XCTestCase {
     var directory: URL!
 
@@ -442,6 +461,12 @@ final class SQLiteStoreTests: XCTestCase {
         }
     }
 
+    func testASnapshotReadsOneMoment() throws {
+        _ = try suite.makeStore()
+        let path = directory.appendingPathComponent("test.db").path
+        try StoreSuite.aSnapshotReadsOneMoment(reader: SQLiteConnection(path: path), writer: SQLiteConnection(path: path))
+    }
+
     func testDataSurvivesReopening() throws {
         _ = try suite.makeStore().apply([.registered(suite.record("g1"))])
         XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
@@ -475,6 +500,10 @@ final class PostgresStoreTests: XCTestCase {
     func testMigrationsAreAppliedOnceAndANewerSchemaIsRefused() throws {
         let url = self.url
         try StoreSuite.migrationsAreAppliedOnceAndANewerSchemaIsRefused { try PostgresConnection(url: url) }
+    }
+
+    func testASnapshotReadsOneMoment() throws {
+        try StoreSuite.aSnapshotReadsOneMoment(reader: PostgresConnection(url: url), writer: PostgresConnection(url: url))
     }
 
     /// A read session that stalls (here a 3 s `pg_sleep`, as a lock wait or
