@@ -217,28 +217,31 @@ extension SQLStore {
     /// Everything stored about a student of `school`: guidances (deleted
     /// ones with who deleted them) and each digest entry naming them.
     package func records(school: String, student: String) throws(StoreError) -> StudentRecords {
+        // One snapshot: an export is one moment of what is stored.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            let guidances = try database.query("""
-                SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
-                WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id
-                """, [.text(school), .text(student)]) { row in
-                StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[14].string, deletedAt: row[15].string)
-            }
-            var appearances: [StudentRecords.Appearance] = []
-            try SQLStore.digestsNaming(student, school: school, in: database) { digest in
-                for entry in digest.entries where entry.student.studentId == student {
-                    appearances.append(StudentRecords.Appearance(
-                        digestId: digest.digestId, teacherId: digest.teacherId, date: digest.date, revision: digest.revision,
-                        guidanceId: entry.guidanceId, change: entry.change))
+            try database.snapshot { () throws(StoreError) -> StudentRecords in
+                let guidances = try database.query("""
+                    SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
+                    WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id
+                    """, [.text(school), .text(student)]) { row in
+                    StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[14].string, deletedAt: row[15].string)
                 }
+                var appearances: [StudentRecords.Appearance] = []
+                try SQLStore.digestsNaming(student, school: school, in: database) { digest in
+                    for entry in digest.entries where entry.student.studentId == student {
+                        appearances.append(StudentRecords.Appearance(
+                            digestId: digest.digestId, teacherId: digest.teacherId, date: digest.date, revision: digest.revision,
+                            guidanceId: entry.guidanceId, change: entry.change))
+                    }
+                }
+                let services = try database.query("""
+                    SELECT \(SQLStore.serviceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
+                    WHERE school_id = $1 AND student_id = $2 AND recorded = 1 ORDER BY local_date, recorded_at, service_id
+                    """, [.text(school), .text(student)]) { row in
+                    StudentRecords.Service(record: SQLStore.serviceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
+                }
+                return StudentRecords(guidances: guidances, digests: appearances, services: services)
             }
-            let services = try database.query("""
-                SELECT \(SQLStore.serviceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
-                WHERE school_id = $1 AND student_id = $2 AND recorded = 1 ORDER BY local_date, recorded_at, service_id
-                """, [.text(school), .text(student)]) { row in
-                StudentRecords.Service(record: SQLStore.serviceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
-            }
-            return StudentRecords(guidances: guidances, digests: appearances, services: services)
         }
     }
 
