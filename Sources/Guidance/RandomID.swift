@@ -35,7 +35,8 @@ package enum RandomID {
     /// generator fills for 256 ids: two `getrandom` calls per id were 2 µs
     /// of every registration, and a call to OpenSSL per id still made a
     /// `getpid` system call (its fork check). An id names an event; tokens
-    /// and session keys take `bytes`, drawn for each.
+    /// and session keys take `bytes`, drawn for each. The services never
+    /// fork (a forked child would repeat the parent's pool).
     package static func uuid() -> String {
         var random = pool.withLock { $0.take() }
         withUnsafeMutableBytes(of: &random) { bytes in
