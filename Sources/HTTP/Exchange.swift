@@ -50,8 +50,8 @@ final class Exchange: @unchecked Sendable {
         self.path = path
         let headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
         let query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
-        self.headers = HeaderFields(headers.fields)
-        self.query = query.fields.isEmpty ? [:] : Dictionary(query.fields) { $1 }
+        self.headers = headers.fields
+        self.query = query.fields.list.isEmpty ? [:] : Dictionary(query.fields.list) { $1 }
         requestID = Exchange.requestID(from: headers["x-request-id"])
         problem = Exchange.problem(path: path, version: version, headers: headers, query: query, config: config)
     }
@@ -235,7 +235,7 @@ final class Exchange: @unchecked Sendable {
 
     private final class Collected {
         /// Names and values in the order sent.
-        private(set) var fields: [(name: String, value: String)] = []
+        private(set) var fields = HeaderFields()
         /// Every value of a name sent more than once.
         var repeated: [String: [String]] = [:]
         /// The first name that is not a token (whitespace before its colon, a
@@ -254,24 +254,10 @@ final class Exchange: @unchecked Sendable {
             if lowercased { fields.reserveCapacity(16) }
         }
 
-        /// Each name's last field, once more than 16 came: past that, a scan
-        /// for each field would grow with the square of their number.
-        private var index: [String: Int]?
-
         /// The last value sent for `name`.
-        subscript(name: String) -> String? {
-            if let index { return index[name].map { fields[$0].value } }
-            return fields.last { $0.name == name }?.value
-        }
+        subscript(name: String) -> String? { fields[name] }
 
-        func append(_ name: String, _ value: String) {
-            fields.append((name, value))
-            if index != nil {
-                index?[name] = fields.count - 1
-            } else if fields.count > 16 {
-                index = Dictionary(fields.indices.map { (fields[$0].name, $0) }) { $1 }
-            }
-        }
+        func append(_ name: String, _ value: String) { fields.append(name, value) }
     }
 
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> Collected {

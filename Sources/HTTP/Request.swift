@@ -106,14 +106,33 @@ package struct Request: Sendable {
 /// and looking one up by comparing names costs less than hashing each name
 /// into a dictionary per request.
 package struct HeaderFields: Sendable {
-    private var fields: [(name: String, value: String)]
+    /// Names and values in the order sent.
+    private(set) var list: [(name: String, value: String)]
+    /// Each name's last field, once more than 16 came: past that, a scan per
+    /// look-up (one per field, while they are collected) would grow with the
+    /// square of their number.
+    private var index: [String: Int]?
 
-    init(_ fields: [(name: String, value: String)] = []) { self.fields = fields }
+    init(_ list: [(name: String, value: String)] = []) {
+        self.list = []
+        self.list.reserveCapacity(list.count)
+        for (name, value) in list { append(name, value) }
+    }
 
-    mutating func append(_ name: String, _ value: String) { fields.append((name, value)) }
+    mutating func append(_ name: String, _ value: String) {
+        list.append((name, value))
+        if index != nil {
+            index?[name] = list.count - 1
+        } else if list.count > 16 {
+            index = Dictionary(list.indices.map { (list[$0].name, $0) }) { $1 }
+        }
+    }
+
+    mutating func reserveCapacity(_ count: Int) { list.reserveCapacity(count) }
 
     /// The last value sent for `name` (lowercase), or nil.
     package subscript(name: String) -> String? {
-        fields.last { $0.name == name }?.value
+        if let index { return index[name].map { list[$0].value } }
+        return list.last { $0.name == name }?.value
     }
 }
