@@ -20,7 +20,8 @@ package final class SessionLog: Sendable {
     package enum Record: Sendable, Equatable {
         /// One session signed out.
         case ended(session: String, at: Int64)
-        /// Every session of the teacher renewed at or before `at` ends.
+        /// Every session of the teacher renewed at or before `at` ends, and
+        /// every grant (link, device code) made for the teacher until then.
         case signedOut(teacher: String, at: Int64)
         /// A device code, valid until `until`, signs a device in as `teacher`
         /// with the issuing session's credential.
@@ -33,6 +34,8 @@ package final class SessionLog: Sendable {
         let teacher: String
         let credential: String
         let until: Int64
+        /// When it was issued: a sign-out everywhere at or after it voids it.
+        let at: Int64
     }
 
     struct State: Sendable {
@@ -50,7 +53,7 @@ package final class SessionLog: Sendable {
             switch record {
             case .ended(let session, let at): ended[session] = at
             case .signedOut(let teacher, let at): signedOut[teacher] = max(signedOut[teacher] ?? 0, at)
-            case .code(let code, let teacher, let credential, let until, _): codes[code] = Code(teacher: teacher, credential: credential, until: until)
+            case .code(let code, let teacher, let credential, let until, let at): codes[code] = Code(teacher: teacher, credential: credential, until: until, at: at)
             // The first use of a grant is the one that counts.
             case .used(let grant, let session, let at): if used[grant] == nil { used[grant] = (session, at) }
             }

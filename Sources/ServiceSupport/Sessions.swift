@@ -73,6 +73,9 @@ package enum GrantRefusal: Error, Sendable, Equatable {
     case invalid
     case expired
     case used
+    /// Made before its teacher was signed out everywhere (by the teacher,
+    /// an admin or `guidance-admin session revoke`).
+    case revoked
 }
 
 /// Sessions: signing them into cookies, checking them on every request,
@@ -174,11 +177,12 @@ package final class Sessions: Sendable {
         seal("link", [teacher.id, SHA256.hex(RandomID.bytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
     }
 
-    /// The teacher a link token names, if it is genuine and in time (it may
-    /// have been used).
+    /// The teacher a link token names, if it is genuine, in time and not
+    /// revoked (it may have been used).
     package func linkTeacher(_ token: String) -> Result<String, GrantRefusal> {
         guard let fields = open("link", token), fields.count == 3, let until = Int64(fields[2]) else { return .failure(.invalid) }
         guard until > SessionLog.now() else { return .failure(.expired) }
+        if revoked(fields[0], grantMadeAt: until - Sessions.linkLifetime) { return .failure(.revoked) }
         return .success(fields[0])
     }
 
@@ -201,7 +205,10 @@ package final class Sessions: Sendable {
     package func issueCode(for session: Session) async throws(KafkaError) -> String {
         var generator = SystemRandomNumberGenerator()
         let code = String((0..<8).map { _ in Sessions.codeAlphabet[Int(generator.next(upperBound: UInt32(Sessions.codeAlphabet.count)))] })
-        let now = SessionLog.now()
+        // Never before the issuing session's renewal: a session kept through
+        // a sign-out everywhere is renewed 1 ms past the cut, and its codes
+        // must outlive the cut with it.
+        let now = max(SessionLog.now(), session.renewedAt)
         try await log.publish(.code(code: codeHash(code), teacher: session.teacherID, credential: session.credential,
                                     until: now + Sessions.codeLifetime, at: now))
         return code.prefix(4) + "-" + code.suffix(4)
@@ -224,9 +231,16 @@ package final class Sessions: Sendable {
         guard let issued = found else { return .failure(.invalid) }
         guard issued.until > SessionLog.now() else { return .failure(.expired) }
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
+        if revoked(issued.teacher, grantMadeAt: issued.at) { return .failure(.revoked) }
         let session = new(teacher: issued.teacher, credential: issued.credential)
         guard try await use(grant: "code/" + hash, by: session) else { return .failure(.used) }
         return .success(session)
+    }
+
+    /// Whether `teacher` was signed out everywhere at or after `made`: a
+    /// grant made before the cut dies with the sessions that could make it.
+    private func revoked(_ teacher: String, grantMadeAt made: Int64) -> Bool {
+        log.read { state in state.signedOut[teacher].map { made <= $0 } ?? false }
     }
 
     /// Codes have 40 bits: keyed, so the log does not let anyone who reads

@@ -98,6 +98,7 @@ package struct SignIn: Sendable {
             case .invalid: "코드가 올바르지 않습니다. 연결할 기기에 보이는 8자리 코드를 입력하세요."
             case .expired: "코드의 10분이 지났습니다. 새 코드를 만드세요."
             case .used: "이미 쓴 코드입니다. 새 코드를 만드세요."
+            case .revoked: "이 코드를 만든 뒤 모든 기기에서 로그아웃되어 쓸 수 없습니다. 새 코드를 만드세요."
             }
             return form(next: next, status: 401, errors: [.code: message])
         }
@@ -331,6 +332,7 @@ package struct SignIn: Sendable {
         case .invalid: message("로그인 링크가 올바르지 않습니다. 로그인 화면에서 새 링크를 받으세요.", status: 400)
         case .expired: message("로그인 링크의 15분이 지났습니다. 로그인 화면에서 새 링크를 받으세요.", status: 410)
         case .used: message("이미 쓴 로그인 링크입니다. 로그인 화면에서 새 링크를 받으세요.", status: 410)
+        case .revoked: message("이 링크를 받은 뒤 모든 기기에서 로그아웃되어 쓸 수 없습니다. 로그인 화면에서 새 링크를 받으세요.", status: 410)
         }
     }
 

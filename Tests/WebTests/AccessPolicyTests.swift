@@ -231,6 +231,35 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(elsewhere.status, 429, "X-Forwarded-For from an untrusted peer changes nothing")
     }
 
+    /// 다른 기기 모두 로그아웃 voids the grants made before it: a device code
+    /// shown and a sign-in link mailed earlier sign nobody in afterwards (an
+    /// admin's revocation and `guidance-admin session revoke` publish the same
+    /// sign-out); a code made afterwards by the session kept still works.
+    func testGrantsMadeBeforeASignOutEverywhereNoLongerSignIn() async throws {
+        let router = try router()
+        let here = cookie("g1", token: "gate-a")
+        func newCode(_ cookie: String) async throws -> String {
+            let html = text(await send(router, "POST", "/session/devices/code", headers: form.merging(["cookie": cookie]) { $1 }))
+            return try XCTUnwrap(html.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(html[$0]) }, html)
+        }
+        let code = try await newCode(here)
+        let link = sessions.linkToken(for: try XCTUnwrap(rosters.current.teachers["g1"]))
+
+        let others = await send(router, "POST", "/session/devices/end-others", headers: form.merging(["cookie": here]) { $1 })
+        let kept = try XCTUnwrap(setCookie(others))
+        let paired = await send(router, "POST", "/session/code", headers: form, body: "code=\(code)")
+        XCTAssertEqual(paired.status, 401, "a code shown before the sign-out")
+        XCTAssertNil(setCookie(paired))
+        XCTAssertTrue(text(paired).contains("로그아웃되어 쓸 수 없습니다"), text(paired))
+        let used = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(link)")
+        XCTAssertEqual(used.status, 410, "a link mailed before the sign-out")
+        XCTAssertNil(setCookie(used))
+
+        let after = try await newCode(kept)
+        let second = await send(router, "POST", "/session/code", headers: form, body: "code=\(after)")
+        XCTAssertEqual(second.status, 303, "a code made afterwards by the session kept: \(text(second))")
+    }
+
     /// Behind a trusted proxy the client is the address it names.
     func testTheClientAddressComesFromTrustedProxiesOnly() {
         let clients = ClientAddresses(trusted: ["10.0.0.0/8", "192.168.1.1"])
