@@ -36,13 +36,20 @@ extension IngestHandlers {
     }
 
     /// The school, grade and student a service route names; a volunteer-duty
-    /// teacher only their own grade (403), an unknown school or grade 422.
+    /// teacher only their own grade (403), an unknown school or grade 422,
+    /// and a student the roster does not list in that grade 422: the path
+    /// alone authorizes nothing (the notifier also holds a withdrawal to the
+    /// record's own school, student and grade).
     private func serviceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (school: String, grade: Int, student: String) {
         let (schoolID, grade) = try caller.grade(of: request)
         if let teacher = caller.teacher, teacher.role == .volunteerDuty, teacher.grade != grade {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher records service for their own grade (\(teacher.grade ?? 0))")
         }
-        return (schoolID, grade, request.parameter("studentId"))
+        let studentID = request.parameter("studentId")
+        guard let student = caller.roster.student(school: schoolID, id: studentID), student.grade == grade else {
+            throw HTTPError(FieldError(field: "studentId", message: "is not a student of grade \(grade) at this school"), status: 422)
+        }
+        return (schoolID, grade, student.id)
     }
 
     private func serviceRecorded(_ request: Request, _ caller: Caller) throws(HTTPError) -> ServiceRecorded {

@@ -43,14 +43,20 @@ extension SQLStore {
     // MARK: - Events
 
     /// Stores a service record, or completes the tombstone of a withdrawal
-    /// that arrived first. Returns why it was kept out, or nil.
+    /// that arrived first; a tombstone naming another grade than the record
+    /// withdraws nothing (the record takes the row, not withdrawn). Returns
+    /// why it was kept out, or nil.
     static func record(_ service: ServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
         let written = try database.run("""
             INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
             ON CONFLICT (service_id) DO UPDATE SET
                 local_date = excluded.local_date, sessions = excluded.sessions, note = excluded.note,
-                recorded_by = excluded.recorded_by, recorded_at = excluded.recorded_at, recorded = 1
+                recorded_by = excluded.recorded_by, recorded_at = excluded.recorded_at, recorded = 1,
+                withdrawn = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn ELSE 0 END,
+                withdrawn_by = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn_by END,
+                withdrawn_at = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn_at END,
+                grade = excluded.grade
             WHERE service_records.recorded = 0 AND service_records.school_id = excluded.school_id
               AND service_records.student_id = excluded.student_id
             """, [.text(service.serviceId), .text(service.schoolId), .integer(Int64(service.grade)), .text(service.studentId),
@@ -76,8 +82,9 @@ extension SQLStore {
             VALUES ($1, $2, $3, $4, 1, $5, $6)
             ON CONFLICT (service_id) DO UPDATE SET withdrawn = 1, withdrawn_by = excluded.withdrawn_by, withdrawn_at = excluded.withdrawn_at
             WHERE service_records.school_id = excluded.school_id AND service_records.student_id = excluded.student_id
+              AND service_records.grade = excluded.grade
             """, [.text(serviceId), .text(schoolId), .integer(Int64(grade)), .text(studentId), .text(by), .text(at)])
-        guard written > 0 else { return .failure(Rejected(reason: "foreign: service \(serviceId) belongs to another school or student")) }
+        guard written > 0 else { return .failure(Rejected(reason: "foreign: service \(serviceId) belongs to another school, grade or student")) }
         let dates = try database.query("SELECT local_date FROM service_records WHERE service_id = $1 AND recorded = 1", [.text(serviceId)])
         return .success(dates.first?.first?.string)
     }

@@ -165,6 +165,16 @@ final class ServiceTests: XCTestCase {
         let unknown = try await record("t-vd-1", 1, "a999", #"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":1}"#, harness.ingestBase)
         XCTAssertEqual(unknown.status, 422, unknown.text)
 
+        // The path authorizes nothing by itself: grade 1's teacher cannot take
+        // back a grade-2 student's record through a grade-1 path, nor name a
+        // student the roster does not list (no event either way).
+        for student in ["a211", "a%01x", "..%2Fa111", "a999"] {
+            let foreign = try await fetch(
+                "DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/1/students/\(student)/service/\(serviceID)", headers: harness.headers("t-vd-1"))
+            XCTAssertEqual(foreign.status, 422, "\(student): \(foreign.text)")
+            XCTAssertTrue(foreign.text.contains("studentId"), foreign.text)
+        }
+
         // Taken back (through the teacher page's route): owed again.
         let withdraw = try await fetch(
             "DELETE", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/a111/service/\(serviceID)", headers: harness.headers("t-vd-1"))

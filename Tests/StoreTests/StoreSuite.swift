@@ -82,8 +82,8 @@ struct StoreSuite: Sendable {
             recordedBy: "t-vd", recordedAt: "2026-11-30T06:00:00Z"))
     }
 
-    func withdrawal(_ id: String, student: String = "s1312", school: String = "sa") -> StoredEvent {
-        .serviceWithdrawn(serviceId: id, schoolId: school, grade: 1, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
+    func withdrawal(_ id: String, student: String = "s1312", school: String = "sa", grade: Int = 1) -> StoredEvent {
+        .serviceWithdrawn(serviceId: id, schoolId: school, grade: grade, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
     }
 
     /// Volunteer service: owed by active guidances (their sessions), served
@@ -122,6 +122,15 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "so does taking an earlier one back")
         XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: nil, asOf: nil).first?.standing, ServiceStanding(owed: 3, served: 2))
+
+        // A withdrawal is held to the record's grade, not only its school and
+        // student: one naming grade 2 takes back nothing of grade 1, before
+        // or after the record arrives.
+        XCTAssertEqual(try store.apply([withdrawal("v4", grade: 2)]).map { String($0.reason.prefix(7)) }, ["foreign"])
+        XCTAssertEqual(try store.apply([withdrawal("v5", grade: 2), service("v5", date: "2026-12-01")]), [])
+        let held = try store.serviceAccounts(school: "sa", grade: nil, asOf: nil).first
+        XCTAssertEqual(held?.standing, ServiceStanding(owed: 3, served: 3), "v4 and v5 count")
+        XCTAssertEqual(Set(held?.records.map(\.serviceId) ?? []), ["v1", "v4", "v5"])
     }
 
     /// The first registration of an id wins; a retry is a no-op; other
