@@ -105,8 +105,22 @@ final class Exchange: @unchecked Sendable {
                 return .badRequest("an HTTP/1.1 request carries exactly one Host header, not \(hosts) (RFC 9112 §3.2)")
             }
         }
-        if let coding = headers["transfer-encoding"], coding.trimmingWhitespace().lowercased() != "chunked" {
-            return HTTPError(status: 501, detail: "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
+        // libmicrohttpd reads the first Transfer-Encoding and `headers` the
+        // last: with two, the check and the parser would frame the body
+        // differently, and what follows would be read as another request.
+        if let codings = headers.repeated["transfer-encoding"] {
+            return .badRequest("send one Transfer-Encoding header, not \(codings.count) (RFC 9112 §6.1)")
+        }
+        if let coding = headers["transfer-encoding"] {
+            let codings = coding.lowercased().split(separator: ",").map { $0.trimmingWhitespace() }
+            // RFC 9112 §6.3: without chunked last, the body's end cannot be found (400);
+            // chunked after another coding is a request this server does not implement (501).
+            if codings.last != "chunked" {
+                return .badRequest("the body's length cannot be determined: Transfer-Encoding must end with chunked (RFC 9112 §6.3)")
+            }
+            if codings.count > 1 {
+                return HTTPError(status: 501, detail: "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
+            }
         }
         return nil
     }
@@ -254,6 +268,32 @@ final class Exchange: @unchecked Sendable {
             if lowercased { fields.reserveCapacity(16) }
         }
 
+        /// Where the previous value's line would go on if the byte after its
+        /// end was not a line end: the next field's name must start there.
+        private var lineGoesOn: UnsafePointer<CChar>?
+
+        /// libmicrohttpd 0.9.75 measures a value with `strlen`, so a NUL sent
+        /// inside it ends it there and the rest of the line is never seen
+        /// (its sized iterator gives the same length). The value lies in the
+        /// request's read buffer, where libmicrohttpd wrote a NUL over the
+        /// line's CR and LF (and over trailing white space): past that NUL
+        /// and any white space, a line that really ended shows another NUL,
+        /// a CR or LF (the empty line), or the next field's name (a bare LF
+        /// line end). Anything else is the rest of a line cut by a NUL.
+        func checkLineEnd(key: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, count: Int) {
+            if let expected = lineGoesOn, expected != key { controlInValue = true }
+            lineGoesOn = nil
+            guard let value else { return }
+            var next = value + count + 1
+            while next.pointee == 0x20 || next.pointee == 0x09 { next += 1 }
+            if next.pointee != 0 && next.pointee != 0x0d && next.pointee != 0x0a { lineGoesOn = next }
+        }
+
+        /// After the last field: a line still going on was cut by a NUL.
+        func finish() {
+            if lineGoesOn != nil { controlInValue = true }
+        }
+
         /// The last value sent for `name`.
         subscript(name: String) -> String? { fields[name] }
 
@@ -263,19 +303,23 @@ final class Exchange: @unchecked Sendable {
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> Collected {
         let collected = Collected(lowercased: lowercased)
         withExtendedLifetime(collected) {
-            _ = MHD_get_connection_values(connection, kind, collectValue, Unmanaged.passUnretained(collected).toOpaque())
+            _ = MHD_get_connection_values_n(connection, kind, collectValue, Unmanaged.passUnretained(collected).toOpaque())
+            if lowercased { collected.finish() }
         }
         return collected
     }
 
-    // Called synchronously inside MHD_get_connection_values, while `values` keeps the box alive.
-    private static let collectValue: MHD_KeyValueIterator = { context, _, key, value in
+    // Called synchronously inside MHD_get_connection_values_n, while `values`
+    // keeps the box alive. The sized form: a NUL inside a value would end
+    // the C string early and hide the rest of the value from the checks.
+    private static let collectValue: MHD_KeyValueIteratorN = { context, _, key, keySize, value, valueSize in
         guard let context, let key else { return .YES }
         let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
-        let name = collected.lowercased ? asciiLowercased(key) : String(cString: key)
-        let text = value.map { String(cString: $0) } ?? ""
+        let name = collected.lowercased ? asciiLowercased(key, count: keySize) : utf8String(key, count: keySize)
+        let text = value.map { utf8String($0, count: valueSize) } ?? ""
         collected.bytes += name.utf8.count + text.utf8.count + 4
         if collected.lowercased {
+            collected.checkLineEnd(key: key, value: value, count: valueSize)
             if collected.malformedName == nil && !isToken(name) { collected.malformedName = name }
             if collected.foldedName == nil && isFolded(name) { collected.foldedName = name }
             if !collected.controlInValue && text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
@@ -355,9 +399,8 @@ func connectionHandler(
 /// A header name with A-Z lowered, other bytes as they are: names are ASCII
 /// tokens (anything else is refused as malformed), and `lowercased()` went
 /// through Unicode case mapping for each header of each request.
-private func asciiLowercased(_ text: UnsafePointer<CChar>) -> String {
-    let length = strlen(text)
-    return text.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+private func asciiLowercased(_ text: UnsafePointer<CChar>, count length: Int) -> String {
+    text.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
         String(unsafeUninitializedCapacity: length) { buffer in
             for index in 0..<length {
                 let byte = bytes[index]
@@ -366,6 +409,11 @@ private func asciiLowercased(_ text: UnsafePointer<CChar>) -> String {
             return length
         }
     }
+}
+
+/// `count` bytes from `text` as UTF-8, NULs included.
+private func utf8String(_ text: UnsafePointer<CChar>, count: Int) -> String {
+    text.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
 }
 
 /// Whether two header names are equal, A-Z and a-z alike.

@@ -60,6 +60,10 @@ extension HTTPServer {
         ]
         if failed {
             logger.info("request ended before its answer was sent", fields.merging(["reason": String(reason.rawValue)]) { $1 })
+        } else if exchange.status == 501 {
+            // The client asked for what this server does not implement: its
+            // fault, no alarm for an operator.
+            logger.info("request asked for what is not implemented", fields)
         } else if exchange.status >= 500 {
             logger.error("request failed", fields)
         } else {

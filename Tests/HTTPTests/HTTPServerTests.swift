@@ -174,8 +174,17 @@ final class HTTPServerTests: XCTestCase {
             ("bare CR inside a value", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A: b\rX-B: c\r\n\r\n", 400),
             ("HTTP/1.1 without Host", "GET /fast HTTP/1.1\r\nX-A: b\r\n\r\n", 400),
             ("two Host headers", "GET /fast HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
-            ("a transfer coding other than chunked",
+            ("a transfer coding before chunked",
              "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501),
+            ("a transfer coding without chunked last (the body's end is unknown)",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xyz\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400),
+            // libmicrohttpd frames by the first, a check of the last would pass: the
+            // pipelined GET must not be read as a request of its own.
+            ("two Transfer-Encoding headers, identity then chunked",
+             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("NUL inside a value", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", 400),
+            ("NUL before what looks like a field, bare LF", "GET /fast HTTP/1.1\nX-A: b\0X-B: c\nHost: x\n\n", 400),
+            ("NUL inside the last value", "GET /fast HTTP/1.1\r\nHost: x\0\r\nX-A: b\0 c\r\n\r\n", 400),
         ]
         for (name, request, status) in cases {
             let started = Date()
@@ -186,6 +195,9 @@ final class HTTPServerTests: XCTestCase {
             XCTAssertLessThan(Date().timeIntervalSince(started), 2, "\(name) was not answered at once")
             XCTAssertEqual(answer.components(separatedBy: "\r\nDate: ").count - 1, 1, "\(name): more than one answer on the connection: \(answer.prefix(400))")
         }
+        // Bare LF line ends and white space after a value are no NUL.
+        XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.1\nHost: x\nX-A: b  \nX-B: c\t\n\n").hasPrefix("HTTP/1.1 200 "))
+        XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.1\r\nHost: x \r\nX-A: b\r\nX-B:\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
         // HTTP/1.0 needs no Host.
         XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
     }
