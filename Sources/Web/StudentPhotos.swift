@@ -42,9 +42,31 @@ package struct StudentPhotos: Sendable {
         guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else { return nil }
         for (suffix, type) in StudentPhotos.types {
             let path = directory + "/" + studentID + "." + suffix
-            if access(path, R_OK) == 0 { return (path, type) }
+            var info = stat()
+            // A regular file of the folder only: lstat does not follow a link.
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (path, type) }
         }
         return nil
+    }
+
+    /// The photo's bytes and what `fstat` says of them: opened without
+    /// following a link (a link put in the folder in the meantime included),
+    /// a regular file of at most `maxBytes`.
+    static func read(_ path: String) -> (bytes: [UInt8], info: stat)? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= maxBytes else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            filled += count
+        }
+        return (bytes, info)
     }
 
     package func routes(into router: inout GuardedRouter) {
@@ -63,16 +85,15 @@ package struct StudentPhotos: Sendable {
             // The same answer for a student outside the teacher's scope as for an unknown one.
             guard sees else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
         }
-        guard let (path, type) = file(for: student.id) else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_size <= StudentPhotos.maxBytes else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
+        guard let (path, type) = file(for: student.id), let (bytes, info) = StudentPhotos.read(path) else {
+            throw HTTPError.notFound("no photo of student '\(studentID)'")
+        }
         let etag = "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
         let headers = [("ETag", etag), ("Cache-Control", "private, max-age=86400")]
         // Shown again from the browser's copy (304) is a read too.
         accessLog?.record(caller, .photo, school: schoolID, target: studentID)
         if request.header("if-none-match") == etag { return Response(status: 304, headers: headers) }
-        guard let bytes = FileManager.default.contents(atPath: path) else { throw HTTPError.notFound("no photo of student '\(studentID)'") }
-        return Response(status: 200, headers: [("Content-Type", type)] + headers, body: Array(bytes))
+        return Response(status: 200, headers: [("Content-Type", type)] + headers, body: bytes)
     }
 
     private static func percentEncoded(_ text: String) -> String {

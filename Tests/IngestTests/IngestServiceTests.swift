@@ -181,12 +181,14 @@ final class IngestServiceTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let students = Self.students + "sa,s10313,1,3,13,박서연,\n"
+        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\n"
         for (name, text) in [("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)] {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
         try Data(png).write(to: folder.appendingPathComponent("photos/s10313.png"))
+        // A link in the folder to another readable file is no photo.
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("photos/s10314.png").path, withDestinationPath: folder.appendingPathComponent("tokens.csv").path)
         try await startService(authentication: true, folder: folder)
         let gate = ["Authorization": "Bearer gate-a"]
 
@@ -200,8 +202,8 @@ final class IngestServiceTests: XCTestCase {
         let classList = try await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/3/students", headers: gate)
         XCTAssertEqual(classList.status, 200, classList.text)
         guard case .array(let entries)? = classList.object["students"] else { return XCTFail(classList.text) }
-        XCTAssertEqual(entries.compactMap { $0["number"]?.int }, [12, 13], "in number order")
-        XCTAssertEqual(entries.last?["photoUrl"]?.string, "/v1/schools/sa/students/s10313/photo")
+        XCTAssertEqual(entries.compactMap { $0["number"]?.int }, [12, 13, 14], "in number order")
+        XCTAssertEqual(entries[1]["photoUrl"]?.string, "/v1/schools/sa/students/s10313/photo")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/9/students", headers: gate))
 
         let url = "\(base)/v1/schools/sa/students/s10313/photo"
@@ -217,6 +219,9 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(403, await fetch("GET", "\(base)/v1/schools/sb/students/b10101/photo", headers: gate), "another school's student")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/s20101/photo", headers: gate), "no photo")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/nobody/photo", headers: gate))
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/s10314/photo", headers: gate), "a symbolic link")
+        let linked = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/14", headers: gate)
+        XCTAssertEqual(linked.object["photoUrl"], .null, "a link is not offered as a photo")
         // An escaped slash becomes a path of another shape: no file is ever named by it.
         try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/..%2Fschools.csv/photo", headers: gate))
     }
