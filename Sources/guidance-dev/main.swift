@@ -49,6 +49,10 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+// What this writes under var/ (the store, e-mails holding live sign-in
+// links and students' names) is for the user who runs it alone.
+umask(0o077)
+
 do {
     let environment = Environment()
     let level = try environment.logLevel()
@@ -76,8 +80,10 @@ do {
         var values = environment.values
         values["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
         try FileManager.default.createDirectory(atPath: "var", withIntermediateDirectories: true)
+        // A folder left by an earlier version, or made by hand, is closed too.
+        for folder in ["var", "var/mail"] { chmod(folder, 0o700) }
         // One instance per folder: a second would share (and reset) the first's state.
-        let lock = open("var/guidance-dev.lock", O_CREAT | O_RDWR, 0o644)
+        let lock = open("var/guidance-dev.lock", O_CREAT | O_RDWR, 0o600)
         guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
             throw ConfigurationError(variable: "guidance-dev", reason: "another guidance-dev runs from this folder (var/guidance-dev.lock); stop it first")
         }

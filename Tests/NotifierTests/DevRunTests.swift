@@ -8,7 +8,10 @@ import XCTest
 final class DevRunTests: XCTestCase {
     let root = repositoryRoot
 
-    private func start(in folder: URL, ports: (Int, Int), log: URL) throws -> Process {
+    /// Starts guidance-dev in `folder`; its services bind ports of their
+    /// own choosing (0), which it prints (`port(of:in:)`), so no other
+    /// process can take a port between a test choosing it and a bind.
+    private func start(in folder: URL, log: URL) throws -> Process {
         let binary = root.appendingPathComponent(".build/debug/guidance-dev")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw XCTSkip("build guidance-dev first (swift build)") }
         let process = Process()
@@ -16,7 +19,7 @@ final class DevRunTests: XCTestCase {
         process.currentDirectoryURL = folder
         process.environment = [
             "ROSTER_DIR": root.appendingPathComponent("examples/roster").path, "LOG_LEVEL": "warning",
-            "INGEST_PORT": String(ports.0), "NOTIFIER_PORT": String(ports.1),
+            "INGEST_PORT": "0", "NOTIFIER_PORT": "0",
         ]
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
@@ -36,21 +39,28 @@ final class DevRunTests: XCTestCase {
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("var/mail"), withIntermediateDirectories: true)
         try Data("Subject: old".utf8).write(to: folder.appendingPathComponent("var/mail/old.eml"))
 
-        let ports = (try freePort(), try freePort())
-        let first = try start(in: folder, ports: ports, log: folder.appendingPathComponent("first.log"))
+        let first = try start(in: folder, log: folder.appendingPathComponent("first.log"))
         defer { if first.isRunning { first.interrupt(); first.waitUntilExit() } }
         let deadline = Date().addingTimeInterval(60)
         var ready = false
+        var firstLog = ""
         while !ready && Date() < deadline && first.isRunning {
-            ready = (try? await fetch("GET", "http://127.0.0.1:\(ports.1)/readyz").status) == 200
+            firstLog = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
+            if let port = port(of: "guidance-notifier", in: firstLog) {
+                ready = (try? await fetch("GET", "http://127.0.0.1:\(port)/readyz").status) == 200
+            }
             if !ready { try await Task.sleep(for: .milliseconds(200)) }
         }
-        let firstLog = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
         XCTAssertTrue(ready, "guidance-dev did not come up on the old folder:\n\(firstLog.suffix(1500))")
         XCTAssertTrue(firstLog.contains("starts empty on every run"), firstLog.suffix(1500).description)
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("var/mail/old.eml").path), "var/mail starts empty with the store")
+        // E-mails hold live sign-in links and the store students' names: the user's alone.
+        for (path, mode) in [("var", 0o700), ("var/mail", 0o700), ("var/guidance-dev.db", 0o600), ("var/guidance-dev.lock", 0o600)] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(path).path)
+            XCTAssertEqual((attributes[.posixPermissions] as? Int).map { String($0, radix: 8) }, String(mode, radix: 8), path)
+        }
 
-        let second = try start(in: folder, ports: (try freePort(), try freePort()), log: folder.appendingPathComponent("second.log"))
+        let second = try start(in: folder, log: folder.appendingPathComponent("second.log"))
         let refusal = Date().addingTimeInterval(30)
         while second.isRunning && Date() < refusal { try await Task.sleep(for: .milliseconds(100)) }
         if second.isRunning {
@@ -62,5 +72,12 @@ final class DevRunTests: XCTestCase {
         XCTAssertNotEqual(second.terminationStatus, 0)
         XCTAssertTrue(secondLog.contains("another guidance-dev runs from this folder"), secondLog.suffix(1500).description)
         XCTAssertTrue(first.isRunning, "the second instance stopped the first")
+    }
+
+    /// The port `service` listens on, as guidance-dev printed it.
+    private func port(of service: String, in log: String) -> Int? {
+        guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("\(service) ") || $0.contains(" \(service) ") }),
+              let range = line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
+        return Int(line[range].dropFirst("127.0.0.1:".count))
     }
 }
