@@ -33,12 +33,7 @@ final class Exchange: @unchecked Sendable {
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
     /// The peer's address (a small string: no allocation for IPv4).
-    var peer: String {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
-            guard let base = text.baseAddress, guidance_mhd_client_address(connection, base, 64) != 0 else { return "" }
-            return String(cString: base)
-        }
-    }
+    var peer: String { clientAddress(connection) }
     var route = "unmatched"
     var status = 0
     private let phase = Mutex(Phase.receiving)
@@ -390,9 +385,17 @@ func connectionHandler(
     guard let context, let connection else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     if code == .CONNECTION_NOTIFY_STARTED {
-        server.receiving(connection)
+        server.opened(connection)
     } else {
-        server.received(connection)
+        server.closed(connection)
+    }
+}
+
+/// The connection's peer address (a small string: no allocation for IPv4).
+func clientAddress(_ connection: OpaquePointer) -> String {
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
+        guard let base = text.baseAddress, guidance_mhd_client_address(connection, base, 64) != 0 else { return "" }
+        return String(cString: base)
     }
 }
 

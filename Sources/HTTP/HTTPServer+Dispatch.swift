@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Common
+import Foundation
 
 extension HTTPServer {
     /// Answers what needs no handler on libmicrohttpd's thread; otherwise
@@ -30,22 +31,40 @@ extension HTTPServer {
         }
     }
 
+    /// A connection opened: counted by its address; past the fair share,
+    /// an idle connection of the address holding the most is closed
+    /// (`Connections`).
+    func opened(_ connection: OpaquePointer) {
+        let socket = guidance_mhd_connection_fd(connection)
+        let address = clientAddress(connection)
+        let now = ContinuousClock.now
+        guard let room = connections.withLock({ $0.opened(key(connection), socket: socket, address: address, at: now) }), room >= 0 else { return }
+        // shutdown(2), never close(2): the descriptor stays libmicrohttpd's to close.
+        Glibc.shutdown(room, Int32(SHUT_RDWR))
+        closedForRoom.add(1, ordering: .relaxed)
+    }
+
+    func closed(_ connection: OpaquePointer) {
+        connections.withLock { $0.closed(key(connection)) }
+    }
+
     /// The connection is sending a request from now on.
     func receiving(_ connection: OpaquePointer) {
-        let socket = guidance_mhd_connection_fd(connection)
         let now = ContinuousClock.now
-        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))] = (socket, now, false) }
+        connections.withLock { $0.waiting(key(connection), at: now) }
     }
 
     /// The connection's request headers are in; its body may follow.
     func headersReceived(_ connection: OpaquePointer) {
-        receiving.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))]?.headersIn = true }
+        connections.withLock { $0.headersIn(key(connection)) }
     }
 
-    /// The connection's request is in (or the connection closed).
+    /// The connection's request is in.
     func received(_ connection: OpaquePointer) {
-        _ = receiving.withLock { $0.removeValue(forKey: UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))) }
+        connections.withLock { $0.received(key(connection)) }
     }
+
+    private func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))) }
 
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
         if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { drained.ring() }

@@ -86,10 +86,12 @@ package final class HTTPServer: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Rung each time the last request in flight completes.
     let drained = Doorbell()
-    /// Connections still sending a request, by connection, with their socket,
-    /// since when, and whether the request's headers are in; the reaper shuts
-    /// down those past `receiveTimeout`.
-    let receiving = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant, headersIn: Bool)]>([:])
+    /// Open connections by connection: the reaper shuts down those that
+    /// take longer than `receiveTimeout` to send a request, and a new one
+    /// past the fair share closes an idle one of the address holding most.
+    let connections: Mutex<Connections>
+    /// Connections closed to make room since the reaper last said so.
+    let closedForRoom = Atomic<Int>(0)
     /// The bound port (0 before `start`); read from any thread.
     package var port: Int { boundPort.load(ordering: .acquiring) }
     private let boundPort = Atomic<Int>(0)
@@ -99,6 +101,7 @@ package final class HTTPServer: Sendable {
         observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
     ) {
         self.config = config
+        connections = Mutex(Connections(connectionLimit: config.connectionLimit))
         self.router = router
         self.logger = logger
         self.observer = observer
@@ -180,12 +183,8 @@ package final class HTTPServer: Sendable {
             while let server = self, server.lifecycle.withLock({ $0.serving }) {
                 let now = ContinuousClock.now
                 let limit = server.config.receiveTimeout
-                let late = server.receiving.withLock { receiving in
-                    let late = receiving.filter { now - $0.value.since > limit }
-                    for key in late.keys { receiving[key] = nil }
-                    return Array(late.values)
-                }
-                for (socket, _, headersIn) in late where socket >= 0 {
+                let late = server.connections.withLock { $0.late(at: now, limit: limit) }
+                for (socket, headersIn) in late where socket >= 0 {
                     // A request whose body is late gets a 408: libmicrohttpd
                     // is waiting to read this socket, never writing it. An
                     // idle keep-alive connection is just closed.
@@ -197,6 +196,12 @@ package final class HTTPServer: Sendable {
                 }
                 if !late.isEmpty {
                     server.logger.info("closed connections too slow to send their request", ["count": String(late.count)])
+                }
+                let closed = server.closedForRoom.exchange(0, ordering: .acquiringAndReleasing)
+                if closed > 0 {
+                    server.logger.warning(
+                        "connections near the limit: closed idle ones of the addresses holding the most",
+                        ["count": String(closed), "open": String(server.connections.withLock { $0.count }), "limit": String(server.config.connectionLimit)])
                 }
                 Thread.sleep(forTimeInterval: 1)
             }

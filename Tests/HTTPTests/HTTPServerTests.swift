@@ -1,6 +1,6 @@
 import Common
 import Foundation
-import HTTP
+@testable import HTTP
 import Synchronization
 import TestSupport
 import XCTest
@@ -218,6 +218,35 @@ final class HTTPServerTests: XCTestCase {
         }
         let fine = try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\n" + others(1...40) + "Host: x\r\n\r\n", timeout: 3)
         XCTAssertTrue(fine.hasPrefix("HTTP/1.1 200 "), String(fine.prefix(300)))
+    }
+
+    /// Two addresses holding 500 idle connections each (the per-address
+    /// limit, a school behind one NAT) under the default total of 1,000:
+    /// another client is still answered at once, not after the idle ones
+    /// time out, and the addresses keep most of their connections.
+    func testTwoAddressesFillingTheLimitDoNotStarveAThird() async throws {
+        var router = Router()
+        router.get("/fast") { _ in .text("fast\n") }
+        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
+        try server.start()
+        defer { Task { await server.shutdown(gracePeriod: .seconds(1)) } }
+        var idle: [RawConnection] = []
+        for index in 0..<1000 {
+            idle.append(try RawConnection(port: server.port, from: index % 2 == 0 ? "127.0.0.90" : "127.0.0.91"))
+        }
+        // Until the server has taken them all in (its share is full).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.connections.withLock({ $0.count }) < server.connections.withLock({ $0.fairShare }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let started = ContinuousClock.now
+        let answer = try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout: 5)
+        let waited = ContinuousClock.now - started
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 "), String(answer.prefix(200)))
+        XCTAssertLessThan(waited, .seconds(2), "a third client waited for the idle connections to time out")
+        let held = server.connections.withLock { ($0.count(of: "127.0.0.90"), $0.count(of: "127.0.0.91")) }
+        XCTAssertGreaterThan(held.0 + held.1, 800, "the two addresses keep most of theirs: \(held)")
+        withExtendedLifetime(idle) {}
     }
 
     /// libmicrohttpd 0.9.75 cannot answer while a body is arriving, so a

@@ -2,11 +2,25 @@ import Foundation
 
 /// A TCP connection to 127.0.0.1 that sends bytes exactly as given, for what
 /// URLSession will not send: repeated headers, lying lengths, slow clients.
+/// `source` is the loopback address it comes from (any of 127.0.0.0/8), to
+/// play several clients.
 package final class RawConnection {
     private let socket: Int32
 
-    package init(port: Int) throws {
+    package init(port: Int, from source: String? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(socket)
+                throw NSError(domain: "RawConnection", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "bind to \(source) failed"])
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

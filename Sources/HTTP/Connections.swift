@@ -1,0 +1,91 @@
+/// The server's open connections: which are sending a request (the reaper
+/// closes those too slow) and how many each client address holds.
+///
+/// Fairness: libmicrohttpd's per-address limit lets a school behind one NAT
+/// address hold many connections, so two such addresses could fill the
+/// whole `connectionLimit` with idle sockets and starve everyone else. Past
+/// `fairShare` connections (nine tenths of the limit), each new connection
+/// closes the oldest connection waiting for a request of the address that
+/// holds the most: a newcomer always finds room, and an address holding
+/// many idle sockets loses them first. A connection whose request is in
+/// (its handler running, its answer on the way) is never closed.
+///
+/// Used under the server's lock; the sockets it names are shut down after.
+struct Connections {
+    struct Entry {
+        let socket: Int32
+        let address: String
+        /// When the current request began (or the previous answer went),
+        /// while `waiting`.
+        var since: ContinuousClock.Instant
+        /// Waiting for a request, or receiving one: nothing of it handled yet.
+        var waiting: Bool
+        /// The waited-for request's headers are in; its body may follow.
+        var headersIn = false
+    }
+
+    private var entries: [UInt: Entry] = [:]
+    private var perAddress: [String: Int] = [:]
+    /// Past this many open connections, a new one makes room (see above).
+    let fairShare: Int
+
+    init(connectionLimit: Int) {
+        fairShare = max(1, connectionLimit - max(1, connectionLimit / 10))
+    }
+
+    var count: Int { entries.count }
+
+    func count(of address: String) -> Int { perAddress[address] ?? 0 }
+
+    /// A connection opened; the socket to shut down to make room, if any.
+    mutating func opened(_ key: UInt, socket: Int32, address: String, at now: ContinuousClock.Instant) -> Int32? {
+        entries[key] = Entry(socket: socket, address: address, since: now, waiting: true)
+        perAddress[address, default: 0] += 1
+        return entries.count > fairShare ? makeRoom(sparing: key) : nil
+    }
+
+    mutating func closed(_ key: UInt) {
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        if let held = perAddress[entry.address], held > 1 { perAddress[entry.address] = held - 1 } else { perAddress[entry.address] = nil }
+    }
+
+    /// The connection waits for (or receives) its next request from now on.
+    mutating func waiting(_ key: UInt, at now: ContinuousClock.Instant) {
+        entries[key]?.since = now
+        entries[key]?.waiting = true
+        entries[key]?.headersIn = false
+    }
+
+    mutating func headersIn(_ key: UInt) {
+        entries[key]?.headersIn = true
+    }
+
+    /// The request is in: it is being handled and answered.
+    mutating func received(_ key: UInt) {
+        entries[key]?.waiting = false
+    }
+
+    /// Connections that waited longer than `limit`, no longer counted as
+    /// waiting: their sockets, and whether their request's headers came.
+    mutating func late(at now: ContinuousClock.Instant, limit: Duration) -> [(socket: Int32, headersIn: Bool)] {
+        var late: [(socket: Int32, headersIn: Bool)] = []
+        for (key, entry) in entries where entry.waiting && now - entry.since > limit {
+            late.append((entry.socket, entry.headersIn))
+            entries[key]?.waiting = false
+        }
+        return late
+    }
+
+    /// The oldest waiting connection of the address holding the most open
+    /// connections (not `key`, the new one), no longer counted as waiting.
+    private mutating func makeRoom(sparing key: UInt) -> Int32? {
+        guard let heaviest = perAddress.max(by: { $0.value < $1.value })?.key else { return nil }
+        var oldest: (key: UInt, since: ContinuousClock.Instant)?
+        for (candidate, entry) in entries where candidate != key && entry.waiting && entry.address == heaviest {
+            if oldest.map({ entry.since < $0.since }) ?? true { oldest = (candidate, entry.since) }
+        }
+        guard let chosen = oldest, let entry = entries[chosen.key] else { return nil }
+        entries[chosen.key]?.waiting = false
+        return entry.socket
+    }
+}
