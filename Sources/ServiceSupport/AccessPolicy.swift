@@ -73,7 +73,8 @@ package struct AccessPolicy: Sendable {
         let log = SessionLog(topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), logger: logger.with(["part": "sessions"]))
         return AccessPolicy(
             rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(settings: settings, log: log),
-            publicURL: publicURL, attempts: AttemptLimiter(limit: settings.failedSignInLimit), clients: settings.clients,
+            publicURL: publicURL, attempts: AttemptLimiter(limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress),
+            clients: settings.clients,
             logger: logger.with(["part": "access"]))
     }
 
@@ -115,7 +116,7 @@ package struct AccessPolicy: Sendable {
     /// The teacher an `Authorization: Bearer <token>` header names; anything
     /// else in it, or a token nobody holds, is a 401 counted as a failure.
     private func bearerTeacher(_ header: String, _ request: Request, _ client: String, _ roster: Roster) throws(HTTPError) -> Teacher {
-        if let refusal = attempts.refusal([client]) { throw refusal }
+        if let refusal = attempts.refusal([.address(client)]) { throw refusal }
         // Bytes, not characters: `count` and `lowercased()` walked the whole header as Unicode.
         let scheme = header.utf8.prefix(7)
         guard header.utf8.count > 7, scheme.elementsEqual("bearer ".utf8, by: { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else {
@@ -129,12 +130,18 @@ package struct AccessPolicy: Sendable {
     }
 
     /// Counts and logs a failed sign-in: by the client's address, and by the
-    /// teacher when the attempt names one.
-    package func failed(_ what: String, _ request: Request, client: String, teacher: String? = nil) {
-        attempts.fail([client] + (teacher.map { ["teacher:" + $0] } ?? []))
+    /// teacher when the attempt names one. `counted`: already counted by
+    /// `AttemptLimiter.attempt`, only logged.
+    package func failed(_ what: String, _ request: Request, client: String, teacher: String? = nil, counted: Bool = false) {
+        if !counted { attempts.fail(AccessPolicy.attemptKeys(client: client, teacher: teacher)) }
         var fields = ["requestId": request.requestID, "client": client, "credential": what]
         if let teacher { fields["teacher"] = teacher }
         logger.warning("sign-in failed", fields)
+    }
+
+    /// What an attempt from `client` naming `teacher` is counted against.
+    package static func attemptKeys(client: String, teacher: String? = nil) -> [AttemptKey] {
+        [.address(client)] + (teacher.map { [.teacher($0)] } ?? [])
     }
 
     static func signInHint(stale: Bool) -> String {

@@ -3,52 +3,124 @@ import Foundation
 import HTTP
 import Synchronization
 
-/// Failed sign-ins (a wrong token, link or code) counted per key — the
-/// client's address, the teacher when known — over a sliding window; past
-/// the limit, the key is refused with 429 until its oldest failure ages out.
-/// Each replica counts its own.
+/// What a sign-in attempt is counted against.
+package enum AttemptKey: Hashable, Sendable {
+    /// The client's address: a whole school behind one NAT address shares it.
+    case address(String)
+    /// The teacher the attempt names (a sign-in link's).
+    case teacher(String)
+}
+
+/// Failed sign-ins (a wrong token, link or code) counted per key over a
+/// sliding window: an address may fail `addressLimit` times (a school's
+/// NAT carries every teacher's typos), a teacher `limit` times; past it, the
+/// key is refused with 429 until its oldest failure ages out. Each replica
+/// counts its own.
 package final class AttemptLimiter: Sendable {
     package let limit: Int
+    package let addressLimit: Int
     package let window: Duration
-    private let failures = Mutex<[String: [ContinuousClock.Instant]]>([:])
+    private let failures = Mutex<[AttemptKey: [ContinuousClock.Instant]]>([:])
     /// When the last failure was counted (monotonic ns; 0: never). With none
     /// within the window nobody can be over the limit, so a request passes
     /// without taking the lock (the ingest's hot path).
     private let lastFailure = Atomic<UInt64>(0)
 
-    package init(limit: Int = 10, window: Duration = .seconds(600)) {
+    package init(limit: Int = 10, addressLimit: Int = 100, window: Duration = .seconds(600)) {
         self.limit = limit
+        self.addressLimit = addressLimit
         self.window = window
     }
 
-    /// The 429 for the first of `keys` over the limit, if any.
-    package func refusal(_ keys: [String]) -> HTTPError? {
+    private func limit(of key: AttemptKey) -> Int {
+        switch key {
+        case .address: addressLimit
+        case .teacher: limit
+        }
+    }
+
+    /// The 429 for the first of `keys` over its limit, if any.
+    package func refusal(_ keys: [AttemptKey]) -> HTTPError? {
         let last = lastFailure.load(ordering: .relaxed)
         guard last != 0, DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000 else { return nil }
         let now = ContinuousClock.now
-        let wait = failures.withLock { failures in
-            keys.compactMap { key -> Duration? in
-                let recent = (failures[key] ?? []).filter { now - $0 < window }
-                guard recent.count >= limit, let oldest = recent.first else { return nil }
-                return window - (now - oldest)
-            }.max()
+        return failures.withLock { refusal(keys, in: &$0, now: now) }
+    }
+
+    /// Counts one failure against each of `keys`.
+    package func fail(_ keys: [AttemptKey]) {
+        let now = ContinuousClock.now
+        failures.withLock { count(keys, in: &$0, now: now) }
+    }
+
+    /// An attempt whose outcome takes time (a device code looked for up to
+    /// 2 s): refused past the limit, else counted at once as a failure, so
+    /// that attempts made together cannot all pass the check before any is
+    /// counted. `succeeded` takes it back.
+    package func attempt(_ keys: [AttemptKey]) -> HTTPError? {
+        let now = ContinuousClock.now
+        return failures.withLock { failures in
+            if let refusal = refusal(keys, in: &failures, now: now) { return refusal }
+            count(keys, in: &failures, now: now)
+            return nil
         }
+    }
+
+    /// Takes back what `attempt` counted.
+    package func succeeded(_ keys: [AttemptKey]) {
+        failures.withLock { failures in
+            for key in keys where failures[key]?.isEmpty == false { failures[key]?.removeLast() }
+        }
+    }
+
+    private func refusal(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant) -> HTTPError? {
+        let wait = keys.compactMap { key -> Duration? in
+            let recent = (failures[key] ?? []).filter { now - $0 < window }
+            guard recent.count >= limit(of: key), let oldest = recent.first else { return nil }
+            return window - (now - oldest)
+        }.max()
         guard let wait else { return nil }
         let seconds = max(1, Int(wait.seconds.rounded(.up)))
         return HTTPError(status: 429, detail: "too many failed sign-ins; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
     }
 
-    /// Counts one failure against each of `keys`.
-    package func fail(_ keys: [String]) {
+    private func count(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant) {
         lastFailure.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        for key in keys {
+            failures[key, default: []].append(now)
+            if let excess = failures[key].map({ $0.count - limit(of: key) }), excess > 0 { failures[key]?.removeFirst(excess) }
+        }
+        // Addresses come and go: forget the idle ones before they pile up.
+        if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }
+    }
+}
+
+/// Sign-in links mailed per mailbox: at most `limit` within a link's life
+/// (15 minutes). Past it a request sends nothing and is answered the same:
+/// the links already in the mailbox still work, so nobody can flood a
+/// teacher's inbox, nor lock the teacher out of asking (no 429 by mailbox).
+package final class MailboxLimiter: Sendable {
+    package let limit: Int
+    package let window: Duration
+    private let sent = Mutex<[String: [ContinuousClock.Instant]]>([:])
+
+    package init(limit: Int = 3, window: Duration = .seconds(900)) {
+        self.limit = limit
+        self.window = window
+    }
+
+    /// Whether one more mail may go to `mailbox` now; counted when it may.
+    package func take(_ mailbox: String) -> Bool {
         let now = ContinuousClock.now
-        failures.withLock { failures in
-            for key in keys {
-                failures[key, default: []].append(now)
-                if let excess = failures[key].map({ $0.count - limit }), excess > 0 { failures[key]?.removeFirst(excess) }
+        return sent.withLock { sent in
+            var recent = (sent[mailbox] ?? []).filter { now - $0 < window }
+            defer {
+                sent[mailbox] = recent
+                if sent.count > 10_000 { sent = sent.filter { now - ($0.value.last ?? now) < window } }
             }
-            // Addresses come and go: forget the idle ones before they pile up.
-            if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }
+            guard recent.count < limit else { return false }
+            recent.append(now)
+            return true
         }
     }
 }

@@ -41,9 +41,12 @@ package struct WebSettings: Sendable {
     /// Connections one address may hold open: a whole school behind one NAT
     /// address needs more than the default.
     package var connectionsPerAddress: Int
-    /// Failed sign-ins one client address (or teacher) may make in 10 minutes
-    /// before it waits (`SIGN_IN_FAILURE_LIMIT`).
+    /// Failed sign-ins naming one teacher in 10 minutes before they wait
+    /// (`SIGN_IN_FAILURE_LIMIT`), and from one client address
+    /// (`SIGN_IN_FAILURE_LIMIT_PER_ADDRESS`: a school behind one NAT
+    /// address carries every teacher's mistakes).
     package var failedSignInLimit = 10
+    package var failedSignInLimitPerAddress = 100
 
     package init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
         self.secret = secret
@@ -64,6 +67,7 @@ package struct WebSettings: Sendable {
             clients: try ClientAddresses.fromEnvironment(environment),
             connectionsPerAddress: try environment.int("HTTP_CONNECTIONS_PER_ADDRESS", default: 500, range: 1...100_000))
         settings.failedSignInLimit = try environment.int("SIGN_IN_FAILURE_LIMIT", default: 10, range: 1...1_000_000)
+        settings.failedSignInLimitPerAddress = try environment.int("SIGN_IN_FAILURE_LIMIT_PER_ADDRESS", default: 100, range: 1...1_000_000)
         return settings
     }
 }

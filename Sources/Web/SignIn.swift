@@ -20,6 +20,8 @@ package struct SignIn: Sendable {
     let mail: MailSettings?
     let publicURL: String?
     let logger: Logger
+    /// Links mailed per mailbox, on this replica.
+    let mailboxes = MailboxLimiter()
 
     package init(title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, logger: Logger) {
         self.title = title
@@ -74,7 +76,7 @@ package struct SignIn: Sendable {
     @Sendable func signInWithToken(_ request: Request, _ caller: Caller) async throws -> Response {
         let fields = try request.form()
         let next = SignIn.localPath(fields["next"])
-        if let refusal = policy.attempts.refusal([caller.client]) { return tooMany(refusal, next: next) }
+        if let refusal = policy.attempts.refusal([.address(caller.client)]) { return tooMany(refusal, next: next) }
         let token = (fields["token"] ?? "").trimmingWhitespace()
         guard !token.isEmpty else { return form(next: next, status: 400, errors: [.token: "접속 키를 입력하세요."]) }
         guard let teacher = caller.roster.teacher(forToken: token) else {
@@ -87,13 +89,17 @@ package struct SignIn: Sendable {
     @Sendable func signInWithCode(_ request: Request, _ caller: Caller) async throws -> Response {
         let fields = try request.form()
         let next = SignIn.localPath(fields["next"])
-        if let refusal = policy.attempts.refusal([caller.client]) { return tooMany(refusal, next: next) }
+        // Counted before the look-up, which may wait 2 s for a code shown on
+        // another replica: attempts sent together are refused past the limit.
+        let keys = AccessPolicy.attemptKeys(client: caller.client)
+        if let refusal = policy.attempts.attempt(keys) { return tooMany(refusal, next: next) }
         switch try await sessions.useCode(fields["code"] ?? "", roster: caller.roster) {
         case .success(let session):
             guard let teacher = caller.roster.teachers[session.teacherID] else { return form(next: next, status: 401, errors: [.code: "코드가 올바르지 않습니다."]) }
+            policy.attempts.succeeded(keys)
             return signedIn(session, teacher, request, next: next)
         case .failure(let refusal):
-            policy.failed("device code", request, client: caller.client)
+            policy.failed("device code", request, client: caller.client, counted: true)
             let message = switch refusal {
             case .invalid: "코드가 올바르지 않습니다. 연결할 기기에 보이는 8자리 코드를 입력하세요."
             case .expired: "코드의 10분이 지났습니다. 새 코드를 만드세요."
@@ -115,17 +121,26 @@ package struct SignIn: Sendable {
         }
         let address = (fields["email"] ?? "").trimmingWhitespace()
         guard MailAddress.isAddress(address) else { return form(next: next, status: 400, errors: [.email: "이메일 주소를 입력하세요(예: kim@school.example)."]) }
-        let keys = [caller.client, "link:" + address.lowercased()]
+        // Requests count like failures against the address, so nobody floods
+        // the service; a mailbox gets at most `mailboxes.limit` links in a
+        // link's life, past which nothing is sent (its links still work).
+        let keys = AccessPolicy.attemptKeys(client: caller.client)
         if let refusal = policy.attempts.refusal(keys) { return tooMany(refusal, next: next) }
-        // Requests count like failures, so nobody floods an inbox.
         policy.attempts.fail(keys)
-        let teachers = caller.roster.teachers(withEmail: address).filter { roles.contains($0.role) }
-        logger.info("sign-in link requested", ["requestId": request.requestID, "client": caller.client, "teachers": teachers.map(\.id).joined(separator: ",")])
-        for teacher in teachers {
-            let message = linkMail(to: teacher, link: "\(publicURL)/session/link?t=\(sessions.linkToken(for: teacher))", from: mail.from)
-            let (logger, requestID) = (logger, request.requestID)
-            // An SMTP exchange blocks: off the cooperative pool.
-            Task {
+        // The same work for a known and an unknown address before the answer:
+        // the roster is looked up, the links made and sent, and the request
+        // logged by a task of its own afterwards.
+        let (requestID, client, roster) = (request.requestID, caller.client, caller.roster)
+        Task { [self] in
+            let teachers = roster.teachers(withEmail: address).filter { roles.contains($0.role) }
+            let sending = teachers.filter { mailboxes.take($0.email.lowercased()) }
+            logger.info("sign-in link requested", [
+                "requestId": requestID, "client": client, "teachers": teachers.map(\.id).joined(separator: ","),
+                "sent": String(sending.count),
+            ])
+            for teacher in sending {
+                let message = linkMail(to: teacher, link: "\(publicURL)/session/link?t=\(sessions.linkToken(for: teacher))", from: mail.from)
+                // An SMTP exchange blocks: off the cooperative pool.
                 let result = try? await blocking { mail.sendOne(to: teacher.email, message: message, name: "sign-in-\(teacher.id)-\(RandomID.uuid())") }
                 if result != .accepted {
                     logger.warning("sign-in link not sent", ["requestId": requestID, "teacher": teacher.id, "result": result.map { "\($0)" } ?? "failed"])
@@ -135,7 +150,7 @@ package struct SignIn: Sendable {
         let main = """
             <main class="narrow"><h1>\(HTML.escape(title))</h1>
             <div class="card" role="status"><p>\(HTML.escape(address)) 주소가 등록되어 있으면 로그인 링크를 보냈습니다.</p>
-            <p>메일의 링크는 15분 동안 한 번 쓸 수 있습니다. 메일이 오지 않으면 주소를 확인하거나 관리자에게 물어보세요.</p></div>
+            <p>메일의 링크는 15분 동안 한 번 쓸 수 있습니다. 15분 안에 세 번 넘게 요청하면 새 메일은 가지 않으니 먼저 받은 링크를 쓰세요. 메일이 오지 않으면 주소를 확인하거나 관리자에게 물어보세요.</p></div>
             <p><a href="/">로그인 화면으로</a></p></main>
             """
         return Page.response(title: title, main: main)
@@ -160,7 +175,7 @@ package struct SignIn: Sendable {
     @Sendable func useLink(_ request: Request, _ caller: Caller) async throws -> Response {
         let token = try request.form()["t"] ?? ""
         let named = try? sessions.linkTeacher(token).get()
-        if let refusal = policy.attempts.refusal([caller.client] + (named.map { ["teacher:" + $0] } ?? [])) { return tooMany(refusal, next: "/") }
+        if let refusal = policy.attempts.refusal(AccessPolicy.attemptKeys(client: caller.client, teacher: named)) { return tooMany(refusal, next: "/") }
         switch try await sessions.useLink(token, roster: caller.roster) {
         case .success(let session):
             guard let teacher = caller.roster.teachers[session.teacherID] else { return linkProblem(.invalid) }

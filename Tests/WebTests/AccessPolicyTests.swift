@@ -26,7 +26,7 @@ final class AccessPolicyTests: XCTestCase {
 
     /// A router with one guarded route per access kind and the sign-in routes
     /// of a gate page; sessions live in this process (`SessionLog.local`).
-    private func router(publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil) throws -> Router {
+    private func router(publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil, mail: MailSettings? = nil) throws -> Router {
         self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
         sessions = Sessions(settings: WebSettings(secret: String(repeating: "s", count: 32)), log: .local())
@@ -34,7 +34,7 @@ final class AccessPolicyTests: XCTestCase {
         var routes = GuardedRouter(router: Router(), policy: policy)
         routes.post("/v1/schools/{schoolId}/things", .school(roles: [.gate])) { _, caller in .text(caller.teacher?.id ?? "-") }
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
-        let signIn = SignIn(title: "교문 지도", roles: [.gate], policy: policy, mail: nil, publicURL: publicURL, logger: Logger(component: "test", level: .error))
+        let signIn = SignIn(title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL, logger: Logger(component: "test", level: .error))
         signIn.routes(into: &routes, script: Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';"))
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
@@ -58,8 +58,8 @@ final class AccessPolicyTests: XCTestCase {
 
     private let form = ["content-type": "application/x-www-form-urlencoded", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"]
 
-    private func send(_ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "") async -> Response {
-        await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8), requestID: "test", peer: "127.0.0.1"))
+    private func send(_ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "", from peer: String = "127.0.0.1") async -> Response {
+        await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8), requestID: "test", peer: peer))
     }
 
     private func expect(
@@ -197,7 +197,8 @@ final class AccessPolicyTests: XCTestCase {
     }
 
     /// A device code signs one other device in, once; the admin's devices
-    /// page; failures past ten in ten minutes are 429 with Retry-After.
+    /// page; an address's failures past 100 in ten minutes are 429 with
+    /// Retry-After.
     func testADeviceCodeSignsInOnceAndFailuresAreLimited() async throws {
         let router = try router()
         let here = cookie("g1", token: "gate-a")
@@ -216,8 +217,8 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(again.status, 401)
         XCTAssertTrue(text(again).contains("이미 쓴 코드"), text(again))
 
-        // Nine more failures (ten in all) are answered; the eleventh is 429.
-        for attempt in 1...9 {
+        // 99 more failures (100 in all) are answered; the 101st is 429.
+        for attempt in 1...99 {
             let wrong = await send(router, "POST", "/session", headers: form, body: "token=wrong-\(attempt)")
             XCTAssertEqual(wrong.status, 401, "attempt \(attempt + 1)")
         }
@@ -258,6 +259,75 @@ final class AccessPolicyTests: XCTestCase {
         let after = try await newCode(kept)
         let second = await send(router, "POST", "/session/code", headers: form, body: "code=\(after)")
         XCTAssertEqual(second.status, 303, "a code made afterwards by the session kept: \(text(second))")
+    }
+
+    /// A school behind one NAT address: one guesser's ten wrong tokens do not
+    /// lock the other teachers out (the address may fail 100 times); ten
+    /// failed sign-in links naming one teacher lock that teacher's links,
+    /// from any address.
+    func testOneGuesserAtASchoolsAddressDoesNotLockTheSchoolOut() async throws {
+        let router = try router()
+        for attempt in 1...12 {
+            let wrong = await send(router, "POST", "/session", headers: form, body: "token=guess-\(attempt)", from: "10.1.1.1")
+            XCTAssertEqual(wrong.status, 401, "guess \(attempt)")
+        }
+        let colleague = await send(router, "POST", "/session", headers: form, body: "token=gate-a", from: "10.1.1.1")
+        XCTAssertEqual(colleague.status, 303, "a colleague behind the same address signs in")
+
+        let limiter = AttemptLimiter(limit: 10, addressLimit: 100)
+        for _ in 1...10 { limiter.fail(AccessPolicy.attemptKeys(client: "10.9.\(Int.random(in: 0...255)).1", teacher: "g1")) }
+        XCTAssertNotNil(limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "g1")), "ten failures naming g1, from anywhere")
+        XCTAssertNil(limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "t1")), "another teacher of the school")
+    }
+
+    /// Wrong device codes sent together are counted before the code is
+    /// looked for (up to 2 s): past the address's limit they are 429 at once.
+    func testWrongDeviceCodesSentTogetherAreCountedFirst() async throws {
+        let router = try router(attempts: AttemptLimiter(limit: 10, addressLimit: 10))
+        let form = self.form
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<60 {
+                let request = Request(
+                    method: "POST", path: "/session/code", headers: form, body: Array("code=ABCD-EF\(index % 8 + 2)\(index % 7 + 2)".utf8),
+                    requestID: "test-\(index)", peer: "10.7.7.7")
+                group.addTask { await router.respond(to: request).status }
+            }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses.filter { $0 == 401 }.count, 10, "\(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 50, "\(statuses)")
+    }
+
+    /// Sign-in links asked for from ten addresses: every answer is the same
+    /// 200 (no lock-out, the teacher's own request included), and the
+    /// teacher's mailbox gets three, whose links still work.
+    func testLinkRequestsFromManyAddressesDoNotFloodTheMailboxNorLockItOut() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mail = MailSettings(transport: .directory(folder.path), from: try XCTUnwrap(MailAddress("교문 <gate@a.example>")))
+        let router = try router(publicURL: "https://gate.a.example", mail: mail)
+        let headers = form.merging(["host": "gate.a.example", "origin": "https://gate.a.example"]) { $1 }
+        for address in 1...11 {
+            let asked = await send(router, "POST", "/session/link", headers: headers, body: "email=g1%40a.example", from: "10.5.5.\(address)")
+            XCTAssertEqual(asked.status, 200, "request \(address): \(text(asked).prefix(300))")
+        }
+        var mails: [String] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            mails = (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
+            if mails.count >= 3 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Whatever else was going to be sent has been by now: the requests' tasks run at once.
+        try await Task.sleep(for: .milliseconds(500))
+        mails = (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
+        XCTAssertEqual(mails.count, 3, "\(mails)")
+        let raw = try String(contentsOf: folder.appendingPathComponent(try XCTUnwrap(mails.first)), encoding: .utf8)
+        let body = try XCTUnwrap(raw.components(separatedBy: "\r\n\r\n").dropFirst().first)
+        let message = String(decoding: try XCTUnwrap(Data(base64Encoded: body, options: .ignoreUnknownCharacters)), as: UTF8.self)
+        let token = try XCTUnwrap(message.range(of: #"link\?t=[A-Za-z0-9_.=-]+"#, options: .regularExpression).map { String(message[$0].dropFirst(7)) })
+        let signedIn = await send(router, "POST", "/session/link/use", headers: headers, body: "t=\(token)", from: "10.6.6.6")
+        XCTAssertEqual(signedIn.status, 303, "a link from the mailbox still signs in: \(text(signedIn).prefix(300))")
     }
 
     /// Behind a trusted proxy the client is the address it names.
