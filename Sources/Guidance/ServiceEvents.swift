@@ -131,7 +131,10 @@ extension Roster {
             problems.append(FieldError(field: "studentId", message: "no student '\(event.studentId)' at this school"))
             unknown += 1
         case let student? where student.grade != event.grade:
+            // A grade change one roster has and the other not yet: held,
+            // like an unknown id, until this roster agrees (the notifier's).
             problems.append(FieldError(field: "grade", message: "student '\(event.studentId)' is in grade \(student.grade), not \(event.grade)"))
+            unknown += 1
         default:
             break
         }

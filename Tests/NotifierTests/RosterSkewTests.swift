@@ -1,5 +1,6 @@
 import Foundation
 import Guidance
+import Kafka
 import Notifier
 import TestSupport
 import XCTest
@@ -60,6 +61,47 @@ final class RosterSkewTests: XCTestCase {
         guard case .array(let items) = list.object["items"] else { return XCTFail(list.text) }
         let seat = items.first { $0["guidanceId"]?.string == movedID }?["student"]
         XCTAssertEqual(seat?["number"]?.int, 3, "listed in the seat the event recorded: \(list.text)")
+        await harness.shutdown()
+    }
+
+    /// a211 moves from grade 2 to grade 3 in ingest's roster first. A 봉사
+    /// record for grade 3, acknowledged, is held by the notifier (on `main`
+    /// it was dead-lettered at once); past the hold it is dead-lettered, and
+    /// replayed once the rosters agree it is in the 봉사 명단.
+    func testAServiceRecordForAStudentWhoChangedGradeIsHeldAndRecoveredByReplay() async throws {
+        let harness = try await NotifierHarness(rosterFolders: true, rosterGrace: .seconds(3))
+        let notifier = try XCTUnwrap(harness.notifier)
+        let moved = NotifierHarness.students.replacingOccurrences(of: "sa,a211,2,1,1,다가,", with: "sa,a211,3,1,2,다가,")
+        try harness.writeRoster(for: "ingest", students: moved)
+        XCTAssertTrue(harness.ingest.roster.reload(because: "test: a student changed grade"))
+        let serviceID = UUID().uuidString.lowercased()
+        let body = #"{"serviceId":"\#(serviceID)","date":"2026-11-21","sessions":1,"recordedBy":"t-vd-3"}"#
+        let reply = try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/grades/3/students/a211/service", body: body, headers: harness.headers(nil))
+        XCTAssertEqual(reply.status, 202, reply.text)
+
+        func until(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + limit
+            while try await !condition() {
+                guard ContinuousClock.now < deadline else { return XCTFail("never: \(what)") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        try await until("the record held for the roster") {
+            try await fetch("GET", harness.notifierBase + "/metrics").text.contains("notifier_events_held 1\n")
+        }
+        XCTAssertEqual(notifier.metrics.value("notifier_dead_letters_total"), 0, "dead-lettered without a hold")
+        try await until("the record dead-lettered past the hold") { notifier.metrics.value("notifier_dead_letters_total") == 1 }
+
+        try harness.writeRoster(for: "notifier", students: moved)
+        XCTAssertTrue(notifier.roster.reload(because: "test: the notifier catches up"))
+        let replay = DeadLetterReplay(kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), topics: harness.topics, logger: quietLogger("replay"))
+        let replayed = try await replay.run(DeadLetterReplay.Selection(reasonContains: "grade"), dryRun: false)
+        XCTAssertEqual(replayed.count, 1, "\(replayed)")
+        try await until("the replayed record in grade 3's 봉사 명단") {
+            let list = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service?grade=3", headers: harness.headers(nil))
+            return list.text.contains(serviceID)
+        }
+        XCTAssertEqual(notifier.metrics.value("notifier_dead_letters_total"), 1, "the replay was dead-lettered again")
         await harness.shutdown()
     }
 
