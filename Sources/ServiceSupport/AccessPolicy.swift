@@ -79,7 +79,7 @@ package struct AccessPolicy: Sendable {
     }
 
     /// The caller, or the 401/403/429 the request gets.
-    package func admit(_ request: Request, _ access: Access) throws(HTTPError) -> Caller {
+    package func admit(_ request: Request, _ access: Access) async throws(HTTPError) -> Caller {
         let roster = rosters.current
         let bearer = request.header("authorization")
         let cookieValue = bearer == nil ? cookie.value(in: request) : nil
@@ -89,6 +89,9 @@ package struct AccessPolicy: Sendable {
         if let bearer {
             caller = Caller(roster: roster, teacher: try bearerTeacher(bearer, request, caller.client, roster), client: caller.client)
         } else if let cookieValue {
+            // A view of the session log older than a second (a frozen replica
+            // just thawed) could let an ended session through: wait for it.
+            if !sessions.log.isCurrent { _ = await sessions.log.current(atMost: .seconds(3)) }
             switch sessions.check(cookieValue, name: cookie.name, roster: roster) {
             case .valid(let session, let teacher):
                 caller = Caller(roster: roster, teacher: teacher, session: session, client: caller.client)
@@ -96,7 +99,7 @@ package struct AccessPolicy: Sendable {
                 logger.info("session cookie refused", ["requestId": request.requestID, "reason": reason, "client": caller.client])
                 caller.staleCookie = true
             case .starting:
-                throw HTTPError.unavailable("sign-in is starting (reading the session log); retry shortly", retryAfterSeconds: 2)
+                throw HTTPError.unavailable("sign-in is not ready (reading the session log up to its end); retry shortly", retryAfterSeconds: 2)
             }
         }
         switch access {
@@ -194,7 +197,7 @@ package struct GuardedRouter: Sendable {
         let unavailable = pattern.hasPrefix("/v1/") ? self.unavailable : nil
         router.add(method, pattern) { request in
             if let error = unavailable?() { throw error }
-            let caller = try policy.admit(request, access)
+            let caller = try await policy.admit(request, access)
             var response = try await handler(request, caller)
             // A session in use lives on: its cookie is renewed (hourly at most).
             if let session = caller.session, let renewed = policy.sessions.renewal(of: session),

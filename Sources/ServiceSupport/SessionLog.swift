@@ -48,6 +48,10 @@ package final class SessionLog: Sendable {
         /// The log's end when reading began; nil until known.
         var startEnd: Int64?
         var caughtUp: Bool { startEnd.map { position >= $0 } ?? false }
+        /// The reading thread did not run for a while (the process was
+        /// frozen, or starved): until it has read up to the log's end as
+        /// asked after that, what it holds may miss sign-outs.
+        var behind = false
 
         mutating func apply(_ record: Record) {
             switch record {
@@ -78,6 +82,13 @@ package final class SessionLog: Sendable {
     private let logger: Logger
     private let state = Mutex(State())
     private let stopping = Atomic<Bool>(false)
+    /// When the reading thread last went round its loop (monotonic ns).
+    private let heartbeat = Atomic<UInt64>(0)
+    /// Rung each time the reading thread went round its loop.
+    private let wentRound = Doorbell()
+    /// The longest the reading thread may go without a turn before what it
+    /// holds is no longer trusted.
+    static let staleAfter: Duration = .seconds(1)
 
     package convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
         self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, logger: logger)
@@ -102,6 +113,30 @@ package final class SessionLog: Sendable {
     /// Whether the log was read up to where it ended when the service started:
     /// before, a session ended a moment ago might still pass.
     package var caughtUp: Bool { state.withLock { $0.caughtUp } }
+
+    /// Whether this process's view of the log can be trusted now: its
+    /// reading thread went round within `staleAfter` and is not catching up
+    /// after a freeze. A replica paused with SIGSTOP (or starved) wakes with
+    /// requests that arrived meanwhile and a view as old as the pause; the
+    /// monotonic clock went on, so the heartbeat tells.
+    package var isCurrent: Bool {
+        guard producer != nil else { return true }
+        let beat = heartbeat.load(ordering: .acquiring)
+        guard beat != 0, DispatchTime.now().uptimeNanoseconds - beat <= UInt64(SessionLog.staleAfter.milliseconds) * 1_000_000 else { return false }
+        return !state.withLock { $0.behind }
+    }
+
+    /// Returns once the view is current (`isCurrent`), or after `limit`.
+    package func current(atMost limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let seen = wentRound.rings
+            if isCurrent { return true }
+            let now = ContinuousClock.now
+            guard now < deadline else { return false }
+            await wentRound.wait(after: seen, atMost: deadline - now)
+        }
+    }
 
     /// Creates the topic when missing and starts reading it on a thread of
     /// its own. A broker that is down only delays this.
@@ -175,6 +210,20 @@ package final class SessionLog: Sendable {
                 }
                 continue
             }
+            // A turn that comes late means this thread was not running: what it
+            // holds is trusted again only once read up to the end as it is now.
+            let beat = DispatchTime.now().uptimeNanoseconds
+            let previous = heartbeat.load(ordering: .acquiring)
+            var end: Int64?
+            if previous != 0, beat - previous > UInt64(SessionLog.staleAfter.milliseconds) * 1_000_000 {
+                state.withLock { $0.behind = true }
+                logger.warning("the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
+                               ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
+            }
+            if state.withLock({ $0.behind }) {
+                end = try? reader.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
+            }
+            heartbeat.store(beat, ordering: .releasing)
             let messages = reader.poll(maxMessages: 500, timeout: .milliseconds(100))
             let now = SessionLog.now()
             state.withLock { state in
@@ -186,6 +235,7 @@ package final class SessionLog: Sendable {
                     }
                     state.position = max(state.position, message.offset + 1)
                 }
+                if let end, state.position >= end { state.behind = false }
                 if !reported && state.caughtUp {
                     reported = true
                     logger.info("session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
@@ -195,6 +245,7 @@ package final class SessionLog: Sendable {
                     lastPrune = ContinuousClock.now
                 }
             }
+            wentRound.ring()
         }
         consumer?.close()
     }

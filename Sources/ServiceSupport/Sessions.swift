@@ -125,7 +125,8 @@ package final class Sessions: Sendable {
         case valid(Session, Teacher)
         /// The cookie no longer signs anyone in; why, for the log.
         case invalid(String)
-        /// The session log is not read up to where it stood at start yet.
+        /// The session log is not read up to where it stood at start yet, or
+        /// this process's view of it is not current (`SessionLog.isCurrent`).
         case starting
     }
 
@@ -142,6 +143,7 @@ package final class Sessions: Sendable {
             return .invalid("its token was revoked")
         }
         let hash = session.hash
+        guard log.isCurrent else { return .starting }
         return log.read { state -> Check in
             guard state.caughtUp else { return .starting }
             if state.ended[hash] != nil { return .invalid("signed out") }
