@@ -4,17 +4,32 @@ import XCTest
 /// The repository's root, for scripts and binaries.
 package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// A port nobody listens on, from the kernel.
+/// A port nobody listens on now, for a counterpart that must keep its port
+/// across restarts (prefer binding port 0 where a process can report its
+/// port). Chosen outside the kernel's ephemeral range, which the kernel
+/// hands to every outgoing connection: a port from bind(0) comes from that
+/// range and is the likeliest to be taken by one before the bind.
 package func freePort() throws -> Int {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
+    var range = (low: 32768, high: 60999)
+    if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+        let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+        if bounds.count == 2 { range = (bounds[0], bounds[1]) }
+    }
+    let candidates = (20000..<32768).filter { $0 < range.low || $0 > range.high }
+    for _ in 0..<200 {
+        let port = candidates.randomElement() ?? Int.random(in: (range.high + 1)...65535)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if bound == 0 { return port }
+    }
+    throw CounterpartError("no free port found")
 }
 
 /// A real server a test talks to (the SMTP sink, the webhook receiver of
