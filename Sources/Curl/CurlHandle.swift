@@ -1,5 +1,7 @@
 import CCurl
 import Common
+import Foundation
+import Synchronization
 
 /// One libcurl easy handle and what a transfer over it collects. libcurl keeps
 /// the handle's connection open between transfers, so a session that sends
@@ -13,7 +15,7 @@ final class CurlHandle {
     /// What the transfer in progress sends and has received. The handle's
     /// callbacks get it through an unretained pointer: it lives as long as
     /// the handle, which outlives every transfer.
-    let transfer = Transfer()
+    let transfer: Transfer
     /// libcurl writes a failure's details here; allocated so that it never moves.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -26,6 +28,25 @@ final class CurlHandle {
         /// The body is cut here: by default only the start is kept, for an
         /// error message.
         var bodyLimit = 1024
+        var started = ContinuousClock.now
+        /// When libcurl took the last byte of `upload` (its read callback
+        /// found nothing more): what remains is the server's answer.
+        var uploadedAt: ContinuousClock.Instant?
+        /// Why the progress callback stopped the transfer, if it did.
+        var stopped: String?
+        /// The whole transfer's limit, up to `uploadedAt` when `answerLimit` is set.
+        let limit: Duration
+        /// How long the answer may take once the upload is handed over, if
+        /// not bounded by `limit` (SMTP's reply to the final dot).
+        let answerLimit: Duration?
+        /// Set from another thread to stop the transfer under way (shutdown).
+        let cancellation: CurlCancellation
+
+        init(limit: Duration, answerLimit: Duration?, cancellation: CurlCancellation) {
+            self.limit = limit
+            self.answerLimit = answerLimit
+            self.cancellation = cancellation
+        }
 
         func reset(upload bytes: [UInt8], bodyLimit limit: Int = 1024) {
             upload = bytes
@@ -33,21 +54,44 @@ final class CurlHandle {
             lines = []
             body = []
             bodyLimit = limit
+            started = .now
+            uploadedAt = nil
+            stopped = nil
+        }
+
+        /// Why the transfer must stop now, if it must (the progress callback).
+        func reasonToStop(at now: ContinuousClock.Instant) -> String? {
+            if cancellation.isCancelled { return "stopped: the service is shutting down" }
+            guard let answerLimit else { return nil }
+            if let uploadedAt {
+                return now - uploadedAt > answerLimit ? "no answer within \(Int(answerLimit.seconds)) s of the whole message" : nil
+            }
+            return now - started > limit ? "timed out after \(Int(limit.seconds)) s" : nil
         }
     }
 
-    init(protocols: String, timeout: Duration) throws(CurlError) {
+    /// `timeout` bounds a whole transfer, connection included; with
+    /// `answerLimit`, it bounds the transfer up to the last byte sent, and
+    /// the answer then has `answerLimit`.
+    init(protocols: String, timeout: Duration, answerLimit: Duration? = nil, cancellation: CurlCancellation = CurlCancellation()) throws(CurlError) {
         guard CurlHandle.initialized, let handle = curl_easy_init() else {
             throw CurlError("libcurl could not be initialised")
         }
         self.handle = handle
+        transfer = Transfer(limit: timeout, answerLimit: answerLimit, cancellation: cancellation)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         let milliseconds = Int(timeout.milliseconds)
         try set(CURLOPT_PROTOCOLS_STR, protocols)
         try set(CURLOPT_NOSIGNAL, 1)
-        try set(CURLOPT_TIMEOUT_MS, milliseconds)
+        // With an answer limit the progress callback keeps both limits;
+        // libcurl's own is only the sum of the two.
+        try set(CURLOPT_TIMEOUT_MS, milliseconds + Int(answerLimit?.milliseconds ?? 0))
         try set(CURLOPT_CONNECTTIMEOUT_MS, min(milliseconds, 5000))
+        // How long libcurl waits for any one reply (FTP, SMTP): by default
+        // 120 s, which would cut the wait for SMTP's final reply short. The
+        // progress callback keeps the tighter limit until the upload is done.
+        try set(CURLOPT_SERVER_RESPONSE_TIMEOUT, Int((answerLimit ?? timeout).components.seconds) + 1)
         // A connection unused this long is not reused: servers close idle
         // sessions, and a send on a closed one would fail for nothing.
         try set(CURLOPT_MAXAGE_CONN, 10)
@@ -58,9 +102,19 @@ final class CurlHandle {
         try check(guidance_curl_set_callback(handle, CURLOPT_WRITEFUNCTION, curlWrite))
         try check(guidance_curl_set_pointer(handle, CURLOPT_READDATA, context))
         try check(guidance_curl_set_callback(handle, CURLOPT_READFUNCTION, curlRead))
+        try check(guidance_curl_set_progress(handle, curlProgress, context))
     }
 
+
+
     deinit {
+        // Cleanup says goodbye on an open connection (SMTP's QUIT) and waits
+        // for the answer: after a cancel, a server that hangs would hold the
+        // shutdown. Shut the socket down first (libcurl still closes it).
+        if transfer.cancellation.isCancelled {
+            let socket = guidance_curl_active_socket(handle)
+            if socket >= 0 { Glibc.shutdown(socket, Int32(SHUT_RDWR)) }
+        }
         curl_easy_cleanup(handle)
         errorBuffer.deallocate()
     }
@@ -83,6 +137,7 @@ final class CurlHandle {
         errorBuffer[0] = 0
         let code = curl_easy_perform(handle)
         guard code != CURLE_OK else { return nil }
+        if code == CURLE_ABORTED_BY_CALLBACK, let reason = transfer.stopped { return reason }
         let detail = String(cString: errorBuffer)
         return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     }
@@ -92,6 +147,19 @@ final class CurlHandle {
         _ = guidance_curl_response_code(handle, &code)
         return code
     }
+}
+
+/// Stops a handle's transfer under way within about a second (libcurl's
+/// progress callback), and every later one: for a shutdown. Any thread may
+/// cancel.
+package final class CurlCancellation: Sendable {
+    private let cancelled = Atomic<Bool>(false)
+
+    package init() {}
+
+    package func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 }
 
 /// A list of strings libcurl reads during a transfer; freed after it.
@@ -133,13 +201,24 @@ private func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ cou
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = min(size * count, transfer.upload.count - transfer.uploaded)
     // An empty upload has no base address: nothing to copy.
-    guard length > 0 else { return 0 }
+    guard length > 0 else {
+        if transfer.uploadedAt == nil { transfer.uploadedAt = .now }
+        return 0
+    }
     transfer.upload.withUnsafeBytes { source in
         guard let start = source.baseAddress else { return }
         UnsafeMutableRawPointer(buffer).copyMemory(from: start + transfer.uploaded, byteCount: length)
     }
     transfer.uploaded += length
     return length
+}
+
+private func curlProgress(_ context: UnsafeMutableRawPointer?, _: curl_off_t, _: curl_off_t, _: curl_off_t, _: curl_off_t) -> Int32 {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
+    guard let reason = transfer.reasonToStop(at: .now) else { return 0 }
+    transfer.stopped = reason
+    return 1
 }
 
 extension String {

@@ -14,9 +14,11 @@ package enum HTTPResult: Sendable, Equatable {
 /// Redirects are not followed. Not thread-safe: each dispatcher worker owns one.
 package final class HTTPSession {
     private let curl: CurlHandle
+    /// Stops the request under way (a shutdown): it ends `unreachable`.
+    package let cancellation = CurlCancellation()
 
     package init(timeout: Duration) throws(CurlError) {
-        curl = try CurlHandle(protocols: "http,https", timeout: timeout)
+        curl = try CurlHandle(protocols: "http,https", timeout: timeout, cancellation: cancellation)
         try curl.set(CURLOPT_FOLLOWLOCATION, 0)
     }
 

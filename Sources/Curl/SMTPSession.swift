@@ -12,8 +12,15 @@ package struct SMTPServer: Sendable, Equatable {
     package var startTLS: StartTLS
     package var username: String?
     package var password: String?
-    /// Most time one message may take, connection included.
+    /// Most time one message may take up to its last byte, connection
+    /// included. The server's reply to the message then has
+    /// `finalReplyTimeout`.
     package var timeout: Duration
+
+    /// RFC 5321 §4.5.3.2.6: a client waits 10 minutes for the reply to the
+    /// final dot. Giving up sooner and sending again is what sends twice: a
+    /// server that was only slow (or paused) delivers the first copy too.
+    package static let finalReplyTimeout: Duration = .seconds(600)
 
     package init(url: String, startTLS: StartTLS = .opportunistic, username: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
         self.url = url
@@ -31,8 +38,13 @@ package enum SMTPResult: Sendable, Equatable {
     /// The server answered a command with an error: `code` is its reply code
     /// (4xx transient, 5xx permanent) and `reply` its text.
     case refused(code: Int, reply: String)
-    /// No answer: the connection failed, timed out, or TLS could not be set up.
+    /// No answer: the connection failed, timed out, or TLS could not be set
+    /// up, before the message was handed over whole.
     case unreachable(String)
+    /// The message was handed over whole, but its acceptance never came
+    /// (no reply within `finalReplyTimeout`, or the send was cancelled): the
+    /// server may have it.
+    case unconfirmed(String)
 }
 
 /// One SMTP session: sends messages one after another over one connection,
@@ -41,10 +53,13 @@ package enum SMTPResult: Sendable, Equatable {
 package final class SMTPSession {
     private let curl: CurlHandle
     private let server: SMTPServer
+    /// Stops the message under way (a shutdown): `send` then returns
+    /// `unreachable` or `unconfirmed`.
+    package let cancellation = CurlCancellation()
 
     package init(server: SMTPServer) throws(CurlError) {
         self.server = server
-        curl = try CurlHandle(protocols: "smtp,smtps", timeout: server.timeout)
+        curl = try CurlHandle(protocols: "smtp,smtps", timeout: server.timeout, answerLimit: SMTPServer.finalReplyTimeout, cancellation: cancellation)
         try curl.set(CURLOPT_URL, server.url)
         try curl.set(CURLOPT_UPLOAD, 1)
         let tls: curl_usessl = switch server.startTLS {
@@ -76,6 +91,8 @@ package final class SMTPSession {
         if let reply = curl.transfer.lines.last(where: { (400..<600).contains(Int($0.prefix(3)) ?? 0) }) {
             return .refused(code: Int(reply.prefix(3)) ?? 0, reply: reply)
         }
-        return .unreachable(failure)
+        return curl.transfer.uploadedAt == nil ? .unreachable(failure) : .unconfirmed(failure)
     }
+
+
 }

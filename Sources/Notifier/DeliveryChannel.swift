@@ -16,8 +16,10 @@ protocol DeliveryChannel: Sendable {
     /// Sends this replica makes at once over the channel; `send` is called
     /// with a connection below it, one call at a time per connection.
     var connections: Int { get }
-    /// Most time one `send` may take; the dispatcher keeps every send inside
-    /// its lease with it.
+    /// Most time one `send` may take to hand its message over; the
+    /// dispatcher starts no send that could not do so inside its lease. An
+    /// answer may take longer (SMTP's reply to the final dot: 10 minutes),
+    /// while the dispatcher renews the lease.
     var timeout: Duration { get }
     /// Where `digest` goes over this channel (an address, a URL), or nil when
     /// it does not go this way.
@@ -27,10 +29,14 @@ protocol DeliveryChannel: Sendable {
     /// After digest runs wrote `digests`: a channel that leaves some out may
     /// count and log them.
     func written(_ digests: [Digest], roster: Roster)
+    /// Stops every send under way within about a second, and every later
+    /// one (a shutdown); they end as transient failures.
+    func cancelSends()
 }
 
 extension DeliveryChannel {
     func written(_ digests: [Digest], roster: Roster) {}
+    func cancelSends() {}
 }
 
 /// What one attempt came to, before the retry policy decides when again.

@@ -30,7 +30,9 @@ final class Dispatcher: Sendable {
     /// the runs to end (sends already claimed go on).
     private let runs = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
-    private let loops = Mutex<[Task<Void, Never>]>([])
+    /// Loops that have ended, and a ring as each ends.
+    private let endedLoops = Atomic<Int>(0)
+    private let ended = Doorbell()
     /// Channels whose last attempt failed transiently: logged once per change.
     private let failing = Mutex<Set<Channel>>([])
     private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
@@ -63,9 +65,12 @@ final class Dispatcher: Sendable {
     }
 
     func start() {
-        let channels = self.channels
-        loops.withLock { loops in
-            loops = channels.map { channel in Task { [self] in await run(channel) } }
+        for channel in channels {
+            Task { [self] in
+                await run(channel)
+                endedLoops.add(1, ordering: .acquiringAndReleasing)
+                ended.ring()
+            }
         }
         var described = ["email": "off (SMTP_URL not set)"]
         for channel in channels { described[channel.id.rawValue] = channel.summary }
@@ -73,20 +78,31 @@ final class Dispatcher: Sendable {
         logger.info("dispatcher started", described)
     }
 
-    /// Stops claiming, lets each connection finish its message and gives the
-    /// rest back. Waits at most `limit`: a send stuck longer is left to its
-    /// lease, and another replica sends it.
+    /// Stops claiming and gives back what was not sent: another replica
+    /// sends it. The messages under way have half of `limit` to finish (a
+    /// reply that comes saves a copy sent twice); then they are cancelled,
+    /// so that a server that does not answer cannot hold the replica. Waits
+    /// at most `limit`.
     func stop(within limit: Duration) async {
         stopping.store(true, ordering: .releasing)
         doorbell.ring()
-        let running = loops.withLock { $0 }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for loop in running { await loop.value }
-            }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
+        if await loopsEnded(within: limit / 2) { return }
+        logger.warning("messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
+                       ["seconds": String(Int((limit / 2).seconds))])
+        for channel in channels { channel.cancelSends() }
+        _ = await loopsEnded(within: limit / 2)
+    }
+
+    /// Whether every channel's loop has ended, waiting up to `limit` (a
+    /// loop stuck in a send is not waited for beyond it).
+    private func loopsEnded(within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let seen = ended.rings
+            if endedLoops.load(ordering: .acquiring) == channels.count { return true }
+            let now = ContinuousClock.now
+            guard now < deadline else { return false }
+            await ended.wait(after: seen, atMost: deadline - now)
         }
     }
 
@@ -133,20 +149,45 @@ final class Dispatcher: Sendable {
                 await doorbell.wait(after: seen, atMost: config.pollInterval)
                 continue
             }
+            let lease = BatchLease(until: leaseUntil)
             await withTaskGroup(of: Void.self) { group in
-                for connection in 0..<min(connections, claims.count) {
-                    let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
-                    group.addTask { [self] in
-                        _ = try? await blocking { self.send(share, through: channel, over: connection, leaseUntil: leaseUntil) }
+                group.addTask { [self] in await keep(lease, of: claims.map(\.delivery.deliveryId)) }
+                await withTaskGroup(of: Void.self) { sends in
+                    for connection in 0..<min(connections, claims.count) {
+                        let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
+                        sends.addTask { [self] in
+                            _ = try? await blocking { self.send(share, through: channel, over: connection, lease: lease) }
+                        }
                     }
                 }
+                lease.end()
+            }
+        }
+    }
+
+    /// Renews a batch's lease every third of its length while its sends run:
+    /// a message waiting for its answer (SMTP allows 10 minutes) keeps its
+    /// claim, and no other replica sends it meanwhile. Ends with the batch.
+    private func keep(_ lease: BatchLease, of deliveryIds: [String]) async {
+        let (store, owner, length) = (self.store, self.owner, config.lease)
+        while true {
+            let seen = lease.ended.rings
+            guard lease.isRunning else { return }
+            await lease.ended.wait(after: seen, atMost: length / 3)
+            guard lease.isRunning else { return }
+            let until = clock() + length.seconds
+            do {
+                try await blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
+                lease.extend(to: until)
+            } catch {
+                logger.warning("could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
             }
         }
     }
 
     /// Sends claimed deliveries one after another over one connection. Runs
     /// on a thread of its own (libcurl blocks).
-    private func send(_ claims: [ClaimedDelivery], through channel: any DeliveryChannel, over connection: Int, leaseUntil: Double) {
+    private func send(_ claims: [ClaimedDelivery], through channel: any DeliveryChannel, over connection: Int, lease: BatchLease) {
         // A send must end inside the lease, or another replica could send the
         // same delivery at the same time.
         let longest = channel.timeout.seconds + 1
@@ -156,14 +197,16 @@ final class Dispatcher: Sendable {
         var outcomes: [(deliveryId: String, outcome: DeliveryOutcome)] = []
         var recordedAt = clock()
         defer { record(&outcomes) }
+        func giveBack(from index: Int) {
+            record(&outcomes)
+            let rest = claims[index...].map(\.delivery.deliveryId)
+            do { try store.release(deliveryIds: rest, owner: owner) } catch {
+                logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
+            }
+        }
         for (index, claim) in claims.enumerated() {
-            if stopping.load(ordering: .acquiring) || clock() + longest > leaseUntil {
-                record(&outcomes)
-                let rest = claims[index...].map(\.delivery.deliveryId)
-                do { try store.release(deliveryIds: rest, owner: owner) } catch {
-                    logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
-                }
-                return
+            if stopping.load(ordering: .acquiring) || clock() + longest > lease.until {
+                return giveBack(from: index)
             }
             if claim.takenOver {
                 metrics.increment("notifier_delivery_lease_takeovers_total", help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
@@ -172,6 +215,10 @@ final class Dispatcher: Sendable {
                                ["delivery": claim.delivery.deliveryId])
             }
             let outcome = channel.send(claim, roster: rosters.current, over: connection, now: clock())
+            // Cancelled by a shutdown: not an attempt; the next replica sends it.
+            if case .transient = outcome, stopping.load(ordering: .acquiring) {
+                return giveBack(from: index)
+            }
             let now = clock()
             let recorded: DeliveryOutcome
             switch outcome {
@@ -269,6 +316,30 @@ final class Dispatcher: Sendable {
         if let items = try? await blocking({ try store.deliveryBacklog(of: ids) }) {
             backlog.withLock { $0.items = items }
         }
+    }
+}
+
+/// The lease of one claimed batch: when it ends, moved later while the
+/// batch's sends run (`Dispatcher.keep`), and whether they still run.
+private final class BatchLease: Sendable {
+    private let state: Mutex<(until: Double, running: Bool)>
+    /// Rung when the batch's sends are done.
+    let ended = Doorbell()
+
+    init(until: Double) {
+        state = Mutex((until, true))
+    }
+
+    var until: Double { state.withLock { $0.until } }
+    var isRunning: Bool { state.withLock { $0.running } }
+
+    func extend(to until: Double) {
+        state.withLock { $0.until = max($0.until, until) }
+    }
+
+    func end() {
+        state.withLock { $0.running = false }
+        ended.ring()
     }
 }
 

@@ -15,6 +15,8 @@ final class EmailChannel: DeliveryChannel {
     /// `PUBLIC_NOTIFIER_URL`, linked from each message.
     private let publicURL: String?
     private let senders: [Locked<Sender>]
+    /// The SMTP sessions' cancellations: a send holds its sender's lock.
+    private let cancellations: [CurlCancellation]
     private let metrics: Metrics
     private let logger: Logger
 
@@ -33,11 +35,17 @@ final class EmailChannel: DeliveryChannel {
         case .smtp(var server):
             server.timeout = config.sendTimeout(server.timeout)
             timeout = server.timeout
+            let made: [(CurlCancellation, Locked<Sender>)]
             do {
-                senders = try (0..<connections).map { (_) throws(CurlError) in Locked(.smtp(try SMTPSession(server: server))) }
+                made = try (0..<connections).map { [server] (_) throws(CurlError) in
+                    let session = try SMTPSession(server: server)
+                    return (session.cancellation, Locked(.smtp(session)))
+                }
             } catch {
                 throw ConfigurationError(variable: "SMTP_URL", reason: "libcurl cannot send: \(error)")
             }
+            cancellations = made.map(\.0)
+            senders = made.map(\.1)
         case .directory(let path):
             timeout = config.sendTimeout(.seconds(30))
             do {
@@ -46,6 +54,7 @@ final class EmailChannel: DeliveryChannel {
                 throw ConfigurationError(variable: "mail folder", reason: "cannot create \(path): \(error)")
             }
             senders = (0..<connections).map { _ in Locked(.directory(path)) }
+            cancellations = []
         }
     }
 
@@ -54,6 +63,10 @@ final class EmailChannel: DeliveryChannel {
         case .smtp(let server): server.url
         case .directory(let path): "files in \(path)"
         }
+    }
+
+    func cancelSends() {
+        for cancellation in cancellations { cancellation.cancel() }
     }
 
     func target(of digest: Digest, in roster: Roster) -> String? {
@@ -91,6 +104,9 @@ final class EmailChannel: DeliveryChannel {
                 case .refused(let code, let reply) where code >= 500: return .permanent(reply)
                 case .refused(_, let reply): return .transient(reply)
                 case .unreachable(let reason): return .transient(reason)
+                // Handed over whole and never confirmed in RFC 5321's 10 minutes
+                // (or cancelled by a shutdown): sent again, with the same Message-ID.
+                case .unconfirmed(let reason): return .transient("not confirmed: \(reason)")
                 }
             case .directory(let path):
                 let file = URL(fileURLWithPath: path).appendingPathComponent("\(delivery.deliveryId).eml")

@@ -12,15 +12,27 @@ final class WebhookChannel: DeliveryChannel {
     let connections: Int
     let timeout: Duration
     private let sessions: [Locked<HTTPSession>]
+    /// The sessions' cancellations: a send holds its session's lock.
+    private let cancellations: [CurlCancellation]
 
     init(config: DeliveryConfig) throws(ConfigurationError) {
         connections = config.concurrency
         timeout = config.sendTimeout(config.webhookTimeout)
+        let made: [(CurlCancellation, Locked<HTTPSession>)]
         do {
-            sessions = try (0..<connections).map { [timeout] (_) throws(CurlError) in Locked(try HTTPSession(timeout: timeout)) }
+            made = try (0..<connections).map { [timeout] (_) throws(CurlError) in
+                let session = try HTTPSession(timeout: timeout)
+                return (session.cancellation, Locked(session))
+            }
         } catch {
             throw ConfigurationError(variable: "webhooks", reason: "libcurl cannot send: \(error)")
         }
+        cancellations = made.map(\.0)
+        sessions = made.map(\.1)
+    }
+
+    func cancelSends() {
+        for cancellation in cancellations { cancellation.cancel() }
     }
 
     func target(of digest: Digest, in roster: Roster) -> String? {

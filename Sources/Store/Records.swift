@@ -357,6 +357,10 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Gives back claims that were never attempted (a stopping dispatcher).
     func release(deliveryIds: [String], owner: String) throws(StoreError)
 
+    /// Moves the lease of `owner`'s pending claims among `deliveryIds` to
+    /// `until`: a send waiting for its answer keeps its claim.
+    func extendLeases(deliveryIds: [String], owner: String, until: Double) throws(StoreError)
+
     /// A school's deliveries, newest first, at most `limit`.
     func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery]
 

@@ -88,6 +88,17 @@ extension SQLStore {
         }
     }
 
+    package func extendLeases(deliveryIds: [String], owner: String, until: Double) throws(StoreError) {
+        guard !deliveryIds.isEmpty else { return }
+        try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            let placeholders = (3...deliveryIds.count + 2).map { "$\($0)" }.joined(separator: ", ")
+            try database.run("""
+                UPDATE deliveries SET lease_until_ms = $2
+                WHERE lease_owner = $1 AND status = 'pending' AND delivery_id IN (\(placeholders))
+                """, [.text(owner), .integer(milliseconds(until))] + deliveryIds.map(SQLValue.text))
+        }
+    }
+
     package func release(deliveryIds: [String], owner: String) throws(StoreError) {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
