@@ -223,7 +223,8 @@ package final class SessionLog: Sendable {
             if state.withLock({ $0.behind }) {
                 end = try? reader.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
             }
-            heartbeat.store(beat, ordering: .releasing)
+            // After the look-up: its wait (a slow broker) is no freeze.
+            heartbeat.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
             let messages = reader.poll(maxMessages: 500, timeout: .milliseconds(100))
             let now = SessionLog.now()
             state.withLock { state in
