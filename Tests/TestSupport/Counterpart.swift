@@ -20,14 +20,7 @@ package func freePort() throws -> Int {
         let port = candidates.randomElement() ?? Int.random(in: (range.high + 1)...65535)
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if bound == 0 { return port }
+        if withIPv4("127.0.0.1", port: port, { Glibc.bind(socket, $0, $1) }) == 0 { return port }
     }
     throw CounterpartError("no free port found")
 }
@@ -100,13 +93,7 @@ package final class Counterpart: @unchecked Sendable {
     private func accepts() -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        return withIPv4("127.0.0.1", port: port) { connect(socket, $0, $1) } == 0
     }
 }
 

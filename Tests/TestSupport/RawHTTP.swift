@@ -10,25 +10,12 @@ package final class RawConnection {
     package init(port: Int, from source: String? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            local.sin_addr.s_addr = inet_addr(source)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else {
+            guard withIPv4(source, port: 0, { bind(socket, $0, $1) }) == 0 else {
                 close(socket)
                 throw NSError(domain: "RawConnection", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "bind to \(source) failed"])
             }
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        guard withIPv4("127.0.0.1", port: port, { connect(socket, $0, $1) }) == 0 else {
             close(socket)
             throw NSError(domain: "RawConnection", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "connect failed"])
         }
@@ -72,6 +59,17 @@ package final class RawConnection {
             if count <= 0 { return true }
         }
         return false
+    }
+}
+
+/// Calls `body` with the socket address of `host`:`port` (IPv4).
+package func withIPv4<T>(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr(host)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
 }
 
