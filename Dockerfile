@@ -8,6 +8,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
+COPY Plugins ./Plugins
 COPY Tests ./Tests
 COPY scripts ./scripts
 RUN scripts/build-release \

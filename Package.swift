@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -39,9 +39,14 @@ let package = Package(
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
         .target(name: "ServiceSupport", dependencies: ["HTTP", "Curl", "Crypto", "Kafka", "Guidance", "Common"]),
-        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"]),
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"]),
-        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"]),
+        // The pages' scripts, style sheets and icons are real files in each
+        // target's Assets/ folder, built into the binary by EmbedFiles.
+        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"],
+                exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .executableTarget(name: "embed-files"),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),

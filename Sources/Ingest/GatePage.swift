@@ -11,6 +11,9 @@ import Web
 /// request before the first tap); `gate.js` does the rest with the session
 /// cookie, keeping what is not yet acknowledged in a per-device queue.
 struct GatePage: Sendable {
+    /// The page's behaviour, `Assets/gate.js` (what it does is said at its top).
+    static let script = Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS)
+
     static let title = "교문 지도"
     let signIn: SignIn
 

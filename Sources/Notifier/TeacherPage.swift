@@ -10,6 +10,9 @@ import Web
 /// teacher's scope; for admins, the run button and the failed deliveries.
 /// The page is a shell; `teacher.js` fills it from the API.
 struct TeacherPage: Sendable {
+    /// The page's behaviour, `Assets/teacher.js` (what it does is said at its top).
+    static let script = Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS)
+
     static let title = "지도 알림함"
     let signIn: SignIn
 

@@ -2,7 +2,8 @@ import Crypto
 import HTTP
 import ServiceSupport
 
-/// A file the pages load from `/assets/<name>`: kept in the binary, so a
+/// A file the pages load from `/assets/<name>`: kept in the binary (each
+/// target's `Assets/` folder, embedded by the EmbedFiles build plugin), so a
 /// service serves its pages with nothing beside it, and a school's network
 /// that blocks CDNs changes nothing.
 package struct Asset: Sendable {
@@ -23,14 +24,11 @@ package struct Asset: Sendable {
     package static let shared = [styleSheet, commonScript, icon]
 
     /// The tab's and home screen's icon: a school gate, drawn (no font needed).
-    static let icon = Asset(name: "icon.svg", contentType: "image/svg+xml", text: """
-        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">\
-        <rect width="64" height="64" rx="14" fill="#1f5fbf"/>\
-        <path d="M12 52V24l20-12 20 12v28h-9V30H21v22z" fill="#fff"/>\
-        <path d="M25 34h14v18H25z" fill="#f2b705"/>\
-        </svg>
-
-        """)
+    static let icon = Asset(name: "icon.svg", contentType: "image/svg+xml", text: EmbeddedFiles.iconSVG)
+    /// Both pages' look (`Assets/style.css`).
+    static let styleSheet = Asset(name: "style.css", contentType: "text/css; charset=utf-8", text: EmbeddedFiles.styleCSS)
+    /// What both pages' scripts share (`Assets/common.js`): API calls, problem+json in Korean, elements from text.
+    static let commonScript = Asset(name: "common.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.commonJS)
 
     /// Serves `assets` (plus the shared ones) at `/assets/{name}`.
     package static func routes(_ assets: [Asset], into router: inout GuardedRouter) {

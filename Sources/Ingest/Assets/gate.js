@@ -1,0 +1,326 @@
+// The gate page's behaviour: three taps to a student, the face check, a reason,
+// 등록 — and nothing lost. What is not yet acknowledged waits in this device's
+// queue (browser storage, per school and teacher), survives a reload, and is
+// resent with the same guidance id until the server acknowledges it, while the
+// teacher goes on with the next student: an answer never touches what is being
+// picked. Served as /assets/gate.js.
+'use strict';
+(() => {
+  const G = window.Guidance;
+  const $ = (id) => document.getElementById(id);
+  const school = document.body.dataset.school;
+  const teacher = document.body.dataset.teacher;
+  const base = '/v1/schools/' + encodeURIComponent(school);
+  const data = JSON.parse($('school-data').textContent);
+  const queueKey = 'guidance.queue.' + school + '.' + teacher;
+  const doneKey = 'guidance.done.' + school + '.' + teacher;
+
+  // ---- Picking: grade → class → number → the face check.
+
+  const pick = { grade: null, classNumber: null, number: null, reason: null };
+  const classes = new Map();   // "grade-class" → promise of the class's students (null: not loaded)
+  let shown = null;            // the student the face check shows
+
+  function step() {
+    if (pick.grade === null) return 'grade';
+    if (pick.classNumber === null) return 'class';
+    return pick.number === null ? 'number' : 'check';
+  }
+
+  function render(focus) {
+    const current = step();
+    $('pick').hidden = current === 'check';
+    $('check').hidden = current !== 'check';
+    if (current === 'check') {
+      showCheck();
+      if (focus) $('student-name').focus();
+      return;
+    }
+    const grade = data.grades.find((g) => g.grade === pick.grade);
+    const entry = grade && grade.classes.find((c) => c.classNumber === pick.classNumber);
+    const choices = current === 'grade' ? data.grades.map((g) => [g.grade + '학년', 'grade', g.grade])
+      : current === 'class' ? grade.classes.map((c) => [c.classNumber + '반', 'classNumber', c.classNumber])
+      : entry.numbers.map((n) => [String(n), 'number', n]);
+    $('step-title').textContent = { grade: '학년', class: '반', number: '번호' }[current];
+    $('picked').textContent = [pick.grade && pick.grade + '학년', pick.classNumber && pick.classNumber + '반'].filter(Boolean).join(' ');
+    // At the first step there is nothing to go back to or to show.
+    $('back').parentElement.hidden = current === 'grade';
+    $('grid').className = 'grid ' + current;
+    $('grid').replaceChildren(...choices.map(([label, field, value]) =>
+      G.el('button', { type: 'button', onclick: () => choose(field, value) }, label)));
+    if (focus) $('step-title').focus();
+  }
+
+  function choose(field, value) {
+    pick[field] = value;
+    if (field === 'classNumber') students(pick.grade, value);
+    if (field === 'number') {
+      pick.reason = null;
+      $('detail').value = '';
+      for (const id of ['reason-error', 'detail-error']) G.say(id, '');
+    }
+    render(true);
+  }
+
+  $('back').addEventListener('click', () => {
+    if (pick.classNumber !== null) pick.classNumber = null; else pick.grade = null;
+    render(true);
+  });
+  $('check-back').addEventListener('click', () => { pick.number = null; render(true); });
+
+  // A class's names and photo addresses, asked once when it is tapped.
+  function students(grade, classNumber) {
+    const key = grade + '-' + classNumber;
+    if (!classes.has(key)) {
+      classes.set(key, G.api('GET', base + '/grades/' + grade + '/classes/' + classNumber + '/students')
+        .then((answer) => answer.students, () => { classes.delete(key); return null; }));
+    }
+    return classes.get(key);
+  }
+
+  const seatText = (seat) => seat.grade + '학년 ' + seat.classNumber + '반 ' + seat.number + '번';
+
+  function showCheck() {
+    const seat = { grade: pick.grade, classNumber: pick.classNumber, number: pick.number };
+    $('seat').textContent = seatText(seat);
+    renderReasons();
+    showStudent('loading');
+    students(seat.grade, seat.classNumber).then((list) => {
+      // The teacher may have moved on meanwhile: show nothing stale.
+      if (pick.grade !== seat.grade || pick.classNumber !== seat.classNumber || pick.number !== seat.number) return;
+      if (!list) return showStudent('unreachable');
+      showStudent(list.find((s) => s.number === seat.number) || 'unknown');
+    });
+  }
+
+  // The face check: the photo large, with distinct words for still
+  // loading, no photo, and a photo that did not load.
+  function showStudent(student) {
+    shown = typeof student === 'object' ? student : null;
+    const state = $('photo-state');
+    const photo = G.el('img', { id: 'photo', alt: '', hidden: true });
+    $('photo').replaceWith(photo);
+    state.hidden = false;
+    const names = { loading: '불러오는 중…', unreachable: '이름을 불러오지 못했습니다', unknown: '명부에 없는 번호입니다' };
+    $('student-name').textContent = shown ? shown.name : names[student];
+    if (!shown) {
+      state.textContent = student === 'loading' ? '사진 불러오는 중' : student === 'unreachable' ? '사진을 불러오지 못했습니다' : '사진 없음';
+      return;
+    }
+    if (!shown.photoUrl) {
+      state.textContent = '사진 없음';
+      return;
+    }
+    state.textContent = '사진 불러오는 중';
+    photo.alt = shown.name + ' 사진';
+    photo.addEventListener('load', () => { photo.hidden = false; state.hidden = true; });
+    photo.addEventListener('error', () => { state.textContent = '사진을 불러오지 못했습니다'; });
+    photo.referrerPolicy = 'no-referrer';
+    photo.src = shown.photoUrl;
+  }
+
+  function renderReasons() {
+    $('reasons').replaceChildren(...data.reasons.map((r) => G.el('button', {
+      type: 'button', 'aria-pressed': String(pick.reason === r.code), onclick: () => chooseReason(r),
+    }, r.label)));
+    const reason = data.reasons.find((r) => r.code === pick.reason);
+    $('detail-row').hidden = !(reason && reason.requiresDetail);
+  }
+
+  function chooseReason(reason) {
+    pick.reason = reason.code;
+    G.say('reason-error', '');
+    renderReasons();
+    (reason.requiresDetail ? $('detail') : $('submit')).focus();
+  }
+
+  // 등록 queues the registration and clears number and reason at once:
+  // the next student is picked while this one is sent.
+  $('submit').addEventListener('click', () => {
+    for (const id of ['reason-error', 'detail-error']) G.say(id, '');
+    const reason = data.reasons.find((r) => r.code === pick.reason);
+    if (!reason) {
+      G.say('reason-error', '사유를 고르세요.');
+      return;
+    }
+    const detail = $('detail').value.trim();
+    if (reason.requiresDetail && (detail.length < 1 || detail.length > 200)) {
+      G.say('detail-error', '상세 내용을 1–200자로 적으세요.');
+      $('detail').focus();
+      return;
+    }
+    const id = G.uuid();
+    const at = new Date().toISOString();
+    const seat = { grade: pick.grade, classNumber: pick.classNumber, number: pick.number };
+    const name = shown ? shown.name : '';
+    enqueue({
+      kind: 'register', id, at, seat, name, label: reason.label, detail: reason.requiresDetail ? detail : '', state: 'sending',
+      body: { guidanceId: id, occurredAt: at, student: seat, reason: reason.requiresDetail ? { code: reason.code, detail } : { code: reason.code } },
+    });
+    G.say('register-status', '보내는 중: ' + (name || seatText(seat)) + ' · ' + reason.label, 'ok');
+    pick.number = null;
+    pick.reason = null;
+    $('detail').value = '';
+    render(true);
+  });
+
+  // ---- The queue: this device's registrations and deletions until acknowledged.
+
+  function read(key, fallback) {
+    try {
+      const value = JSON.parse(localStorage.getItem(key));
+      return value === null ? fallback : value;
+    } catch (e) {
+      return fallback;
+    }
+  }
+
+  const device = new G.DeviceQueue(localStorage, queueKey, (item) => send(item), () => renderToday());
+  const queue = () => device.items();
+  const enqueue = (item) => device.add(item);
+  const pump = () => device.pump();
+
+  // What was acknowledged today, shown until the school's list has caught up.
+  function done() {
+    const saved = read(doneKey, null);
+    return saved && saved.date === G.today() ? saved : { date: G.today(), added: [], removed: [] };
+  }
+
+  function saveDone(value) { localStorage.setItem(doneKey, JSON.stringify(value)); }
+
+  const retried = [0, 408, 429, 502, 503, 504];
+
+  async function send(item) {
+    try {
+      if (item.kind === 'register') await G.api('POST', base + '/guidances', item.body);
+      else await G.api('DELETE', base + '/grades/' + item.seat.grade + '/guidances/' + encodeURIComponent(item.id));
+    } catch (error) {
+      if (retried.includes(error.status) || error.status === 401) {
+        device.change(item, { state: 'retrying', error: error.status === 401 ? '로그인이 끝났습니다' : '' });
+        offline(error.status === 0 ? 'network' : error.status === 401 ? 'signed-out' : 'server');
+        return false;
+      }
+      device.change(item, { state: 'failed', error: G.message(error, fieldMessages) });
+      return true;
+    }
+    const record = done();
+    if (item.kind === 'register') record.added = record.added.filter((i) => i.id !== item.id).concat([Object.assign({}, item, { state: 'sent' })]);
+    else record.removed = record.removed.concat([item.id]);
+    saveDone(record);
+    device.remove(item);
+    offline(null);
+    const who = item.name || seatText(item.seat);
+    if (item.kind === 'register') G.say('register-status', '등록했습니다: ' + who + ' · ' + item.label, 'ok');
+    else G.say('today-status', '삭제했습니다: ' + who + ' · ' + item.label, 'ok');
+    loadDaySoon();
+    return true;
+  }
+
+  const fieldMessages = {
+    'reason.detail': '상세 내용을 1–200자로 적으세요(줄바꿈 같은 제어 문자는 쓸 수 없습니다).',
+    'reason.code': '이 학교의 사유 목록에 없는 사유입니다. 페이지를 새로 고치세요.',
+    'student': '명부에 없는 학생입니다.',
+  };
+
+  function offline(cause) {
+    const text = {
+      network: '인터넷에 연결되어 있지 않습니다. 등록과 삭제는 이 기기에 저장되고, 연결되면 자동으로 보냅니다.',
+      server: '서버가 잠시 응답하지 않습니다. 등록과 삭제는 이 기기에 저장되고 자동으로 다시 보냅니다.',
+      'signed-out': '로그인이 끝났습니다. 다시 로그인하면 이 기기에 남은 지도를 보냅니다.',
+    }[cause];
+    $('offline').hidden = !text;
+    $('offline').textContent = text || '';
+  }
+
+  window.addEventListener('online', () => { offline(null); pump(); loadDay(); });
+  window.addEventListener('offline', () => offline('network'));
+  // Another tab of this device changed the queue.
+  window.addEventListener('storage', (event) => { if (event.key === queueKey || event.key === doneKey) renderToday(); });
+
+  // ---- The school's day: every device's registrations, with this device's queue on top.
+
+  let day = null;   // the school's list, or null while it cannot be loaded
+  let dayTimer = null;
+
+  async function loadDay() {
+    try {
+      const answer = await G.api('GET', base + '/today');
+      day = answer.items;
+      G.say('today-status', '');
+      const listed = new Set(day.map((i) => i.guidanceId));
+      const record = done();
+      record.added = record.added.filter((i) => !listed.has(i.id));
+      record.removed = record.removed.filter((id) => listed.has(id));
+      saveDone(record);
+    } catch (error) {
+      day = null;
+      G.say('today-status', '학교 전체 목록을 불러오지 못했습니다. 이 기기의 지도만 보입니다. 등록은 그대로 됩니다.', 'warn');
+    }
+    renderToday();
+  }
+
+  function loadDaySoon() {
+    clearTimeout(dayTimer);
+    dayTimer = setTimeout(loadDay, 1000);
+  }
+
+  const stateText = {
+    sending: '보내는 중',
+    retrying: '보내지 못함 · 자동으로 다시 보냅니다',
+    sent: '등록됨',
+  };
+
+  function renderToday() {
+    const pending = queue();
+    const record = done();
+    const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
+    const removed = new Set(record.removed);
+    const rows = pending.filter((i) => i.kind === 'register').concat(record.added).map((i) => ({
+      id: i.id, at: i.at, seat: i.seat, name: i.name, label: i.label, detail: i.detail, by: '이 기기', state: i.state, error: i.error,
+    }));
+    const local = new Set(rows.map((r) => r.id));
+    for (const i of day || []) {
+      if (local.has(i.guidanceId) || removed.has(i.guidanceId)) continue;
+      rows.push({
+        id: i.guidanceId, at: i.occurredAt, seat: { grade: i.student.grade, classNumber: i.student.classNumber, number: i.student.number },
+        name: i.student.name, label: i.reason.label, detail: i.reason.detail || '', by: i.recordedByName || i.recordedBy, state: 'listed',
+      });
+    }
+    rows.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+    $('today-empty').hidden = rows.length > 0;
+    $('today').replaceChildren(...rows.map((row) => {
+      const removal = deleting.get(row.id);
+      const state = removal ? (removal.state === 'retrying' ? '삭제 보내지 못함 · 자동으로 다시 보냅니다' : '삭제하는 중')
+        : row.state === 'failed' ? '보내지 못함: ' + row.error : stateText[row.state];
+      const action = row.state === 'failed'
+        ? G.el('button', { type: 'button', class: 'secondary', onclick: () => forget(row) }, '지우기')
+        : (row.state === 'listed' || row.state === 'sent') && !removal
+          ? G.el('button', { type: 'button', class: 'danger', onclick: () => remove(row) }, '삭제') : null;
+      return G.el('li', { class: row.state === 'listed' || row.state === 'sent' ? '' : 'pending' },
+        G.el('div', {},
+          G.el('div', {}, seatText(row.seat) + ' ' + (row.name || '(이름 미확인)')),
+          G.el('div', { class: 'meta' }, G.clock(row.at) + ' · ' + row.label + (row.detail ? ' — ' + row.detail : '') + ' · ' + row.by),
+          state ? G.el('div', { class: 'state' }, state) : null),
+        action);
+    }));
+  }
+
+  function remove(row) {
+    if (!window.confirm(row.name + ' 학생의 지도(' + row.label + ')를 삭제할까요?')) return;
+    enqueue({ kind: 'delete', id: row.id, at: new Date().toISOString(), seat: row.seat, name: row.name, label: row.label, state: 'sending' });
+    G.say('today-status', '삭제하는 중: ' + row.name + ' · ' + row.label, 'ok');
+    $('today-title').focus();
+  }
+
+  function forget(row) {
+    device.save(queue().filter((i) => i.id !== row.id));
+    $('today-title').focus();
+  }
+
+  render(false);
+  renderToday();
+  if (!navigator.onLine) offline('network');
+  loadDay();
+  pump();
+  setInterval(loadDay, 30000);
+})();

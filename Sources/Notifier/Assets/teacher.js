@@ -1,0 +1,417 @@
+// The teacher page's behaviour: the 알림함 and a list opened from it (marked
+// read), today's 명단 by the chosen filter with a search by name and 50 rows at
+// a time, and the admin's run button and failed deliveries. Entries are rows
+// that fit a phone: photo, name and seat, reason, time and how often, the
+// detail beneath. Every action leaves focus somewhere sensible. Served as
+// /assets/teacher.js.
+'use strict';
+(() => {
+  const G = window.Guidance;
+  const $ = (id) => document.getElementById(id);
+  const data = document.body.dataset;
+  const inboxURL = '/v1/teachers/' + encodeURIComponent(data.teacher) + '/inbox';
+  const schoolURL = '/v1/schools/' + encodeURIComponent(data.school);
+  const PAGE = 50;
+  let digests = [];
+  let openedId = null;
+  let today = { date: '', items: [] };
+  let shown = PAGE;
+
+  // The one name of an amendment, as the e-mail subject writes it.
+  const amendmentName = (revision) => (revision > 1 ? (revision - 1) + '차 정정' : '');
+  const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
+  const often = (f) => (f ? '이번 주 ' + f.thisWeek + '회 · 이번 달 ' + f.thisMonth + '회' : '');
+
+  function photo(url, name) {
+    if (!url) return G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1));
+    const img = G.el('img', { class: 'thumb', src: url, alt: '', loading: 'lazy', decoding: 'async' });
+    img.addEventListener('error', () => img.replaceWith(G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1))));
+    return img;
+  }
+
+  // One entry as a row: photo, name and number, time; reason, how often and the service left; the detail beneath.
+  // In the weekly 봉사 명단 an entry is a student: the service left, and the day and reason of their newest guidance.
+  function row(entry, weekly) {
+    const s = entry.student;
+    const removed = entry.change === 'removed';
+    const left = entry.service ? '남은 봉사 ' + entry.service.outstanding + '회' : null;
+    return G.el('li', { class: 'entry' + (removed ? ' removed' : ''), tabindex: '-1' },
+      photo(entry.photoUrl, s.name),
+      G.el('div', { class: 'entry-text' },
+        G.el('p', { class: 'entry-head' },
+          G.el('span', { class: 'who' }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
+          G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
+        G.el('p', { class: 'entry-reason' },
+          removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '취소') : null,
+          weekly ? G.el('span', { class: 'often' }, '마지막 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
+            : G.el('span', { class: 'reason' }, entry.reason.label),
+          !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
+          !weekly && left ? G.el('span', { class: 'often' }, left) : null),
+        entry.reason.detail ? G.el('p', { class: 'detail' }, entry.reason.detail) : null));
+  }
+
+  // Entries grouped by class (grade, class order), newest first in each, with counts.
+  function grouped(entries, limit, weekly) {
+    const groups = new Map();
+    for (const entry of entries) {
+      const name = seatName(entry.student);
+      if (!groups.has(name)) groups.set(name, { key: entry.student.grade * 1000 + entry.student.classNumber, entries: [] });
+      groups.get(name).entries.push(entry);
+    }
+    const nodes = [];
+    let left = limit;
+    for (const [name, group] of [...groups].sort((a, b) => a[1].key - b[1].key)) {
+      if (left <= 0) break;
+      group.entries.sort((a, b) => (a.occurredAt < b.occurredAt ? 1 : a.occurredAt > b.occurredAt ? -1 : 0));
+      const visible = group.entries.slice(0, left);
+      left -= visible.length;
+      nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + (weekly ? '명' : '건'))));
+      nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly))));
+    }
+    return nodes;
+  }
+
+  // --- 알림함 ---
+
+  async function loadInbox() {
+    try {
+      digests = (await G.api('GET', inboxURL)).items;
+    } catch (error) {
+      G.say('inbox-status', '알림함을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    G.say('inbox-status', '');
+    renderInbox();
+  }
+
+  function renderInbox() {
+    const unread = digests.filter((d) => !d.read).length;
+    $('unread-count').hidden = unread === 0;
+    $('unread-count').textContent = '읽지 않음 ' + unread;
+    $('inbox-empty').hidden = digests.length > 0;
+    $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
+      G.el('div', {},
+        G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, digest.subject),
+        G.el('div', { class: 'meta' }, [G.day(digest.date), amendmentName(digest.revision), digest.read ? '읽음' : '읽지 않음']
+          .filter(Boolean).join(' · '))))));
+  }
+
+  async function open(digestId) {
+    const digest = digests.find((d) => d.digestId === digestId);
+    if (!digest) {
+      G.say('inbox-status', '이 명단을 찾을 수 없습니다. 다른 교사에게 간 명단이거나 주소가 잘못되었습니다.', 'warn');
+      $('inbox-title').focus();
+      return;
+    }
+    openedId = digestId;
+    const amendment = digest.revision > 1;
+    const added = digest.entries.filter((e) => e.change !== 'removed');
+    const removed = digest.entries.filter((e) => e.change === 'removed');
+    const weekly = digest.scope === 'service';
+    const body = [];
+    if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
+    if (amendment && added.length) {
+      body.push(G.el('h3', { class: 'section' }, weekly ? '새로 봉사가 남은 학생 ' + added.length + '명' : '추가된 기록 ' + added.length + '건'));
+    }
+    body.push(...grouped(added, Infinity, weekly));
+    if (removed.length) {
+      body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 취소됨)'
+        : '취소된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
+    }
+    body.push(...grouped(removed, Infinity, weekly));
+    $('digest-subject').textContent = digest.subject;
+    $('digest-meta').textContent = [G.day(digest.date), amendmentName(digest.revision)].filter(Boolean).join(' · ');
+    $('digest-body').replaceChildren(...body);
+    $('digest').hidden = false;
+    $('digest-subject').focus();
+    history.replaceState(null, '', '/digests/' + encodeURIComponent(digest.digestId));
+    if (!digest.read) {
+      try {
+        await G.api('POST', inboxURL + '/' + encodeURIComponent(digest.digestId) + '/read');
+        digest.read = true;
+        renderInbox();
+      } catch (error) {
+        G.say('inbox-status', '읽음으로 표시하지 못했습니다. ' + G.message(error), 'warn');
+      }
+    }
+  }
+
+  function closeDigest() {
+    $('digest').hidden = true;
+    history.replaceState(null, '', '/');
+    const back = openedId && document.querySelector('#inbox button[data-digest="' + CSS.escape(openedId) + '"]');
+    (back || $('inbox-title')).focus();
+  }
+
+  // --- 오늘 명단 ---
+
+  async function loadToday() {
+    const chosen = document.querySelector('input[name=filter]:checked');
+    const query = chosen ? chosen.value : '';
+    try {
+      today = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
+      G.say('today-status', '');
+    } catch (error) {
+      G.say('today-status', '오늘 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    shown = PAGE;
+    renderToday();
+  }
+
+  function matching() {
+    const wanted = $('today-search').value.trim();
+    return wanted ? today.items.filter((item) => item.student.name.includes(wanted)) : today.items;
+  }
+
+  function renderToday(focusFrom) {
+    $('today-date').textContent = today.date ? G.day(today.date) : '';
+    const items = matching();
+    const searching = $('today-search').value.trim() !== '';
+    const nodes = [];
+    if (today.items.length === 0) {
+      nodes.push(G.el('p', { class: 'meta' }, '등록된 지도가 없습니다.'));
+    } else if (items.length === 0) {
+      nodes.push(G.el('p', { class: 'meta' }, '찾는 이름이 없습니다.'));
+    } else {
+      nodes.push(G.el('p', { class: 'meta' }, (searching ? '찾은 기록 ' : '모두 ') + items.length + '건'));
+      nodes.push(...grouped(items, shown));
+      if (items.length > shown) {
+        nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'more', onclick: more },
+          '더 보기 (남은 ' + (items.length - shown) + '건)')));
+      }
+    }
+    $('today-body').replaceChildren(...nodes);
+    if (focusFrom !== undefined) {
+      const rows = $('today-body').querySelectorAll('li.entry');
+      (rows[focusFrom] || $('today-title')).focus();
+    }
+  }
+
+  function more() {
+    const before = $('today-body').querySelectorAll('li.entry').length;
+    shown += PAGE;
+    renderToday(before);
+  }
+
+  let searchTimer = 0;
+  $('today-search').addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => { shown = PAGE; renderToday(); }, 150);
+  });
+  $('filters').addEventListener('change', loadToday);
+
+  // --- 봉사 명단 ---
+
+  const recorder = data.role === 'volunteer_duty' || data.role === 'admin';
+  let service = { today: '', items: [] };
+  let serviceShown = PAGE;
+  // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
+  const unsent = new Map();
+
+  async function loadService() {
+    try {
+      service = await G.api('GET', schoolURL + '/service');
+      G.say('service-status', '');
+    } catch (error) {
+      G.say('service-status', '봉사 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    renderService();
+  }
+
+  // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
+  const serviceSeat = (s) => (data.role === 'admin' ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
+
+  // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 완료; each record with 되돌리기.
+  function serviceRow(item, index) {
+    const s = item.student;
+    const nameId = 'service-name-' + index;
+    const last = item.lastGuidance;
+    const records = item.services.map((record) => G.el('li', {},
+      G.el('span', {}, G.day(record.date) + ' ' + record.sessions + '회' + (record.recordedByName ? ' · ' + record.recordedByName : '')),
+      recorder ? G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId,
+        onclick: () => withdraw(item, record) }, '되돌리기') : null));
+    return G.el('li', { class: 'entry' + (item.outstanding > 0 ? ' owing' : ''), tabindex: '-1', 'data-student': s.studentId },
+      photo(item.photoUrl, s.name),
+      G.el('div', { class: 'entry-text' },
+        G.el('p', { class: 'entry-head' },
+          G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
+          G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 다 함')),
+        last ? G.el('p', { class: 'often' }, '마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
+        G.el('p', { class: 'service-line' },
+          G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 함'),
+          recorder && item.outstanding > 0
+            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료') : null),
+        records.length ? G.el('ul', { class: 'services' }, ...records) : null));
+  }
+
+  function renderService(focusStudent) {
+    const owing = service.items.filter((item) => item.outstanding > 0).length;
+    $('service-count').textContent = service.items.length ? '봉사 남은 학생 ' + owing + '명' : '';
+    const nodes = [];
+    if (service.items.length === 0) nodes.push(G.el('p', { class: 'meta' }, '봉사할 학생이 없습니다.'));
+    nodes.push(G.el('ul', { class: 'entries' }, ...service.items.slice(0, serviceShown).map(serviceRow)));
+    if (service.items.length > serviceShown) {
+      nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary',
+        onclick: () => { serviceShown += PAGE; renderService(); } }, '더 보기 (남은 ' + (service.items.length - serviceShown) + '명)')));
+    }
+    $('service-body').replaceChildren(...nodes);
+    if (focusStudent) {
+      const row = $('service-body').querySelector('li[data-student="' + CSS.escape(focusStudent) + '"]');
+      (row || $('service-title')).focus();
+    }
+  }
+
+  // The notifier stores what the ingest acknowledged within moments: the list is read until it shows it.
+  async function until(reflected, studentId) {
+    for (let i = 0; i < 20; i++) {
+      await loadService();
+      const item = service.items.find((x) => x.student.studentId === studentId);
+      if (reflected(item)) { renderService(studentId); return true; }
+      await G.sleep(300);
+    }
+    renderService(studentId);
+    return false;
+  }
+
+  async function served(item) {
+    const s = item.student;
+    const serviceId = unsent.get(s.studentId) || G.uuid();
+    unsent.set(s.studentId, serviceId);
+    G.say('service-status', s.name + ' 봉사를 기록하는 중…');
+    try {
+      await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
+        { serviceId, date: service.today, sessions: 1 });
+    } catch (error) {
+      G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 완료를 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+      return;
+    }
+    unsent.delete(s.studentId);
+    const shown = await until((x) => x && x.services.some((r) => r.serviceId === serviceId), s.studentId);
+    G.say('service-status', shown ? s.name + ' 봉사 1회를 기록했습니다.' : s.name + ' 봉사를 기록했습니다. 명단에는 곧 보입니다.', 'ok');
+  }
+
+  async function withdraw(item, record) {
+    const s = item.student;
+    G.say('service-status', s.name + ' 봉사 기록을 되돌리는 중…');
+    try {
+      await G.api('DELETE', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service/' +
+        encodeURIComponent(record.serviceId));
+    } catch (error) {
+      G.say('service-status', '되돌리지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    const shown = await until((x) => !x || !x.services.some((r) => r.serviceId === record.serviceId), s.studentId);
+    G.say('service-status', shown ? s.name + ' ' + G.day(record.date) + ' 봉사 기록을 되돌렸습니다.' : '되돌렸습니다. 명단에는 곧 보입니다.', 'ok');
+  }
+
+  // --- 관리 ---
+
+  let running = false;
+  async function run() {
+    const button = $('run');
+    if (running) return;
+    running = true;
+    // aria-disabled, not disabled: a disabled button loses focus to <body>.
+    button.setAttribute('aria-disabled', 'true');
+    G.say('run-status', '명단을 만들어 보내는 중…');
+    try {
+      const answer = await G.api('POST', '/v1/digests/run', {});
+      const written = answer.runs.reduce((sum, r) => sum + r.digests, 0);
+      const day = answer.runs[0] ? G.day(answer.runs[0].date) + ' ' : '';
+      G.say('run-status', written ? day + '명단 ' + written + '개를 보냈습니다.' : day + '새로 보낼 명단이 없습니다. 바뀐 기록이 없습니다.', 'ok');
+      loadFailed();
+    } catch (error) {
+      G.say('run-status', '보내지 못했습니다. ' + G.message(error), 'warn');
+    } finally {
+      running = false;
+      button.removeAttribute('aria-disabled');
+    }
+  }
+
+  // Why a delivery failed, in words an admin can act on; the raw reply stays in the server's log.
+  function failure(item) {
+    const error = item.lastError || '';
+    const status = /^HTTP (\d+)/.exec(error);
+    if (status) return '받는 서버가 거절했습니다(응답 ' + status[1] + '). 학교 담당자에게 웹훅 설정을 확인해 달라고 하세요.';
+    if (/^gave up/.test(error)) return '여러 번 보냈지만 받는 서버에 닿지 못했습니다.';
+    if (/not an e-mail address/.test(error)) return '명부의 이메일 주소가 올바르지 않습니다.';
+    if (/roster|webhooks\.csv/.test(error)) return '명부에서 받을 곳이 없어졌습니다.';
+    return item.channel === 'email' ? '메일 서버가 받지 않았습니다. 주소를 확인하세요.' : '받는 서버가 받지 않았습니다.';
+  }
+
+  async function loadFailed() {
+    let items;
+    try {
+      items = (await G.api('GET', schoolURL + '/deliveries?status=failed&limit=50')).items;
+    } catch (error) {
+      G.say('failed-status', '보내지 못한 알림을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    $('failed-empty').hidden = items.length > 0;
+    $('failed').replaceChildren(...items.map((item) => G.el('li', {},
+      G.el('div', {},
+        G.el('div', {}, (item.teacherName || '명부에 없는 교사') + ' · ' + (item.channel === 'email' ? '이메일' : '웹훅')),
+        G.el('div', { class: 'meta' }, '시도 ' + item.attempts + '회 · ' + failure(item))),
+      G.el('button', { type: 'button', class: 'secondary', onclick: () => retry(item) }, '다시 보내기'))));
+  }
+
+  async function retry(item) {
+    try {
+      await G.api('POST', schoolURL + '/deliveries/' + encodeURIComponent(item.deliveryId) + '/retry');
+      G.say('failed-status', (item.teacherName || '') + ' 선생님께 다시 보내도록 했습니다.', 'ok');
+    } catch (error) {
+      G.say('failed-status', '다시 보내지 못했습니다. ' + G.message(error), 'warn');
+    }
+    await loadFailed();
+    $('failed-title').focus();
+  }
+
+  // --- 접속 기록 ---
+
+  const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
+    export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회' };
+
+  // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
+  function targetText(item) {
+    if (item.action === 'list' || item.action === 'access-log' || item.action === 'service') {
+      const q = new URLSearchParams(item.target);
+      return [q.get('date') && G.day(q.get('date')), q.get('grade') && q.get('grade') + '학년',
+        (q.get('classNumber') || q.get('class')) && (q.get('classNumber') || q.get('class')) + '반'].filter(Boolean).join(' ') || '학교 전체';
+    }
+    if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
+    if (item.action === 'inbox') return '알림함';
+    return '학생 ' + item.target;
+  }
+
+  async function loadAccess() {
+    let answer;
+    try {
+      answer = await G.api('GET', schoolURL + '/access-log?limit=50');
+    } catch (error) {
+      G.say('access-status', '접속 기록을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    G.say('access-status', answer.items.length ? '' : '최근 7일 동안 기록이 없습니다.');
+    $('access-list').replaceChildren(...answer.items.map((item) => G.el('li', {},
+      G.el('div', {},
+        G.el('div', {}, (item.teacherName || '명부에 없는 교사') + ' · ' + (actionNames[item.action] || item.action) + ' · ' + targetText(item)),
+        G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(item.at) + ' · ' + item.client)))));
+  }
+
+  if (data.role === 'admin') {
+    $('run').addEventListener('click', run);
+    $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
+    loadFailed();
+  } else {
+    $('digest-close').addEventListener('click', closeDigest);
+    loadInbox().then(() => { if (data.open) open(data.open); });
+  }
+  loadToday();
+  if (data.role === 'admin') {
+    $('service').addEventListener('toggle', () => { if ($('service').open) loadService(); });
+  } else {
+    loadService();
+  }
+})();

@@ -1,0 +1,186 @@
+// What both pages' scripts share: calls to this server's API (the session
+// cookie goes along), problem+json turned into Korean sentences, and elements
+// built from text, never from HTML strings. Served as /assets/common.js.
+'use strict';
+window.Guidance = (() => {
+  class ApiError extends Error {
+    constructor(status, problem, retryAfter) {
+      super((problem && problem.detail) || ('HTTP ' + status));
+      this.status = status;
+      this.problem = problem || {};
+      this.retryAfter = retryAfter;
+    }
+    get fields() { return (this.problem.errors || []).map((e) => e.field); }
+  }
+
+  // One call to the API; resolves with the JSON answer (null for 204),
+  // rejects with an ApiError (status 0 when the server was not reached).
+  async function api(method, url, body) {
+    const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(url, init);
+    } catch (e) {
+      throw new ApiError(0, { detail: String(e) }, 2);
+    }
+    const text = await response.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+    if (!response.ok) throw new ApiError(response.status, data, Number(response.headers.get('Retry-After')) || 0);
+    return data;
+  }
+
+  const statusText = {
+    0: '서버에 연결할 수 없습니다. 네트워크를 확인하세요.',
+    400: '요청 내용이 올바르지 않습니다.',
+    401: '로그인이 만료되었습니다. 페이지를 새로 고쳐 다시 로그인하세요.',
+    403: '이 작업을 할 권한이 없습니다.',
+    404: '찾을 수 없습니다.',
+    409: '이미 처리되었거나 지금은 할 수 없는 요청입니다.',
+    413: '내용이 너무 깁니다.',
+    422: '입력한 내용을 확인하세요.',
+    429: '요청이 너무 많습니다. 잠시 뒤 다시 시도하세요.',
+    503: '서버가 잠시 응답할 수 없습니다(503). 잠시 뒤 다시 시도하세요.',
+  };
+
+  // The Korean sentence for an error: the page's own for the field the
+  // problem names, else the one for its status.
+  function message(error, fieldMessages) {
+    for (const field of error.fields || []) {
+      if (fieldMessages && fieldMessages[field]) return fieldMessages[field];
+    }
+    return statusText[error.status] || ('요청을 처리하지 못했습니다(' + error.status + ').');
+  }
+
+  // An element with attributes and children; strings become text nodes.
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === false || value == null) continue;
+      if (name === 'class') node.className = value;
+      else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? '' : String(value));
+    }
+    for (const child of children) {
+      if (child != null) node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  // Text into the element with `id`; kind 'ok' / 'warn' / '' colours it.
+  function say(id, text, kind) {
+    const node = document.getElementById(id);
+    node.textContent = text || '';
+    node.className = node.className.split(' ').filter((c) => c !== 'ok' && c !== 'warn').concat(kind ? [kind] : []).join(' ');
+  }
+
+  // A random UUID (v4); crypto.randomUUID needs https, a school's
+  // network often has plain http.
+  function uuid() {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+    return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+  }
+
+  // Times and dates as the school's clock shows them (data-time-zone).
+  const timeZone = document.body.dataset.timeZone || undefined;
+
+  // "오전 8:18", as the e-mails write it.
+  function clock(iso) {
+    const date = new Date(iso);
+    return isNaN(date) ? '' : date.toLocaleTimeString('ko-KR', { hour: 'numeric', minute: '2-digit', timeZone });
+  }
+
+  // "2026-12-01" -> "12월 1일(화)", as the e-mails write it.
+  function day(text) {
+    const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text || '');
+    if (!parts) return text || '';
+    const date = new Date(Date.UTC(+parts[1], +parts[2] - 1, +parts[3]));
+    return (+parts[2]) + '월 ' + (+parts[3]) + '일(' + '일월화수목금토'[date.getUTCDay()] + ')';
+  }
+
+  // The school's date today (or of the instant `at`), YYYY-MM-DD.
+  function today(at) {
+    return (at ? new Date(at) : new Date()).toLocaleDateString('en-CA', { timeZone });
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  // This device's changes until the server acknowledges each, kept in
+  // `storage` (localStorage) under `key`, so that they survive a reload.
+  // `pump` sends them in order through `send(item)`, which resolves true
+  // when it is done with the item (acknowledged, or refused for good and
+  // marked 'failed', which `pump` then skips) and false to stop and retry
+  // the same item, unchanged (the same id), after a wait of 2 s doubling to
+  // 30 s (one retry waits at a time). `changed` is called after every
+  // change; `timers` is { set: setTimeout, clear: clearTimeout }.
+  class DeviceQueue {
+    constructor(storage, key, send, changed, timers) {
+      this.storage = storage;
+      this.key = key;
+      this.send = send;
+      this.changed = changed || (() => {});
+      this.timers = timers || { set: (run, ms) => setTimeout(run, ms), clear: (id) => clearTimeout(id) };
+      this.timer = null;
+      this.pumping = false;
+      this.wait = 2;
+    }
+
+    items() {
+      try {
+        const value = JSON.parse(this.storage.getItem(this.key));
+        return Array.isArray(value) ? value : [];
+      } catch (e) {
+        return [];
+      }
+    }
+
+    save(items) {
+      this.storage.setItem(this.key, JSON.stringify(items));
+      this.changed();
+    }
+
+    add(item) {
+      this.save(this.items().concat([item]));
+      return this.pump();
+    }
+
+    // Another state or error for the item of the same id and kind.
+    change(item, fields) {
+      this.save(this.items().map((i) => (i.id === item.id && i.kind === item.kind ? Object.assign(i, fields) : i)));
+    }
+
+    remove(item) {
+      this.save(this.items().filter((i) => !(i.id === item.id && i.kind === item.kind)));
+    }
+
+    async pump() {
+      if (this.pumping) return;
+      this.pumping = true;
+      if (this.timer !== null) this.timers.clear(this.timer);
+      this.timer = null;
+      try {
+        for (;;) {
+          const item = this.items().find((i) => i.state !== 'failed');
+          if (!item) break;
+          if (!(await this.send(item))) {
+            this.timer = this.timers.set(() => this.pump(), this.wait * 1000);
+            this.wait = Math.min(this.wait * 2, 30);
+            break;
+          }
+          this.wait = 2;
+        }
+      } finally {
+        this.pumping = false;
+      }
+    }
+  }
+
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, DeviceQueue };
+})();

@@ -1,0 +1,140 @@
+// Unit tests of the pages' shared script (Sources/Web/Assets/common.js),
+// run by Node's own test runner from scripts/test: `node --test Tests/pages`.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const vm = require('node:vm');
+
+const source = fs.readFileSync(path.join(__dirname, '../../Sources/Web/Assets/common.js'), 'utf8');
+
+// common.js as a page loads it: `window.Guidance`, the school's time zone on <body>.
+function load({ fetch } = {}) {
+  const window = {};
+  const context = vm.createContext({
+    window, document: { body: { dataset: { timeZone: 'Asia/Seoul' } } }, crypto: globalThis.crypto,
+    fetch: fetch || (() => Promise.reject(new TypeError('no network in this test'))), setTimeout, clearTimeout, Date, Intl,
+  });
+  vm.runInContext(source, context);
+  return window.Guidance;
+}
+
+// Values made inside the page's realm, as plain data of this one.
+const plain = (value) => JSON.parse(JSON.stringify(value));
+
+// localStorage as a browser keeps it: strings by key.
+class Storage {
+  constructor() { this.map = new Map(); }
+  getItem(key) { return this.map.has(key) ? this.map.get(key) : null; }
+  setItem(key, value) { this.map.set(key, String(value)); }
+}
+
+test('days and times read as the school clock and the e-mails write them', () => {
+  const G = load();
+  assert.equal(G.day('2026-12-01'), '12월 1일(화)');
+  assert.equal(G.day('2027-01-03'), '1월 3일(일)');
+  assert.equal(G.day('not a day'), 'not a day');
+  // A Node built without full ICU data says AM where a browser says 오전.
+  assert.match(G.clock('2026-12-01T23:18:00Z'), /^(오전|AM) 8:18$/, 'Seoul is UTC+9');
+  assert.equal(G.clock('nonsense'), '');
+  assert.equal(G.today('2026-12-01T15:30:00Z'), '2026-12-02', 'past midnight in Seoul is the next school day');
+  assert.equal(G.today('2026-12-01T14:59:00Z'), '2026-12-01');
+});
+
+test("an error reads as the page's sentence for its field, else its status's", () => {
+  const G = load();
+  const unknownStudent = new G.ApiError(422, { detail: 'no student', errors: [{ field: 'student', message: 'x' }] });
+  assert.equal(G.message(unknownStudent, { student: '명부에 없는 학생입니다.' }), '명부에 없는 학생입니다.');
+  assert.equal(G.message(unknownStudent, {}), '입력한 내용을 확인하세요.');
+  assert.equal(G.message(new G.ApiError(0, {})), '서버에 연결할 수 없습니다. 네트워크를 확인하세요.');
+  assert.equal(G.message(new G.ApiError(418, {})), '요청을 처리하지 못했습니다(418).');
+});
+
+test('ids are random version-4 UUIDs', () => {
+  const G = load();
+  const ids = new Set(Array.from({ length: 200 }, () => G.uuid()));
+  assert.equal(ids.size, 200);
+  for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test('the API: JSON answers, problem+json as ApiError, no network as status 0', async () => {
+  const answers = [
+    { ok: true, status: 202, text: '{"guidanceId":"g1"}', headers: {} },
+    { ok: false, status: 503, text: '{"detail":"broker down"}', headers: { 'Retry-After': '2' } },
+  ];
+  const G = load({
+    fetch: async () => {
+      const answer = answers.shift();
+      if (!answer) throw new TypeError('Failed to fetch');
+      return { ok: answer.ok, status: answer.status, text: async () => answer.text, headers: { get: (name) => answer.headers[name] || null } };
+    },
+  });
+  assert.deepEqual(plain(await G.api('POST', '/v1/x', { a: 1 })), { guidanceId: 'g1' });
+  await assert.rejects(G.api('GET', '/v1/x'), (error) => error.status === 503 && error.retryAfter === 2 && error.message === 'broker down');
+  await assert.rejects(G.api('GET', '/v1/x'), (error) => error.status === 0);
+});
+
+// The device queue: what the gate page keeps until the server acknowledges it.
+function queueWith(storage, outcomes) {
+  const G = load();
+  const sent = [];
+  const timers = [];
+  const queue = new G.DeviceQueue(storage, 'guidance.queue.sa.t1', async (item) => {
+    sent.push(JSON.parse(JSON.stringify(item)));
+    const outcome = outcomes.length ? outcomes.shift() : 'ok';
+    if (outcome === 'ok') queue.remove(item);
+    if (outcome === 'refused') queue.change(item, { state: 'failed', error: 'refused' });
+    if (outcome === 'offline') queue.change(item, { state: 'retrying' });
+    return outcome !== 'offline';
+  }, null, { set: (run, ms) => { timers.push({ run, ms }); return timers.length; }, clear: () => {} });
+  return { queue, sent, timers };
+}
+
+const registration = (id) => ({ kind: 'register', id, state: 'sending', body: { guidanceId: id, student: { grade: 1, classNumber: 3, number: 12 } } });
+
+test('the queue sends in order and forgets what was acknowledged', async () => {
+  const storage = new Storage();
+  const { queue, sent } = queueWith(storage, ['ok', 'ok', 'ok']);
+  storage.setItem('guidance.queue.sa.t1', JSON.stringify([registration('a'), registration('b')]));
+  await queue.add(registration('c'));
+  assert.deepEqual(sent.map((item) => item.id), ['a', 'b', 'c']);
+  assert.deepEqual(plain(queue.items()), []);
+});
+
+test('offline, the same item is resent with the same id, waiting 2 s doubling to 30 s', async () => {
+  const storage = new Storage();
+  const { queue, sent, timers } = queueWith(storage, ['offline', 'offline', 'offline', 'offline', 'offline', 'ok', 'ok']);
+  await queue.add(registration('a'));
+  await queue.add(registration('b'));
+  assert.deepEqual(sent.map((item) => item.id), ['a', 'a'], 'b waits behind a');
+  for (let round = 0; round < 3; round++) await timers[timers.length - 1].run();
+  assert.deepEqual(timers.map((timer) => timer.ms), [2000, 4000, 8000, 16000, 30000]);
+  await timers[timers.length - 1].run();
+  assert.deepEqual(sent.map((item) => item.id), ['a', 'a', 'a', 'a', 'a', 'a', 'b']);
+  assert.ok(sent.every((item) => item.body.guidanceId === item.id), 'the body keeps its guidanceId');
+  assert.deepEqual(plain(queue.items()), []);
+});
+
+test('what waits survives a reload: a new page on the same storage sends it', async () => {
+  const storage = new Storage();
+  const before = queueWith(storage, ['offline']);
+  await before.queue.add(registration('a'));
+  assert.equal(before.queue.items().length, 1);
+  const after = queueWith(storage, ['ok']);
+  assert.deepEqual(plain(after.queue.items().map((item) => [item.id, item.state])), [['a', 'retrying']]);
+  await after.queue.pump();
+  assert.deepEqual(after.sent.map((item) => item.body.guidanceId), ['a']);
+  assert.deepEqual(plain(after.queue.items()), []);
+});
+
+test('a refused item stays, marked failed, and does not hold the others back', async () => {
+  const storage = new Storage();
+  const { queue, sent } = queueWith(storage, ['refused', 'ok']);
+  storage.setItem('guidance.queue.sa.t1', JSON.stringify([registration('a')]));
+  await queue.add(registration('b'));
+  assert.deepEqual(sent.map((item) => item.id), ['a', 'b']);
+  assert.deepEqual(plain(queue.items().map((item) => [item.id, item.state])), [['a', 'failed']]);
+  storage.setItem('guidance.queue.sa.t1', '{not json');
+  assert.deepEqual(plain(queue.items()), [], 'a broken entry reads as empty, not as an error');
+});
