@@ -179,8 +179,9 @@ extension Roster {
         return (directory, grades)
     }
 
-    /// `teachers.csv`: a homeroom teacher needs grade and class, a
-    /// volunteer-duty teacher a grade.
+    /// `teachers.csv`: `role` is one role or several joined by `+`
+    /// (`homeroom+gate`); a homeroom teacher needs grade and class, a
+    /// volunteer-duty teacher a grade (both apply to those roles only).
     private static func readTeachers(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: Teacher] {
         var teachers: [String: Teacher] = [:]
         try Table.forEach(file: "teachers.csv", source: file, columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in
@@ -188,22 +189,26 @@ extension Roster {
             guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let id = try row.identifier("teacher_id")
             guard teachers[id] == nil else { throw row.error("teacher '\(id)' is listed twice") }
-            let roleName = try row.nonEmpty("role")
-            guard let role = Teacher.Role(rawValue: roleName) else {
-                throw row.error("role '\(roleName)' is not one of homeroom, volunteer_duty, gate, admin")
+            let roleNames = try row.nonEmpty("role").split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
+            var roles: Set<Teacher.Role> = []
+            for name in roleNames {
+                guard let role = Teacher.Role(rawValue: name) else {
+                    throw row.error("role '\(name)' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+                }
+                guard roles.insert(role).inserted else { throw row.error("role '\(name)' is given twice") }
             }
             let grade = try row.optionalPositive("grade")
             let classNumber = try row.optionalPositive("class")
-            switch role {
-            case .homeroom where grade == nil || classNumber == nil:
+            if roles.contains(.homeroom) && (grade == nil || classNumber == nil) {
                 throw row.error("a homeroom teacher needs grade and class")
-            case .volunteerDuty where grade == nil:
-                throw row.error("a volunteer_duty teacher needs a grade")
-            default: break
             }
+            if roles.contains(.volunteerDuty) && grade == nil {
+                throw row.error("a volunteer_duty teacher needs a grade")
+            }
+            let graded = roles.contains(.homeroom) || roles.contains(.volunteerDuty)
             teachers[id] = Teacher(
-                schoolID: school, id: id, name: try row.nonEmpty("name"), email: row["email"], role: role,
-                grade: grade, classNumber: role == .homeroom ? classNumber : nil)
+                schoolID: school, id: id, name: try row.nonEmpty("name"), email: row["email"], roles: roles,
+                grade: graded ? grade : nil, classNumber: roles.contains(.homeroom) ? classNumber : nil)
         }
         return teachers
     }

@@ -31,7 +31,7 @@ package struct Student: Sendable, Equatable {
 }
 
 package struct Teacher: Sendable, Equatable {
-    package enum Role: String, Sendable {
+    package enum Role: String, Sendable, CaseIterable {
         case homeroom
         case volunteerDuty = "volunteer_duty"
         case gate
@@ -42,9 +42,31 @@ package struct Teacher: Sendable, Equatable {
     package let id: String
     package let name: String
     package let email: String
-    package let role: Role
+    /// One or more (`teachers.csv` joins them with `+`): a homeroom teacher
+    /// on gate duty records at the gate and still gets the class's list.
+    package let roles: Set<Role>
+    /// The grade of a homeroom or volunteer-duty teacher.
     package let grade: Int?
+    /// The class of a homeroom teacher.
     package let classNumber: Int?
+
+    package init(schoolID: String, id: String, name: String, email: String, roles: Set<Role>, grade: Int?, classNumber: Int?) {
+        self.schoolID = schoolID
+        self.id = id
+        self.name = name
+        self.email = email
+        self.roles = roles
+        self.grade = grade
+        self.classNumber = classNumber
+    }
+
+    package func has(_ role: Role) -> Bool { roles.contains(role) }
+
+    /// Whether the teacher holds any of `roles`.
+    package func hasAny(of roles: Set<Role>) -> Bool { !self.roles.isDisjoint(with: roles) }
+
+    /// The roles as `teachers.csv` writes them (`homeroom+gate`), in a fixed order.
+    package var roleText: String { Role.allCases.filter(roles.contains).map(\.rawValue).joined(separator: "+") }
 }
 
 /// Where a school's digests are POSTed (`webhooks.csv`), signed per Standard
@@ -159,6 +181,6 @@ package final class Roster: Sendable {
 
     /// Teachers of `school` with `role`, in id order.
     package func teachers(of school: String, role: Teacher.Role) -> [Teacher] {
-        (teachersBySchool[school] ?? []).filter { $0.role == role }
+        (teachersBySchool[school] ?? []).filter { $0.has(role) }
     }
 }

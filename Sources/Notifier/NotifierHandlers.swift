@@ -41,12 +41,12 @@ struct NotifierHandlers: Sendable {
         let today = runner.today(for: school)
         let date = try queryDate(request) ?? today
         if let teacher {
-            // Without a filter, a teacher sees their own scope.
-            if grade == nil && classNumber == nil {
-                switch teacher.role {
-                case .homeroom: (grade, classNumber) = (teacher.grade, teacher.classNumber)
-                case .volunteerDuty: grade = teacher.grade
-                case .admin, .gate: break
+            // Without a filter, a teacher sees the widest scope their roles give that day.
+            if grade == nil && classNumber == nil && !teacher.has(.admin) && !(teacher.has(.gate) && date == today) {
+                if teacher.has(.volunteerDuty) {
+                    grade = teacher.grade
+                } else if teacher.has(.homeroom) {
+                    (grade, classNumber) = (teacher.grade, teacher.classNumber)
                 }
             }
             try mayView(teacher, grade: grade, classNumber: classNumber, today: date == today)
@@ -151,7 +151,7 @@ struct NotifierHandlers: Sendable {
         let (roster, teacher) = (caller.roster, caller.teacher)
         let body = request.body.isEmpty ? RunRequest() : try request.json(RunRequest.init(json:))
         if let teacher {
-            guard teacher.role == .admin else { throw HTTPError(status: 403, detail: "only an admin may run digests") }
+            guard teacher.has(.admin) else { throw HTTPError(status: 403, detail: "only an admin may run digests") }
             if let schoolID = body.schoolId, schoolID != teacher.schoolID { throw HTTPError.otherSchool(teacher) }
         }
         var schools: [School]
@@ -214,7 +214,7 @@ struct NotifierHandlers: Sendable {
             return
         }
         // The same answer whether the teacher exists or not, so ids cannot be enumerated.
-        guard let owner, teacher.id == owner.id || (teacher.role == .admin && teacher.schoolID == owner.schoolID) else {
+        guard let owner, teacher.id == owner.id || (teacher.has(.admin) && teacher.schoolID == owner.schoolID) else {
             throw HTTPError(status: 403, detail: "teacher \(teacher.id) may only read their own inbox")
         }
     }
@@ -222,23 +222,18 @@ struct NotifierHandlers: Sendable {
     /// Admins see their whole school; homeroom teachers their class;
     /// volunteer-duty teachers their grade; gate teachers the school's day
     /// today (the gate page's "오늘 등록한 지도", from any device).
+    /// A teacher of several roles sees what any of them lets them see.
     private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?, today: Bool) throws(HTTPError) {
-        switch teacher.role {
-        case .admin:
-            return
-        case .homeroom where grade == teacher.grade && classNumber == teacher.classNumber:
-            return
-        case .volunteerDuty where grade == teacher.grade:
-            return
-        case .gate where today:
-            return
-        case .homeroom:
-            throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
-        case .volunteerDuty:
+        if teacher.has(.admin) || (teacher.has(.gate) && today) { return }
+        if teacher.has(.volunteerDuty) && grade == teacher.grade { return }
+        if teacher.has(.homeroom) && grade == teacher.grade && classNumber == teacher.classNumber { return }
+        if teacher.has(.volunteerDuty) {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
-        case .gate:
-            throw HTTPError(status: 403, detail: "gate teachers see the school's list of today only")
         }
+        if teacher.has(.homeroom) {
+            throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
+        }
+        throw HTTPError(status: 403, detail: "gate teachers see the school's list of today only")
     }
 
     private func queryDate(_ request: Request) throws(HTTPError) -> String? {

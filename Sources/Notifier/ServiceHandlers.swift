@@ -35,20 +35,18 @@ struct ServiceHandlers: Sendable {
         var classNumber = try request.integerQuery("class", in: Student.seatRange)
         if classNumber != nil && grade == nil { throw HTTPError(FieldError(field: "grade", message: "is required with class")) }
         let owingOnly = try request.booleanQuery("owing") ?? false
-        if let teacher = caller.teacher {
-            switch teacher.role {
-            case .homeroom:
-                guard (grade == nil || grade == teacher.grade) && (classNumber == nil || classNumber == teacher.classNumber) else {
-                    throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&class=\(teacher.classNumber ?? 0)")
-                }
-                (grade, classNumber) = (teacher.grade, teacher.classNumber)
-            case .volunteerDuty:
-                guard grade == nil || grade == teacher.grade else {
-                    throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
-                }
+        // Admins see the school; otherwise the widest scope the teacher's
+        // roles give (a volunteer-duty teacher's grade, a homeroom teacher's
+        // class), unasked or asked within it. Gate duty gives no 봉사 명단.
+        if let teacher = caller.teacher, !teacher.has(.admin) {
+            if teacher.has(.volunteerDuty) && (grade == nil || grade == teacher.grade) {
                 grade = teacher.grade
-            case .admin, .gate:
-                break
+            } else if teacher.has(.homeroom) && (grade == nil || grade == teacher.grade) && (classNumber == nil || classNumber == teacher.classNumber) {
+                (grade, classNumber) = (teacher.grade, teacher.classNumber)
+            } else if teacher.has(.volunteerDuty) {
+                throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
+            } else {
+                throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&class=\(teacher.classNumber ?? 0)")
             }
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)

@@ -31,15 +31,18 @@ struct TeacherPage: Sendable {
 
     /// One column on a phone: an admin's work first (sending today's lists,
     /// what failed), then the day; a homeroom or volunteer-duty teacher's
-    /// 알림함 first, then their scope's day. Admins receive no lists, so they
-    /// get no 알림함. The 봉사 명단 is a volunteer-duty teacher's daily work,
-    /// so it comes before their day; everyone else's after it.
+    /// 알림함 first, then their scope's day. Only homeroom and volunteer-duty
+    /// teachers receive lists, so only they get an 알림함. The 봉사 명단 is a
+    /// volunteer-duty teacher's daily work, so it comes before their day;
+    /// everyone else's after it. A teacher of several roles gets each part.
     private func render(_ teacher: Teacher, _ roster: Roster, opening digestID: String?) -> Response {
-        let admin = teacher.role == .admin
+        let receivesLists = teacher.hasAny(of: [.homeroom, .volunteerDuty])
+        let serviceFirst = teacher.has(.volunteerDuty)
         let main = """
             <main class="columns">
-            \(admin ? TeacherPage.adminSection : TeacherPage.inboxSection)
-            \(teacher.role == .volunteerDuty ? TeacherPage.serviceSection(teacher) : "")
+            \(teacher.has(.admin) ? TeacherPage.adminSection : "")
+            \(receivesLists ? TeacherPage.inboxSection : "")
+            \(serviceFirst ? TeacherPage.serviceSection(teacher) : "")
             <section class="card" aria-labelledby="today-title">
             <h2 id="today-title" tabindex="-1">오늘 명단 <span id="today-date" class="meta"></span></h2>
             <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters(teacher, roster))</div></fieldset>
@@ -48,35 +51,39 @@ struct TeacherPage: Sendable {
             <div id="today-body"></div>
             <p id="today-status" class="status" role="status" aria-live="polite"></p>
             </section>
-            \(teacher.role == .volunteerDuty ? "" : TeacherPage.serviceSection(teacher))
+            \(serviceFirst ? "" : TeacherPage.serviceSection(teacher))
             </main>
             """
-        var data = [("role", teacher.role.rawValue)]
+        var data = [("roles", teacher.roleText)]
         if let digestID { data.append(("open", digestID)) }
         return Page.signedIn(
             title: TeacherPage.title, teacher: teacher, school: roster.school(teacher.schoolID), main: main, data: data,
             script: TeacherPage.script.name)
     }
 
-    /// The seed app's 전체 / 우리 반 / 우리 학년, as far as the role reaches:
+    /// The seed app's 전체 / 우리 반 / 우리 학년, as far as the roles reach:
     /// a homeroom teacher's class, a volunteer-duty teacher's grade (and its
-    /// classes), an admin's school (and its grades). Each value is the list's query.
+    /// classes), an admin's or gate teacher's school (and its grades), the
+    /// narrowest first. Each value is the list's query.
     private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
         var options: [(label: String, query: String)] = []
         let seats = roster.seats(school: teacher.schoolID)
-        switch teacher.role {
-        case .homeroom:
+        if teacher.has(.homeroom) {
             options.append(("우리 반", "grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)"))
-        case .volunteerDuty:
+        }
+        if teacher.has(.volunteerDuty) {
             let grade = teacher.grade ?? 0
             options.append(("우리 학년", "grade=\(grade)"))
             for entry in seats where entry.grade == grade {
                 options += entry.classes.map { ("\($0.classNumber)반", "grade=\(grade)&classNumber=\($0.classNumber)") }
             }
-        case .admin, .gate:
+        }
+        if teacher.hasAny(of: [.admin, .gate]) {
             options.append(("전체", ""))
             options += seats.map { ("\($0.grade)학년", "grade=\($0.grade)") }
         }
+        var seen: Set<String> = []
+        options = options.filter { seen.insert($0.query).inserted }
         return options.enumerated().map { index, option in
             "<label><input type=\"radio\" name=\"filter\" value=\"\(HTML.escape(option.query))\"\(index == 0 ? " checked" : "")>\(HTML.escape(option.label))</label>"
         }.joined()
@@ -106,10 +113,12 @@ struct TeacherPage: Sendable {
     /// The 봉사 명단: the caller's scope, students with service left first;
     /// volunteer-duty teachers and admins record `봉사 완료` and take it back.
     private static func serviceSection(_ teacher: Teacher) -> String {
-        let scope = switch teacher.role {
-        case .homeroom: "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 지도 교사가 봉사를 기록합니다."
-        case .volunteerDuty: "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 마친 학생은 봉사 완료를 누르세요."
-        case .admin, .gate: "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
+        let scope = if teacher.has(.admin) {
+            "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
+        } else if teacher.has(.volunteerDuty) {
+            "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 마친 학생은 봉사 완료를 누르세요."
+        } else {
+            "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 지도 교사가 봉사를 기록합니다."
         }
         let body = """
             <p class="meta">\(scope)</p>
@@ -117,7 +126,7 @@ struct TeacherPage: Sendable {
             <p id="service-status" class="status" role="status" aria-live="polite"></p>
             """
         // An admin's is the whole school, read when opened (like the 접속 기록).
-        guard teacher.role != .admin else {
+        guard !teacher.has(.admin) else {
             return """
                 <section class="card" aria-labelledby="service-title">
                 <details id="service"><summary id="service-title">봉사 명단 (학교 전체) <span id="service-count" class="meta"></span></summary>

@@ -111,7 +111,7 @@ package struct AccessPolicy: Sendable {
         case .school(let roles):
             guard let teacher = caller.teacher else { throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie))) }
             guard teacher.schoolID == request.parameter("schoolId") else { throw HTTPError.otherSchool(teacher) }
-            guard roles.contains(teacher.role) else { throw HTTPError(status: 403, detail: "a \(teacher.role.rawValue) teacher may not do this") }
+            guard teacher.hasAny(of: roles) else { throw HTTPError(status: 403, detail: "a \(teacher.roleText) teacher may not do this") }
             return caller
         }
     }

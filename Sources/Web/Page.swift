@@ -68,13 +68,15 @@ package enum Page {
         return response(title: title, main: bar + main, data: context + data, script: script)
     }
 
-    /// The teacher's role as the school says it.
+    /// The teacher's roles as the school says them (`1학년 3반 담임 · 교문 지도`).
     package static func roleName(_ teacher: Teacher) -> String {
-        switch teacher.role {
-        case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
-        case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 지도"
-        case .gate: "교문 지도"
-        case .admin: "관리자"
-        }
+        Teacher.Role.allCases.filter(teacher.has).map { role in
+            switch role {
+            case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
+            case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 지도"
+            case .gate: "교문 지도"
+            case .admin: "관리자"
+            }
+        }.joined(separator: " · ")
     }
 }

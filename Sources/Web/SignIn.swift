@@ -65,7 +65,7 @@ package struct SignIn: Sendable {
         guard let teacher = caller.teacher else {
             return form(next: next, status: 200, notice: caller.staleCookie ? "로그인이 끝났습니다. 다시 로그인하세요." : nil, signOut: caller.staleCookie)
         }
-        guard roles.contains(teacher.role) else {
+        guard teacher.hasAny(of: roles) else {
             return form(next: next, status: 403, notice: "이 페이지는 \(rolesText)만 쓸 수 있습니다. 다른 계정으로 로그인하세요.", signOut: true)
         }
         return try render(teacher)
@@ -132,7 +132,7 @@ package struct SignIn: Sendable {
         // logged by a task of its own afterwards.
         let (requestID, client, roster) = (request.requestID, caller.client, caller.roster)
         Task { [self] in
-            let teachers = roster.teachers(withEmail: address).filter { roles.contains($0.role) }
+            let teachers = roster.teachers(withEmail: address).filter { $0.hasAny(of: roles) }
             let sending = teachers.filter { mailboxes.take($0.email.lowercased()) }
             logger.info("sign-in link requested", [
                 "requestId": requestID, "client": client, "teachers": teachers.map(\.id).joined(separator: ","),
@@ -249,7 +249,7 @@ package struct SignIn: Sendable {
 
     @Sendable func revoke(_ request: Request, _ caller: Caller) async throws -> Response {
         guard let admin = caller.teacher, caller.session != nil else { return form(next: "/session/devices", status: 401, notice: nil) }
-        guard admin.role == .admin else { return message("관리자만 다른 교사를 로그아웃시킬 수 있습니다.", status: 403) }
+        guard admin.has(.admin) else { return message("관리자만 다른 교사를 로그아웃시킬 수 있습니다.", status: 403) }
         let id = try request.form()["teacher"] ?? ""
         guard let target = caller.roster.teachers[id], target.schoolID == admin.schoolID else {
             return message("이 학교의 교사가 아닙니다.", status: 403)
@@ -266,7 +266,7 @@ package struct SignIn: Sendable {
     // MARK: - Pages
 
     private func signedIn(_ session: Session, _ teacher: Teacher, _ request: Request, next: String) -> Response {
-        guard roles.contains(teacher.role) else {
+        guard teacher.hasAny(of: roles) else {
             return form(next: next, status: 403, notice: "이 페이지는 \(rolesText)만 쓸 수 있습니다.")
         }
         logger.info("signed in", ["requestId": request.requestID, "teacher": teacher.id, "credential": String(session.credential.prefix { $0 != ":" })])
@@ -328,7 +328,7 @@ package struct SignIn: Sendable {
             <p>이 기기를 뺀 모든 기기에서 로그아웃합니다.</p>
             <button type="submit" class="secondary">다른 기기 모두 로그아웃</button></form>
             """
-        if teacher.role == .admin {
+        if teacher.has(.admin) {
             let options = roster.teachers.values.filter { $0.schoolID == teacher.schoolID }.sorted { $0.id < $1.id }
                 .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name)) · \(HTML.escape(Page.roleName($0)))</option>" }.joined()
             main += """

@@ -77,11 +77,9 @@ package struct StudentPhotos: Sendable {
         let (schoolID, studentID) = (request.parameter("schoolId"), request.parameter("studentId"))
         guard let student = caller.roster.student(school: schoolID, id: studentID) else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
         if let teacher = caller.teacher {
-            let sees = switch teacher.role {
-            case .gate, .admin: true
-            case .homeroom: teacher.grade == student.grade && teacher.classNumber == student.classNumber
-            case .volunteerDuty: teacher.grade == student.grade
-            }
+            let sees = teacher.hasAny(of: [.gate, .admin])
+                || (teacher.has(.homeroom) && teacher.grade == student.grade && teacher.classNumber == student.classNumber)
+                || (teacher.has(.volunteerDuty) && teacher.grade == student.grade)
             // The same answer for a student outside the teacher's scope as for an unknown one.
             guard sees else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
         }

@@ -84,7 +84,7 @@ case "issue":
     if existing.isEmpty {
         FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
     }
-    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.role.rawValue), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n".utf8))
+    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.roleText), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n".utf8))
     print(token)
 case "revoke":
     let kept = rows.filter { row in

@@ -64,7 +64,7 @@ enum BenchData {
     /// A gate teacher per school, to sign registrations.
     static let gate: [String: String] = {
         var gates: [String: String] = [:]
-        for teacher in roster.teachers.values where teacher.role == .gate {
+        for teacher in roster.teachers.values where teacher.has(.gate) {
             if gates[teacher.schoolID].map({ teacher.id < $0 }) ?? true { gates[teacher.schoolID] = teacher.id }
         }
         return gates

@@ -113,6 +113,33 @@ final class RosterTests: XCTestCase {
         assertRejected(students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass, "teachers.csv:2: a homeroom teacher needs grade and class")
     }
 
+    /// `role` takes several roles joined by `+`; grade and class apply to
+    /// the homeroom and volunteer-duty roles; one role per row stays valid.
+    func testATeacherMayHoldSeveralRoles() throws {
+        let teachers = "school_id,teacher_id,name,email,role,grade,class\n"
+            + "sa,t1,Kim,,homeroom+gate,1,2\nsa,t2,Lee,,volunteer_duty+gate,3,\nsa,g1,Park,,gate,,\nsa,a1,Choi,,gate+admin,2,4\n"
+        let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers)
+        let kim = try XCTUnwrap(roster.teachers["t1"])
+        XCTAssertEqual(kim.roles, [.homeroom, .gate])
+        XCTAssertEqual([kim.grade, kim.classNumber], [1, 2])
+        XCTAssertEqual(kim.roleText, "homeroom+gate")
+        XCTAssertEqual(roster.teachers["t2"]?.roles, [.volunteerDuty, .gate])
+        XCTAssertEqual(roster.teachers["t2"]?.classNumber, nil, "class is a homeroom teacher's only")
+        XCTAssertEqual(roster.teachers["g1"]?.roles, [.gate])
+        XCTAssertEqual(roster.teachers["a1"]?.grade, nil, "grade and class mean nothing for gate and admin")
+        XCTAssertEqual(roster.teachers(of: "sa", role: .homeroom).map(\.id), ["t1"], "digests still go by role")
+        XCTAssertEqual(Set(roster.teachers(of: "sa", role: .gate).map(\.id)), ["t1", "t2", "g1", "a1"])
+
+        let header = "school_id,teacher_id,name,email,role,grade,class\n"
+        let none = "school_id,student_id,grade,class,number,name,photo_url\n"
+        assertRejected(students: none, teachers: header + "sa,t1,Kim,,homeroom+janitor,1,2\n",
+                       "teachers.csv:2: role 'janitor' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+        assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+gate,,\n", "teachers.csv:2: role 'gate' is given twice")
+        assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+homeroom,1,\n", "teachers.csv:2: a homeroom teacher needs grade and class")
+        assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+,,\n",
+                       "teachers.csv:2: role '' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+    }
+
     func testTokensAuthenticateByDigestAndNameTheirTeacher() throws {
         let tokens = "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
         let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)

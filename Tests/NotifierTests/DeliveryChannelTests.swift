@@ -23,7 +23,7 @@ final class NoteChannel: DeliveryChannel {
 
     /// Only homeroom teachers get notes; everyone else is left out.
     func target(of digest: Digest, in roster: Roster) -> String? {
-        roster.teachers[digest.teacherId]?.role == .homeroom ? "note:\(digest.teacherId)" : nil
+        roster.teachers[digest.teacherId]?.has(.homeroom) == true ? "note:\(digest.teacherId)" : nil
     }
 
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {

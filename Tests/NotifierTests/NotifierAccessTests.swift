@@ -20,6 +20,27 @@ final class NotifierAccessTests: XCTestCase {
         try await fetch(method, harness.notifierBase + path, body: body, headers: harness.headers(teacher)).status
     }
 
+    /// t-hr-1-2 is `homeroom+gate` (1학년 2반 담임 on gate duty): records at
+    /// the gate, signs in on both pages, and reads their class, not more.
+    func testAHomeroomTeacherOnGateDutyRecordsAtTheGateAndKeepsTheirClass() async throws {
+        let body = #"{"student":{"grade":1,"classNumber":1,"number":1},"reason":{"code":"noShoes"},"occurredAt":"2026-11-20T23:30:00Z"}"#
+        let registered = try await fetch("POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-hr-1-2"))
+        XCTAssertEqual(registered.status, 202, registered.text)
+        let listed = try await harness.waitForList(count: 1, as: "t-admin")
+        XCTAssertEqual(listed.count, 1)
+        for base in [harness.ingestBase, harness.notifierBase] {
+            let signedIn = try await fetch("POST", base + "/session", body: "token=tok-t-hr-1-2",
+                                           headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
+            XCTAssertEqual(signedIn.status, 303, "\(base): \(signedIn.text.prefix(300))")
+        }
+        let day = "/v1/schools/sa/guidances?date=2026-11-21"
+        try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=2", as: "t-hr-1-2"), 200)
+        try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=1", as: "t-hr-1-2"), 403, "another class on another day")
+        try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=1&class=2", as: "t-hr-1-2"), 200)
+        try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=2", as: "t-hr-1-2"), 403, "gate duty gives no 봉사 명단 of the school")
+        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-2", body: #"{"schoolId":"sa"}"#), 403)
+    }
+
     func testInboxListsAndRunsAreScopedToTheTeacher() async throws {
         try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
         let applied = try await harness.waitForList(count: 1, as: "t-admin")

@@ -33,7 +33,7 @@ final class NotifierHarness: @unchecked Sendable {
     static let teachers = """
         school_id,teacher_id,name,email,role,grade,class
         sa,t-hr-1-1,담임11,t-hr-1-1@sa.school.example,homeroom,1,1
-        sa,t-hr-1-2,담임12,t-hr-1-2@sa.school.example,homeroom,1,2
+        sa,t-hr-1-2,담임12,t-hr-1-2@sa.school.example,homeroom+gate,1,2
         sa,t-hr-2-1,담임21,t-hr-2-1@sa.school.example,homeroom,2,1
         sa,t-hr-3-1,담임31,t-hr-3-1@sa.school.example,homeroom,3,1
         sa,t-vd-1,봉사1,t-vd-1@sa.school.example,volunteer_duty,1,

@@ -203,7 +203,8 @@
 
   // --- 봉사 명단 ---
 
-  const recorder = data.role === 'volunteer_duty' || data.role === 'admin';
+  const roles = new Set((data.roles || '').split('+'));
+  const recorder = roles.has('volunteer_duty') || roles.has('admin');
   let service = { today: '', items: [] };
   let serviceShown = PAGE;
   // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
@@ -221,7 +222,7 @@
   }
 
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
-  const serviceSeat = (s) => (data.role === 'admin' ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
+  const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
   // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 완료; each record with 되돌리기.
   function serviceRow(item, index) {
@@ -400,16 +401,18 @@
         G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(item.at) + ' · ' + item.client)))));
   }
 
-  if (data.role === 'admin') {
+  if (roles.has('admin')) {
     $('run').addEventListener('click', run);
     $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
     loadFailed();
-  } else {
+  }
+  // Homeroom and volunteer-duty teachers receive lists: the 알림함.
+  if ($('inbox')) {
     $('digest-close').addEventListener('click', closeDigest);
     loadInbox().then(() => { if (data.open) open(data.open); });
   }
   loadToday();
-  if (data.role === 'admin') {
+  if (roles.has('admin')) {
     $('service').addEventListener('toggle', () => { if ($('service').open) loadService(); });
   } else {
     loadService();
