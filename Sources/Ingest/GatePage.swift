@@ -44,6 +44,10 @@ struct GatePage: Sendable {
     private static let main = """
         <p id="offline" class="banner" role="status" hidden></p>
         <main class="gate">
+        <div id="seat-bar" class="seat-bar" hidden>
+        <label>학년 <select id="grade-select"></select></label>
+        <label>반 <select id="class-select"></select></label>
+        </div>
         <section id="pick" class="card" aria-labelledby="step-title">
         <div class="crumbs" hidden><button type="button" id="back" class="secondary">이전</button><p id="picked" class="meta"></p></div>
         <h2 id="step-title" tabindex="-1">학년</h2>
@@ -55,6 +59,7 @@ struct GatePage: Sendable {
         <div class="portrait"><img id="photo" alt="" hidden><p id="photo-state" class="photo-state">사진 불러오는 중</p></div>
         <h2 id="student-name" class="big-name" tabindex="-1"></h2>
         </div>
+        <p id="already" class="already" role="status"></p>
         <fieldset><legend>사유</legend><div id="reasons" class="grid reasons"></div></fieldset>
         <p id="reason-error" class="error" role="alert"></p>
         <div id="detail-row" hidden>

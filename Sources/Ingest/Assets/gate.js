@@ -32,6 +32,7 @@
     $('pick').hidden = current === 'check';
     $('check').hidden = current !== 'check';
     if (current === 'check') {
+      renderSeatBar();
       showCheck();
       if (focus) $('student-name').focus();
       return;
@@ -45,6 +46,7 @@
     $('picked').textContent = [pick.grade && pick.grade + '학년', pick.classNumber && pick.classNumber + '반'].filter(Boolean).join(' ');
     // At the first step there is nothing to go back to or to show.
     $('back').parentElement.hidden = current === 'grade';
+    renderSeatBar();
     $('grid').className = 'grid ' + current;
     $('grid').replaceChildren(...choices.map(([label, field, value]) =>
       G.el('button', { type: 'button', onclick: () => choose(field, value) }, label)));
@@ -61,6 +63,30 @@
     }
     render(true);
   }
+
+  // Grade and class stay in view once a grade is chosen: another class is
+  // one choice away from its numbers, another grade one from its classes.
+  function renderSeatBar() {
+    $('seat-bar').hidden = pick.grade === null;
+    if (pick.grade === null) return;
+    const grade = data.grades.find((g) => g.grade === pick.grade);
+    const option = (value, label, selected) => G.el('option', { value: String(value), selected }, label);
+    $('grade-select').replaceChildren(...data.grades.map((g) => option(g.grade, g.grade + '학년', g.grade === pick.grade)));
+    $('class-select').replaceChildren(
+      ...(pick.classNumber === null ? [option('', '반 고르기', true)] : []),
+      ...grade.classes.map((c) => option(c.classNumber, c.classNumber + '반', c.classNumber === pick.classNumber)));
+  }
+
+  $('grade-select').addEventListener('change', (event) => {
+    Object.assign(pick, { grade: Number(event.target.value), classNumber: null, number: null, reason: null });
+    render(true);
+  });
+  $('class-select').addEventListener('change', (event) => {
+    if (event.target.value === '') return;
+    Object.assign(pick, { classNumber: Number(event.target.value), number: null, reason: null });
+    students(pick.grade, pick.classNumber);
+    render(true);
+  });
 
   $('back').addEventListener('click', () => {
     if (pick.classNumber !== null) pick.classNumber = null; else pick.grade = null;
@@ -83,6 +109,7 @@
   function showCheck() {
     const seat = { grade: pick.grade, classNumber: pick.classNumber, number: pick.number };
     $('seat').textContent = seatText(seat);
+    showAlready(seat);
     renderReasons();
     showStudent('loading');
     students(seat.grade, seat.classNumber).then((list) => {
@@ -270,12 +297,12 @@
     sent: '등록됨',
   };
 
-  function renderToday() {
-    const pending = queue();
+  // Today's registrations as this device knows them, newest first: its
+  // queue, what it had acknowledged, and the school's list.
+  function todayRows() {
     const record = done();
-    const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
     const removed = new Set(record.removed);
-    const rows = pending.filter((i) => i.kind === 'register').concat(record.added).map((i) => ({
+    const rows = queue().filter((i) => i.kind === 'register').concat(record.added).map((i) => ({
       id: i.id, at: i.at, seat: i.seat, name: i.name, label: i.label, detail: i.detail, by: '이 기기', state: i.state, error: i.error,
     }));
     const local = new Set(rows.map((r) => r.id));
@@ -286,7 +313,23 @@
         name: i.student.name, label: i.reason.label, detail: i.reason.detail || '', by: i.recordedByName || i.recordedBy, state: 'listed',
       });
     }
-    rows.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+    return rows.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+  }
+
+  // The same student already recorded today, said before 등록 (which stays allowed).
+  function showAlready(seat) {
+    const same = todayRows().filter((row) => row.state !== 'failed' && row.seat.grade === seat.grade
+      && row.seat.classNumber === seat.classNumber && row.seat.number === seat.number);
+    const last = same[0];
+    $('already').textContent = last
+      ? '오늘 이미 등록' + (same.length > 1 ? ' ' + same.length + '회' : '') + ' · ' + G.clock(last.at) + ' · ' + last.label : '';
+  }
+
+  function renderToday() {
+    const pending = queue();
+    const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
+    const rows = todayRows();
+    if (step() === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number });
     $('today-empty').hidden = rows.length > 0;
     $('today').replaceChildren(...rows.map((row) => {
       const removal = deleting.get(row.id);
