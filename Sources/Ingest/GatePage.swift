@@ -73,9 +73,14 @@ struct GatePage: Sendable {
         <section class="card" aria-labelledby="today-title">
         <h2 id="today-title" tabindex="-1">오늘 등록한 지도</h2>
         <p class="meta">학교 전체, 모든 기기에서 오늘 등록한 지도입니다(최근 것부터).</p>
+        <label for="today-search">이름으로 찾기</label>
+        <input type="search" id="today-search" autocomplete="off" enterkeyhint="search">
+        <label class="check"><input type="checkbox" id="today-mine"> 내 기록만</label>
         <p id="today-status" class="status" role="status" aria-live="polite"></p>
+        <p id="today-count" class="meta"></p>
         <ul id="today" class="plain"></ul>
         <p id="today-empty" class="meta" hidden>아직 없습니다.</p>
+        <button type="button" id="today-more" class="secondary wide" hidden>더 보기</button>
         </section>
         </main>
 

@@ -303,14 +303,15 @@
     const record = done();
     const removed = new Set(record.removed);
     const rows = queue().filter((i) => i.kind === 'register').concat(record.added).map((i) => ({
-      id: i.id, at: i.at, seat: i.seat, name: i.name, label: i.label, detail: i.detail, by: '이 기기', state: i.state, error: i.error,
+      id: i.id, at: i.at, seat: i.seat, name: i.name, label: i.label, detail: i.detail, by: '이 기기', mine: true, state: i.state, error: i.error,
     }));
     const local = new Set(rows.map((r) => r.id));
     for (const i of day || []) {
       if (local.has(i.guidanceId) || removed.has(i.guidanceId)) continue;
       rows.push({
         id: i.guidanceId, at: i.occurredAt, seat: { grade: i.student.grade, classNumber: i.student.classNumber, number: i.student.number },
-        name: i.student.name, label: i.reason.label, detail: i.reason.detail || '', by: i.recordedByName || i.recordedBy, state: 'listed',
+        name: i.student.name, label: i.reason.label, detail: i.reason.detail || '', by: i.recordedByName || i.recordedBy,
+        mine: i.recordedBy === teacher, state: 'listed',
       });
     }
     return rows.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
@@ -325,13 +326,33 @@
       ? '오늘 이미 등록' + (same.length > 1 ? ' ' + same.length + '회' : '') + ' · ' + G.clock(last.at) + ' · ' + last.label : '';
   }
 
+  // 20 rows at a time; 더 보기 adds 20. A search or 내 기록만 starts again at 20.
+  const pageSize = 20;
+  let shownRows = pageSize;
+  $('today-search').addEventListener('input', () => { shownRows = pageSize; renderToday(); });
+  $('today-mine').addEventListener('change', () => { shownRows = pageSize; renderToday(); });
+  $('today-more').addEventListener('click', () => {
+    const first = shownRows;
+    shownRows += pageSize;
+    renderToday();
+    // Focus on the first row added, so the list goes on where the eye was.
+    const added = $('today').children[first];
+    if (added) added.focus();
+  });
+
   function renderToday() {
     const pending = queue();
     const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
-    const rows = todayRows();
+    const all = todayRows();
     if (step() === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number });
+    const query = $('today-search').value.trim();
+    const rows = all.filter((row) => (!$('today-mine').checked || row.mine) && (!query || (row.name || '').includes(query)));
     $('today-empty').hidden = rows.length > 0;
-    $('today').replaceChildren(...rows.map((row) => {
+    $('today-empty').textContent = all.length ? '찾는 기록이 없습니다.' : '아직 없습니다.';
+    $('today-count').textContent = rows.length ? rows.length + '건' + (rows.length > shownRows ? ' 중 ' + shownRows + '건' : '') : '';
+    $('today-more').hidden = rows.length <= shownRows;
+    $('today-more').textContent = '더 보기 (' + Math.max(0, rows.length - shownRows) + '건 남음)';
+    $('today').replaceChildren(...rows.slice(0, shownRows).map((row) => {
       const removal = deleting.get(row.id);
       const state = removal ? (removal.state === 'retrying' ? '삭제 보내지 못함 · 자동으로 다시 보냅니다' : '삭제하는 중')
         : row.state === 'failed' ? '보내지 못함: ' + row.error : stateText[row.state];
@@ -339,7 +360,7 @@
         ? G.el('button', { type: 'button', class: 'secondary', onclick: () => forget(row) }, '지우기')
         : (row.state === 'listed' || row.state === 'sent') && !removal
           ? G.el('button', { type: 'button', class: 'danger', onclick: () => remove(row) }, '삭제') : null;
-      return G.el('li', { class: row.state === 'listed' || row.state === 'sent' ? '' : 'pending' },
+      return G.el('li', { class: row.state === 'listed' || row.state === 'sent' ? '' : 'pending', tabindex: '-1' },
         G.el('div', {},
           G.el('div', {}, seatText(row.seat) + ' ' + (row.name || '(이름 미확인)')),
           G.el('div', { class: 'meta' }, G.clock(row.at) + ' · ' + row.label + (row.detail ? ' — ' + row.detail : '') + ' · ' + row.by),
