@@ -103,7 +103,7 @@ struct DigestText {
     }
 
     /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
-    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (3회 중 1회 함) · 마지막 지도 11월 27일(금) 복장 불량"
+    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 마지막 지도 11월 27일(금) 복장 불량"
     func line(_ entry: DigestEntry) -> String {
         "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
     }
@@ -120,10 +120,10 @@ struct DigestText {
         return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
     }
 
-    /// "남은 봉사 2회", in the 봉사 명단 with "(3회 중 1회 함)"; nil for entries written before it was kept.
+    /// "남은 봉사 2회", in the 봉사 명단 with "(봉사 3회 중 1회 완료)"; nil for entries written before it was kept.
     func service(_ entry: DigestEntry) -> String? {
         guard let service = entry.service else { return nil }
-        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (\(service.owed)회 중 \(service.served)회 함)" : "")
+        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
     }
 
     /// "11월 27일(금) 복장 불량": the day and reason of the student's newest guidance.

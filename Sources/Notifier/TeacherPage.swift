@@ -122,6 +122,10 @@ struct TeacherPage: Sendable {
         }
         let body = """
             <p class="meta">\(scope)</p>
+            <label for="service-search">이름으로 찾기</label>
+            <input type="search" id="service-search" autocomplete="off" enterkeyhint="search">
+            <label for="service-class">반</label>
+            <select id="service-class"><option value="">모든 반</option></select>
             <div id="service-body"></div>
             <p id="service-status" class="status" role="status" aria-live="polite"></p>
             """

@@ -210,7 +210,11 @@
   // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
   const unsent = new Map();
 
-  async function loadService() {
+  // `keepOrder`: after 봉사 완료 or 되돌리기, each student stays where they were
+  // (the server puts those with service left first, which would move the
+  // row just touched away from the teacher's eyes and thumb).
+  async function loadService(keepOrder) {
+    const before = new Map(service.items.map((item, index) => [item.student.studentId, index]));
     try {
       service = await G.api('GET', schoolURL + '/service');
       G.say('service-status', '');
@@ -218,8 +222,35 @@
       G.say('service-status', '봉사 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
+    if (keepOrder) {
+      const at = (item) => (before.has(item.student.studentId) ? before.get(item.student.studentId) : before.size);
+      service.items = service.items.map((item, index) => [item, index]).sort((a, b) => at(a[0]) - at(b[0]) || a[1] - b[1]).map(([item]) => item);
+    }
+    renderClassChoices();
     renderService();
   }
+
+  // The classes the list holds, for its class filter.
+  function renderClassChoices() {
+    const select = $('service-class');
+    const chosen = select.value;
+    const classes = [...new Map(service.items.map((item) => {
+      const s = item.student;
+      return [s.grade + '-' + s.classNumber, roles.has('admin') ? s.grade + '학년 ' + s.classNumber + '반' : s.classNumber + '반'];
+    })).entries()].sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true }));
+    select.replaceChildren(G.el('option', { value: '' }, '모든 반'),
+      ...classes.map(([value, label]) => G.el('option', { value, selected: value === chosen }, label)));
+  }
+
+  // What the search and the class filter leave of the list.
+  function serviceMatches() {
+    const query = $('service-search').value.trim();
+    const chosen = $('service-class').value;
+    return service.items.filter((item) => (!query || item.student.name.includes(query))
+      && (!chosen || item.student.grade + '-' + item.student.classNumber === chosen));
+  }
+  $('service-search').addEventListener('input', () => { serviceShown = PAGE; renderService(); });
+  $('service-class').addEventListener('change', () => { serviceShown = PAGE; renderService(); });
 
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
@@ -238,10 +269,10 @@
       G.el('div', { class: 'entry-text' },
         G.el('p', { class: 'entry-head' },
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
-          G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 다 함')),
+          G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 완료')),
         last ? G.el('p', { class: 'often' }, '마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
         G.el('p', { class: 'service-line' },
-          G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 함'),
+          G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 완료'),
           recorder && item.outstanding > 0
             ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));
@@ -250,12 +281,14 @@
   function renderService(focusStudent) {
     const owing = service.items.filter((item) => item.outstanding > 0).length;
     $('service-count').textContent = service.items.length ? '봉사 남은 학생 ' + owing + '명' : '';
+    const items = serviceMatches();
     const nodes = [];
     if (service.items.length === 0) nodes.push(G.el('p', { class: 'meta' }, '봉사할 학생이 없습니다.'));
-    nodes.push(G.el('ul', { class: 'entries' }, ...service.items.slice(0, serviceShown).map(serviceRow)));
-    if (service.items.length > serviceShown) {
+    else if (items.length === 0) nodes.push(G.el('p', { class: 'meta' }, '찾는 학생이 없습니다.'));
+    nodes.push(G.el('ul', { class: 'entries' }, ...items.slice(0, serviceShown).map(serviceRow)));
+    if (items.length > serviceShown) {
       nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary',
-        onclick: () => { serviceShown += PAGE; renderService(); } }, '더 보기 (남은 ' + (service.items.length - serviceShown) + '명)')));
+        onclick: () => { serviceShown += PAGE; renderService(); } }, '더 보기 (남은 ' + (items.length - serviceShown) + '명)')));
     }
     $('service-body').replaceChildren(...nodes);
     if (focusStudent) {
@@ -267,7 +300,7 @@
   // The notifier stores what the ingest acknowledged within moments: the list is read until it shows it.
   async function until(reflected, studentId) {
     for (let i = 0; i < 20; i++) {
-      await loadService();
+      await loadService(true);
       const item = service.items.find((x) => x.student.studentId === studentId);
       if (reflected(item)) { renderService(studentId); return true; }
       await G.sleep(300);
