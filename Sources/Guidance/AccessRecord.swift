@@ -6,6 +6,9 @@ import Common
 package struct AccessRecord: Sendable, Equatable {
     /// What was read.
     package enum Action: String, Sendable, CaseIterable {
+        /// The kinds whose `target` is a student's id.
+        package static let studentTargets: [Action] = [.student, .photo, .export]
+
         /// A day list (`target`: the query, e.g. `date=2026-12-01&grade=1&classNumber=3`).
         case list
         /// An inbox with its digests (`target`: the inbox's teacher id).

@@ -32,6 +32,8 @@ struct DataProtectionHandlers: Sendable {
             let teacherName: String?
             let action: String
             let target: String
+            /// The student's name, for the kinds whose target is a student.
+            let targetName: String?
             let client: String
 
             func encode(to encoder: Encoder) throws {
@@ -42,10 +44,11 @@ struct DataProtectionHandlers: Sendable {
                 try container.encode(teacherName, forKey: .teacherName)
                 try container.encode(action, forKey: .action)
                 try container.encode(target, forKey: .target)
+                try container.encode(targetName, forKey: .targetName)
                 try container.encode(client, forKey: .client)
             }
 
-            enum CodingKeys: String, CodingKey { case accessId, at, teacherId, teacherName, action, target, client }
+            enum CodingKeys: String, CodingKey { case accessId, at, teacherId, teacherName, action, target, targetName, client }
         }
 
         let schoolId: String
@@ -56,7 +59,9 @@ struct DataProtectionHandlers: Sendable {
 
     /// `from` and `to` are RFC 3339 instants or school-local days
     /// (`YYYY-MM-DD`, from its start; `to` through its end); by default the
-    /// last 7 days. Newest first, at most `limit` (default 500, at most 5,000).
+    /// last 7 days. Only `teacherId`'s, of one `action`, of one `studentId`
+    /// when asked. Newest first, at most `limit` (default 500, at most 5,000);
+    /// students named as the roster names them.
     @Sendable func readAccessLog(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
         let now = clock()
@@ -64,17 +69,26 @@ struct DataProtectionHandlers: Sendable {
         let from = try instant(request, "from", school: school, endOfDay: false) ?? to - 7 * 86_400
         guard from < to else { throw HTTPError(FieldError(field: "from", message: "must be before to")) }
         let teacher = request.query["teacherId"]
+        let student = request.query["studentId"]
+        let action = try request.query["action"].map { (name) throws(HTTPError) in
+            guard let known = AccessRecord.Action(rawValue: name) else {
+                throw HTTPError(FieldError(field: "action", message: "must be one of " + AccessRecord.Action.allCases.map(\.rawValue).joined(separator: ", ")))
+            }
+            return known
+        }
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
         let records = try await NotifierHandlers.withOutagesAs503(logger: logger) {
-            try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, limit: limit) }
+            try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, student: student, limit: limit) }
         }
         accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
         let roster = caller.roster
         return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), items: records.map {
             AccessLogJSON.Item(
                 accessId: $0.accessId, at: $0.at, teacherId: $0.teacherId, teacherName: roster.teachers[$0.teacherId]?.name,
-                action: $0.action.rawValue, target: $0.target, client: $0.client)
+                action: $0.action.rawValue, target: $0.target,
+                targetName: AccessRecord.Action.studentTargets.contains($0.action) ? roster.student(school: school.id, id: $0.target)?.name : nil,
+                client: $0.client)
         }))
     }
 

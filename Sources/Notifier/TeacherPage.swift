@@ -160,9 +160,16 @@ struct TeacherPage: Sendable {
         </section>
         <section class="card" aria-labelledby="access-title">
         <details id="access"><summary id="access-title">접속 기록 (최근 7일)</summary>
-        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다.</p>
+        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다. 한 교사가 하루에 본 사진은 한 줄로 묶입니다.</p>
+        <label for="access-kind">종류</label>
+        <select id="access-kind"><option value="">모든 종류</option></select>
+        <label for="access-teacher">교사</label>
+        <select id="access-teacher"><option value="">모든 교사</option></select>
+        <label for="access-student">학생 이름으로 찾기</label>
+        <input type="search" id="access-student" autocomplete="off" enterkeyhint="search">
         <ul id="access-list" class="plain"></ul>
         <p id="access-status" class="status" role="status" aria-live="polite"></p>
+        <button type="button" id="access-more" class="secondary" hidden>더 보기</button>
         </details>
         </section>
         """

@@ -372,8 +372,9 @@ package protocol GuidanceStore: AnyObject, Sendable {
 
     // Data protection (README, "Data protection").
 
-    /// A school's access records in `[from, to)`, newest first.
-    func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord]
+    /// A school's access records in `[from, to)`, newest first; only a
+    /// teacher's, of one kind, or of one student when asked.
+    func accessLog(school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action?, student: String?, limit: Int) throws(StoreError) -> [AccessRecord]
     /// Every school the store holds anything of.
     func schoolsStored() throws(StoreError) -> [String]
     /// Whether this caller is the first to purge on `day`.

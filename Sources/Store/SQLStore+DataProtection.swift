@@ -97,13 +97,31 @@ extension SQLStore {
 
     /// A school's access records from `from` up to `to` (seconds), newest
     /// first, of one teacher when `teacher` is given; at most `limit`.
-    package func accessLog(school: String, from: Double, to: Double, teacher: String?, limit: Int) throws(StoreError) -> [AccessRecord] {
-        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+    package func accessLog(
+        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action? = nil, student: String? = nil, limit: Int
+    ) throws(StoreError) -> [AccessRecord] {
+        // Only the conditions asked for, each a plain comparison.
+        var parameters: [SQLValue] = [.text(school), .integer(milliseconds(from)), .integer(milliseconds(to))]
+        var conditions = "school_id = $1 AND at_ms >= $2 AND at_ms < $3"
+        func condition(_ column: String, _ value: String?) {
+            guard let value else { return }
+            parameters.append(.text(value))
+            conditions += " AND \(column) = $\(parameters.count)"
+        }
+        condition("teacher_id", teacher)
+        condition("action", action?.rawValue)
+        condition("target", student)
+        if student != nil {
+            // A student's id is the target of these; an inbox's is a teacher's.
+            conditions += " AND action IN (" + AccessRecord.Action.studentTargets.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+        }
+        parameters.append(.integer(Int64(limit)))
+        return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("""
                 SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
-                WHERE school_id = $1 AND at_ms >= $2 AND at_ms < $3 AND (CAST($4 AS TEXT) IS NULL OR teacher_id = CAST($4 AS TEXT))
-                ORDER BY at_ms DESC, access_id LIMIT $5
-                """, [.text(school), .integer(milliseconds(from)), .integer(milliseconds(to)), teacher.sql, .integer(Int64(limit))]) { row in
+                WHERE \(conditions)
+                ORDER BY at_ms DESC, access_id LIMIT $\(parameters.count)
+                """, parameters) { row in
                 AccessRecord(
                     accessId: row[0].string ?? "", at: Timestamp.format(Double(row[1].int ?? 0) / 1000), schoolId: row[2].string ?? "",
                     teacherId: row[3].string ?? "", action: AccessRecord.Action(rawValue: row[4].string ?? "") ?? .list,

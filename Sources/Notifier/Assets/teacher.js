@@ -416,27 +416,79 @@
     }
     if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
     if (item.action === 'inbox') return '알림함';
-    return '학생 ' + item.target;
+    if (item.action === 'erase') return '학생 (지운 기록)';
+    return item.targetName || '명부에 없는 학생';
   }
 
+  // The records asked for (kind and teacher by the server, a student's name
+  // here), 50 more with each 더 보기; a teacher's photos of one day are one line.
+  let accessLimit = 50;
+  let access = [];
+  const teachersSeen = new Map();
+
   async function loadAccess() {
+    const query = new URLSearchParams({ limit: String(accessLimit) });
+    if ($('access-kind').value) query.set('action', $('access-kind').value);
+    if ($('access-teacher').value) query.set('teacherId', $('access-teacher').value);
     let answer;
     try {
-      answer = await G.api('GET', schoolURL + '/access-log?limit=50');
+      answer = await G.api('GET', schoolURL + '/access-log?' + query);
     } catch (error) {
       G.say('access-status', '접속 기록을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
-    G.say('access-status', answer.items.length ? '' : '최근 7일 동안 기록이 없습니다.');
-    $('access-list').replaceChildren(...answer.items.map((item) => G.el('li', {},
-      G.el('div', {},
-        G.el('div', {}, (item.teacherName || '명부에 없는 교사') + ' · ' + (actionNames[item.action] || item.action) + ' · ' + targetText(item)),
-        G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(item.at) + ' · ' + item.client)))));
+    access = answer.items;
+    for (const item of access) teachersSeen.set(item.teacherId, item.teacherName || item.teacherId);
+    const chosen = $('access-teacher').value;
+    $('access-teacher').replaceChildren(G.el('option', { value: '' }, '모든 교사'),
+      ...[...teachersSeen].sort((a, b) => a[1].localeCompare(b[1], 'ko')).map(([id, name]) => G.el('option', { value: id, selected: id === chosen }, name)));
+    $('access-more').hidden = access.length < accessLimit;
+    renderAccess();
+  }
+
+  function renderAccess() {
+    const name = $('access-student').value.trim();
+    const items = access.filter((item) => !name || (item.targetName || '').includes(name));
+    // One line per teacher and day for photos, where the newest of them was.
+    const lines = [];
+    const photos = new Map();
+    for (const item of items) {
+      if (item.action !== 'photo') { lines.push({ items: [item] }); continue; }
+      const key = item.teacherId + ' ' + G.today(item.at);
+      if (!photos.has(key)) { photos.set(key, { items: [] }); lines.push(photos.get(key)); }
+      photos.get(key).items.push(item);
+    }
+    G.say('access-status', items.length ? '' : access.length ? '찾는 기록이 없습니다.' : '최근 7일 동안 기록이 없습니다.');
+    $('access-list').replaceChildren(...lines.map(({ items: group }) => {
+      const item = group[0];
+      const who = (item.teacherName || '명부에 없는 교사') + ' · ';
+      if (group.length > 1) {
+        const names = [...new Set(group.map((i) => i.targetName || '명부에 없는 학생'))];
+        return G.el('li', {}, G.el('div', {},
+          G.el('div', {}, who + '사진 ' + group.length + '건'),
+          G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(group[group.length - 1].at) + '–' + G.clock(item.at) + ' · '
+            + names.slice(0, 5).join(', ') + (names.length > 5 ? ' 외 ' + (names.length - 5) + '명' : ''))));
+      }
+      return G.el('li', {}, G.el('div', {},
+        G.el('div', {}, who + (actionNames[item.action] || item.action) + ' · ' + targetText(item)),
+        G.el('div', { class: 'meta' }, G.day(G.today(item.at)) + ' ' + G.clock(item.at) + ' · ' + item.client)));
+    }));
+  }
+
+  // The admin's page only.
+  function setUpAccess() {
+    $('access-kind').replaceChildren(G.el('option', { value: '' }, '모든 종류'),
+      ...Object.entries(actionNames).map(([value, label]) => G.el('option', { value }, label)));
+    $('access-kind').addEventListener('change', () => { accessLimit = 50; loadAccess(); });
+    $('access-teacher').addEventListener('change', () => { accessLimit = 50; loadAccess(); });
+    $('access-student').addEventListener('input', renderAccess);
+    $('access-more').addEventListener('click', () => { accessLimit += 50; loadAccess(); });
+    $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
   }
 
   if (roles.has('admin')) {
     $('run').addEventListener('click', run);
-    $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
+    setUpAccess();
     loadFailed();
   }
   // Homeroom and volunteer-duty teachers receive lists: the 알림함.
