@@ -397,6 +397,12 @@ package struct JSONFields: Sendable {
         return text
     }
 
+    package func boolean(_ key: String) throws(FieldError) -> Bool {
+        let value = try required(key)
+        guard case .bool(let flag) = value else { throw mismatch(key, "true or false", value) }
+        return flag
+    }
+
     /// A whole number within `range`.
     package func integer(_ key: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(FieldError) -> Int {
         try integer(key, value: required(key), in: range)

@@ -21,6 +21,11 @@ package struct JSONWriter {
         if let value { field(key, value) } else { self.key(key); bytes.append(contentsOf: "null".utf8) }
     }
 
+    package mutating func field(_ key: StaticString, _ value: Bool) {
+        self.key(key)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
     package mutating func field(_ key: StaticString, _ value: some BinaryInteger) {
         self.key(key)
         bytes.append(contentsOf: String(value).utf8)

@@ -119,16 +119,20 @@ final class DigestRunner: Sendable {
             let dispatcher = self.dispatcher
             // The one clock of the service: a digest is due for delivery when it was written.
             let clock = self.clock
-            let runs = part.map { school, date in
-                DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(clock())) { state in
-                    planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
-                } targets: { digest in
-                    dispatcher.targets(for: digest, roster: roster)
-                }
-            }
             let results: [Result<[Digest], StoreError>]
             do {
-                results = try await blocking { try store.deliver(runs) }
+                results = try await blocking {
+                    // A teacher who turned e-mailed lists off (설정) gets them in the 알림함 only, from the next list on.
+                    let unmailed = try store.teachersWithoutEmailedLists(schools: part.map(\.school.id))
+                    let runs = part.map { school, date in
+                        DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(clock())) { state in
+                            planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
+                        } targets: { digest in
+                            dispatcher.targets(for: digest, roster: roster).filter { !($0.channel == .email && unmailed.contains(digest.teacherId)) }
+                        }
+                    }
+                    return try store.deliver(runs)
+                }
             } catch {
                 outcomes += part.map { _ in Result<Run, any Error>.failure(error) }
                 continue

@@ -24,6 +24,8 @@ struct NotifierHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/guidances", .teacher, listGuidances)
         router.get("/v1/teachers/{teacherId}/inbox", .teacher, inbox)
         router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", .teacher, markRead)
+        router.get("/v1/teachers/{teacherId}/settings", .teacher, settings)
+        router.post("/v1/teachers/{teacherId}/settings", .teacher, changeSettings)
         router.post("/v1/digests/run", .teacher, runDigests)
     }
 
@@ -121,6 +123,37 @@ struct NotifierHandlers: Sendable {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
         }
         return .noContent
+    }
+
+    /// `{"teacherId", "emailLists"}`: whether the teacher's lists also come
+    /// by e-mail (the 알림함 always has them). The teacher or an admin of the
+    /// school reads it; the teacher alone changes it.
+    @Sendable func settings(_ request: Request, _ caller: Caller) async throws -> Response {
+        let teacherID = request.parameter("teacherId")
+        try mayReadInbox(caller, of: teacherID)
+        let (store, school) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "")
+        let on = try await withOutagesAs503 { try await blocking { try store.emailsLists(school: school, teacher: teacherID) } }
+        return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
+    }
+
+    @Sendable func changeSettings(_ request: Request, _ caller: Caller) async throws -> Response {
+        let teacherID = request.parameter("teacherId")
+        try mayReadInbox(caller, of: teacherID)
+        if let teacher = caller.teacher, teacher.id != teacherID {
+            throw HTTPError(status: 403, detail: "each teacher chooses their own settings")
+        }
+        let on = try request.json { (body) throws(FieldError) in try body.boolean("emailLists") }
+        let (store, school, at) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "", Timestamp.format(Timestamp.now()))
+        try await withOutagesAs503 { try await blocking { try store.setEmailsLists(on, school: school, teacher: teacherID, at: at) } }
+        logger.info("teacher settings changed", ["requestId": request.requestID, "teacher": teacherID, "emailLists": String(on)])
+        return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
+    }
+
+    private static func settingsJSON(_ teacherID: String, emailLists: Bool) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64)
+        writer.field("teacherId", teacherID)
+        writer.field("emailLists", emailLists)
+        return writer.finish()
     }
 
     struct RunRequest: Sendable {

@@ -52,6 +52,7 @@ struct TeacherPage: Sendable {
             <p id="today-status" class="status" role="status" aria-live="polite"></p>
             </section>
             \(serviceFirst ? "" : TeacherPage.serviceSection(teacher))
+            \(receivesLists ? TeacherPage.settingsSection : "")
             </main>
             """
         var data = [("roles", teacher.roleText)]
@@ -94,6 +95,17 @@ struct TeacherPage: Sendable {
         let segment = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))
         return "/digests/" + (digestID.addingPercentEncoding(withAllowedCharacters: segment) ?? "")
     }
+
+    /// Each teacher's own choices, and their devices.
+    private static let settingsSection = """
+        <section class="card" aria-labelledby="settings-title">
+        <h2 id="settings-title">설정</h2>
+        <label class="check"><input type="checkbox" id="email-lists" disabled> 명단을 이메일로도 받기</label>
+        <p class="meta">끄면 다음 명단부터 이메일은 가지 않고 알림함에만 옵니다.</p>
+        <p id="settings-status" class="status" role="status" aria-live="polite"></p>
+        <p><a class="tall" href="/session/devices">기기 연결 · 다른 기기 모두 로그아웃</a></p>
+        </section>
+        """
 
     private static let inboxSection = """
         <section class="card" aria-labelledby="inbox-title">

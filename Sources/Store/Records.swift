@@ -338,6 +338,12 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Marks a digest read; false when the teacher has no such digest.
     func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool
 
+    /// Whether the teacher's lists also go by e-mail (by default they do).
+    func emailsLists(school: String, teacher: String) throws(StoreError) -> Bool
+    func setEmailsLists(_ on: Bool, school: String, teacher: String, at: String) throws(StoreError)
+    /// The teachers of `schools` who turned e-mailed lists off.
+    func teachersWithoutEmailedLists(schools: [String]) throws(StoreError) -> Set<String>
+
     /// Whether the store answers.
     func ping() throws(StoreError)
 

@@ -45,7 +45,8 @@ package final class SQLStore: GuidanceStore {
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
     static func migrations(for database: any SQLDatabase) -> [String] {
-        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection, volunteerService]
+        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection, volunteerService,
+         teacherSettings]
     }
 
     /// Brings the schema to the newest version, under the schema lock so

@@ -55,6 +55,40 @@ final class DeliveryTests: XCTestCase {
 
     func messageIDs(_ records: [[String: Any]]) -> [String] { records.compactMap { $0["messageId"] as? String } }
 
+    /// 설정: a teacher who turned e-mailed lists off gets the list in the
+    /// 알림함 and no e-mail; the others get both. Only the teacher may change it.
+    func testATeacherWhoTurnedEmailOffGetsTheListInTheInboxOnly() async throws {
+        let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
+        try sink.start()
+        let harness = try await NotifierHarness(authentication: true, delivery: Self.delivery(smtpPort: sink.port))
+        running = harness
+        let settings = "\(harness.notifierBase)/v1/teachers/t-hr-1-1/settings"
+        let before = try await fetch("GET", settings, headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(before.object["emailLists"], .bool(true), "on by default: \(before.text)")
+        let byAnother = try await fetch("POST", settings, body: #"{"emailLists":false}"#, headers: harness.headers("t-admin"))
+        XCTAssertEqual(byAnother.status, 403, "an admin does not choose for a teacher")
+        let wrongType = try await fetch("POST", settings, body: #"{"emailLists":"no"}"#, headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(wrongType.status, 400, wrongType.text)
+        let off = try await fetch("POST", settings, body: #"{"emailLists":false}"#, headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(off.status, 200, off.text)
+        XCTAssertEqual(off.object["emailLists"], .bool(false))
+        let read = try await fetch("GET", settings, headers: harness.headers("t-admin"))
+        XCTAssertEqual(read.object["emailLists"], .bool(false), "an admin may read it")
+
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 2, as: "t-admin")
+        let run = try await harness.runDigests(as: "t-admin")
+        XCTAssertEqual(run.status, 200, run.text)
+        let mails = try await sink.waitFor { $0.count >= 2 }
+        let sent = try await waitForDeliveries(harness, as: "t-admin") { $0.filter { $0["status"]?.string == "sent" }.count >= 2 }
+        XCTAssertEqual(Set(mails.flatMap { $0["to"] as? [String] ?? [] }), ["t-hr-1-2@sa.school.example", "t-vd-1@sa.school.example"],
+                       "no e-mail to t-hr-1-1")
+        XCTAssertFalse(sent.contains { $0["teacherId"]?.string == "t-hr-1-1" }, "no e-mail delivery queued for t-hr-1-1")
+        let inbox = try await harness.inbox("t-hr-1-1", signedIn: true)
+        XCTAssertEqual(inbox.count, 1, "the list is in the 알림함")
+    }
+
     func testEachRevisionIsOneReadableKoreanEmailAndAmendmentsThreadUnderTheFirst() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start()

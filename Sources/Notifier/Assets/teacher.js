@@ -340,6 +340,32 @@
     G.say('service-status', shown ? s.name + ' ' + G.day(record.date) + ' 봉사 기록을 되돌렸습니다.' : '되돌렸습니다. 명단에는 곧 보입니다.', 'ok');
   }
 
+  // --- 설정 ---
+
+  const settingsURL = '/v1/teachers/' + encodeURIComponent(data.teacher) + '/settings';
+
+  async function loadSettings() {
+    try {
+      $('email-lists').checked = (await G.api('GET', settingsURL)).emailLists;
+      $('email-lists').disabled = false;
+    } catch (error) {
+      G.say('settings-status', '설정을 불러오지 못했습니다. ' + G.message(error), 'warn');
+    }
+  }
+
+  async function saveEmailLists() {
+    const box = $('email-lists');
+    const wanted = box.checked;
+    try {
+      box.checked = (await G.api('POST', settingsURL, { emailLists: wanted })).emailLists;
+      G.say('settings-status', wanted ? '명단을 이메일로도 받습니다.' : '다음 명단부터 알림함에만 옵니다.', 'ok');
+    } catch (error) {
+      box.checked = !wanted;
+      G.say('settings-status', '바꾸지 못했습니다. ' + G.message(error), 'warn');
+    }
+  }
+  if ($('email-lists')) $('email-lists').addEventListener('change', saveEmailLists);
+
   // --- 관리 ---
 
   let running = false;
@@ -491,10 +517,11 @@
     setUpAccess();
     loadFailed();
   }
-  // Homeroom and volunteer-duty teachers receive lists: the 알림함.
+  // Homeroom and volunteer-duty teachers receive lists: the 알림함, and whether they also come by e-mail.
   if ($('inbox')) {
     $('digest-close').addEventListener('click', closeDigest);
     loadInbox().then(() => { if (data.open) open(data.open); });
+    loadSettings();
   }
   loadToday();
   if (roles.has('admin')) {
