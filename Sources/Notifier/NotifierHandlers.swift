@@ -34,6 +34,9 @@ struct NotifierHandlers: Sendable {
         let schoolID = request.parameter("schoolId")
         var grade = try request.integerQuery("grade", in: Student.seatRange)
         var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
+        if let scope = request.query["scope"], scope != "school" {
+            throw HTTPError(FieldError(field: "scope", message: "must be school (or left out)"))
+        }
         if classNumber != nil && grade == nil {
             throw HTTPError(FieldError(field: "grade", message: "is required with classNumber"))
         }
@@ -43,8 +46,10 @@ struct NotifierHandlers: Sendable {
         let today = runner.today(for: school)
         let date = try queryDate(request) ?? today
         if let teacher {
-            // Without a filter, a teacher sees the widest scope their roles give that day.
-            if grade == nil && classNumber == nil && !teacher.has(.admin) && !(teacher.has(.gate) && date == today) {
+            // Without a filter, a teacher sees the widest scope their roles give
+            // that day, unless they ask for the whole school (`scope=school`).
+            let wholeSchool = request.query["scope"] == "school"
+            if grade == nil && classNumber == nil && !wholeSchool && !teacher.has(.admin) && !(teacher.has(.gate) && date == today) {
                 if teacher.has(.volunteerDuty) {
                     grade = teacher.grade
                 } else if teacher.has(.homeroom) {
@@ -66,7 +71,7 @@ struct NotifierHandlers: Sendable {
         accessLog.record(caller, .list, school: schoolID, target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
         return .json(written: NotifierHandlers.guidanceList(
             school: schoolID, date: date, records, frequencies: frequencies,
-            photo: { roster.student(school: schoolID, id: $0.studentId).flatMap(photos.url(for:)) },
+            photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
             teacherName: { roster.teachers[$0]?.name }))
     }
 
@@ -252,12 +257,14 @@ struct NotifierHandlers: Sendable {
         }
     }
 
-    /// Admins see their whole school; homeroom teachers their class;
-    /// volunteer-duty teachers their grade; gate teachers the school's day
-    /// today (the gate page's "오늘 등록한 지도", from any device).
-    /// A teacher of several roles sees what any of them lets them see.
+    /// Every teacher of the school sees the school's day list today, as the
+    /// notes' 명단조회 does (전체 / 우리 반 / 우리 학년; each read is in the
+    /// access record, photos only of the students the teacher may see). Other
+    /// days: admins their whole school, homeroom teachers their class,
+    /// volunteer-duty teachers their grade. A teacher of several roles sees
+    /// what any of them lets them see.
     private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?, today: Bool) throws(HTTPError) {
-        if teacher.has(.admin) || (teacher.has(.gate) && today) { return }
+        if teacher.has(.admin) || today { return }
         if teacher.has(.volunteerDuty) && grade == teacher.grade { return }
         if teacher.has(.homeroom) && grade == teacher.grade && classNumber == teacher.classNumber { return }
         if teacher.has(.volunteerDuty) {

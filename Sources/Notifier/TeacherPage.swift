@@ -62,15 +62,17 @@ struct TeacherPage: Sendable {
             script: TeacherPage.script.name)
     }
 
-    /// The seed app's 전체 / 우리 반 / 우리 학년, as far as the roles reach:
-    /// a homeroom teacher's class, a volunteer-duty teacher's grade (and its
-    /// classes), an admin's or gate teacher's school (and its grades), the
-    /// narrowest first. Each value is the list's query.
+    /// The notes' 전체 / 우리 반 / 우리 학년 for today's list, which every
+    /// teacher of the school may read: a homeroom teacher's class and grade,
+    /// a volunteer-duty teacher's grade (and its classes), an admin's or gate
+    /// teacher's grades, and the whole school; the narrowest first. Each
+    /// value is the list's query.
     private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
         var options: [(label: String, query: String)] = []
         let seats = roster.seats(school: teacher.schoolID)
         if teacher.has(.homeroom) {
             options.append(("우리 반", "grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)"))
+            if !teacher.has(.volunteerDuty) { options.append(("우리 학년", "grade=\(teacher.grade ?? 0)")) }
         }
         if teacher.has(.volunteerDuty) {
             let grade = teacher.grade ?? 0
@@ -79,8 +81,8 @@ struct TeacherPage: Sendable {
                 options += entry.classes.map { ("\($0.classNumber)반", "grade=\(grade)&classNumber=\($0.classNumber)") }
             }
         }
+        options.append(("전체", "scope=school"))
         if teacher.hasAny(of: [.admin, .gate]) {
-            options.append(("전체", ""))
             options += seats.map { ("\($0.grade)학년", "grade=\($0.grade)") }
         }
         var seen: Set<String> = []

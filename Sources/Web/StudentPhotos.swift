@@ -36,6 +36,23 @@ package struct StudentPhotos: Sendable {
         return student.photoURL.isEmpty ? nil : student.photoURL
     }
 
+    /// Whether `teacher` may see the student's photo: gate and admin
+    /// teachers any of their school, a homeroom teacher their class, a
+    /// volunteer-duty teacher their grade (any of their roles). Lists that
+    /// name other students show them without a photo.
+    package static func sees(_ teacher: Teacher, _ student: Student) -> Bool {
+        teacher.schoolID == student.schoolID && (teacher.hasAny(of: [.gate, .admin])
+            || (teacher.has(.homeroom) && teacher.grade == student.grade && teacher.classNumber == student.classNumber)
+            || (teacher.has(.volunteerDuty) && teacher.grade == student.grade))
+    }
+
+    /// The photo address a list shows `teacher` for the student: none
+    /// outside what the teacher may see (authentication off: every one).
+    package func url(for student: Student, seenBy teacher: Teacher?) -> String? {
+        guard teacher.map({ StudentPhotos.sees($0, student) }) ?? true else { return nil }
+        return url(for: student)
+    }
+
     /// The student's photo file and its media type, if the folder has one.
     func file(for studentID: String) -> (path: String, type: String)? {
         // Roster ids hold no '/'; control characters would cut a C path short.
@@ -76,12 +93,9 @@ package struct StudentPhotos: Sendable {
     @Sendable func photo(_ request: Request, _ caller: Caller) async throws -> Response {
         let (schoolID, studentID) = (request.parameter("schoolId"), request.parameter("studentId"))
         guard let student = caller.roster.student(school: schoolID, id: studentID) else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
-        if let teacher = caller.teacher {
-            let sees = teacher.hasAny(of: [.gate, .admin])
-                || (teacher.has(.homeroom) && teacher.grade == student.grade && teacher.classNumber == student.classNumber)
-                || (teacher.has(.volunteerDuty) && teacher.grade == student.grade)
-            // The same answer for a student outside the teacher's scope as for an unknown one.
-            guard sees else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
+        // The same answer for a student outside the teacher's scope as for an unknown one.
+        if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
+            throw HTTPError.notFound("no student '\(studentID)' at this school")
         }
         guard let (path, type) = file(for: student.id), let (bytes, info) = StudentPhotos.read(path) else {
             throw HTTPError.notFound("no photo of student '\(studentID)'")

@@ -1,4 +1,5 @@
 import Foundation
+import Guidance
 import TestSupport
 import XCTest
 
@@ -39,6 +40,31 @@ final class NotifierAccessTests: XCTestCase {
         try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=1&class=2", as: "t-hr-1-2"), 200)
         try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=2", as: "t-hr-1-2"), 403, "gate duty gives no 봉사 명단 of the school")
         try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-2", body: #"{"schoolId":"sa"}"#), 403)
+    }
+
+    /// 명단조회 as in the notes: today every teacher of the school reads the
+    /// school's day list (전체 / 우리 반 / 우리 학년), with photos only of the
+    /// students the teacher may see; other days stay by role.
+    func testEveryTeacherReadsTodaysSchoolListWithPhotosOnlyInTheirScope() async throws {
+        let now = Timestamp.format(Timestamp.now())
+        for (grade, classNumber) in [(1, 1), (2, 1)] {
+            let body = #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":1},"reason":{"code":"noShoes"},"occurredAt":"\#(now)"}"#
+            let reply = try await fetch("POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
+            XCTAssertEqual(reply.status, 202, reply.text)
+        }
+        var items: [AnyCodable] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let list = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/guidances?scope=school", headers: harness.headers("t-hr-1-1"))
+            XCTAssertEqual(list.status, 200, list.text)
+            if case .array(let found)? = list.object["items"] { items = found }
+            if items.count == 2 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        XCTAssertEqual(items.count, 2, "the whole school today for a homeroom teacher")
+        try await assertEqualAsync(await status("GET", "/v1/schools/sa/guidances?grade=2", as: "t-vd-1"), 200, "another grade today")
+        try await assertEqualAsync(await status("GET", "/v1/schools/sa/guidances?scope=everything", as: "t-vd-1"), 400)
+        try await assertEqualAsync(await status("GET", "/v1/schools/sb/guidances?scope=school", as: "t-hr-1-1"), 403, "not another school")
     }
 
     func testInboxListsAndRunsAreScopedToTheTeacher() async throws {
