@@ -14,6 +14,12 @@ struct GatePage: Sendable {
     /// The page's behaviour, `Assets/gate.js` (what it does is said at its top).
     static let script = Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS)
 
+    /// The installed app: its manifest, and the service worker that opens it
+    /// offline and keeps the opened classes' names and photos for the face
+    /// check until sign-out (`Assets/sw.js` says what it keeps).
+    static let manifest = Asset(name: "manifest.webmanifest", contentType: "application/manifest+json", text: EmbeddedFiles.manifestWEBMANIFEST)
+    static let worker = Asset(name: "sw.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.swJS)
+
     static let title = "교문 지도"
     let signIn: SignIn
 
@@ -23,9 +29,13 @@ struct GatePage: Sendable {
             signIn.page(request, caller, next: "/") { teacher in
                 Page.signedIn(
                     title: GatePage.title, teacher: teacher, school: caller.roster.school(teacher.schoolID),
-                    main: GatePage.main + GatePage.schoolData(caller.roster, school: teacher.schoolID), script: GatePage.script.name)
+                    main: GatePage.main + GatePage.schoolData(caller.roster, school: teacher.schoolID), script: GatePage.script.name,
+                    manifest: "/manifest.webmanifest")
             }
         }
+        // At the root: a worker controls the pages under its own path.
+        router.get("/sw.js", .open) { request, _ in GatePage.worker.response(to: request) }
+        router.get("/manifest.webmanifest", .open) { request, _ in GatePage.manifest.response(to: request) }
     }
 
     /// The school's seats and reasons as a JSON data block the script reads

@@ -9,14 +9,15 @@ package enum Page {
     /// https (the roster's `photo_url`); no framing, no form posts elsewhere.
     package static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; connect-src 'self'; "
-        + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+        + "manifest-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
     /// - Parameters:
     ///   - main: the page's content, already escaped.
     ///   - data: `data-*` attributes of `<body>` the page's script reads; escaped here.
     ///   - script: the page's own script under `/assets`, after the shared one.
+    ///   - manifest: the web app manifest of an installable page.
     package static func response(
-        title: String, main: String, data: [(String, String)] = [], script: String? = nil, status: Int = 200,
+        title: String, main: String, data: [(String, String)] = [], script: String? = nil, manifest: String? = nil, status: Int = 200,
         headers: [(String, String)] = []
     ) -> Response {
         let attributes = data.map { " data-\($0.0)=\"\(HTML.escape($0.1))\"" }.joined()
@@ -30,6 +31,7 @@ package enum Page {
             <title>\(HTML.escape(title))</title>
             <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
             <link rel="stylesheet" href="/assets/style.css">
+            \(manifest.map { "<link rel=\"manifest\" href=\"\(HTML.escape($0))\">\n<meta name=\"theme-color\" content=\"#1f5fbf\">" } ?? "")
             \(scripts)
             </head>
             <body\(attributes)>
@@ -53,7 +55,7 @@ package enum Page {
     /// is signed in, the sign-out button) over `main`; `<body>` tells the
     /// script the teacher, their school and its time zone, and `data`.
     package static func signedIn(
-        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], script: String
+        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], script: String, manifest: String? = nil
     ) -> Response {
         let bar = """
             <header class="bar">
@@ -65,7 +67,7 @@ package enum Page {
 
             """
         let context = [("teacher", teacher.id), ("school", teacher.schoolID), ("time-zone", school?.timeZone.identifier ?? "")]
-        return response(title: title, main: bar + main, data: context + data, script: script)
+        return response(title: title, main: bar + main, data: context + data, script: script, manifest: manifest)
     }
 
     /// The teacher's roles as the school says them (`1학년 3반 담임 · 교문 지도`).

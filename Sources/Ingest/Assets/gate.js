@@ -94,14 +94,40 @@
   });
   $('check-back').addEventListener('click', () => { pick.number = null; render(true); });
 
-  // A class's names and photo addresses, asked once when it is tapped.
+  // A class's names and photo addresses, asked once when it is tapped; its
+  // photos are fetched ahead, so that the face check of any of its students
+  // shows at once, and offline (the service worker keeps them).
   function students(grade, classNumber) {
     const key = grade + '-' + classNumber;
     if (!classes.has(key)) {
       classes.set(key, G.api('GET', base + '/grades/' + grade + '/classes/' + classNumber + '/students')
-        .then((answer) => answer.students, () => { classes.delete(key); return null; }));
+        .then((answer) => { fetchAhead(answer.students); return answer.students; }, () => { classes.delete(key); return null; }));
     }
     return classes.get(key);
+  }
+
+  async function fetchAhead(list) {
+    const urls = list.map((s) => s.photoUrl).filter((url) => url && url.startsWith('/'));
+    const next = async () => {
+      for (let url = urls.shift(); url; url = urls.shift()) {
+        try { await fetch(url, { credentials: 'same-origin' }); } catch (e) { return; }
+      }
+    };
+    await Promise.all([next(), next(), next(), next()]);
+  }
+
+  // ---- The installed app: a service worker opens it offline (sw.js says what it keeps).
+  if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
+  // Signing out takes the names and photos this device kept with it.
+  const signOutForm = document.querySelector('form[action="/session/end"]');
+  if (signOutForm) {
+    signOutForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const worker = navigator.serviceWorker && navigator.serviceWorker.controller;
+      if (worker) worker.postMessage('sign-out');
+      const emptied = window.caches ? Promise.all([caches.delete('gate-data'), caches.delete('gate-shell')]) : Promise.resolve();
+      emptied.then(() => signOutForm.submit(), () => signOutForm.submit());
+    });
   }
 
   const seatText = (seat) => seat.grade + '학년 ' + seat.classNumber + '반 ' + seat.number + '번';
