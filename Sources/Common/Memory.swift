@@ -9,7 +9,7 @@ package enum Memory {
     /// resident memory rose with every run: it keeps 2. The ingest allocates
     /// only small, short-lived values, but on every thread of a request's
     /// path at once: with 2 arenas they queued for the arena locks, and 8
-    /// cost 6-10 % less CPU a POST at the same peak memory (README,
+    /// cost 6-10 % less CPU a POST at the same peak memory (docs/performance.md,
     /// "Performance"). Call first thing in `main`, before any thread starts.
     package static func limitArenas(to count: Int) {
         _ = mallopt(M_ARENA_MAX, Int32(count))

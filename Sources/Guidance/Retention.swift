@@ -1,6 +1,6 @@
 import Common
 
-/// How long student data is kept (README, "Data protection"); both services
+/// How long student data is kept (docs/guarantees.md, "Data protection"); both services
 /// read the same settings.
 package struct Retention: Sendable, Equatable {
     /// `RETENTION_DAYS`: guidances, digests, their deliveries, pending

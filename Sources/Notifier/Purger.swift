@@ -3,7 +3,7 @@ import Foundation
 import Guidance
 import Store
 
-/// Removes what is past its retention (README, "Data protection"): school
+/// Removes what is past its retention (docs/guarantees.md, "Data protection"): school
 /// days older than `RETENTION_DAYS` (guidances, digests, their deliveries,
 /// run records, pending amendments), tombstones as old, and access records
 /// older than `ACCESS_LOG_DAYS`. The schedule runs it once a UTC day, on the

@@ -376,7 +376,7 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Pending deliveries of each of `channels` that has some.
     func deliveryBacklog(of channels: [Channel]) throws(StoreError) -> [DeliveryBacklog]
 
-    // Data protection (README, "Data protection").
+    // Data protection (docs/guarantees.md, "Data protection").
 
     /// A school's access records in `[from, to)`, newest first; only a
     /// teacher's, of one kind, or of one student when asked.
