@@ -20,8 +20,8 @@ final class DoorbellTests: XCTestCase {
         let before = doorbell.rings
         doorbell.ring()
         let again = ContinuousClock.now
-        await doorbell.wait(after: before, atMost: .seconds(10))
-        XCTAssertLessThan(ContinuousClock.now - again, .milliseconds(100))
+        await doorbell.wait(after: before, atMost: .seconds(60))
+        XCTAssertLessThan(ContinuousClock.now - again, .seconds(30), "waited for the limit though it had rung")
     }
 
     func testAWaitEndsAtItsLimitOrWhenCancelled() async throws {

@@ -35,15 +35,12 @@ final class PartsTests: XCTestCase {
         try await parts.start()
         XCTAssertEqual(journal.read, ["start producer", "start log", "start consumer", "start http"])
 
-        let began = ContinuousClock.now
         await parts.stop()
-        let took = ContinuousClock.now - began
         let stops = Array(journal.read.dropFirst(4))
         // consumer and http stop together: both begin before either ends.
         XCTAssertEqual(Set(stops.prefix(2)), ["stopping consumer", "stopping http"], "\(stops)")
         XCTAssertEqual(Set(stops[2..<4]), ["stopped consumer", "stopped http"], "\(stops)")
         XCTAssertEqual(Array(stops.suffix(4)), ["stopping log", "stopped log", "stopping producer", "stopped producer"])
-        XCTAssertLessThan(took, .milliseconds(550), "one stage's stops waited for each other")
 
         await parts.stop()
         XCTAssertEqual(journal.read.count, 12, "a second stop stopped something again")

@@ -48,7 +48,7 @@ final class ProducerFaultTests: MockClusterTestCase {
             XCTAssertEqual(error.code, .cancelled)
             XCTAssertTrue(error.isRetriable)
         }
-        XCTAssertLessThan(ContinuousClock.now - cancelled, .milliseconds(500), "the cancelled send waited for the 30 s delivery timeout")
+        XCTAssertLessThan(ContinuousClock.now - cancelled, .seconds(10), "the cancelled send waited for the 30 s delivery timeout")
         XCTAssertEqual(producer.inFlight, 1, "the message stays queued: it may still be delivered")
 
         let before = producer.inFlight
