@@ -9,13 +9,16 @@ package enum AttemptKey: Hashable, Sendable {
     case address(String)
     /// The teacher the attempt names (a sign-in link's).
     case teacher(String)
+    /// A mailbox sign-in links are mailed to (`SignIn.mailboxes`).
+    case mailbox(String)
 }
 
 /// Failed sign-ins (a wrong token, link or code) counted per key over a
 /// sliding window: an address may fail `addressLimit` times (a school's
 /// NAT carries every teacher's typos), a teacher `limit` times; past it, the
 /// key is refused with 429 until its oldest failure ages out. Each replica
-/// counts its own.
+/// counts its own. The links mailed to a mailbox are counted the same way,
+/// by a limiter of their own (`SignIn.mailboxes`).
 package final class AttemptLimiter: Sendable {
     package let limit: Int
     package let addressLimit: Int
@@ -35,7 +38,7 @@ package final class AttemptLimiter: Sendable {
     private func limit(of key: AttemptKey) -> Int {
         switch key {
         case .address: addressLimit
-        case .teacher: limit
+        case .teacher, .mailbox: limit
         }
     }
 
@@ -92,36 +95,6 @@ package final class AttemptLimiter: Sendable {
         }
         // Addresses come and go: forget the idle ones before they pile up.
         if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }
-    }
-}
-
-/// Sign-in links mailed per mailbox: at most `limit` within a link's life
-/// (15 minutes). Past it a request sends nothing and is answered the same:
-/// the links already in the mailbox still work, so nobody can flood a
-/// teacher's inbox, nor lock the teacher out of asking (no 429 by mailbox).
-package final class MailboxLimiter: Sendable {
-    package let limit: Int
-    package let window: Duration
-    private let sent = Mutex<[String: [ContinuousClock.Instant]]>([:])
-
-    package init(limit: Int = 3, window: Duration = .seconds(900)) {
-        self.limit = limit
-        self.window = window
-    }
-
-    /// Whether one more mail may go to `mailbox` now; counted when it may.
-    package func take(_ mailbox: String) -> Bool {
-        let now = ContinuousClock.now
-        return sent.withLock { sent in
-            var recent = (sent[mailbox] ?? []).filter { now - $0 < window }
-            defer {
-                sent[mailbox] = recent
-                if sent.count > 10_000 { sent = sent.filter { now - ($0.value.last ?? now) < window } }
-            }
-            guard recent.count < limit else { return false }
-            recent.append(now)
-            return true
-        }
     }
 }
 

@@ -89,6 +89,7 @@ package final class SessionLog: Sendable {
     /// The longest the reading thread may go without a turn before what it
     /// holds is no longer trusted.
     static let staleAfter: Duration = .seconds(1)
+    private static let staleAfterNanoseconds = UInt64(staleAfter.milliseconds) * 1_000_000
 
     package convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
         self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, logger: logger)
@@ -122,7 +123,7 @@ package final class SessionLog: Sendable {
     package var isCurrent: Bool {
         guard producer != nil else { return true }
         let beat = heartbeat.load(ordering: .acquiring)
-        guard beat != 0, DispatchTime.now().uptimeNanoseconds - beat <= UInt64(SessionLog.staleAfter.milliseconds) * 1_000_000 else { return false }
+        guard beat != 0, DispatchTime.now().uptimeNanoseconds - beat <= SessionLog.staleAfterNanoseconds else { return false }
         return !state.withLock { $0.behind }
     }
 
@@ -215,7 +216,7 @@ package final class SessionLog: Sendable {
             let beat = DispatchTime.now().uptimeNanoseconds
             let previous = heartbeat.load(ordering: .acquiring)
             var end: Int64?
-            if previous != 0, beat - previous > UInt64(SessionLog.staleAfter.milliseconds) * 1_000_000 {
+            if previous != 0, beat - previous > SessionLog.staleAfterNanoseconds {
                 state.withLock { $0.behind = true }
                 logger.warning("the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
                                ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])

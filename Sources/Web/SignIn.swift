@@ -20,8 +20,11 @@ package struct SignIn: Sendable {
     let mail: MailSettings?
     let publicURL: String?
     let logger: Logger
-    /// Links mailed per mailbox, on this replica.
-    let mailboxes = MailboxLimiter()
+    /// Links mailed per mailbox on this replica: at most 3 within a link's
+    /// life (15 minutes). Past it a request sends nothing and is answered
+    /// the same: the links already in the mailbox still work, so nobody can
+    /// flood a teacher's inbox, nor lock the teacher out of asking.
+    let mailboxes = AttemptLimiter(limit: 3, window: .seconds(900))
 
     package init(title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, logger: Logger) {
         self.title = title
@@ -133,7 +136,7 @@ package struct SignIn: Sendable {
         let (requestID, client, roster) = (request.requestID, caller.client, caller.roster)
         Task { [self] in
             let teachers = roster.teachers(withEmail: address).filter { $0.hasAny(of: roles) }
-            let sending = teachers.filter { mailboxes.take($0.email.lowercased()) }
+            let sending = teachers.filter { mailboxes.attempt([.mailbox($0.email.lowercased())]) == nil }
             logger.info("sign-in link requested", [
                 "requestId": requestID, "client": client, "teachers": teachers.map(\.id).joined(separator: ","),
                 "sent": String(sending.count),
