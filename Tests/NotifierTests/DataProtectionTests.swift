@@ -200,6 +200,17 @@ final class DataProtectionTests: XCTestCase {
         XCTAssertEqual(Set(rows.compactMap { $0["이름(name)"] }), ["가가"])
         XCTAssertEqual(rows.first { $0["guidanceId"] == kept }?["상세(detail)"], "교문 앞, \"껌\"")
 
+        // The two exports' access records travel through Kafka: erase once they
+        // are stored, or one arriving after the erasure would keep the id (the
+        // read names the teacher and the kind, never the student).
+        let deadline = ContinuousClock.now + .seconds(20)
+        var exportsRecorded = 0
+        repeat {
+            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-admin&action=export", headers: harness.headers("t-admin"))
+            if case .array(let items)? = log.object["items"] { exportsRecorded = items.filter { $0["target"]?.string == "a111" }.count }
+            if exportsRecorded < 2 { try await Task.sleep(for: .milliseconds(100)) }
+        } while exportsRecorded < 2 && ContinuousClock.now < deadline
+        XCTAssertEqual(exportsRecorded, 2, "both exports in the access log before the erasure")
         let erased = try await fetch("DELETE", path, headers: harness.headers("t-admin"))
         XCTAssertEqual(erased.status, 200, erased.text)
         XCTAssertEqual(erased.object["guidances"]?.int, 2)
