@@ -43,8 +43,7 @@ let package = Package(
         // target's Assets/ folder, built into the binary by EmbedFiles.
         .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
-        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"],
-                exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"]),
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 

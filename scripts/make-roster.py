@@ -58,7 +58,9 @@ def main():
         for grade, classes in CLASSES.items():
             teacher(school_id, f"{prefix}t-vd-{grade}", "volunteer_duty", grade)
             for klass in range(1, classes + 1):
-                teacher(school_id, f"{prefix}t-hr-{grade}-{klass:02d}", "homeroom", grade, klass)
+                # 1학년 2반's homeroom teacher takes turns at the gate too (roles joined by +).
+                role = "homeroom+gate" if (grade, klass) == (1, 2) else "homeroom"
+                teacher(school_id, f"{prefix}t-hr-{grade}-{klass:02d}", role, grade, klass)
                 for number in range(1, rng.randint(28, 32) + 1):
                     student_id = f"s{grade}{klass:02d}{number:02d}"
                     sw.writerow([school_id, student_id, grade, klass, number, name(rng),

@@ -17,8 +17,6 @@ struct IngestHandlers: Sendable {
     let accessLog: AccessLog
     /// How far back `occurredAt` may reach (`Retention.windowDays`).
     let retention: Retention
-    /// `NOTIFIER_URL`: where the school's day list is read from; nil: nowhere.
-    let notifier: Forwarding?
     let metrics: Metrics
     let logger: Logger
 
@@ -30,7 +28,6 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/reasons", gate, reasons)
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
         router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
-        router.get("/v1/schools/{schoolId}/today", gate, today)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
         let service = Access.school(roles: IngestHandlers.serviceRoles)
@@ -118,21 +115,6 @@ struct IngestHandlers: Sendable {
         return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
             ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
         }))
-    }
-
-    /// The school's registrations today, from any device, read from the
-    /// notifier's list with the caller's own credential (their session,
-    /// re-sealed for the teacher page's cookie, or their bearer token). The
-    /// ingest keeps nothing; when the notifier does not answer, this is a 503
-    /// and registering goes on.
-    @Sendable func today(_ request: Request, _ caller: Caller) async throws -> Response {
-        let schoolID = try caller.school(of: request).id
-        guard let notifier else {
-            throw HTTPError.unavailable("the day list is not set up here (NOTIFIER_URL is not set); registering works", retryAfterSeconds: 60)
-        }
-        return try await notifier.send(
-            "GET", "/v1/schools/" + Forwarding.segment(schoolID) + "/guidances", maxBody: 8 * 1024 * 1024, request: request, session: caller.session,
-            unavailable: "the day list cannot be loaded now (the notifier does not answer); registering works")
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {

@@ -33,7 +33,7 @@ package final class IngestService: Sendable {
             [([], Double(producer.replacements))]
         }
         let policy = AccessPolicy.forService(
-            cookieName: SessionCookie.gatePage, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
+            cookieName: SessionCookie.app, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
         var router = Router()
@@ -51,14 +51,15 @@ package final class IngestService: Sendable {
         let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
             producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
-            accessLog: accessLog, retention: config.retention, notifier: config.notifierURL.map {
-                Forwarding(base: $0, cookieName: SessionCookie.teacherPage, sessions: sessions, logger: logger.with(["part": "day-list"]))
-            }, metrics: metrics, logger: logger
+            accessLog: accessLog, retention: config.retention, metrics: metrics, logger: logger
         ).routes(into: &routes)
+        NotifierReads(notifier: config.notifierURL.map {
+            Forwarding(base: $0, cookieName: SessionCookie.notifier, sessions: sessions, logger: logger.with(["part": "notifier-reads"]))
+        }).routes(into: &routes)
         let signIn = SignIn(
-            title: GatePage.title, roles: [.gate, .admin], policy: policy, mail: config.mail, publicURL: config.publicURL,
+            title: AppPage.title, roles: AppPage.roles, policy: policy, mail: config.mail, publicURL: config.publicURL,
             logger: logger.with(["part": "web"]))
-        GatePage(signIn: signIn).routes(into: &routes)
+        AppPage(signIn: signIn).routes(into: &routes)
         let http = HTTPMetrics(metrics)
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             http.record(record)

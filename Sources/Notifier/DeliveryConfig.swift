@@ -8,8 +8,13 @@ import Store
 package struct DeliveryConfig: Sendable {
     /// E-mail is on when set.
     package var mail: MailSettings?
-    /// `PUBLIC_NOTIFIER_URL`: where teachers open the web inbox; e-mails link to it.
+    /// `PUBLIC_NOTIFIER_URL`: the notifier's own public address, if browsers
+    /// reach it (its `/` sends them on to the app); marks its cookie `Secure`.
     package var publicNotifierURL: String?
+    /// `PUBLIC_INGEST_URL`: where teachers open the app (the ingest serves
+    /// it); e-mails link to their list in it, and the notifier's `/` sends
+    /// browsers there.
+    package var publicAppURL: String?
     /// `DELIVERY_RETRY_BASE_SECONDS`: the first retry's delay, doubled after each attempt.
     package var retryBase: Duration = .seconds(30)
     /// The longest delay between two attempts.
@@ -46,15 +51,17 @@ package struct DeliveryConfig: Sendable {
         return channels
     }
 
-    package init(mail: MailSettings? = nil, publicNotifierURL: String? = nil) {
+    package init(mail: MailSettings? = nil, publicNotifierURL: String? = nil, publicAppURL: String? = nil) {
         self.mail = mail
         self.publicNotifierURL = publicNotifierURL
+        self.publicAppURL = publicAppURL
     }
 
     package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> DeliveryConfig {
         var config = DeliveryConfig()
         config.mail = try MailSettings.fromEnvironment(environment)
         config.publicNotifierURL = try environment.publicURL("PUBLIC_NOTIFIER_URL")
+        config.publicAppURL = try environment.publicURL("PUBLIC_INGEST_URL")
         config.retryBase = .seconds(try environment.int("DELIVERY_RETRY_BASE_SECONDS", default: 30, range: 1...3600))
         config.maxAge = .seconds(3600 * (try environment.int("DELIVERY_MAX_AGE_HOURS", default: 24, range: 1...720)))
         config.concurrency = try environment.int("DELIVERY_CONCURRENCY", default: 4, range: 1...64)

@@ -13,7 +13,7 @@ struct DigestMail {
     let school: School
     let to: MailAddress
     let from: MailAddress
-    /// `PUBLIC_NOTIFIER_URL`, for a link to the digest in the web inbox.
+    /// `PUBLIC_INGEST_URL`, for a link to the digest in the app's 알림함.
     let publicURL: String?
 
     /// Stable across attempts and replicas, so mail clients and servers
@@ -35,7 +35,7 @@ struct DigestMail {
     }
 
     var link: String? {
-        publicURL.map { $0 + TeacherPage.path(of: digest.digestId) }
+        publicURL.map { $0 + Page.digestPath(of: digest.digestId) }
     }
 
     func render(date: Double) -> [UInt8] {

@@ -6,7 +6,7 @@ import Store
 /// place they are chosen for every channel: the subject, the plain text
 /// (inbox, e-mail, webhooks) and the parts the HTML e-mail lays out. A
 /// digest is a day's 교문 지도 명단; a later revision is its `N차 정정`, whose
-/// entries are 추가된 기록 and 취소된 기록.
+/// entries are 추가된 기록 and 삭제된 기록.
 struct DigestText {
     let school: School
     let date: String
@@ -50,7 +50,7 @@ struct DigestText {
         guard let amendment = DigestText.amendmentName(revision: revision) else {
             return "[\(school.name)] \(title) \(added)\(unit)"
         }
-        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "취소") + " \(removed)\(unit)" : nil].compactMap { $0 }
+        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "삭제") + " \(removed)\(unit)" : nil].compactMap { $0 }
         return "[\(school.name)] \(title) \(amendment): \(changes.joined(separator: ", "))"
     }
 
@@ -72,8 +72,8 @@ struct DigestText {
         let removed = entries.filter { $0.change == .removed }
         guard revision > 1 else { return [(nil, added)] }
         let headings = weekly
-            ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 취소됨)")
-            : ("추가된 기록 \(added.count)건", "취소된 기록 \(removed.count)건 (교문에서 지운 기록)")
+            ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 삭제됨)")
+            : ("추가된 기록 \(added.count)건", "삭제된 기록 \(removed.count)건 (교문에서 지운 기록)")
         return [(headings.0, added), (headings.1, removed)].filter { !$0.entries.isEmpty }
     }
 

@@ -27,7 +27,7 @@ final class EmailChannel: DeliveryChannel {
 
     init(mail: MailSettings, config: DeliveryConfig, metrics: Metrics, logger: Logger) throws(ConfigurationError) {
         self.mail = mail
-        publicURL = config.publicNotifierURL
+        publicURL = config.publicAppURL
         connections = config.concurrency
         self.metrics = metrics
         self.logger = logger

@@ -39,7 +39,7 @@ package final class NotifierService: Sendable {
 
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
-            cookieName: SessionCookie.teacherPage, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
+            cookieName: SessionCookie.notifier, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
         var router = Router()
@@ -76,14 +76,17 @@ package final class NotifierService: Sendable {
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
         ServiceHandlers(
             store: store, photos: photos, accessLog: accessLog, clock: config.clock,
-            ingest: config.ingestURL.map { Forwarding(base: $0, cookieName: SessionCookie.gatePage, sessions: sessions, logger: logger.with(["part": "service"])) },
+            ingest: config.ingestURL.map { Forwarding(base: $0, cookieName: SessionCookie.app, sessions: sessions, logger: logger.with(["part": "service"])) },
             logger: logger
         ).routes(into: &routes)
         photos.routes(into: &routes)
-        let signIn = SignIn(
-            title: TeacherPage.title, roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
-            logger: logger.with(["part": "web"]))
-        TeacherPage(signIn: signIn).routes(into: &routes)
+        // The app is the ingest's: the session routes stay for API clients
+        // (a cookie of the notifier's own), the pages send browsers there.
+        SignIn(
+            title: "지도 알림", roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
+            logger: logger.with(["part": "web"])
+        ).routes(into: &routes, scripts: [])
+        NotifierService.sendToTheApp(config.delivery.publicAppURL, into: &routes)
         let http = HTTPMetrics(metrics)
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             http.record(record)
@@ -96,6 +99,24 @@ package final class NotifierService: Sendable {
             logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may read every inbox",
                            ["rosterDir": config.rosterDirectory])
         }
+    }
+
+    /// The notifier's old pages, `/` and `/digests/{digestId}` (bookmarks,
+    /// e-mails sent before the app), answer 303 to the same place in the app
+    /// at `PUBLIC_INGEST_URL`; without it, a page saying where the app is.
+    private static func sendToTheApp(_ appURL: String?, into router: inout GuardedRouter) {
+        let answer: @Sendable (String) -> Response = { path in
+            guard let appURL else {
+                let main = """
+                    <main class="narrow"><h1>지도 알림</h1>
+                    <p class="error" role="alert">교사 앱은 교문 지도 서비스(guidance-ingest)의 주소에서 엽니다. 관리자는 PUBLIC_INGEST_URL을 설정하세요.</p></main>
+                    """
+                return Page.response(title: "지도 알림", main: main, status: 404)
+            }
+            return Response(status: 303, headers: [("Location", appURL + path), ("Cache-Control", "no-store")])
+        }
+        router.get("/", .open) { _, _ in answer("/") }
+        router.get("/digests/{digestId}", .open) { request, _ in answer(Page.digestPath(of: request.parameter("digestId"))) }
     }
 
     /// Opens the store, failing with `STORE_URL` named and its password

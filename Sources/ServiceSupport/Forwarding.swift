@@ -5,9 +5,9 @@ import HTTP
 
 /// A request passed on to the other service with the caller's own
 /// credential: their bearer token, or their session re-sealed for the other
-/// service's cookie (both services share `SESSION_SECRET`). The gate page
-/// reads the day list from the notifier this way, and the teacher page
-/// records service through the ingest. The other service decides access
+/// service's cookie (both services share `SESSION_SECRET`). The app at the
+/// ingest reads what the notifier holds this way (`NotifierReads`), and the
+/// notifier's service routes record through the ingest. The other service decides access
 /// again; its answer (2xx or 4xx, with `Retry-After`) is passed back.
 package struct Forwarding: Sendable {
     /// The other service's address (`NOTIFIER_URL`, `INGEST_URL`).
@@ -63,8 +63,11 @@ package struct Forwarding: Sendable {
         throw HTTPError.unavailable(unavailable, retryAfterSeconds: 10)
     }
 
-    /// A path segment, percent-encoded.
+    /// A path segment or query value, percent-encoded: only RFC 3986's
+    /// unreserved characters stay (`.alphanumerics` would keep 한글 as is).
     package static func segment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

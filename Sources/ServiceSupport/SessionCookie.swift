@@ -7,10 +7,11 @@ import HTTP
 /// script never sees it and other sites' pages never send it. Each service
 /// has its own name: cookies do not tell ports apart.
 package struct SessionCookie: Sendable {
-    /// The gate page's cookie (guidance-ingest) and the teacher page's
-    /// (guidance-notifier).
-    package static let gatePage = "gate_session"
-    package static let teacherPage = "teacher_session"
+    /// The app's cookie (guidance-ingest; its name from when the ingest
+    /// served only the gate) and the notifier's, which the app's reads
+    /// carry there re-sealed (`Forwarding`).
+    package static let app = "gate_session"
+    package static let notifier = "teacher_session"
 
     package let name: String
     package let secure: Bool

@@ -1,3 +1,4 @@
+import Foundation
 import Guidance
 import HTTP
 
@@ -14,14 +15,14 @@ package enum Page {
     /// - Parameters:
     ///   - main: the page's content, already escaped.
     ///   - data: `data-*` attributes of `<body>` the page's script reads; escaped here.
-    ///   - script: the page's own script under `/assets`, after the shared one.
+    ///   - scripts: the page's own scripts under `/assets`, after the shared one, in order.
     ///   - manifest: the web app manifest of an installable page.
     package static func response(
-        title: String, main: String, data: [(String, String)] = [], script: String? = nil, manifest: String? = nil, status: Int = 200,
+        title: String, main: String, data: [(String, String)] = [], scripts: [String] = [], manifest: String? = nil, status: Int = 200,
         headers: [(String, String)] = []
     ) -> Response {
         let attributes = data.map { " data-\($0.0)=\"\(HTML.escape($0.1))\"" }.joined()
-        let scripts = script.map { "<script src=\"/assets/common.js\" defer></script><script src=\"/assets/\($0)\" defer></script>" } ?? ""
+        let tags = scripts.isEmpty ? "" : (["common.js"] + scripts).map { "<script src=\"/assets/\($0)\" defer></script>" }.joined()
         let html = """
             <!doctype html>
             <html lang="ko">
@@ -32,7 +33,7 @@ package enum Page {
             <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
             <link rel="stylesheet" href="/assets/style.css">
             \(manifest.map { "<link rel=\"manifest\" href=\"\(HTML.escape($0))\">\n<meta name=\"theme-color\" content=\"#1f5fbf\">" } ?? "")
-            \(scripts)
+            \(tags)
             </head>
             <body\(attributes)>
             \(main)
@@ -55,7 +56,7 @@ package enum Page {
     /// is signed in, the sign-out button) over `main`; `<body>` tells the
     /// script the teacher, their school and its time zone, and `data`.
     package static func signedIn(
-        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], script: String, manifest: String? = nil
+        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], scripts: [String], manifest: String? = nil
     ) -> Response {
         let bar = """
             <header class="bar">
@@ -67,7 +68,14 @@ package enum Page {
 
             """
         let context = [("teacher", teacher.id), ("school", teacher.schoolID), ("time-zone", school?.timeZone.identifier ?? "")]
-        return response(title: title, main: bar + main, data: context + data, script: script, manifest: manifest)
+        return response(title: title, main: bar + main, data: context + data, scripts: scripts, manifest: manifest)
+    }
+
+    /// Where a digest opens in the app (e-mails and the notifier's old
+    /// addresses link there): `/digests/{digestId}`.
+    package static func digestPath(of digestID: String) -> String {
+        let segment = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))
+        return "/digests/" + (digestID.addingPercentEncoding(withAllowedCharacters: segment) ?? "")
     }
 
     /// The teacher's roles as the school says them (`1학년 3반 담임 · 교문 지도`).

@@ -40,9 +40,9 @@ package struct SignIn: Sendable {
     var linksEnabled: Bool { mail != nil && publicURL != nil }
 
     /// The sign-in and session routes, and the assets the page loads: the
-    /// shared ones and `script`, the page's own.
-    package func routes(into router: inout GuardedRouter, script: Asset) {
-        Asset.routes([script], into: &router)
+    /// shared ones and `scripts`, the page's own.
+    package func routes(into router: inout GuardedRouter, scripts: [Asset]) {
+        Asset.routes(scripts, into: &router)
         router.post("/session", .open, signInWithToken)
         router.post("/session/code", .open, signInWithCode)
         router.post("/session/link", .open, sendLink)

@@ -1,7 +1,8 @@
 import Guidance
 
-/// What guidance-dev prints once everything runs: the URLs and a walk from a
-/// gate registration to a teacher's inbox, with the sample roster's demo tokens.
+/// What guidance-dev prints once everything runs: the one address teachers
+/// open, the services' own, and a walk from a gate registration to a
+/// teacher's inbox, with the sample roster's demo tokens.
 enum DevGuide {
     static func text(ingestPort: Int, notifierPort: Int, roster: Roster) -> String {
         let ingest = "http://127.0.0.1:\(ingestPort)"
@@ -14,13 +15,13 @@ enum DevGuide {
             guidance-notifier  \(notifier)   (healthz, readyz, metrics)
             roster: \(roster.schools.count) school(s), \(roster.studentCount) students\(auth ? "; every teacher's demo token is demo-<teacherId>" : "; authentication off")
 
-            In a browser:
-              gate page     \(ingest)/      로그인 링크 for t-gate-01@demo-hs.school.example (the e-mail
-                              lands in var/mail/ as an .eml file without SMTP_URL), or 접속 키로 로그인
-                              demo-t-gate-01; tap 1학년 → 3반 → 12, a reason, 등록
-              teacher page  \(notifier)/      sign in as demo-t-admin and press 오늘 명단 보내기,
-                              then sign out and in as demo-t-hr-1-03 (grade 1, class 3's homeroom teacher) to read it in the 알림함;
-                              기기 연결 (top bar) shows a code that signs another device in
+            For teachers, one address:  \(ingest)/
+              sign in with 접속 키 demo-t-hr-1-02 (1학년 2반 담임, also on gate duty), or 로그인 링크 for
+              t-hr-1-02@demo-hs.school.example (the e-mail lands in var/mail/ as an .eml file without SMTP_URL);
+              교문 지도: tap 1학년 → 2반 → 12, a reason, 등록; 명단 → 우리 반 shows it.
+              demo-t-admin has 관리 (오늘 명단 보내기, the access record); demo-t-vd-1 the 봉사 명단;
+              설정 → 기기 연결 shows a code that signs another device in.
+              (The notifier's own address sends a browser to this one.)
 
             With curl:
 

@@ -7,7 +7,7 @@ import XCTest
 /// The pure parts of delivery: header encoding, backoff, configuration.
 final class DeliveryUnitTests: XCTestCase {
     func testLongKoreanSubjectsBecomeEncodedWordsOfAtMost75CharactersCutAtCharacters() throws {
-        let subject = "[서울고등학교] 11월 30일(월) 1학년 3반 교문 지도 명단 1차 정정: 추가 2건, 취소 1건 😀 끝"
+        let subject = "[서울고등학교] 11월 30일(월) 1학년 3반 교문 지도 명단 1차 정정: 추가 2건, 삭제 1건 😀 끝"
         let encoded = MailHeader.encode(subject)
         let words = encoded.components(separatedBy: "\r\n ")
         XCTAssertGreaterThan(words.count, 1)

@@ -92,7 +92,7 @@ final class DigestPlannerTests: XCTestCase {
     }
 
     /// One vocabulary (docs/design.md, "Words"): 교문 지도 명단, `N차 정정`,
-    /// 추가된 기록 / 취소된 기록, `오전 7:52` on the school's clock, and how often
+    /// 추가된 기록 / 삭제된 기록, `오전 7:52` on the school's clock, and how often
     /// the student was stopped this week and month.
     func testTheTextNamesTheDayTheTimeAndHowOftenInTeachersWords() {
         let a = record("a", "s111", "others", detail: "길에 껌을 뱉음", at: "2026-11-29T22:52:00Z")
@@ -115,9 +115,9 @@ final class DigestPlannerTests: XCTestCase {
         let class11 = Recipient(teacherId: "hr11", scope: .class, grade: 1, classNumber: 1)
         // The guidance was deleted: the cancelled entry carries the counts without it.
         let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(thisWeek: 1, thisMonth: 3)])["hr11"]!
-        XCTAssertEqual(amendment.subject, "[한빛고] 11월 30일(월) 1학년 1반 교문 지도 명단 1차 정정: 취소 1건")
+        XCTAssertEqual(amendment.subject, "[한빛고] 11월 30일(월) 1학년 1반 교문 지도 명단 1차 정정: 삭제 1건")
         XCTAssertTrue(amendment.text.hasPrefix("11월 30일(월) 1학년 1반 교문 지도 명단의 1차 정정입니다."), amendment.text)
-        XCTAssertTrue(amendment.text.contains("■ 취소된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 1회 · 이번 달 3회"), amendment.text)
+        XCTAssertTrue(amendment.text.contains("■ 삭제된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 1회 · 이번 달 3회"), amendment.text)
         XCTAssertEqual(DigestText.amendmentName(revision: 3), "2차 정정")
     }
 

@@ -5,9 +5,10 @@ import Ingest
 import TestSupport
 import XCTest
 
-/// The gate page's "오늘 등록한 지도": the school's registrations today from
-/// every device, read by the ingest from the notifier with the caller's own
-/// credential; registering goes on when the notifier is down.
+/// The app at the ingest reads what the notifier holds with the caller's own
+/// credential: the gate's "오늘 등록한 지도" (the school's registrations today
+/// from every device) and the other tabs; registering goes on when the
+/// notifier is down.
 final class GateDayTests: XCTestCase {
     var harness: NotifierHarness?
     var gate: IngestService?
@@ -64,6 +65,60 @@ final class GateDayTests: XCTestCase {
         XCTAssertNotNil(down.header("Retry-After"))
         XCTAssertTrue(down.text.contains("registering works"), down.text)
         let still = try await fetch("POST", base + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
+        XCTAssertEqual(still.status, 202, still.text)
+    }
+
+    /// The one app: a homeroom teacher on gate duty signs in once at the
+    /// ingest, records at the gate and reads 우리 반, the 알림함 and 설정
+    /// through it (the notifier decides access again); the notifier's own
+    /// pages send the browser to the app; with the notifier down, the other
+    /// tabs' reads answer 503 and the gate records.
+    func testOneSignInAtTheIngestReachesEveryTabThroughIt() async throws {
+        let noon = try XCTUnwrap(Timestamp.parse("2026-11-21T03:00:00Z"))
+        var delivery = DeliveryConfig()
+        delivery.publicAppURL = "https://app.school.example"
+        let harness = try await NotifierHarness(authentication: true, clock: { noon }, delivery: delivery)
+        self.harness = harness
+        let gate = try await harness.startIngest(notifierURL: harness.notifierBase)
+        self.gate = gate
+        let app = "http://127.0.0.1:\(gate.port)"
+        let form = ["Content-Type": "application/x-www-form-urlencoded", "Origin": app]
+
+        let signIn = try await fetch("POST", app + "/session", body: "token=tok-t-hr-1-2", headers: form)
+        XCTAssertEqual(signIn.status, 303, signIn.text)
+        let cookie = try XCTUnwrap(signIn.header("Set-Cookie")).components(separatedBy: ";")[0]
+        let page = try await fetch("GET", app + "/", headers: ["Cookie": cookie])
+        let tabs = page.text.matches(of: /role="tab" id="tab-([a-z]+)"/).map { String($0.1) }
+        XCTAssertEqual(tabs, ["gate", "lists", "service", "inbox", "settings"], "a homeroom teacher on gate duty: the gate and a homeroom teacher's tabs")
+
+        let body = #"{"student":{"grade":1,"classNumber":2,"number":1},"reason":{"code":"noShoes"},"occurredAt":"2026-11-21T00:10:00Z"}"#
+        let registered = try await fetch("POST", app + "/v1/schools/sa/guidances", body: body, headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
+        XCTAssertEqual(registered.status, 202, registered.text)
+        _ = try await harness.waitForList(count: 1, as: "t-admin")
+        let ourClass = try await fetch("GET", app + "/v1/schools/sa/guidances?grade=1&classNumber=2", headers: ["Cookie": cookie])
+        XCTAssertEqual(ourClass.status, 200, ourClass.text)
+        guard case .array(let items)? = ourClass.object["items"] else { return XCTFail(ourClass.text) }
+        XCTAssertEqual(items.count, 1, "the record under 우리 반, read through the ingest")
+        try await assertEqualAsync(await fetch("GET", app + "/v1/teachers/t-hr-1-2/inbox", headers: ["Cookie": cookie]).status, 200)
+        try await assertEqualAsync(await fetch("GET", app + "/v1/teachers/t-hr-1-1/inbox", headers: ["Cookie": cookie]).status, 403, "another's 알림함: the notifier refuses")
+        let off = try await fetch("POST", app + "/v1/teachers/t-hr-1-2/settings", body: #"{"emailLists":false}"#,
+                                  headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
+        XCTAssertEqual(off.status, 200, off.text)
+        let settings = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-2/settings", headers: harness.headers("t-hr-1-2"))
+        XCTAssertEqual(settings.object["emailLists"], .bool(false), "the change reached the notifier: \(settings.text)")
+        try await assertEqualAsync(await fetch("POST", app + "/v1/digests/run", body: "{}", headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"]).status, 403)
+
+        // The notifier's own pages send the browser to the app.
+        let root = try await fetch("GET", harness.notifierBase + "/")
+        XCTAssertEqual(root.status, 303)
+        XCTAssertEqual(root.header("Location"), "https://app.school.example/")
+        let digest = try await fetch("GET", harness.notifierBase + "/digests/d%201")
+        XCTAssertEqual(digest.header("Location"), "https://app.school.example/digests/d%201")
+
+        await harness.stopNotifier()
+        let down = try await fetch("GET", app + "/v1/teachers/t-hr-1-2/inbox", headers: ["Cookie": cookie])
+        XCTAssertEqual(down.status, 503, down.text)
+        let still = try await fetch("POST", app + "/v1/schools/sa/guidances", body: body, headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
         XCTAssertEqual(still.status, 202, still.text)
     }
 }

@@ -142,16 +142,17 @@ final class SessionTests: XCTestCase {
         self.sink = sink
         var delivery = DeliveryConfig(
             mail: MailSettings(transport: .smtp(.init(url: "smtp://127.0.0.1:\(sink.port)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
-            publicNotifierURL: "https://notifier.school.example")
+            publicAppURL: "https://app.school.example")
         delivery.pollInterval = .milliseconds(200)
-        let harness = try await NotifierHarness(authentication: true, delivery: delivery)
+        let harness = try await NotifierHarness(authentication: true, delivery: delivery, publicIngestURL: "https://app.school.example")
         self.harness = harness
-        let notifier = harness.notifierBase
-        let login = try await fetch("GET", notifier + "/")
+        // The app's sign-in, at the ingest.
+        let app = harness.ingestBase
+        let login = try await fetch("GET", app + "/")
         XCTAssertTrue(login.text.contains("로그인 링크 받기"), "the link form is offered")
 
-        let unknown = try await fetch("POST", notifier + "/session/link", body: "email=nobody%40sa.school.example", headers: form(notifier))
-        let known = try await fetch("POST", notifier + "/session/link", body: "email=T-HR-1-1%40sa.school.example", headers: form(notifier))
+        let unknown = try await fetch("POST", app + "/session/link", body: "email=nobody%40sa.school.example", headers: form(app))
+        let known = try await fetch("POST", app + "/session/link", body: "email=T-HR-1-1%40sa.school.example", headers: form(app))
         XCTAssertEqual(known.status, 200)
         XCTAssertEqual(unknown.status, 200)
         XCTAssertEqual(known.text.replacingOccurrences(of: "T-HR-1-1", with: "nobody"), unknown.text, "the same answer whether the address is known")
@@ -159,22 +160,23 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(mails.count, 1, "one mail, to the known address: \(mails)")
         let mail = try XCTUnwrap(mails.first)
         XCTAssertEqual(mail["to"] as? [String], ["t-hr-1-1@sa.school.example"])
-        XCTAssertEqual(mail["subject"] as? String, "[\(TeacherPage.title)] 로그인 링크")
+        XCTAssertEqual(mail["subject"] as? String, "[교문 지도] 로그인 링크")
         let plain = mail["plain"] as? String ?? ""
-        let link = try XCTUnwrap(plain.range(of: #"https://notifier\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map { String(plain[$0]) }, plain)
-        let path = String(link.dropFirst("https://notifier.school.example".count))
+        let link = try XCTUnwrap(plain.range(of: #"https://app\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map { String(plain[$0]) }, plain)
+        let path = String(link.dropFirst("https://app.school.example".count))
 
         // Opening the link only shows a button (mail scanners open links); the button signs in.
-        let page = try await fetch("GET", notifier + path)
+        let page = try await fetch("GET", app + path)
         XCTAssertEqual(page.status, 200)
         XCTAssertNil(page.header("Set-Cookie"))
         let token = String(path.dropFirst("/session/link?t=".count))
-        let cookie = try await signIn(notifier, path: "/session/link/use", "t=\(token)")
-        try await assertEqualAsync(await status(notifier + "/v1/teachers/t-hr-1-1/inbox", cookie: cookie), 200)
-        let second = try await fetch("POST", notifier + "/session/link/use", body: "t=\(token)", headers: form(notifier))
+        let cookie = try await signIn(app, path: "/session/link/use", "t=\(token)")
+        let signedIn = try await fetch("GET", app + "/", headers: ["Cookie": cookie])
+        XCTAssertTrue(signedIn.text.contains("id=\"tab-inbox\"") && !signedIn.text.contains("id=\"tab-gate\""), "the homeroom teacher's app: 알림함, no gate")
+        let second = try await fetch("POST", app + "/session/link/use", body: "t=\(token)", headers: form(app))
         XCTAssertEqual(second.status, 410)
         XCTAssertTrue(second.text.contains("이미 쓴 로그인 링크"), second.text)
-        let forged = try await fetch("POST", notifier + "/session/link/use", body: "t=\(token.dropLast(2))xx", headers: form(notifier))
+        let forged = try await fetch("POST", app + "/session/link/use", body: "t=\(token.dropLast(2))xx", headers: form(app))
         XCTAssertEqual(forged.status, 400)
     }
 }

@@ -35,10 +35,10 @@ final class AccessPolicyTests: XCTestCase {
         routes.post("/v1/schools/{schoolId}/things", .school(roles: [.gate])) { _, caller in .text(caller.teacher?.id ?? "-") }
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
         let signIn = SignIn(title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL, logger: Logger(component: "test", level: .error))
-        signIn.routes(into: &routes, script: Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';"))
+        signIn.routes(into: &routes, scripts: [Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';")])
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
-                Page.signedIn(title: "교문 지도", teacher: teacher, school: caller.roster.school(teacher.schoolID), main: "<main></main>", script: "gate.js")
+                Page.signedIn(title: "교문 지도", teacher: teacher, school: caller.roster.school(teacher.schoolID), main: "<main></main>", scripts: ["gate.js"])
             }
         }
         return routes.router

@@ -1,4 +1,4 @@
-// The gate page's behaviour: three taps to a student, the face check, a reason,
+// The 교문 지도 tab's behaviour: three taps to a student, the face check, a reason,
 // 등록 — and nothing lost. What is not yet acknowledged waits in this device's
 // queue (browser storage, per school and teacher), survives a reload, and is
 // resent with the same guidance id until the server acknowledges it, while the
@@ -8,6 +8,8 @@
 (() => {
   const G = window.Guidance;
   const $ = (id) => document.getElementById(id);
+  // Only gate and admin teachers have the 교문 지도 tab.
+  if (!$('school-data')) return;
   const school = document.body.dataset.school;
   const teacher = document.body.dataset.teacher;
   const base = '/v1/schools/' + encodeURIComponent(school);
@@ -114,20 +116,6 @@
       }
     };
     await Promise.all([next(), next(), next(), next()]);
-  }
-
-  // ---- The installed app: a service worker opens it offline (sw.js says what it keeps).
-  if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
-  // Signing out takes the names and photos this device kept with it.
-  const signOutForm = document.querySelector('form[action="/session/end"]');
-  if (signOutForm) {
-    signOutForm.addEventListener('submit', (event) => {
-      event.preventDefault();
-      const worker = navigator.serviceWorker && navigator.serviceWorker.controller;
-      if (worker) worker.postMessage('sign-out');
-      const emptied = window.caches ? Promise.all([caches.delete('gate-data'), caches.delete('gate-shell')]) : Promise.resolve();
-      emptied.then(() => signOutForm.submit(), () => signOutForm.submit());
-    });
   }
 
   const seatText = (seat) => seat.grade + '학년 ' + seat.classNumber + '반 ' + seat.number + '번';

@@ -182,5 +182,11 @@ window.Guidance = (() => {
     }
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, DeviceQueue };
+  // Calls `load` each time the tab panel `id` is shown (app.js); nothing when the page has no such panel.
+  function whenShown(id, load) {
+    const panel = document.getElementById(id);
+    if (panel) panel.addEventListener('shown', load);
+  }
+
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, DeviceQueue, whenShown };
 })();

@@ -1,6 +1,7 @@
-// The teacher page's behaviour: the 알림함 and a list opened from it (marked
-// read), today's 명단 by the chosen filter with a search by name and 50 rows at
-// a time, and the admin's run button and failed deliveries. Entries are rows
+// The app's tabs other than the gate: today's 명단 by the chosen filter with a
+// search by name and 50 rows at a time, the 봉사 명단, the 알림함 and a list
+// opened from it (marked read), 설정, and the admin's run button, failed
+// deliveries and access record; each read when its tab is opened. Entries are rows
 // that fit a phone: photo, name and seat, reason, time and how often, the
 // detail beneath. Every action leaves focus somewhere sensible. Served as
 // /assets/teacher.js.
@@ -42,7 +43,7 @@
           G.el('span', { class: 'who' }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
           G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
         G.el('p', { class: 'entry-reason' },
-          removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '취소') : null,
+          removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '삭제된 기록') : null,
           weekly ? G.el('span', { class: 'often' }, '마지막 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
             : G.el('span', { class: 'reason' }, entry.reason.label),
           !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
@@ -115,8 +116,8 @@
     }
     body.push(...grouped(added, Infinity, weekly));
     if (removed.length) {
-      body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 취소됨)'
-        : '취소된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
+      body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 삭제됨)'
+        : '삭제된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
     }
     body.push(...grouped(removed, Infinity, weekly));
     $('digest-subject').textContent = digest.subject;
@@ -150,9 +151,9 @@
     const query = chosen ? chosen.value : '';
     try {
       today = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
-      G.say('today-status', '');
+      G.say('list-status', '');
     } catch (error) {
-      G.say('today-status', '오늘 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      G.say('list-status', '오늘 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
     shown = PAGE;
@@ -160,14 +161,14 @@
   }
 
   function matching() {
-    const wanted = $('today-search').value.trim();
+    const wanted = $('list-search').value.trim();
     return wanted ? today.items.filter((item) => item.student.name.includes(wanted)) : today.items;
   }
 
   function renderToday(focusFrom) {
-    $('today-date').textContent = today.date ? G.day(today.date) : '';
+    $('list-date').textContent = today.date ? G.day(today.date) : '';
     const items = matching();
-    const searching = $('today-search').value.trim() !== '';
+    const searching = $('list-search').value.trim() !== '';
     const nodes = [];
     if (today.items.length === 0) {
       nodes.push(G.el('p', { class: 'meta' }, '등록된 지도가 없습니다.'));
@@ -181,21 +182,21 @@
           '더 보기 (남은 ' + (items.length - shown) + '건)')));
       }
     }
-    $('today-body').replaceChildren(...nodes);
+    $('list-body').replaceChildren(...nodes);
     if (focusFrom !== undefined) {
-      const rows = $('today-body').querySelectorAll('li.entry');
-      (rows[focusFrom] || $('today-title')).focus();
+      const rows = $('list-body').querySelectorAll('li.entry');
+      (rows[focusFrom] || $('list-title')).focus();
     }
   }
 
   function more() {
-    const before = $('today-body').querySelectorAll('li.entry').length;
+    const before = $('list-body').querySelectorAll('li.entry').length;
     shown += PAGE;
     renderToday(before);
   }
 
   let searchTimer = 0;
-  $('today-search').addEventListener('input', () => {
+  $('list-search').addEventListener('input', () => {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => { shown = PAGE; renderToday(); }, 150);
   });
@@ -249,8 +250,10 @@
     return service.items.filter((item) => (!query || item.student.name.includes(query))
       && (!chosen || item.student.grade + '-' + item.student.classNumber === chosen));
   }
-  $('service-search').addEventListener('input', () => { serviceShown = PAGE; renderService(); });
-  $('service-class').addEventListener('change', () => { serviceShown = PAGE; renderService(); });
+  if ($('service-search')) {
+    $('service-search').addEventListener('input', () => { serviceShown = PAGE; renderService(); });
+    $('service-class').addEventListener('change', () => { serviceShown = PAGE; renderService(); });
+  }
 
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
@@ -509,24 +512,24 @@
     $('access-teacher').addEventListener('change', () => { accessLimit = 50; loadAccess(); });
     $('access-student').addEventListener('input', renderAccess);
     $('access-more').addEventListener('click', () => { accessLimit += 50; loadAccess(); });
-    $('access').addEventListener('toggle', () => { if ($('access').open) loadAccess(); });
   }
 
+  // Each tab reads what it shows when it is opened (and again each time), not before.
+  G.whenShown('panel-lists', loadToday);
+  G.whenShown('panel-service', () => loadService());
+  G.whenShown('panel-settings', () => { if ($('email-lists')) loadSettings(); });
   if (roles.has('admin')) {
     $('run').addEventListener('click', run);
     setUpAccess();
-    loadFailed();
+    G.whenShown('panel-admin', () => { loadFailed(); loadAccess(); });
   }
-  // Homeroom and volunteer-duty teachers receive lists: the 알림함, and whether they also come by e-mail.
+  // Homeroom and volunteer-duty teachers receive lists: the 알림함 (a digest's link opens one of them).
   if ($('inbox')) {
     $('digest-close').addEventListener('click', closeDigest);
-    loadInbox().then(() => { if (data.open) open(data.open); });
-    loadSettings();
-  }
-  loadToday();
-  if (roles.has('admin')) {
-    $('service').addEventListener('toggle', () => { if ($('service').open) loadService(); });
-  } else {
-    loadService();
+    let opening = data.open;
+    G.whenShown('panel-inbox', () => loadInbox().then(() => {
+      if (opening) open(opening);
+      opening = null;
+    }));
   }
 })();

@@ -1,0 +1,293 @@
+import Foundation
+import Guidance
+import HTTP
+import ServiceSupport
+import Web
+
+/// The one app for every teacher, at `/` (and `/digests/{digestId}`, where
+/// e-mails link): one sign-in, then a tab for each thing the teacher may do.
+///
+/// - 교문 지도 (gate and admin teachers): three taps (grade, class, number as
+///   button grids), the face check, a reason, 등록 — and the school's day as
+///   recorded at the gate; `gate.js` keeps what is not yet acknowledged in a
+///   per-device queue, and the service worker opens it offline.
+/// - 명단 (everyone): today's list by 우리 반 / 우리 학년 / 전체 and a name.
+/// - 봉사 (homeroom, volunteer-duty, admin): the 봉사 명단.
+/// - 알림함 (those who receive lists): the digests, newest first.
+/// - 관리 (admins): sending today's lists, failed deliveries, the access record.
+/// - 설정 (everyone): lists by e-mail or not, devices, signing out elsewhere.
+///
+/// The ingest is the part that must stay up at the gate, so it serves the
+/// app; what the notifier holds the app reads through it (`NotifierReads`)
+/// with the teacher's own session. The page is a shell; `app.js` switches
+/// tabs, `gate.js` and `teacher.js` fill them.
+struct AppPage: Sendable {
+    /// Tabs (`Assets/app.js`), the gate (`gate.js`), the lists and the rest (`teacher.js`).
+    static let scripts = [
+        Asset(name: "app.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.appJS),
+        Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS),
+        Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS),
+    ]
+
+    /// The installed app: its manifest, and the service worker that opens it
+    /// offline and keeps the opened classes' names and photos for the face
+    /// check until sign-out (`Assets/sw.js` says what it keeps).
+    static let manifest = Asset(name: "manifest.webmanifest", contentType: "application/manifest+json", text: EmbeddedFiles.manifestWEBMANIFEST)
+    static let worker = Asset(name: "sw.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.swJS)
+
+    static let title = "교문 지도"
+    let signIn: SignIn
+
+    /// Every teacher of a school may use the app; each tab checks again what it reads.
+    static let roles: Set<Teacher.Role> = Set(Teacher.Role.allCases)
+
+    func routes(into router: inout GuardedRouter) {
+        signIn.routes(into: &router, scripts: AppPage.scripts)
+        router.get("/", .open) { request, caller in
+            signIn.page(request, caller, next: "/") { render($0, caller.roster, opening: nil) }
+        }
+        router.get("/digests/{digestId}", .open) { request, caller in
+            let digestID = request.parameter("digestId")
+            return signIn.page(request, caller, next: Page.digestPath(of: digestID)) { render($0, caller.roster, opening: digestID) }
+        }
+        // At the root: a worker controls the pages under its own path.
+        router.get("/sw.js", .open) { request, _ in AppPage.worker.response(to: request) }
+        router.get("/manifest.webmanifest", .open) { request, _ in AppPage.manifest.response(to: request) }
+    }
+
+    /// A tab: its id (`#gate` opens it), its name, and its panel.
+    private struct Tab {
+        let id: String
+        let name: String
+        let panel: String
+    }
+
+    private func tabs(_ teacher: Teacher, _ roster: Roster) -> [Tab] {
+        let receivesLists = teacher.hasAny(of: [.homeroom, .volunteerDuty])
+        var tabs: [Tab] = []
+        if teacher.hasAny(of: [.gate, .admin]) {
+            tabs.append(Tab(id: "gate", name: "교문 지도", panel: AppPage.gate + AppPage.schoolData(roster, school: teacher.schoolID)))
+        }
+        tabs.append(Tab(id: "lists", name: "명단", panel: AppPage.lists(filters(teacher, roster))))
+        if teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin]) {
+            tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
+        }
+        if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox)) }
+        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin)) }
+        tabs.append(Tab(id: "settings", name: "설정", panel: AppPage.settings(receivesLists: receivesLists)))
+        return tabs
+    }
+
+    /// The tab bar under the page's bar, and one panel per tab; the first
+    /// tab is shown until the script opens the one asked for.
+    private func render(_ teacher: Teacher, _ roster: Roster, opening digestID: String?) -> Response {
+        let tabs = tabs(teacher, roster)
+        let bar = tabs.enumerated().map { index, tab in
+            "<a role=\"tab\" id=\"tab-\(tab.id)\" href=\"#\(tab.id)\" aria-controls=\"panel-\(tab.id)\" aria-selected=\"\(index == 0)\""
+                + (index == 0 ? "" : " tabindex=\"-1\"") + ">\(tab.name)"
+                + (tab.id == "inbox" ? " <span id=\"unread-count\" class=\"badge\" hidden></span>" : "") + "</a>"
+        }.joined()
+        let panels = tabs.enumerated().map { index, tab in
+            "<div role=\"tabpanel\" id=\"panel-\(tab.id)\" aria-labelledby=\"tab-\(tab.id)\"\(index == 0 ? "" : " hidden")>\n\(tab.panel)</div>"
+        }.joined(separator: "\n")
+        let main = """
+            <p id="offline" class="banner" role="status" hidden></p>
+            <nav class="tabs" aria-label="메뉴"><div role="tablist">\(bar)</div></nav>
+            <main class="app">
+            \(panels)
+            </main>
+
+            """
+        var data = [("roles", teacher.roleText)]
+        if let digestID { data.append(("open", digestID)) }
+        return Page.signedIn(
+            title: AppPage.title, teacher: teacher, school: roster.school(teacher.schoolID), main: main, data: data,
+            scripts: AppPage.scripts.map(\.name), manifest: "/manifest.webmanifest")
+    }
+
+    /// The school's seats and reasons as a JSON data block the gate's script
+    /// reads (`type="application/json"` is never run, so the strict CSP holds).
+    static func schoolData(_ roster: Roster, school: String) -> String {
+        struct Data: Encodable {
+            let grades: [IngestHandlers.Classes.Grade]
+            let reasons: [Reason]
+        }
+        let data = Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? [])
+        let encoded = (try? JSONEncoder().encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        // "</script" inside the data must not end the block.
+        return "<script type=\"application/json\" id=\"school-data\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
+    }
+
+    /// The notes' 전체 / 우리 반 / 우리 학년 for today's list, which every
+    /// teacher of the school may read: a homeroom teacher's class and grade,
+    /// a volunteer-duty teacher's grade (and its classes), an admin's or gate
+    /// teacher's grades, and the whole school; the narrowest first. Each
+    /// value is the list's query.
+    private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
+        var options: [(label: String, query: String)] = []
+        let seats = roster.seats(school: teacher.schoolID)
+        if teacher.has(.homeroom) {
+            options.append(("우리 반", "grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)"))
+            if !teacher.has(.volunteerDuty) { options.append(("우리 학년", "grade=\(teacher.grade ?? 0)")) }
+        }
+        if teacher.has(.volunteerDuty) {
+            let grade = teacher.grade ?? 0
+            options.append(("우리 학년", "grade=\(grade)"))
+            for entry in seats where entry.grade == grade {
+                options += entry.classes.map { ("\($0.classNumber)반", "grade=\(grade)&classNumber=\($0.classNumber)") }
+            }
+        }
+        options.append(("전체", "scope=school"))
+        if teacher.hasAny(of: [.admin, .gate]) {
+            options += seats.map { ("\($0.grade)학년", "grade=\($0.grade)") }
+        }
+        var seen: Set<String> = []
+        options = options.filter { seen.insert($0.query).inserted }
+        return options.enumerated().map { index, option in
+            "<label><input type=\"radio\" name=\"filter\" value=\"\(HTML.escape(option.query))\"\(index == 0 ? " checked" : "")>\(HTML.escape(option.label))</label>"
+        }.joined()
+    }
+
+    private static let gate = """
+        <div class="gate">
+        <div id="seat-bar" class="seat-bar" hidden>
+        <label>학년 <select id="grade-select"></select></label>
+        <label>반 <select id="class-select"></select></label>
+        </div>
+        <section id="pick" class="card" aria-labelledby="step-title">
+        <div class="crumbs" hidden><button type="button" id="back" class="secondary">이전</button><p id="picked" class="meta"></p></div>
+        <h2 id="step-title" tabindex="-1">학년</h2>
+        <div id="grid" class="grid" role="group" aria-labelledby="step-title"></div>
+        </section>
+        <section id="check" class="card" aria-labelledby="student-name" hidden>
+        <div class="crumbs"><button type="button" id="check-back" class="secondary">번호 다시 고르기</button><p id="seat" class="meta"></p></div>
+        <div class="face">
+        <div class="portrait"><img id="photo" alt="" hidden><p id="photo-state" class="photo-state">사진 불러오는 중</p></div>
+        <h2 id="student-name" class="big-name" tabindex="-1"></h2>
+        </div>
+        <p id="already" class="already" role="status"></p>
+        <fieldset><legend>사유</legend><div id="reasons" class="grid reasons"></div></fieldset>
+        <p id="reason-error" class="error" role="alert"></p>
+        <div id="detail-row" hidden>
+        <label for="detail">상세 내용</label>
+        <textarea id="detail" name="detail" maxlength="200" aria-describedby="detail-error"></textarea>
+        <p id="detail-error" class="error" role="alert"></p>
+        </div>
+        <button type="button" id="submit" class="wide">등록</button>
+        </section>
+        <p id="register-status" class="status" role="status" aria-live="polite"></p>
+        <section class="card" aria-labelledby="today-title">
+        <h2 id="today-title" tabindex="-1">오늘 등록한 지도</h2>
+        <p class="meta">학교 전체, 모든 기기에서 오늘 등록한 지도입니다(최근 것부터).</p>
+        <label for="today-search">이름으로 찾기</label>
+        <input type="search" id="today-search" autocomplete="off" enterkeyhint="search">
+        <label class="check"><input type="checkbox" id="today-mine"> 내 기록만</label>
+        <p id="today-status" class="status" role="status" aria-live="polite"></p>
+        <p id="today-count" class="meta"></p>
+        <ul id="today" class="plain"></ul>
+        <p id="today-empty" class="meta" hidden>아직 없습니다.</p>
+        <button type="button" id="today-more" class="secondary wide" hidden>더 보기</button>
+        </section>
+        </div>
+
+        """
+
+    private static func lists(_ filters: String) -> String {
+        """
+        <section class="card" aria-labelledby="list-title">
+        <h2 id="list-title" tabindex="-1">오늘 명단 <span id="list-date" class="meta"></span></h2>
+        <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters)</div></fieldset>
+        <label for="list-search">이름으로 찾기</label>
+        <input type="search" id="list-search" autocomplete="off" enterkeyhint="search">
+        <div id="list-body"></div>
+        <p id="list-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+
+        """
+    }
+
+    /// Each teacher's own choices, and their devices.
+    private static func settings(receivesLists: Bool) -> String {
+        let email = """
+            <label class="check"><input type="checkbox" id="email-lists" disabled> 명단을 이메일로도 받기</label>
+            <p class="meta">끄면 다음 명단부터 이메일은 가지 않고 알림함에만 옵니다.</p>
+            <p id="settings-status" class="status" role="status" aria-live="polite"></p>
+
+            """
+        return """
+            <section class="card" aria-labelledby="settings-title">
+            <h2 id="settings-title">설정</h2>
+            \(receivesLists ? email : "")<p><a class="tall" href="/session/devices">기기 연결 · 다른 기기 모두 로그아웃</a></p>
+            </section>
+
+            """
+    }
+
+    private static let inbox = """
+        <section class="card" aria-labelledby="inbox-title">
+        <h2 id="inbox-title" tabindex="-1">알림함</h2>
+        <ul id="inbox" class="plain"></ul>
+        <p id="inbox-empty" class="meta" hidden>아직 받은 명단이 없습니다. 교문 지도 명단은 매일 정해진 시각에 옵니다.</p>
+        <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+        <section class="card" id="digest" hidden aria-labelledby="digest-subject">
+        <h2 id="digest-subject" tabindex="-1"></h2>
+        <p id="digest-meta" class="meta"></p>
+        <div id="digest-body"></div>
+        <div class="actions"><button type="button" id="digest-close" class="secondary">알림함으로</button></div>
+        </section>
+
+        """
+
+    /// The 봉사 명단: the caller's scope, students with service left first;
+    /// volunteer-duty teachers and admins record `봉사 완료` and take it back.
+    private static func service(_ teacher: Teacher) -> String {
+        let scope = if teacher.has(.admin) {
+            "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
+        } else if teacher.has(.volunteerDuty) {
+            "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 마친 학생은 봉사 완료를 누르세요."
+        } else {
+            "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 담당 교사가 봉사를 기록합니다."
+        }
+        return """
+            <section class="card" aria-labelledby="service-title">
+            <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
+            <p class="meta">\(scope)</p>
+            <label for="service-search">이름으로 찾기</label>
+            <input type="search" id="service-search" autocomplete="off" enterkeyhint="search">
+            <label for="service-class">반</label>
+            <select id="service-class"><option value="">모든 반</option></select>
+            <div id="service-body"></div>
+            <p id="service-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+
+            """
+    }
+
+    private static let admin = """
+        <section class="card" aria-labelledby="admin-title">
+        <h2 id="admin-title">관리</h2>
+        <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. 정해진 시각에도 저절로 보내집니다.</p>
+        <div class="actions"><button type="button" id="run">오늘 명단 보내기</button></div>
+        <p id="run-status" class="status" role="status" aria-live="polite"></p>
+        <h3 id="failed-title" tabindex="-1">보내지 못한 알림</h3>
+        <ul id="failed" class="plain"></ul>
+        <p id="failed-empty" class="meta">없습니다.</p>
+        <p id="failed-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+        <section class="card" aria-labelledby="access-title">
+        <h2 id="access-title">접속 기록 (최근 7일)</h2>
+        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다. 한 교사가 하루에 본 사진은 한 줄로 묶입니다.</p>
+        <label for="access-kind">종류</label>
+        <select id="access-kind"><option value="">모든 종류</option></select>
+        <label for="access-teacher">교사</label>
+        <select id="access-teacher"><option value="">모든 교사</option></select>
+        <label for="access-student">학생 이름으로 찾기</label>
+        <input type="search" id="access-student" autocomplete="off" enterkeyhint="search">
+        <ul id="access-list" class="plain"></ul>
+        <p id="access-status" class="status" role="status" aria-live="polite"></p>
+        <button type="button" id="access-more" class="secondary" hidden>더 보기</button>
+        </section>
+
+        """
+}

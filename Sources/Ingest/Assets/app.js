@@ -1,0 +1,64 @@
+// The app's tabs: 교문 지도, 명단, 봉사, 알림함, 관리, 설정 — those the server
+// rendered for this teacher. One panel shows at a time; the address's
+// fragment (#gate, #lists, …) names it, so a reload or a link opens the same
+// tab, and a digest's link (/digests/{id}) opens the 알림함. Each time a panel
+// is shown it gets a `shown` event, which the other scripts load on (a tab
+// never opened reads nothing, and nothing of it is in the access record).
+// Served as /assets/app.js.
+'use strict';
+(() => {
+  // ---- The installed app: a service worker opens it offline (sw.js says what it keeps).
+  if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
+  // Signing out takes the names and photos this device kept with it.
+  const signOutForm = document.querySelector('form[action="/session/end"]');
+  if (signOutForm) {
+    signOutForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const worker = navigator.serviceWorker && navigator.serviceWorker.controller;
+      if (worker) worker.postMessage('sign-out');
+      const emptied = window.caches ? Promise.all([caches.delete('gate-data'), caches.delete('gate-shell')]) : Promise.resolve();
+      emptied.then(() => signOutForm.submit(), () => signOutForm.submit());
+    });
+  }
+
+  // ---- Tabs.
+  const tabs = [...document.querySelectorAll('[role=tab]')];
+  if (!tabs.length) return;
+  const name = (tab) => tab.id.slice('tab-'.length);
+  const panel = (tab) => document.getElementById(tab.getAttribute('aria-controls'));
+
+  function show(wanted, focus) {
+    const chosen = tabs.find((tab) => name(tab) === wanted) || tabs[0];
+    for (const tab of tabs) {
+      const selected = tab === chosen;
+      tab.setAttribute('aria-selected', String(selected));
+      tab.tabIndex = selected ? 0 : -1;
+      panel(tab).hidden = !selected;
+    }
+    if (focus) chosen.focus();
+    panel(chosen).dispatchEvent(new CustomEvent('shown'));
+  }
+
+  for (const [index, tab] of tabs.entries()) {
+    tab.addEventListener('click', (event) => {
+      event.preventDefault();
+      history.replaceState(null, '', '#' + name(tab));
+      show(name(tab), false);
+    });
+    // Arrow keys move between tabs (the ARIA tabs pattern); the tab shown follows.
+    tab.addEventListener('keydown', (event) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      const next = tabs[(index + step + tabs.length) % tabs.length];
+      history.replaceState(null, '', '#' + name(next));
+      show(name(next), true);
+    });
+  }
+  window.addEventListener('hashchange', () => show(location.hash.slice(1), false));
+
+  // Once every script of the page has run (they are deferred, in order), so each heard of its panel.
+  document.addEventListener('DOMContentLoaded', () => {
+    show(location.hash.slice(1) || (document.body.dataset.open ? 'inbox' : ''), false);
+  });
+})();
