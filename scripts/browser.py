@@ -81,7 +81,19 @@ class Page:
             raise AssertionError(f"timed out waiting for {what}; page text: {self.text('body')[:600]!r}")
 
     def find(self, css):
-        return self.driver.find_element(By.CSS_SELECTOR, css)
+        element = self.driver.find_element(By.CSS_SELECTOR, css)
+        # A teacher opens the app's tab an element is on before using it.
+        tab = self.driver.execute_script(
+            "const panel = arguments[0].closest('[role=tabpanel]');"
+            "return panel && panel.hidden ? document.getElementById(panel.getAttribute('aria-labelledby')) : null;", element)
+        if tab:
+            tab.click()
+        return element
+
+    def tab(self, name):
+        """Taps the app's tab `name` (gate, lists, service, inbox, admin, settings)."""
+        self.driver.find_element(By.ID, f"tab-{name}").click()
+        self.wait(lambda: self.driver.find_element(By.ID, f"panel-{name}").is_displayed(), f"the {name} tab")
 
     def text(self, css):
         for _ in range(20):

@@ -81,7 +81,7 @@ struct DigestPlanner: Sendable {
 
     /// Every listed guidance is active, so its student has at least one.
     private func frequency(_ student: StudentRef, _ state: DeliveryState) -> Frequency {
-        state.frequencies[student.studentId] ?? Frequency(thisWeek: 0, thisMonth: 0)
+        state.frequencies[student.studentId] ?? Frequency(last7Days: 0, last30Days: 0)
     }
 
     /// An entry told before, taken back as it was told, with the student's

@@ -102,7 +102,7 @@ struct DigestText {
         return lines.joined(separator: "\n")
     }
 
-    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
     /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 마지막 지도 11월 27일(금) 복장 불량"
     func line(_ entry: DigestEntry) -> String {
         "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
@@ -113,7 +113,7 @@ struct DigestText {
         weekly ? service(entry) ?? "" : reason(entry)
     }
 
-    /// The rest of an entry's line: "오전 7:52 · 이번 주 2회 · 이번 달 3회 · 남은 봉사 2회";
+    /// The rest of an entry's line: "오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
     /// in the 봉사 명단 "마지막 지도 11월 27일(금) 복장 불량".
     func particulars(_ entry: DigestEntry) -> String {
         if weekly { return "마지막 지도 \(lastGuidance(entry))" }
@@ -143,8 +143,8 @@ struct DigestText {
         Timestamp.parse(entry.occurredAt).map { Timestamp.koreanTime($0, in: school.timeZone) } ?? entry.occurredAt
     }
 
-    /// "이번 주 2회 · 이번 달 3회"; nil for entries written before it was counted.
+    /// "최근 7일 2회 · 최근 30일 3회"; nil for entries written before it was counted.
     func frequency(_ entry: DigestEntry) -> String? {
-        entry.frequency.map { "이번 주 \($0.thisWeek)회 · 이번 달 \($0.thisMonth)회" }
+        entry.frequency.map { "최근 7일 \($0.last7Days)회 · 최근 30일 \($0.last30Days)회" }
     }
 }

@@ -12,7 +12,7 @@ final class EmailChannel: DeliveryChannel {
     let connections: Int
     let timeout: Duration
     private let mail: MailSettings
-    /// `PUBLIC_NOTIFIER_URL`, linked from each message.
+    /// `PUBLIC_INGEST_URL`, the app: each message links to its list there.
     private let publicURL: String?
     private let senders: [Locked<Sender>]
     /// The SMTP sessions' cancellations: a send holds its sender's lock.

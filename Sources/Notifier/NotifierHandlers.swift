@@ -86,7 +86,7 @@ struct NotifierHandlers: Sendable {
         writer.field("date", date)
         writer.array("items", records) { writer, record in
             // Every listed guidance is active, so its student has at least one.
-            let frequency = frequencies[record.student.studentId] ?? Frequency(thisWeek: 1, thisMonth: 1)
+            let frequency = frequencies[record.student.studentId] ?? Frequency(last7Days: 1, last30Days: 1)
             writer.object("frequency") { frequency.write(to: &$0) }
             writer.field("guidanceId", record.guidanceId)
             writer.field("occurredAt", record.occurredAt)

@@ -61,12 +61,18 @@ enum DigestColumns {
 extension Frequency {
     /// As the digests' stored entries, the inbox API and the lists write it.
     package func write(to writer: inout JSONWriter) {
-        writer.field("thisWeek", thisWeek)
-        writer.field("thisMonth", thisMonth)
+        writer.field("last7Days", last7Days)
+        writer.field("last30Days", last30Days)
     }
 
+    /// A digest stored before the counts were the last 7 and 30 days has the
+    /// week's and the month's under their old names; read as they are.
     init(json fields: JSONFields) throws(FieldError) {
-        self.init(thisWeek: try fields.integer("thisWeek"), thisMonth: try fields.integer("thisMonth"))
+        if fields.object["last7Days"] == nil, fields.object["thisWeek"] != nil {
+            self.init(last7Days: try fields.integer("thisWeek"), last30Days: try fields.integer("thisMonth"))
+        } else {
+            self.init(last7Days: try fields.integer("last7Days"), last30Days: try fields.integer("last30Days"))
+        }
     }
 }
 

@@ -131,32 +131,34 @@ package struct Recipient: Sendable, Hashable {
     }
 }
 
-/// How often a student was stopped: the active guidances of the school-local
-/// week (Monday to Sunday) and month of a date, up to and including that date.
-/// A deletion lowers both.
+/// How often a student was stopped: the active guidances of the last 7 and
+/// of the last 30 school-local days up to and including a date. The 7 lie
+/// within the 30, so the two counts never contradict each other (a calendar
+/// week's and month's did at a month's start: 3 this week, 2 this month). A
+/// deletion lowers both.
 package struct Frequency: Sendable, Equatable, Codable {
-    package let thisWeek: Int
-    package let thisMonth: Int
+    package let last7Days: Int
+    package let last30Days: Int
 
-    package init(thisWeek: Int, thisMonth: Int) {
-        self.thisWeek = thisWeek
-        self.thisMonth = thisMonth
+    package init(last7Days: Int, last30Days: Int) {
+        self.last7Days = last7Days
+        self.last30Days = last30Days
     }
 
-    /// The days counted for `date` (`YYYY-MM-DD`): from the week's Monday,
-    /// from the month's first, both through `date`; nil for a malformed date.
-    package static func window(of date: String) -> (weekStart: String, monthStart: String)? {
+    /// The first day of each count for `date` (`YYYY-MM-DD`): 6 and 29 days
+    /// before it; nil for a malformed date.
+    package static func window(of date: String) -> (last7Start: String, last30Start: String)? {
         guard let (year, month, day) = Timestamp.parseDate(date) else { return nil }
         let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
-        // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
-        let monday = days - ((days + 3) % 7 + 7) % 7
-        return (Timestamp.dateString(civil: monday), Timestamp.dateString(year, month, 1))
+        return (Timestamp.dateString(civil: days - 6), Timestamp.dateString(civil: days - 29))
     }
 
-    /// Whether `date` is a Monday, the day a week's counting starts and the
-    /// weekly 봉사 명단 goes out.
+    /// Whether `date` is a Monday, the day the weekly 봉사 명단 goes out.
     package static func isWeekStart(_ date: String) -> Bool {
-        window(of: date)?.weekStart == date
+        guard let (year, month, day) = Timestamp.parseDate(date) else { return false }
+        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
+        return ((days + 3) % 7 + 7) % 7 == 0
     }
 }
 

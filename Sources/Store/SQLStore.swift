@@ -445,7 +445,7 @@ package final class SQLStore: GuidanceStore {
     /// Counts by student over the days of `Frequency.window`, through the
     /// day index (a month of a school's days, not its whole history).
     private static func frequenciesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement? {
-        guard let (weekStart, monthStart) = Frequency.window(of: date) else { return nil }
+        guard let (last7Start, last30Start) = Frequency.window(of: date) else { return nil }
         return SQLStatement("""
             SELECT g.student_id,
                    SUM(CASE WHEN g.local_date >= $3 THEN 1 ELSE 0 END),
@@ -455,12 +455,12 @@ package final class SQLStore: GuidanceStore {
               AND (CAST($6 AS INTEGER) IS NULL OR g.grade = CAST($6 AS INTEGER))
               AND (CAST($7 AS INTEGER) IS NULL OR g.class_number = CAST($7 AS INTEGER))
             GROUP BY g.student_id
-            """, [.text(school), .text(min(weekStart, monthStart)), .text(weekStart), .text(monthStart), .text(date), grade.sql, classNumber.sql])
+            """, [.text(school), .text(last30Start), .text(last7Start), .text(last30Start), .text(date), grade.sql, classNumber.sql])
     }
 
     private static func addFrequency(_ row: [SQLValue], to frequencies: inout [String: Frequency]) {
         guard let student = row[0].string else { return }
-        frequencies[student] = Frequency(thisWeek: row[1].int ?? 0, thisMonth: row[2].int ?? 0)
+        frequencies[student] = Frequency(last7Days: row[1].int ?? 0, last30Days: row[2].int ?? 0)
     }
 
     package func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {

@@ -27,7 +27,7 @@ final class DeliveryTests: XCTestCase {
     static func delivery(smtpPort: Int) -> DeliveryConfig {
         var config = DeliveryConfig(
             mail: .init(transport: .smtp(.init(url: "smtp://127.0.0.1:\(smtpPort)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
-            publicNotifierURL: "https://notifier.school.example")
+            publicAppURL: "https://app.school.example")
         config.retryBase = .seconds(1)
         config.maxBackoff = .seconds(2)
         config.pollInterval = .milliseconds(200)
@@ -117,7 +117,7 @@ final class DeliveryTests: XCTestCase {
             XCTAssertEqual(mail["messageId"] as? String, "<\(digestID)@school.example>")
             XCTAssertEqual(mail["subject"] as? String, digest["subject"]?.string, "the subject decodes to the digest's")
             let plain = (mail["plain"] as? String ?? "").replacingOccurrences(of: "\r\n", with: "\n")
-            XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n알림함에서 보기: https://notifier.school.example/digests/\(digestID)")
+            XCTAssertEqual(plain, (digest["text"]?.string ?? "") + "\n\n알림함에서 보기: https://app.school.example/digests/\(digestID)")
             XCTAssertEqual(mail["contentType"] as? String, "multipart/alternative")
             XCTAssertEqual(mail["from"] as? String, "guidance@school.example")
             XCTAssertTrue((mail["fromHeader"] as? String ?? "").contains("학생부 알림"), "\(mail)")
@@ -127,7 +127,7 @@ final class DeliveryTests: XCTestCase {
         XCTAssertTrue((hr12["toHeader"] as? String ?? "").contains("담임12"))
         XCTAssertTrue((hr12["plain"] as? String ?? "").contains("길에 껌을 뱉음 <b>&</b>"), "Korean and markup intact in the text")
         XCTAssertTrue((hr12["html"] as? String ?? "").contains("길에 껌을 뱉음 &lt;b&gt;&amp;&lt;/b&gt;"), "escaped in the HTML")
-        XCTAssertTrue((hr12["html"] as? String ?? "").contains("이번 주 1회 · 이번 달 1회"), "how often, in the HTML too")
+        XCTAssertTrue((hr12["html"] as? String ?? "").contains("최근 7일 1회 · 최근 30일 1회"), "how often, in the HTML too")
 
         let sent = try await waitForDeliveries(harness) { $0.filter { $0["status"]?.string == "sent" }.count == 4 }
         XCTAssertEqual(sent.count, 4, "\(sent)")
@@ -286,7 +286,7 @@ final class DeliveryTests: XCTestCase {
             XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [500, 204], id)
             XCTAssertEqual(attempts.last?["type"] as? String, "digest.created")
             XCTAssertEqual((attempts.last?["digestId"] as? String).map { $0 + ".webhook" }, id)
-            XCTAssertEqual(attempts.last?["frequencies"] as? [[String: Int]], [["thisWeek": 1, "thisMonth": 1]], "how often, in the payload")
+            XCTAssertEqual(attempts.last?["frequencies"] as? [[String: Int]], [["last7Days": 1, "last30Days": 1]], "how often, in the payload")
             XCTAssertEqual(attempts.last?["photoUrls"] as? Int, 0, "photos stay in the school's services")
         }
         let inbox = try await harness.inbox("t-hr-1-1")

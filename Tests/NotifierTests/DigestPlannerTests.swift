@@ -93,11 +93,11 @@ final class DigestPlannerTests: XCTestCase {
 
     /// One vocabulary (docs/design.md, "Words"): 교문 지도 명단, `N차 정정`,
     /// 추가된 기록 / 삭제된 기록, `오전 7:52` on the school's clock, and how often
-    /// the student was stopped this week and month.
+    /// the student was stopped in the last 7 and 30 days.
     func testTheTextNamesTheDayTheTimeAndHowOftenInTeachersWords() {
         let a = record("a", "s111", "others", detail: "길에 껌을 뱉음", at: "2026-11-29T22:52:00Z")
         let c = record("c", "s121", "noShoes", at: "2026-11-30T05:05:00Z")
-        let frequencies = ["s111": Frequency(thisWeek: 2, thisMonth: 4), "s121": Frequency(thisWeek: 1, thisMonth: 1)]
+        let frequencies = ["s111": Frequency(last7Days: 2, last30Days: 4), "s121": Frequency(last7Days: 1, last30Days: 1)]
         let grade = plan(active: [a, c], frequencies: frequencies)["vd1"]!
         XCTAssertEqual(grade.subject, "[한빛고] 11월 30일(월) 1학년 교문 지도 명단 2건")
         XCTAssertEqual(grade.text, """
@@ -105,19 +105,19 @@ final class DigestPlannerTests: XCTestCase {
             아래 학생들을 봉사활동 명단에 올려 주세요.
 
             [1반]
-            • 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 2회 · 이번 달 4회
+            • 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 2회 · 최근 30일 4회
             [2반]
-            • 1번 박지우 — 실내화 없음, 오후 2:05 · 이번 주 1회 · 이번 달 1회
+            • 1번 박지우 — 실내화 없음, 오후 2:05 · 최근 7일 1회 · 최근 30일 1회
 
             사유별: 실내화 없음 1건 · 기타 1건
             """)
         XCTAssertEqual(grade.entries.map(\.frequency), [frequencies["s111"], frequencies["s121"]])
         let class11 = Recipient(teacherId: "hr11", scope: .class, grade: 1, classNumber: 1)
         // The guidance was deleted: the cancelled entry carries the counts without it.
-        let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(thisWeek: 1, thisMonth: 3)])["hr11"]!
+        let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(last7Days: 1, last30Days: 3)])["hr11"]!
         XCTAssertEqual(amendment.subject, "[한빛고] 11월 30일(월) 1학년 1반 교문 지도 명단 1차 정정: 삭제 1건")
         XCTAssertTrue(amendment.text.hasPrefix("11월 30일(월) 1학년 1반 교문 지도 명단의 1차 정정입니다."), amendment.text)
-        XCTAssertTrue(amendment.text.contains("■ 삭제된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 이번 주 1회 · 이번 달 3회"), amendment.text)
+        XCTAssertTrue(amendment.text.contains("■ 삭제된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 1회 · 최근 30일 3회"), amendment.text)
         XCTAssertEqual(DigestText.amendmentName(revision: 3), "2차 정정")
     }
 

@@ -39,8 +39,8 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(class11.first?["revision"]?.int, 1)
         XCTAssertEqual(class11.first?["counts"]?["others"]?.int, 1)
         let text = class11.first?["text"]?.string ?? ""
-        XCTAssertTrue(text.contains("1번 가가 — 기타 (spat gum on the road), 오전 8:30 · 이번 주 1회 · 이번 달 1회"), text)
-        XCTAssertTrue(text.contains("2번 가나 — 복장 불량, 오전 8:30 · 이번 주 1회 · 이번 달 1회"), text)
+        XCTAssertTrue(text.contains("1번 가가 — 기타 (spat gum on the road), 오전 8:30 · 최근 7일 1회 · 최근 30일 1회"), text)
+        XCTAssertTrue(text.contains("2번 가나 — 복장 불량, 오전 8:30 · 최근 7일 1회 · 최근 30일 1회"), text)
         XCTAssertTrue((class11.first?["subject"]?.string ?? "").contains("1학년 1반"))
 
         try await assertEqualAsync(await harness.inbox("t-hr-1-2").first?.entryChanges, ["\(c) added"])

@@ -13,7 +13,7 @@ final class DigestColumnsTests: XCTestCase {
         DigestEntry(
             guidanceId: "a", student: StudentRef(studentId: "s1", grade: 1, classNumber: 3, number: 12, name: "김\"민지\"\n"),
             reason: ReasonRef(code: "others", label: "기타", detail: "교문 앞 \\ 껌"), occurredAt: "2026-11-30T07:52:10Z", change: .added,
-            frequency: Frequency(thisWeek: 2, thisMonth: 5)),
+            frequency: Frequency(last7Days: 2, last30Days: 5)),
         DigestEntry(
             guidanceId: "b", student: StudentRef(studentId: "s2", grade: 1, classNumber: 3, number: 13, name: "이서준"),
             reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-30T07:53:00Z", change: .removed),
@@ -36,6 +36,15 @@ final class DigestColumnsTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode([String: Int].self, from: Data(DigestColumns.counts(counts).utf8)), counts)
         XCTAssertEqual(try DigestColumns.counts(from: DigestColumns.counts(counts)), counts)
         XCTAssertEqual(DigestColumns.counts([:]), "{}")
+    }
+
+    /// Counts stored before they were the last 7 and 30 days (a calendar
+    /// week's and month's) read back under the new names.
+    func testAnEntryStoredWithTheWeekAndMonthReadsBack() throws {
+        let old = #"[{"guidanceId":"a","student":{"studentId":"s1","grade":1,"classNumber":3,"number":12,"name":"김민지"},"# +
+            #""reason":{"code":"noShoes","label":"실내화 없음","detail":null},"occurredAt":"2026-11-30T07:52:10Z","change":"added","# +
+            #""frequency":{"thisWeek":2,"thisMonth":3}}]"#
+        XCTAssertEqual(try DigestColumns.entries(from: old).first?.frequency, Frequency(last7Days: 2, last30Days: 3))
     }
 
     func testABrokenColumnSaysWhatIsWrong() {

@@ -52,28 +52,29 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.guidances(school: "sa", date: "2026-12-01", grade: nil, classNumber: nil).count, 0)
     }
 
-    /// How often a student was stopped, as of a day: the week from its
-    /// Monday and the month from its first, through that day, active
-    /// guidances only; the same counts reach a digest run's plan.
-    func frequenciesCountTheWeekAndMonthOfTheDay() throws {
+    /// How often a student was stopped, as of a day: the last 7 and the
+    /// last 30 days through that day, active guidances only; the same counts
+    /// reach a digest run's plan.
+    func frequenciesCountTheLastSevenAndThirtyDays() throws {
         let store = try makeStore()
-        // 2026-12-02 is a Wednesday: its week began on Monday 11-30, in November.
-        let days = ["g1": "2026-11-27", "g2": "2026-11-30", "g3": "2026-12-01", "g4": "2026-12-02", "g5": "2026-12-02", "g6": "2026-12-03"]
+        // As of 2026-12-02: the 7 days from 11-26, the 30 from 11-03; 10-30 is in neither, 12-03 is after.
+        let days = ["g0": "2026-10-30", "g1": "2026-11-20", "g2": "2026-11-27", "g3": "2026-11-30", "g4": "2026-12-02", "g5": "2026-12-02", "g6": "2026-12-03"]
         _ = try store.apply(days.map { .registered(record($0.key, date: $0.value)) })
         _ = try store.apply([.registered(record("o1", number: 7, date: "2026-12-02")), .registered(record("x1", school: "sb", date: "2026-12-02"))])
         let student = "s1312"
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(thisWeek: 4, thisMonth: 3))
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-11-30", grade: 1, classNumber: 3)[student], Frequency(thisWeek: 1, thisMonth: 2))
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)["s137"], Frequency(thisWeek: 1, thisMonth: 1))
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(last7Days: 4, last30Days: 5))
+        // As of 11-26: the 7 days from 11-20, the 30 from 10-28.
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-11-26", grade: 1, classNumber: 3)[student], Frequency(last7Days: 1, last30Days: 2))
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)["s137"], Frequency(last7Days: 1, last30Days: 1))
         XCTAssertNil(try store.frequencies(school: "sa", date: "2026-12-02", grade: 2, classNumber: nil)[student], "outside the scope asked")
         _ = try store.apply([deletion("g4")])
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(thisWeek: 3, thisMonth: 2), "a deletion lowers both")
+        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(last7Days: 3, last30Days: 4), "a deletion lowers both")
         let seen = Mutex<[String: Frequency]>([:])
         _ = try store.deliver(school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z", plan: { state in
             seen.withLock { $0 = state.frequencies }
             return []
         }, targets: { _ in [] })
-        XCTAssertEqual(seen.withLock { $0 }, [student: Frequency(thisWeek: 3, thisMonth: 2), "s137": Frequency(thisWeek: 1, thisMonth: 1)])
+        XCTAssertEqual(seen.withLock { $0 }, [student: Frequency(last7Days: 3, last30Days: 4), "s137": Frequency(last7Days: 1, last30Days: 1)])
     }
 
     func service(_ id: String, student: String = "s1312", date: String = "2026-11-30", sessions: Int = 1, school: String = "sa") -> StoredEvent {
@@ -447,7 +448,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
-    func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testFrequenciesCountTheLastSevenAndThirtyDays() throws { try suite.frequenciesCountTheLastSevenAndThirtyDays() }
     func testServiceAccountsAndWeeklyAmendments() throws { try suite.serviceAccountsAndWeeklyAmendments() }
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
@@ -566,7 +567,7 @@ final class PostgresStoreTests: XCTestCase {
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
-    func testFrequenciesCountTheWeekAndMonthOfTheDay() throws { try suite.frequenciesCountTheWeekAndMonthOfTheDay() }
+    func testFrequenciesCountTheLastSevenAndThirtyDays() throws { try suite.frequenciesCountTheLastSevenAndThirtyDays() }
     func testServiceAccountsAndWeeklyAmendments() throws { try suite.serviceAccountsAndWeeklyAmendments() }
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }

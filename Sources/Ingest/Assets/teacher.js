@@ -21,7 +21,7 @@
   // The one name of an amendment, as the e-mail subject writes it.
   const amendmentName = (revision) => (revision > 1 ? (revision - 1) + '차 정정' : '');
   const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
-  const often = (f) => (f ? '이번 주 ' + f.thisWeek + '회 · 이번 달 ' + f.thisMonth + '회' : '');
+  const often = (f) => (f ? '최근 7일 ' + f.last7Days + '회 · 최근 30일 ' + f.last30Days + '회' : '');
 
   function photo(url, name) {
     if (!url) return G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1));
