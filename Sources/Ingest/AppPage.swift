@@ -73,7 +73,7 @@ struct AppPage: Sendable {
             tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
         }
         if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox)) }
-        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin)) }
+        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster)))) }
         tabs.append(Tab(id: "settings", name: "설정", panel: AppPage.settings(receivesLists: receivesLists)))
         return tabs
     }
@@ -264,7 +264,14 @@ struct AppPage: Sendable {
             """
     }
 
-    private static let admin = """
+    /// The school's teachers by name, for the access record's teacher filter.
+    private func teacherOptions(_ teacher: Teacher, _ roster: Roster) -> String {
+        roster.teachers.values.filter { $0.schoolID == teacher.schoolID }
+            .sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+            .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name))</option>" }.joined()
+    }
+
+    private static func admin(teachers: String) -> String { """
         <section class="card" aria-labelledby="admin-title">
         <h2 id="admin-title">관리</h2>
         <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. 정해진 시각에도 저절로 보내집니다.</p>
@@ -281,7 +288,7 @@ struct AppPage: Sendable {
         <label for="access-kind">종류</label>
         <select id="access-kind"><option value="">모든 종류</option></select>
         <label for="access-teacher">교사</label>
-        <select id="access-teacher"><option value="">모든 교사</option></select>
+        <select id="access-teacher"><option value="">모든 교사</option>\(teachers)</select>
         <label for="access-student">학생 이름으로 찾기</label>
         <input type="search" id="access-student" autocomplete="off" enterkeyhint="search">
         <ul id="access-list" class="plain"></ul>
@@ -290,4 +297,5 @@ struct AppPage: Sendable {
         </section>
 
         """
+    }
 }

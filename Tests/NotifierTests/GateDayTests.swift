@@ -54,7 +54,7 @@ final class GateDayTests: XCTestCase {
 
         // Gate teachers read their own school's today, nothing else.
         try await assertEqualAsync(await fetch("GET", base + "/v1/schools/sb/today", headers: harness.headers("t-gate")).status, 403)
-        try await assertEqualAsync(await fetch("GET", today, headers: harness.headers("t-hr-1-1")).status, 403, "the gate page's API is for gate and admin teachers")
+        try await assertEqualAsync(await fetch("GET", today, headers: harness.headers("t-hr-1-1")).status, 403, "the gate's day list is for gate and admin teachers")
         let otherDay = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/guidances?date=2026-11-20", headers: harness.headers("t-gate"))
         XCTAssertEqual(otherDay.status, 403, otherDay.text)
 

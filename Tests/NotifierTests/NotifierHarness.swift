@@ -123,7 +123,7 @@ final class NotifierHarness: @unchecked Sendable {
     }
 
     /// An ingest on the harness's cluster, roster and sessions; `notifierURL`
-    /// gives its gate page the school's day. The caller shuts it down.
+    /// gives its app what the notifier holds. The caller shuts it down.
     func startIngest(notifierURL: String? = nil) async throws -> IngestService {
         var config = IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("ingest") : "(memory)",

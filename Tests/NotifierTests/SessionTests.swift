@@ -7,7 +7,7 @@ import XCTest
 
 /// Sessions across both services and several replicas, through the session
 /// log on the (mock) Kafka cluster: a session ended anywhere is refused
-/// everywhere within 5 s; a device code shown on the teacher page signs a
+/// everywhere within 5 s; a device code shown by a signed-in admin signs a
 /// gate phone in once; the sign-in link arrives at a real SMTP server and
 /// works once.
 final class SessionTests: XCTestCase {
@@ -79,7 +79,7 @@ final class SessionTests: XCTestCase {
         let replay = try await timeUntil(inboxes, answer: 401, cookie: second)
         XCTAssertLessThan(replay, .seconds(5), "sign-out reached every replica")
 
-        // An admin signs the homeroom teacher and the gate teacher out from the teacher page.
+        // An admin signs the homeroom teacher and the gate teacher out (the notifier's own session routes).
         let admin = try await signIn(notifier, "token=tok-t-admin")
         for teacher in ["t-hr-1-1", "t-gate"] {
             let revoked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
@@ -115,7 +115,7 @@ final class SessionTests: XCTestCase {
         XCTAssertLessThan(byCommand, .seconds(5), "guidance-admin session revoke reached both replicas")
     }
 
-    /// The admin shows a code on the teacher page; typed on the gate phone,
+    /// The admin shows a code (at the notifier's session routes); typed on the gate phone,
     /// it signs that phone in as the admin, once.
     func testADeviceCodeFromTheTeacherPageSignsTheGatePhoneInOnce() async throws {
         let harness = try await NotifierHarness(authentication: true)

@@ -134,7 +134,7 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertTrue(text(wrong).contains("접속 키가 올바르지 않습니다."))
         XCTAssertNil(header(wrong, "Set-Cookie"))
         let homeroom = await send(router, "POST", "/session", headers: form, body: "token=hr-a")
-        XCTAssertEqual(homeroom.status, 403, "the gate page serves gate teachers only")
+        XCTAssertEqual(homeroom.status, 403, "a page for gate teachers refuses others")
         XCTAssertNil(header(homeroom, "Set-Cookie"))
         await expect(415, router, "POST", "/session", headers: ["host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"], body: "token=gate-a")
         let foreign = await send(router, "POST", "/session", headers: form.merging(["origin": "https://evil.example"]) { $1 }, body: "token=gate-a")

@@ -453,7 +453,6 @@
   // here), 50 more with each 더 보기; a teacher's photos of one day are one line.
   let accessLimit = 50;
   let access = [];
-  const teachersSeen = new Map();
 
   async function loadAccess() {
     const query = new URLSearchParams({ limit: String(accessLimit) });
@@ -467,10 +466,6 @@
       return;
     }
     access = answer.items;
-    for (const item of access) teachersSeen.set(item.teacherId, item.teacherName || item.teacherId);
-    const chosen = $('access-teacher').value;
-    $('access-teacher').replaceChildren(G.el('option', { value: '' }, '모든 교사'),
-      ...[...teachersSeen].sort((a, b) => a[1].localeCompare(b[1], 'ko')).map(([id, name]) => G.el('option', { value: id, selected: id === chosen }, name)));
     $('access-more').hidden = access.length < accessLimit;
     renderAccess();
   }
