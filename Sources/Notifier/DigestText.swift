@@ -103,7 +103,7 @@ struct DigestText {
     }
 
     /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
-    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 마지막 지도 11월 27일(금) 복장 불량"
+    /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 최근 지도 11월 27일(금) 복장 불량"
     func line(_ entry: DigestEntry) -> String {
         "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
     }
@@ -114,9 +114,9 @@ struct DigestText {
     }
 
     /// The rest of an entry's line: "오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
-    /// in the 봉사 명단 "마지막 지도 11월 27일(금) 복장 불량".
+    /// in the 봉사 명단 "최근 지도 11월 27일(금) 복장 불량".
     func particulars(_ entry: DigestEntry) -> String {
-        if weekly { return "마지막 지도 \(lastGuidance(entry))" }
+        if weekly { return "최근 지도 \(lastGuidance(entry))" }
         return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
     }
 

@@ -83,7 +83,7 @@ package enum Page {
         Teacher.Role.allCases.filter(teacher.has).map { role in
             switch role {
             case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
-            case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 지도"
+            case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 담당"
             case .gate: "교문 지도"
             case .admin: "관리자"
             }

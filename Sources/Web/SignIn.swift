@@ -394,7 +394,7 @@ package struct SignIn: Sendable {
     }
 
     private var rolesText: String {
-        let names: [(Teacher.Role, String)] = [(.gate, "교문 지도 교사"), (.homeroom, "담임 교사"), (.volunteerDuty, "봉사 지도 교사"), (.admin, "관리자")]
+        let names: [(Teacher.Role, String)] = [(.gate, "교문 지도 교사"), (.homeroom, "담임 교사"), (.volunteerDuty, "봉사 담당 교사"), (.admin, "관리자")]
         return names.filter { roles.contains($0.0) }.map(\.1).joined(separator: "·")
     }
 

@@ -233,7 +233,7 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(list["subject"]?.string, "[서울고] 11월 23일(월) 1학년 봉사 명단 1명")
         XCTAssertEqual(list["entries"]?[0]?["student"]?["studentId"]?.string, "a111")
         XCTAssertEqual(list["entries"]?[0]?["service"]?["outstanding"]?.int, 2)
-        XCTAssertTrue(list["text"]?.string?.contains("1번 가가 — 남은 봉사 2회 (봉사 2회 중 0회 완료) · 마지막 지도 11월 21일(토) 복장 불량") ?? false,
+        XCTAssertTrue(list["text"]?.string?.contains("1번 가가 — 남은 봉사 2회 (봉사 2회 중 0회 완료) · 최근 지도 11월 21일(토) 복장 불량") ?? false,
                       list["text"]?.string ?? "")
         let mails = try await sink.waitFor { $0.contains { ($0["digestId"] as? String) == "sa.2026-11-23.t-vd-1.service.r1" } }
         let mail = try XCTUnwrap(mails.first { ($0["digestId"] as? String) == "sa.2026-11-23.t-vd-1.service.r1" })

@@ -307,7 +307,7 @@
 
   const stateText = {
     sending: '보내는 중',
-    retrying: '보내지 못함 · 자동으로 다시 보냅니다',
+    retrying: '저장됨 · 연결되면 자동으로 보냅니다',
     sent: '등록됨',
   };
 
@@ -368,7 +368,7 @@
     $('today-more').textContent = '더 보기 (' + Math.max(0, rows.length - shownRows) + '건 남음)';
     $('today').replaceChildren(...rows.slice(0, shownRows).map((row) => {
       const removal = deleting.get(row.id);
-      const state = removal ? (removal.state === 'retrying' ? '삭제 보내지 못함 · 자동으로 다시 보냅니다' : '삭제하는 중')
+      const state = removal ? (removal.state === 'retrying' ? '삭제 저장됨 · 연결되면 자동으로 보냅니다' : '삭제하는 중')
         : row.state === 'failed' ? '보내지 못함: ' + row.error : stateText[row.state];
       const action = row.state === 'failed'
         ? G.el('button', { type: 'button', class: 'secondary', onclick: () => forget(row) }, '지우기')

@@ -44,7 +44,7 @@
           G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
         G.el('p', { class: 'entry-reason' },
           removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '삭제된 기록') : null,
-          weekly ? G.el('span', { class: 'often' }, '마지막 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
+          weekly ? G.el('span', { class: 'often' }, '최근 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
             : G.el('span', { class: 'reason' }, entry.reason.label),
           !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
           !weekly && left ? G.el('span', { class: 'often' }, left) : null),
@@ -273,7 +273,7 @@
         G.el('p', { class: 'entry-head' },
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
           G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 완료')),
-        last ? G.el('p', { class: 'often' }, '마지막 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
+        last ? G.el('p', { class: 'often' }, '최근 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
         G.el('p', { class: 'service-line' },
           G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 완료'),
           recorder && item.outstanding > 0
