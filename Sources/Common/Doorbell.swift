@@ -1,9 +1,12 @@
+import Foundation
 import Synchronization
 
-/// Wakes tasks that wait for something to happen, without their polling for
-/// it: `ring` resumes every `wait` under way. A waiter reads `rings` before it
-/// looks at what it waits for and passes it to `wait`, so a ring in between is
-/// not missed.
+/// Wakes tasks and threads that wait for something to happen, without their
+/// polling for it: `ring` resumes every `wait` (a task) and `block` (a part's
+/// own thread) under way. A waiter reads `rings` before it looks at what it
+/// waits for and passes it, so a ring in between is not missed. Every wait
+/// has a limit: the one timer of the services' waiting (`docs/design.md`,
+/// "How each part waits").
 package final class Doorbell: Sendable {
     private struct State {
         var rings = 0
@@ -14,6 +17,8 @@ package final class Doorbell: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Threads blocked in `block`, woken by `ring`'s broadcast.
+    private let threads = NSCondition()
 
     package init() {}
 
@@ -27,6 +32,23 @@ package final class Doorbell: Sendable {
             return state.waiting.values.compactMap { $0 }
         }
         for continuation in waiting { continuation.resume() }
+        // A blocked thread checks `rings` holding this lock, then waits
+        // (releasing it): the broadcast cannot fall between the two.
+        threads.lock()
+        threads.broadcast()
+        threads.unlock()
+    }
+
+    /// Blocks the calling thread — a part's own, never the cooperative pool —
+    /// until it rings after `seen` rings (at once if it rang since) or
+    /// `limit` passed.
+    package func block(after seen: Int, atMost limit: Duration) {
+        let deadline = Date(timeIntervalSinceNow: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18)
+        threads.lock()
+        defer { threads.unlock() }
+        while rings == seen {
+            if !threads.wait(until: deadline) { return }
+        }
     }
 
     /// Returns once it rings after `seen` rings (at once if it rang since),
@@ -39,6 +61,7 @@ package final class Doorbell: Sendable {
             return state.lastWaiter
         }
         guard let id else { return }
+        // The limit: the services' one timed sleep in a task.
         let timer = Task { [self] in
             try? await Task.sleep(for: limit)
             wake(id)

@@ -232,6 +232,8 @@ private final class LogOutput: Sendable {
         while true {
             firstLine.wait()
             repeat {
+                // A sleep, and meant: the batch gathers lines for 2 ms (a
+                // warning does not wait, it flushes from its own thread).
                 Thread.sleep(forTimeInterval: LogOutput.delay.seconds)
             } while flush()
         }

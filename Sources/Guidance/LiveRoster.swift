@@ -53,7 +53,7 @@ package final class LiveRoster: Sendable {
     }
 
     deinit {
-        stopWatching()
+        watcher.withLock { $0?.cancel() }
     }
 
     package var current: Roster { loaded.withLock { $0.roster } }
@@ -84,41 +84,46 @@ package final class LiveRoster: Sendable {
         }
     }
 
-    /// Checks the folder every `interval` and reloads on SIGHUP (counted by
-    /// `Signals`, read every 250 ms). Once, until `stopWatching`. Reading and
-    /// parsing the files blocks: it runs off the cooperative pool.
+    /// Checks the folder every `interval` and reloads on SIGHUP (waiting on
+    /// `Signals.bell`, so a hangup is answered at once). Once, until
+    /// `stopWatching`. Reading and parsing the files blocks: it runs off the
+    /// cooperative pool.
     package func watch(every interval: Duration) {
         guard directory != nil else { return }
         watcher.withLock { watcher in
             guard watcher == nil else { return }
             hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
-            let tick = Duration.milliseconds(250)
             watcher = Task { [weak self] in
-                var sinceCheck = Duration.zero
+                var nextCheck = ContinuousClock.now + interval
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: tick)
-                    sinceCheck += tick
-                    let checkFiles = sinceCheck >= interval
-                    if checkFiles { sinceCheck = .zero }
+                    let seen = Signals.bell.rings
                     guard let self else { return }
                     let count = Signals.count(SIGHUP)
                     let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
-                    guard hangup || checkFiles else { continue }
-                    _ = try? await blocking { [self] in
-                        if hangup { _ = reload(because: "SIGHUP") }
-                        if checkFiles { check() }
+                    let checkFiles = ContinuousClock.now >= nextCheck
+                    if checkFiles { nextCheck = ContinuousClock.now + interval }
+                    if hangup || checkFiles {
+                        _ = try? await blocking { [self] in
+                            if hangup { _ = reload(because: "SIGHUP") }
+                            if checkFiles { check() }
+                        }
+                        continue
                     }
+                    await Signals.bell.wait(after: seen, atMost: nextCheck - ContinuousClock.now)
                 }
             }
         }
     }
 
-    /// Stops the checks `watch` started.
-    package func stopWatching() {
-        watcher.withLock { watcher in
-            watcher?.cancel()
-            watcher = nil
+    /// Stops the checks `watch` started; returns once they have stopped (a
+    /// reload under way finishes first).
+    package func stopWatching() async {
+        let task = watcher.withLock { watcher in
+            defer { watcher = nil }
+            return watcher
         }
+        task?.cancel()
+        await task?.value
     }
 
     private func check() {

@@ -86,6 +86,8 @@ package final class HTTPServer: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Rung each time the last request in flight completes.
     let drained = Doorbell()
+    /// Rung when shutdown begins: the reaper ends at once.
+    private let stopping = Doorbell()
     /// Open connections by connection: the reaper shuts down those that
     /// take longer than `receiveTimeout` to send a request, and a new one
     /// past the fair share closes an idle one of the address holding most.
@@ -143,6 +145,7 @@ package final class HTTPServer: Sendable {
     /// `gracePeriod`, answers the rest 503 and cancels their handlers, and stops.
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
+        stopping.ring()
         let listener = MHD_quiesce_daemon(daemon)
         await idle(by: .now + gracePeriod)
         let abandoned = suspended.withLock { exchanges in
@@ -180,7 +183,9 @@ package final class HTTPServer: Sendable {
     /// the connection fail and closes it.
     private func startReaper() {
         let thread = Thread { [weak self] in
-            while let server = self, server.lifecycle.withLock({ $0.serving }) {
+            while let server = self {
+                let seen = server.stopping.rings
+                guard server.lifecycle.withLock({ $0.serving }) else { return }
                 let now = ContinuousClock.now
                 let limit = server.config.receiveTimeout
                 let late = server.connections.withLock { $0.late(at: now, limit: limit) }
@@ -203,7 +208,7 @@ package final class HTTPServer: Sendable {
                         "connections near the limit: closed idle ones of the addresses holding the most",
                         ["count": String(closed), "open": String(server.connections.withLock { $0.count }), "limit": String(server.config.connectionLimit)])
                 }
-                Thread.sleep(forTimeInterval: 1)
+                server.stopping.block(after: seen, atMost: .seconds(1))
             }
         }
         thread.name = "http-reaper"

@@ -139,6 +139,8 @@ final class ProducerClient: @unchecked Sendable {
     private let handle: OpaquePointer
     /// The handle's life and its uses, one value behind one lock.
     private let lifecycle = Mutex(Lifecycle())
+    /// Rung when the last use admitted before destroying began ends.
+    private let usesEnded = Doorbell()
     /// Signalled by the polling thread once the handle is destroyed.
     private let finished = DispatchSemaphore(value: 0)
     private let context: ClientContext
@@ -198,7 +200,9 @@ final class ProducerClient: @unchecked Sendable {
     /// outlives `body`. Uses run side by side.
     func withLiveHandle<T>(_ body: (OpaquePointer) -> T) -> T? {
         guard lifecycle.withLock({ $0.admit() }) else { return nil }
-        defer { lifecycle.withLock { $0.release() } }
+        defer {
+            if lifecycle.withLock({ $0.release() }) { usesEnded.ring() }
+        }
         return body(handle)
     }
 
@@ -248,8 +252,13 @@ final class ProducerClient: @unchecked Sendable {
         if abandoned > 0 {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
-        // Uses admitted before are short (a produce call) or bounded (a metadata request's timeout).
-        while !lifecycle.withLock({ $0.stopAdmitting() }) { usleep(1000) }
+        // Uses admitted before are short (a produce call) or bounded (a
+        // metadata request's timeout); the last one out rings.
+        while true {
+            let seen = usesEnded.rings
+            if lifecycle.withLock({ $0.stopAdmitting() }) { break }
+            usesEnded.block(after: seen, atMost: .seconds(1))
+        }
         rd_kafka_destroy(handle)
         lifecycle.withLock { $0.destroyed() }
         failOverdueSends(all: true)
@@ -299,8 +308,11 @@ extension ProducerClient {
             }
         }
 
-        mutating func release() {
+        /// Ends a use; true when it was the last one and the handle waits to be destroyed.
+        @discardableResult
+        mutating func release() -> Bool {
             uses -= 1
+            return uses == 0 && state == .destroying
         }
 
         /// Starts draining; the earliest deadline asked for wins (a fatal

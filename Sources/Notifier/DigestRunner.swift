@@ -30,13 +30,18 @@ final class DigestRunner: Sendable {
     private let offsets: OffsetsReader
     private let topics: Topics
     private let cutoffTimeout: Duration
+    /// This replica's materializer rings it after each commit.
+    private let commits: Doorbell
     /// Seconds since the epoch now; tests move it across days and DST.
     private let clock: @Sendable () -> Double
     private let metrics: Metrics
     private let logger: Logger
 
-    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, metrics: Metrics, logger: Logger) throws(KafkaError) {
+    init(
+        config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics, logger: Logger
+    ) throws(KafkaError) {
         rosters = roster
+        self.commits = commits
         self.store = store
         self.dispatcher = dispatcher
         self.metrics = metrics
@@ -95,7 +100,7 @@ final class DigestRunner: Sendable {
         guard !batch.isEmpty else { return [] }
         try await waitForCutoff()
         return try await dispatcher.holdingClaims {
-            try await deliver(batch).map { try $0.get() }
+            try await writeDigests(batch).map { try $0.get() }
         }
     }
 
@@ -106,7 +111,7 @@ final class DigestRunner: Sendable {
     /// Writes the digests (or amendments) of each school and date, without
     /// waiting for a cutoff, `schoolsPerCommit` schools to a commit. Each
     /// school's outcome, in order; a failed commit fails its schools.
-    private func deliver(_ batch: [(school: School, date: String)]) async -> [Result<Run, any Error>] {
+    private func writeDigests(_ batch: [(school: School, date: String)]) async -> [Result<Run, any Error>] {
         // A busy day's run reads and renders tens of megabytes, freed at its
         // end: given back, so that resident memory is flat between runs.
         defer { Memory.releaseFreePages() }
@@ -131,7 +136,7 @@ final class DigestRunner: Sendable {
                             dispatcher.targets(for: digest, roster: roster).filter { !($0.channel == .email && unmailed.contains(digest.teacherId)) }
                         }
                     }
-                    return try store.deliver(runs)
+                    return try store.writeDigests(runs)
                 }
             } catch {
                 outcomes += part.map { _ in Result<Run, any Error>.failure(error) }
@@ -178,7 +183,7 @@ final class DigestRunner: Sendable {
         }
         return await dispatcher.holdingClaims {
             var ran: [(school: String, date: String)] = []
-            for ((school, date), outcome) in zip(due, await deliver(due)) {
+            for ((school, date), outcome) in zip(due, await writeDigests(due)) {
                 switch outcome {
                 case .success: ran.append((school.id, date))
                 case .failure(let error):
@@ -198,7 +203,7 @@ final class DigestRunner: Sendable {
             let roster = rosters.current
             let due = pending.compactMap { school, date in roster.school(school).map { (school: $0, date: date) } }
             try await dispatcher.holdingClaims {
-                for outcome in await deliver(due) { _ = try outcome.get() }
+                for outcome in await writeDigests(due) { _ = try outcome.get() }
             }
         } catch {
             logger.error("amendment run failed; retrying at the next tick", ["error": "\(error)"])
@@ -211,6 +216,7 @@ final class DigestRunner: Sendable {
         let cutoff = try await blocking { try offsets.endOffsets(of: topics) }
         let deadline = ContinuousClock.now + cutoffTimeout
         while true {
+            let seen = commits.rings
             let committed = try await blocking { try offsets.committedOffsets(Array(cutoff.keys)) }
             var behind: [TopicPartition: Int64] = [:]
             for (partition, mark) in cutoff where mark > 0 {
@@ -219,7 +225,11 @@ final class DigestRunner: Sendable {
             }
             if behind.isEmpty { return }
             guard ContinuousClock.now < deadline else { throw CutoffTimeout(behind: behind) }
-            try await Task.sleep(for: .milliseconds(100))
+            // Again after this replica's next commit; other replicas'
+            // commits ring nothing here (the group's offsets are read from
+            // the broker), so at least every 100 ms.
+            await commits.wait(after: seen, atMost: .milliseconds(100))
+            try Task.checkCancellation()
         }
     }
 }

@@ -31,6 +31,12 @@ final class Materializer: Sendable {
     private let writer = DispatchQueue(label: "notifier-materializer-writer")
     /// Signalled by the consuming thread as it ends; `stop` waits for it.
     private let finished = DispatchSemaphore(value: 0)
+    /// Rung by `stop`: the thread's pauses (the roster hold full, a dead
+    /// letter to retry) end at once.
+    private let wake = Doorbell()
+    /// Rung each time a batch's offsets were committed: the digest run's
+    /// cutoff looks again then.
+    let committed = Doorbell()
     /// Since when, and why, the store refuses writes; nil while it takes them.
     private let outage = Mutex<StoreOutage?>(nil)
     private let rosterGrace: Double
@@ -101,6 +107,7 @@ final class Materializer: Sendable {
     /// until then: call it off the cooperative pool.
     func stop() {
         guard lifecycle.withLock({ $0.stop() }) else { return }
+        wake.ring()
         finished.wait()
     }
 
@@ -120,7 +127,11 @@ final class Materializer: Sendable {
             // While a batch is being written, take only what is fetched
             // already; while the roster holds its most, nothing new.
             let room = min(maxBatch, RosterHold.limit - hold.count)
-            if room <= 0 { Thread.sleep(forTimeInterval: 0.2) }
+            if room <= 0 {
+                // Held messages are looked at again every 200 ms (a roster reload rings nothing).
+                let seen = wake.rings
+                if running { wake.block(after: seen, atMost: .milliseconds(200)) }
+            }
             let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: writing == nil ? .milliseconds(200) : .zero) : []
             hold.drop(revocations.take())
             let verdict = watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
@@ -199,6 +210,7 @@ final class Materializer: Sendable {
             // Not waiting keeps the next batch flowing; the rebalance and
             // the close commit and wait.
             try written.consumer.commit(wait: false)
+            committed.ring()
         } catch {
             // Applied but not committed: a replay will redo it harmlessly.
             logger.warning("offset commit failed", ["error": error.message])
@@ -323,12 +335,11 @@ final class Materializer: Sendable {
         }
     }
 
+    /// Pauses `seconds`, or until `stop`; whether still running.
     private func sleepWhileRunning(_ seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard running else { return false }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let seen = wake.rings
+        guard running else { return false }
+        wake.block(after: seen, atMost: .milliseconds(Int64(seconds * 1000)))
         return running
     }
 }

@@ -35,7 +35,8 @@ package final class NotifierService: Sendable {
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
             config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
-        runner = try DigestRunner(config: config, roster: roster, store: store, dispatcher: dispatcher, metrics: metrics, logger: logger)
+        runner = try DigestRunner(
+            config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics, logger: logger)
 
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
@@ -205,7 +206,7 @@ package final class NotifierService: Sendable {
                         lastAmendment = .now
                         await runner.runAmendments()
                     }
-                    try? await Task.sleep(for: interval)
+                    await task.pause(interval)
                 }
             }
         }, stop: { await task.cancel() })
@@ -215,6 +216,12 @@ package final class NotifierService: Sendable {
 /// The schedule's task, cancelled and awaited at shutdown.
 final class ScheduleTask: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
+    private let stopping = Doorbell()
+
+    /// The pause between two rounds: `interval`, or until `cancel`.
+    func pause(_ interval: Duration) async {
+        await stopping.wait(after: stopping.rings, atMost: interval)
+    }
 
     func start(_ body: @escaping @Sendable () async -> Void) {
         task.withLock { $0 = Task(operation: body) }
@@ -223,6 +230,7 @@ final class ScheduleTask: Sendable {
     func cancel() async {
         let running = task.withLock { $0 }
         running?.cancel()
+        stopping.ring()
         await running?.value
     }
 }

@@ -21,6 +21,8 @@ package final class AccessLog: Sendable {
     private let logger: Logger
     private let buffer = Mutex<[Pending]>([])
     private let flusher = Mutex<Task<Void, Never>?>(nil)
+    /// Rung by `stop`: the flusher's wait between sends ends at once.
+    private let stopping = Doorbell()
     /// Record ids: one random UUID per process, its last 48 bits counted up
     /// (a UUID per record cost two `getrandom` calls on the request path).
     private let idPrefix: String
@@ -53,9 +55,10 @@ package final class AccessLog: Sendable {
     package func start() {
         flusher.withLock { task in
             guard task == nil else { return }
+            let stopping = self.stopping
             task = Task { [weak self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: AccessLog.interval)
+                    await stopping.wait(after: stopping.rings, atMost: AccessLog.interval)
                     self?.flush()
                 }
             }
@@ -69,6 +72,7 @@ package final class AccessLog: Sendable {
             return task
         }
         task?.cancel()
+        stopping.ring()
         await task?.value
         flush()
     }

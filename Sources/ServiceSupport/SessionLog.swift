@@ -81,7 +81,12 @@ package final class SessionLog: Sendable {
     private let producer: Producer?
     private let logger: Logger
     private let state = Mutex(State())
-    private let stopping = Atomic<Bool>(false)
+    /// The reading thread's life: running (0), asked to stop (1), ended (2).
+    private let phase = Atomic<Int>(0)
+    private let started = Atomic<Bool>(false)
+    /// Rung when the thread is asked to stop (it may be waiting to retry)
+    /// and when it ended.
+    private let stopBell = Doorbell()
     /// When the reading thread last went round its loop (monotonic ns).
     private let heartbeat = Atomic<UInt64>(0)
     /// Rung each time the reading thread went round its loop.
@@ -129,10 +134,17 @@ package final class SessionLog: Sendable {
 
     /// Returns once the view is current (`isCurrent`), or after `limit`.
     package func current(atMost limit: Duration) async -> Bool {
+        await until(atMost: limit) { isCurrent }
+    }
+
+    /// Returns once `holds` is true — looked at again after each turn of the
+    /// reading thread, which is when it can change — or after `limit`;
+    /// whether it held.
+    func until(atMost limit: Duration, _ holds: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while true {
             let seen = wentRound.rings
-            if isCurrent { return true }
+            if holds() { return true }
             let now = ContinuousClock.now
             guard now < deadline else { return false }
             await wentRound.wait(after: seen, atMost: deadline - now)
@@ -142,15 +154,23 @@ package final class SessionLog: Sendable {
     /// Creates the topic when missing and starts reading it on a thread of
     /// its own. A broker that is down only delays this.
     package func start() {
-        guard producer != nil else { return }
+        guard producer != nil, !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in run() }
         thread.name = "session-log"
         thread.start()
     }
 
-    /// The reading thread closes its consumer and ends within 100 ms.
-    package func stop() {
-        stopping.store(true, ordering: .releasing)
+    /// Returns once the reading thread has closed its consumer and ended
+    /// (within a poll, 100 ms, of being asked).
+    package func stop() async {
+        guard producer != nil, started.load(ordering: .acquiring) else { return }
+        _ = phase.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing)
+        stopBell.ring()
+        while true {
+            let seen = stopBell.rings
+            if phase.load(ordering: .acquiring) == 2 { return }
+            await stopBell.wait(after: seen, atMost: .seconds(1))
+        }
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this
@@ -164,12 +184,8 @@ package final class SessionLog: Sendable {
             return
         }
         let report = try await producer.send(SessionLog.message(record, topic: topic))
-        let deadline = ContinuousClock.now + timeout
-        while state.withLock({ $0.position }) <= report.offset {
-            guard ContinuousClock.now < deadline else {
-                throw KafkaError(.deliveryTimedOut, "the session log was not read up to offset \(report.offset) within \(timeout)")
-            }
-            try? await Task.sleep(for: .milliseconds(5))
+        guard await until(atMost: timeout, { state.withLock { $0.position } > report.offset }) else {
+            throw KafkaError(.deliveryTimedOut, "the session log was not read up to offset \(report.offset) within \(timeout)")
         }
     }
 
@@ -182,7 +198,11 @@ package final class SessionLog: Sendable {
         var lastPrune = ContinuousClock.now
         let started = ContinuousClock.now
         var reported = false
-        while !stopping.load(ordering: .acquiring) {
+        defer {
+            phase.store(2, ordering: .releasing)
+            stopBell.ring()
+        }
+        while phase.load(ordering: .acquiring) == 0 {
             guard let reader = consumer else {
                 do {
                     var config = ConsumerConfig(kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
@@ -207,7 +227,9 @@ package final class SessionLog: Sendable {
                     logger.info("reading the session log", ["topic": topic, "records": String(end - start)])
                 } catch {
                     logger.warning("cannot read the session log yet; cookie sign-ins wait for it", ["error": "\(error)"])
-                    Thread.sleep(forTimeInterval: 1)
+                    // Again in a second, or at once when asked to stop.
+                    let seen = stopBell.rings
+                    if phase.load(ordering: .acquiring) == 0 { stopBell.block(after: seen, atMost: .seconds(1)) }
                 }
                 continue
             }

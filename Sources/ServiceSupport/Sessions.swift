@@ -228,13 +228,8 @@ package final class Sessions: Sendable {
         let hash = codeHash(code)
         // Shown on another replica a moment ago, it may still be on its way
         // here: look for up to 2 s (which also slows anyone guessing).
-        var found = log.read { $0.codes[hash] }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while found == nil && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-            found = log.read { $0.codes[hash] }
-        }
-        guard let issued = found else { return .failure(.invalid) }
+        _ = await log.until(atMost: .seconds(2)) { log.read { $0.codes[hash] } != nil }
+        guard let issued = log.read({ $0.codes[hash] }) else { return .failure(.invalid) }
         guard issued.until > SessionLog.now() else { return .failure(.expired) }
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
         if revoked(issued.teacher, grantMadeAt: issued.at) { return .failure(.revoked) }

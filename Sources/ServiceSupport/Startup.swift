@@ -57,7 +57,7 @@ extension Part {
     }
 
     package static func sessionLog(_ sessions: Sessions) -> Part {
-        Part("session log", start: { sessions.log.start() }, stop: { sessions.log.stop() })
+        Part("session log", start: { sessions.log.start() }, stop: { await sessions.log.stop() })
     }
 
     /// Listens on the port `variable` names; stopping drains requests in flight.
@@ -66,6 +66,6 @@ extension Part {
     }
 
     package static func rosterWatch(_ roster: LiveRoster, every interval: Duration) -> Part {
-        Part("roster watch", start: { roster.watch(every: interval) }, stop: { roster.stopWatching() })
+        Part("roster watch", start: { roster.watch(every: interval) }, stop: { await roster.stopWatching() })
     }
 }

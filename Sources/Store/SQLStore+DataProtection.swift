@@ -222,7 +222,8 @@ extension SQLStore {
                     report.removed[table, default: 0] += removed
                     limit = held > 20 ? max(20, limit / 2) : (held < 5 ? min(5_000, limit * 2) : limit)
                     if key.isEmpty || removed < asked { break }
-                    // Between batches the writer is free: events and runs waiting for it go first.
+                    // A sleep, and meant: between batches the writer is free, and
+                    // events and runs waiting for it (the lock is not fair) go first.
                     usleep(2_000)
                 }
             }

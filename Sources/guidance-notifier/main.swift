@@ -14,6 +14,7 @@ do {
     // the replica from stopping: events it did not commit are read again by the group.
     let limit = config.drainPeriod + .seconds(8)
     Thread.detachNewThread {
+        // A sleep, and meant: this thread exists only to end the process at the deadline.
         Thread.sleep(forTimeInterval: limit.seconds)
         logger.error("shutdown did not finish in time; exiting, events not committed are read again by the group", ["seconds": String(Int(limit.seconds))])
         exit(1)
