@@ -36,7 +36,7 @@ package enum SMTPResult: Sendable, Equatable {
     /// The server took the message (250 after DATA).
     case accepted
     /// The server answered a command with an error: `code` is its reply code
-    /// (4xx transient, 5xx permanent) and `reply` its text.
+    /// (4xx retriable, 5xx not) and `reply` its text.
     case refused(code: Int, reply: String)
     /// No answer: the connection failed, timed out, or TLS could not be set
     /// up, before the message was handed over whole.

@@ -82,13 +82,18 @@ package struct Router: Sendable {
         }
     }
 
-    /// Runs `handler`: an `HTTPError` becomes its problem, anything else a
-    /// logged 500 that quotes the request id.
+    /// Runs `handler`: an error answers for itself. An `HTTPError` is its
+    /// problem; a retriable outage of a system the service depends on (the
+    /// broker, the store) is a 503 with `Retry-After` — here, for every route
+    /// of both services; anything else a logged 500 that quotes the request id.
     static func run(_ handler: Handler, _ request: Request, logger: Logger) async -> Response {
         do {
             return try await handler(request)
         } catch let error as HTTPError {
             return error.response
+        } catch let error as RetriableError where error.isRetriable {
+            logger.warning("\(error.system) is unavailable", ["requestId": request.requestID, "route": request.route, "error": error.message])
+            return HTTPError.unavailable("\(error.system) cannot be reached now; retry shortly", retryAfterSeconds: 5).response
         } catch {
             logger.error("handler failed", ["requestId": request.requestID, "route": request.route, "error": String(describing: error)])
             return HTTPError(status: 500, detail: "internal error; quote request id \(request.requestID)").response

@@ -1,9 +1,10 @@
 import CRdKafka
+import Common
 
 /// The one error type of the Kafka layer: a code, a human message, and whether
 /// retrying the same operation later may succeed (the HTTP layer answers 503
 /// with `Retry-After` for those).
-package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct KafkaError: RetriableError, CustomStringConvertible, Equatable {
     package enum Code: Sendable, Equatable {
         /// The broker did not acknowledge within the delivery timeout.
         case deliveryTimedOut
@@ -41,6 +42,8 @@ package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     package var description: String { message }
+
+    package var system: String { "the event broker" }
 
     private static let retriableBrokerCodes: Set<Int32> = [
         RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION.rawValue,

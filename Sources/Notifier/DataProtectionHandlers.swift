@@ -78,9 +78,7 @@ struct DataProtectionHandlers: Sendable {
         }
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
-        let records = try await NotifierHandlers.withOutagesAs503(logger: logger) {
-            try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, student: student, limit: limit) }
-        }
+        let records = try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, student: student, limit: limit) }
         accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
         let roster = caller.roster
         return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), items: records.map {
@@ -183,9 +181,7 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
-        let records = try await NotifierHandlers.withOutagesAs503(logger: logger) {
-            try await blocking { try store.records(school: school.id, student: studentID) }
-        }
+        let records = try await blocking { try store.records(school: school.id, student: studentID) }
         guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
             || !records.services.isEmpty else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
@@ -250,12 +246,10 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
-        let erased = try await NotifierHandlers.withOutagesAs503(logger: logger) {
-            try await blocking {
-                try store.erase(school: school.id, student: studentID) { digest in
-                    let text = DigestText(digest, school: school)
-                    return (text.subject, text.body)
-                }
+        let erased = try await blocking {
+            try store.erase(school: school.id, student: studentID) { digest in
+                let text = DigestText(digest, school: school)
+                return (text.subject, text.body)
             }
         }
         accessLog.record(caller, .erase, school: school.id, target: SQLStore.erasedID)

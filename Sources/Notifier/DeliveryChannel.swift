@@ -30,7 +30,7 @@ protocol DeliveryChannel: Sendable {
     /// count and log them.
     func written(_ digests: [Digest], roster: Roster)
     /// Stops every send under way within about a second, and every later
-    /// one (a shutdown); they end as transient failures.
+    /// one (a shutdown); they end as retriable failures.
     func cancelSends()
 }
 
@@ -39,12 +39,15 @@ extension DeliveryChannel {
     func cancelSends() {}
 }
 
-/// What one attempt came to, before the retry policy decides when again.
+/// What one attempt came to, before the retry policy decides when again;
+/// retriable or not in the words of `RetriableError`.
 enum DeliveryAttempt: Sendable, Equatable {
     case sent
-    /// Worth trying again; the receiver's `Retry-After` in seconds if it gave one.
-    case transient(String, retryAfter: Double? = nil)
-    case permanent(String)
+    /// Worth trying again (the receiver's condition: a 4xx reply, no
+    /// answer); its `Retry-After` in seconds if it gave one.
+    case retriable(String, retryAfter: Double? = nil)
+    /// Not worth trying again unchanged (a 5xx reply, an address that is none).
+    case notRetriable(String)
 }
 
 /// A value behind a lock of its own, as an array element: a channel's

@@ -33,7 +33,7 @@ final class Dispatcher: Sendable {
     /// Loops that have ended, and a ring as each ends.
     private let endedLoops = Atomic<Int>(0)
     private let ended = Doorbell()
-    /// Channels whose last attempt failed transiently: logged once per change.
+    /// Channels whose last attempt failed, retriably: logged once per change.
     private let failing = Mutex<Set<Channel>>([])
     private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
 
@@ -216,7 +216,7 @@ final class Dispatcher: Sendable {
             }
             let outcome = channel.send(claim, roster: rosters.current, over: connection, now: clock())
             // Cancelled by a shutdown: not an attempt; the next replica sends it.
-            if case .transient = outcome, stopping.load(ordering: .acquiring) {
+            if case .retriable = outcome, stopping.load(ordering: .acquiring) {
                 return giveBack(from: index)
             }
             let now = clock()
@@ -224,9 +224,9 @@ final class Dispatcher: Sendable {
             switch outcome {
             case .sent:
                 recorded = .sent
-            case .permanent(let error):
+            case .notRetriable(let error):
                 recorded = .failed(error: error)
-            case .transient(let error, let retryAfter):
+            case .retriable(let error, let retryAfter):
                 let policy = RetryPolicy(base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
                 if let at = policy.next(attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter, random: Double.random(in: 0...1)) {
                     recorded = .retry(error: error, at: at)

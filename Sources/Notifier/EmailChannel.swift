@@ -91,9 +91,9 @@ final class EmailChannel: DeliveryChannel {
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
         let delivery = claim.delivery
         guard let school = roster.school(delivery.schoolId) else {
-            return .permanent("school \(delivery.schoolId) is no longer in the roster")
+            return .notRetriable("school \(delivery.schoolId) is no longer in the roster")
         }
-        guard let to = MailAddress(delivery.target) else { return .permanent("'\(delivery.target)' is not an e-mail address") }
+        guard let to = MailAddress(delivery.target) else { return .notRetriable("'\(delivery.target)' is not an e-mail address") }
         let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
         let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: publicURL).render(date: now)
         return senders[connection].withLock { sender in
@@ -101,12 +101,12 @@ final class EmailChannel: DeliveryChannel {
             case .smtp(let session):
                 switch session.send(from: mail.from.address, to: to.address, message: message) {
                 case .accepted: return .sent
-                case .refused(let code, let reply) where code >= 500: return .permanent(reply)
-                case .refused(_, let reply): return .transient(reply)
-                case .unreachable(let reason): return .transient(reason)
+                case .refused(let code, let reply) where code >= 500: return .notRetriable(reply)
+                case .refused(_, let reply): return .retriable(reply)
+                case .unreachable(let reason): return .retriable(reason)
                 // Handed over whole and never confirmed in RFC 5321's 10 minutes
                 // (or cancelled by a shutdown): sent again, with the same Message-ID.
-                case .unconfirmed(let reason): return .transient("not confirmed: \(reason)")
+                case .unconfirmed(let reason): return .retriable("not confirmed: \(reason)")
                 }
             case .directory(let path):
                 let file = URL(fileURLWithPath: path).appendingPathComponent("\(delivery.deliveryId).eml")
@@ -114,7 +114,7 @@ final class EmailChannel: DeliveryChannel {
                     try Data(message).write(to: file, options: .atomic)
                     return .sent
                 } catch {
-                    return .transient("cannot write \(file.path): \(error)")
+                    return .retriable("cannot write \(file.path): \(error)")
                 }
             }
         }

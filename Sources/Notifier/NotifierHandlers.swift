@@ -60,11 +60,9 @@ struct NotifierHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
-        let (records, frequencies) = try await withOutagesAs503 {
-            try await blocking {
-                (try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
-                 try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
-            }
+        let (records, frequencies) = try await blocking {
+            (try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+             try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
         }
         let photos = self.photos
         let scope = [("date", date), ("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
@@ -111,7 +109,7 @@ struct NotifierHandlers: Sendable {
         try mayReadInbox(caller, of: teacherID)
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
-        let digests = try await withOutagesAs503 { try await blocking { try store.inbox(teacher: teacherID) } }
+        let digests = try await blocking { try store.inbox(teacher: teacherID) }
         if let school = caller.roster.teachers[teacherID]?.schoolID { accessLog.record(caller, .inbox, school: school, target: teacherID) }
         let unread = digests.filter { !$0.read }
         let (roster, photos) = (caller.roster, self.photos)
@@ -124,7 +122,7 @@ struct NotifierHandlers: Sendable {
         let digestID = request.parameter("digestId")
         try mayReadInbox(caller, of: teacherID)
         let store = self.store
-        guard try await withOutagesAs503({ try await blocking { try store.markRead(teacher: teacherID, digestId: digestID) } }) else {
+        guard try await blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
         }
         return .noContent
@@ -137,7 +135,7 @@ struct NotifierHandlers: Sendable {
         let teacherID = request.parameter("teacherId")
         try mayReadInbox(caller, of: teacherID)
         let (store, school) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "")
-        let on = try await withOutagesAs503 { try await blocking { try store.emailsLists(school: school, teacher: teacherID) } }
+        let on = try await blocking { try store.emailsLists(school: school, teacher: teacherID) }
         return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
     }
 
@@ -149,7 +147,7 @@ struct NotifierHandlers: Sendable {
         }
         let on = try request.json { (body) throws(FieldError) in try body.boolean("emailLists") }
         let (store, school, at) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "", Timestamp.format(Timestamp.now()))
-        try await withOutagesAs503 { try await blocking { try store.setEmailsLists(on, school: school, teacher: teacherID, at: at) } }
+        try await blocking { try store.setEmailsLists(on, school: school, teacher: teacherID, at: at) }
         logger.info("teacher settings changed", ["requestId": request.requestID, "teacher": teacherID, "emailLists": String(on)])
         return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
     }
@@ -216,29 +214,11 @@ struct NotifierHandlers: Sendable {
             throw HTTPError(FieldError(field: "date", message: problem), status: 422)
         }
         do {
-            let runs = try await withOutagesAs503 { try await runner.run(batch) }
+            let runs = try await runner.run(batch)
             return .json(RunResponse(runs: runs))
         } catch let timeout as DigestRunner.CutoffTimeout {
             logger.warning("digest run waited too long for the cutoff", ["schools": String(schools.count), "error": timeout.description])
             throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
-        }
-    }
-
-    private func withOutagesAs503<T>(_ body: () async throws -> T) async throws -> T {
-        try await NotifierHandlers.withOutagesAs503(logger: logger, body)
-    }
-
-    /// Runs `body`, answering 503 with `Retry-After` when the broker or the
-    /// store cannot be reached: the client should come back, not report a bug.
-    static func withOutagesAs503<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as KafkaError {
-            logger.warning("the event broker is unavailable", ["error": error.message])
-            throw HTTPError.unavailable("the event broker cannot be reached; retry shortly", retryAfterSeconds: 5)
-        } catch let error as StoreError where error.isRetriable {
-            logger.warning("the store is unavailable", ["error": error.message])
-            throw HTTPError.unavailable("the store cannot be reached; retry shortly", retryAfterSeconds: 5)
         }
     }
 

@@ -51,9 +51,7 @@ struct ServiceHandlers: Sendable {
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
         let (store, scopeGrade) = (self.store, grade)
-        let accounts = try await NotifierHandlers.withOutagesAs503(logger: logger) {
-            try await blocking { try store.serviceAccounts(school: school.id, grade: scopeGrade, asOf: nil) }
-        }
+        let accounts = try await blocking { try store.serviceAccounts(school: school.id, grade: scopeGrade, asOf: nil) }
         let roster = caller.roster
         var items: [(Student, ServiceAccount)] = accounts.compactMap { account in
             // Students who left the roster owe nothing anyone can run.

@@ -42,7 +42,7 @@ final class WebhookChannel: DeliveryChannel {
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
         let delivery = claim.delivery
         guard let webhook = roster.webhooks[delivery.schoolId] else {
-            return .permanent("school \(delivery.schoolId) has no webhook in webhooks.csv any more")
+            return .notRetriable("school \(delivery.schoolId) has no webhook in webhooks.csv any more")
         }
         let body = WebhookMessage.body(claim.digest)
         let headers = WebhookMessage.headers(id: delivery.deliveryId, timestamp: Int(now), body: body, secret: webhook.secret)
@@ -50,11 +50,11 @@ final class WebhookChannel: DeliveryChannel {
         case .answered(let status, _, _) where (200..<300).contains(status):
             return .sent
         case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-            return .transient("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+            return .retriable("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
         case .answered(let status, _, let text):
-            return .permanent("HTTP \(status): \(text.prefix(200))")
+            return .notRetriable("HTTP \(status): \(text.prefix(200))")
         case .unreachable(let reason):
-            return .transient(reason)
+            return .retriable(reason)
         }
     }
 }

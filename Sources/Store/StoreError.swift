@@ -1,8 +1,10 @@
+import Common
+
 /// The one error type of the store layer. Its code says whose fault a
 /// failure is: the store's (it cannot write now, whatever is written) or the
 /// data's (this write can never succeed), which decides whether an event is
 /// retried with its offsets held or narrowed down and dead-lettered.
-package struct StoreError: Error, CustomStringConvertible, Sendable {
+package struct StoreError: RetriableError, CustomStringConvertible {
     package enum Code: Sendable, Equatable {
         /// The store cannot answer or write now, whatever is written:
         /// another writer holds it, the server is unreachable or shutting
@@ -37,4 +39,6 @@ package struct StoreError: Error, CustomStringConvertible, Sendable {
     package var isDataError: Bool { code == .conflict || code == .invalidValue }
 
     package var description: String { message }
+
+    package var system: String { "the store" }
 }

@@ -34,7 +34,7 @@ final class NoteChannel: DeliveryChannel {
             return attempts.filter { $0.deliveryId == claim.delivery.deliveryId }.count == 1
         }
         Thread.sleep(forTimeInterval: 0.02)
-        return first ? .transient("busy", retryAfter: 1) : .sent
+        return first ? .retriable("busy", retryAfter: 1) : .sent
     }
 }
 
@@ -66,7 +66,7 @@ final class DeliveryChannelTests: XCTestCase {
         let dispatcher = Dispatcher(
             config: config, channels: [note], roster: LiveRoster(Self.roster), store: store, metrics: Metrics(), logger: quietLogger("dispatcher"))
 
-        let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { _ in
+        let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { _ in
             ["hr11", "hr12", "hr13", "vd1"].map(Self.digest)
         }, targets: { dispatcher.targets(for: $0, roster: Self.roster) })
         XCTAssertEqual(digests.count, 4)
@@ -84,7 +84,7 @@ final class DeliveryChannelTests: XCTestCase {
         await dispatcher.stop(within: .seconds(5))
 
         XCTAssertEqual(sent.count, 3, "every note sent after one retry")
-        XCTAssertEqual(Set(sent.map(\.attempts)), [2], "one transient answer, then sent")
+        XCTAssertEqual(Set(sent.map(\.attempts)), [2], "one retriable answer, then sent")
         XCTAssertEqual(Set(sent.map(\.channel)), [note.id])
         let attempts = note.attempts.withLock { $0 }
         XCTAssertEqual(attempts.count, 6, "each delivery tried exactly twice: \(attempts)")
