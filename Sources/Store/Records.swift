@@ -268,7 +268,7 @@ package struct DeliveryState: Sendable {
     }
 }
 
-/// One school's day for `GuidanceStore.deliver`.
+/// One school's day for `GuidanceStore.writeDigests`.
 package struct DeliveryRun: Sendable {
     package let school: String
     package let date: String
@@ -288,9 +288,9 @@ package struct DeliveryRun: Sendable {
 
 extension GuidanceStore {
     /// One run alone: its digests, or its error.
-    package func deliver(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+    package func writeDigests(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
                         targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
-        try deliver([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
+        try writeDigests([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
     }
 }
 
@@ -321,7 +321,7 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// disk flush for many schools); a run that fails on its own leaves the
     /// others written. Returns each run's digests or its error, in order;
     /// throws, with none written, when the database is busy or lost.
-    func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
+    func writeDigests(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
 
     /// Each student's volunteer-service account as of `date` (nil: all
     /// days), of the grade given (nil: every grade), with their active

@@ -463,7 +463,7 @@ package final class SQLStore: GuidanceStore {
         frequencies[student] = Frequency(last7Days: row[1].int ?? 0, last30Days: row[2].int ?? 0)
     }
 
-    package func deliver(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
+    package func writeDigests(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
                 // Every run's state first, each under its day lock (one

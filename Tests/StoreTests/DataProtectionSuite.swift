@@ -32,7 +32,7 @@ extension StoreSuite {
         let kept = record("g-kept", date: "2026-11-01", at: "2026-10-31T23:00:00Z")
         _ = try store.apply([.registered(old), .registered(kept), deletion("g-tomb"), access("1", at: "2024-01-01T00:00:00Z"), access("2", at: "2026-11-30T00:00:00Z")])
         for (record, date) in [(old, "2026-10-01"), (kept, "2026-11-01")] {
-            _ = try store.deliver(school: "sa", date: date, completedAt: date + "T01:00:00Z", plan: { _ in [self.digest("d-\(date)", date: date, entries: [self.entry(record)])] },
+            _ = try store.writeDigests(school: "sa", date: date, completedAt: date + "T01:00:00Z", plan: { _ in [self.digest("d-\(date)", date: date, entries: [self.entry(record)])] },
                                   targets: { _ in [DeliveryTarget(channel: .email, target: "hr@sa.example")] })
         }
         _ = try store.apply([.registered(record("g-late", date: "2026-10-01", at: "2026-09-30T23:30:00Z"))])  // an amendment pending for the old day
@@ -86,7 +86,7 @@ extension StoreSuite {
         let other = record("g-other", number: 13, date: "2026-11-30")
         _ = try store.apply([.registered(mine), .registered(gone), .registered(other), deletion("g-gone"),
                              access("3", at: "2026-11-30T02:00:00Z", action: .student, target: mine.student.studentId)])
-        _ = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z",
+        _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z",
                               plan: { _ in [self.digest("d-1", date: "2026-11-30", entries: [self.entry(mine), self.entry(other)])] }, targets: { _ in [] })
         let records = try store.records(school: "sa", student: mine.student.studentId)
         XCTAssertEqual(records.guidances.map(\.record.guidanceId), ["g-mine", "g-gone"], "by time")

@@ -70,7 +70,7 @@ struct StoreSuite: Sendable {
         _ = try store.apply([deletion("g4")])
         XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(last7Days: 3, last30Days: 4), "a deletion lowers both")
         let seen = Mutex<[String: Frequency]>([:])
-        _ = try store.deliver(school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z", plan: { state in
+        _ = try store.writeDigests(school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z", plan: { state in
             seen.withLock { $0 = state.frequencies }
             return []
         }, targets: { _ in [] })
@@ -109,7 +109,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: 2, asOf: nil), [])
         // Monday 2026-11-30: its run is a weekly one; a later record of that day marks it.
         let seen = Mutex<[String: ServiceAccount]>([:])
-        _ = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z", plan: { state in
+        _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z", plan: { state in
             seen.withLock { $0 = state.accounts }
             return []
         }, targets: { _ in [] })
@@ -117,7 +117,7 @@ struct StoreSuite: Sendable {
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
         XCTAssertEqual(try store.apply([service("v3", date: "2026-11-27")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "an earlier day's record amends Monday's list")
-        _ = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z", plan: { _ in [] }, targets: { _ in [] })
+        _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z", plan: { _ in [] }, targets: { _ in [] })
         XCTAssertEqual(try store.apply([service("v4", date: "2026-12-01")]), [])
         XCTAssertTrue(try store.pendingAmendments().isEmpty, "a later day's record leaves Monday's list alone")
         XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
@@ -200,7 +200,7 @@ struct StoreSuite: Sendable {
         XCTAssertThrowsError(try database.query("SELECT 1 FROM digest_items", []), "the items are gone")
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
         _ = try store.apply([deletion("g1")])
-        let after = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
+        let after = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(after.first?.entries.map { "\($0.guidanceId) \($0.change.rawValue)" }.sorted(), ["g1 removed", "g2 added"],
                        "g1 was told before the upgrade")
         XCTAssertEqual(after.first?.revision, 2)
@@ -243,18 +243,18 @@ struct StoreSuite: Sendable {
     func digestRunsWriteOnceAndAmendOnlyChanges() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
-        let first = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
+        let first = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(first.map(\.revision), [1])
         XCTAssertEqual(Set(first[0].entries.map(\.guidanceId)), ["g1", "g2"])
         XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-30"))
 
-        let again = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
+        let again = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(again, [], "a second run repeated a digest")
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
 
         _ = try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
         XCTAssertEqual(try store.pendingAmendments().map { "\($0.school) \($0.date)" }, ["sa 2026-11-30"])
-        let amendment = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) } targets: { _ in [] }
+        let amendment = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) } targets: { _ in [] }
         XCTAssertEqual(amendment.map(\.revision), [2])
         XCTAssertEqual(amendment[0].entries.map { "\($0.guidanceId) \($0.change)" }.sorted(), ["g1 removed", "g3 added"])
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
@@ -270,14 +270,14 @@ struct StoreSuite: Sendable {
         // Two digests with the same identity: the second write fails after the
         // first succeeded, as a crash between writing and recording would.
         let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
-        XCTAssertThrowsError(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
+        XCTAssertThrowsError(try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
             let digests = self.simplePlan(state)
             return digests + digests
         }, targets: email))
         XCTAssertEqual(try store.inbox(teacher: "t-hr"), [])
         XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 10), [], "a delivery outlived its digest's failed write")
         XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
-        let rerun = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
+        let rerun = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
         XCTAssertEqual(rerun.count, 1)
         XCTAssertEqual(try store.inbox(teacher: "t-hr").count, 1)
         XCTAssertEqual(try store.deliveries(school: "sa", status: .pending, limit: 10).map(\.digestId), [rerun[0].digestId])
@@ -286,7 +286,7 @@ struct StoreSuite: Sendable {
     func outboxLeasesRetriesAndRequeues() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
-        let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in
+        let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in
             [DeliveryTarget(channel: .email, target: "hr@school.example"), DeliveryTarget(channel: .webhook, target: "https://hooks.example/x")]
         }
         let digest = try XCTUnwrap(digests.first)
@@ -347,7 +347,7 @@ struct StoreSuite: Sendable {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", school: "sb"))])
         let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
-        let results = try store.deliver([
+        let results = try store.writeDigests([
             DeliveryRun(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
                 let digests = self.simplePlan(state)
                 return digests + digests
@@ -369,7 +369,7 @@ struct StoreSuite: Sendable {
     func inboxReadState() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
-        let digest = try XCTUnwrap(try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }.first)
+        let digest = try XCTUnwrap(try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }.first)
         XCTAssertEqual(try store.inbox(teacher: "t-hr").filter { !$0.read }.count, 1)
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId), "marking twice is fine")
@@ -623,7 +623,7 @@ final class PostgresStoreTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do {
                 let store = try SQLStore.postgres(url: url)
-                let digests = try store.deliver(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) } targets: { _ in [] }
+                let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) } targets: { _ in [] }
                 written.withLock { $0.append(digests.count) }
             } catch {
                 written.withLock { $0.append(-1) }
