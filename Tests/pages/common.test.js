@@ -42,6 +42,19 @@ test('days and times read as the school clock and the e-mails write them', () =>
   assert.equal(G.today('2026-12-01T14:59:00Z'), '2026-12-01');
 });
 
+test('the words for how often, amendments and service are the ones README "Words" lists', () => {
+  const G = load();
+  assert.equal(G.words.often({ last7Days: 2, last30Days: 5 }), '최근 7일 2회 · 최근 30일 5회');
+  assert.equal(G.words.often(undefined), '', 'a digest written before counts existed says nothing');
+  assert.equal(G.words.amendment(1), '', 'the first list has no name');
+  assert.equal(G.words.amendment(2), '1차 정정');
+  assert.equal(G.words.amendment(4), '3차 정정');
+  assert.equal(G.words.serviceLeft(2), '남은 봉사 2회');
+  assert.equal(G.words.serviceLeft(0), '봉사 완료');
+  assert.equal(G.words.serviceDone(3, 1), '봉사 3회 중 1회 완료');
+  assert.equal(G.words.lastGuidance('2026-12-03T23:30:00Z', '복장 불량'), '최근 지도 12월 4일(금) 복장 불량', "the school's day (Seoul), not UTC's");
+});
+
 test("an error reads as the page's sentence for its field, else its status's", () => {
   const G = load();
   const unknownStudent = new G.ApiError(422, { detail: 'no student', errors: [{ field: 'student', message: 'x' }] });

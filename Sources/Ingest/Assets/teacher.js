@@ -19,9 +19,8 @@
   let shown = PAGE;
 
   // The one name of an amendment, as the e-mail subject writes it.
-  const amendmentName = (revision) => (revision > 1 ? (revision - 1) + '차 정정' : '');
+  const { often, amendment: amendmentName, serviceLeft, serviceDone, lastGuidance } = G.words;
   const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
-  const often = (f) => (f ? '최근 7일 ' + f.last7Days + '회 · 최근 30일 ' + f.last30Days + '회' : '');
 
   function photo(url, name) {
     if (!url) return G.el('span', { class: 'thumb', 'aria-hidden': 'true' }, name.slice(0, 1));
@@ -44,7 +43,7 @@
           G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
         G.el('p', { class: 'entry-reason' },
           removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '삭제된 기록') : null,
-          weekly ? G.el('span', { class: 'often' }, '최근 지도 ' + G.day(G.today(entry.occurredAt)) + ' ' + entry.reason.label)
+          weekly ? G.el('span', { class: 'often' }, lastGuidance(entry.occurredAt, entry.reason.label))
             : G.el('span', { class: 'reason' }, entry.reason.label),
           !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
           !weekly && left ? G.el('span', { class: 'often' }, left) : null),
@@ -272,10 +271,10 @@
       G.el('div', { class: 'entry-text' },
         G.el('p', { class: 'entry-head' },
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
-          G.el('span', { class: 'left' }, item.outstanding > 0 ? '남은 봉사 ' + item.outstanding + '회' : '봉사 완료')),
-        last ? G.el('p', { class: 'often' }, '최근 지도 ' + G.day(G.today(last.occurredAt)) + ' ' + last.reason.label) : null,
+          G.el('span', { class: 'left' }, serviceLeft(item.outstanding))),
+        last ? G.el('p', { class: 'often' }, lastGuidance(last.occurredAt, last.reason.label)) : null,
         G.el('p', { class: 'service-line' },
-          G.el('span', { class: 'often' }, '봉사 ' + item.owed + '회 중 ' + item.served + '회 완료'),
+          G.el('span', { class: 'often' }, serviceDone(item.owed, item.served)),
           recorder && item.outstanding > 0
             ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));

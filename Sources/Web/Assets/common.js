@@ -112,6 +112,19 @@ window.Guidance = (() => {
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  // The words the pages, the e-mails and the webhooks' text share (README "Words").
+  const words = {
+    // How often a student was stopped: two counts that cannot contradict each other.
+    often: (f) => (f ? '최근 7일 ' + f.last7Days + '회 · 최근 30일 ' + f.last30Days + '회' : ''),
+    // Revision 2 is the 1차 정정; the first has no name.
+    amendment: (revision) => (revision > 1 ? (revision - 1) + '차 정정' : ''),
+    // A student's service: what is left, or all done.
+    serviceLeft: (outstanding) => (outstanding > 0 ? '남은 봉사 ' + outstanding + '회' : '봉사 완료'),
+    serviceDone: (owed, served) => '봉사 ' + owed + '회 중 ' + served + '회 완료',
+    // The newest guidance of a student, in the 봉사 명단.
+    lastGuidance: (occurredAt, label) => '최근 지도 ' + day(today(occurredAt)) + ' ' + label,
+  };
+
   // This device's changes until the server acknowledges each, kept in
   // `storage` (localStorage) under `key`, so that they survive a reload.
   // `pump` sends them in order through `send(item)`, which resolves true
@@ -188,5 +201,5 @@ window.Guidance = (() => {
     if (panel) panel.addEventListener('shown', load);
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, DeviceQueue, whenShown };
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, DeviceQueue, whenShown };
 })();
