@@ -1,4 +1,5 @@
 import Common
+import Foundation
 import XCTest
 
 final class DoorbellTests: XCTestCase {
@@ -38,5 +39,29 @@ final class DoorbellTests: XCTestCase {
         waiting.cancel()
         await waiting.value
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "cancelling did not end the wait")
+    }
+
+    /// A part's own thread blocks on it the same way: a ring wakes it, a ring
+    /// before it blocked returns at once, and the limit ends the wait.
+    func testAThreadBlocksUntilARingOrItsLimit() async throws {
+        let doorbell = Doorbell()
+        let seen = doorbell.rings
+        let woke = DispatchSemaphore(value: 0)
+        let started = ContinuousClock.now
+        Thread.detachNewThread {
+            doorbell.block(after: seen, atMost: .seconds(30))
+            woke.signal()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        doorbell.ring()
+        let woken = await Task.detached { woke.wait(timeout: .now() + 10) == .success }.value
+        XCTAssertTrue(woken, "the ring did not wake the thread")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "woken by the ring, not the 30 s limit")
+
+        let again = ContinuousClock.now
+        doorbell.block(after: seen, atMost: .seconds(30))
+        XCTAssertLessThan(ContinuousClock.now - again, .seconds(10), "it had rung since: at once")
+        doorbell.block(after: doorbell.rings, atMost: .milliseconds(200))
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - again, .milliseconds(200), "the limit")
     }
 }
