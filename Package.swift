@@ -38,19 +38,22 @@ let package = Package(
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
-        .target(name: "ServiceSupport", dependencies: ["HTTP", "Curl", "Crypto", "Kafka", "Guidance", "Common"]),
+        // Sessions in the session log on Kafka; who may call a route, attempts and the access record; what is left both services share.
+        .target(name: "Sessions", dependencies: ["Crypto", "Kafka", "Guidance", "Common"]),
+        .target(name: "Access", dependencies: ["Sessions", "HTTP", "Kafka", "Guidance", "Common"]),
+        .target(name: "ServiceSupport", dependencies: ["Access", "Sessions", "HTTP", "Curl", "Kafka", "Guidance", "Common"]),
         // The pages' scripts, style sheets and icons are real files in each
         // target's Assets/ folder, built into the binary by EmbedFiles.
-        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
-        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "ServiceSupport", "Web", "Common"]),
+        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "ServiceSupport", "Web", "Common"]),
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
-        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "ServiceSupport", "Kafka", "Guidance", "Crypto", "Common"]),
+        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
@@ -58,12 +61,12 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
-        .testTarget(name: "WebTests", dependencies: ["Web", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common"]),
+        .testTarget(name: "WebTests", dependencies: ["Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
-        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "ServiceSupport", "TestSupport"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "ServiceSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

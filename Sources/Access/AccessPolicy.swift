@@ -1,3 +1,4 @@
+import Sessions
 import Common
 import Guidance
 import HTTP
@@ -72,7 +73,7 @@ package struct AccessPolicy: Sendable {
         }
         let log = SessionLog(topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), logger: logger.with(["part": "sessions"]))
         return AccessPolicy(
-            rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(settings: settings, log: log),
+            rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(secret: settings.secret, days: settings.days, log: log),
             publicURL: publicURL, attempts: AttemptLimiter(limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress),
             clients: settings.clients,
             logger: logger.with(["part": "access"]))

@@ -1,7 +1,7 @@
+import Access
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
 import Web
 
 /// The one app for every teacher, at `/` (and `/digests/{digestId}`, where

@@ -1,8 +1,10 @@
+import Access
 import Common
 import Guidance
 import HTTP
 import Kafka
 import ServiceSupport
+import Sessions
 
 /// Everything guidance-ingest needs, read once from the environment.
 package struct IngestConfig: Sendable {

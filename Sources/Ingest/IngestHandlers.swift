@@ -1,10 +1,10 @@
+import Access
 import Common
 import Curl
 import Foundation
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
 import Web
 
 /// The gate app's endpoints: validate against the roster, produce the event,

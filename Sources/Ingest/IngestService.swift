@@ -1,7 +1,8 @@
+import Access
 import Common
+import Foundation
 import Guidance
 import HTTP
-import Foundation
 import Kafka
 import ServiceSupport
 import Web

@@ -1,3 +1,4 @@
+import Access
 import Foundation
 import Guidance
 import HTTP

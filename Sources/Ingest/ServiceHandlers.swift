@@ -1,8 +1,8 @@
+import Access
 import Common
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
 
 /// Volunteer service served (봉사 완료) and taken back: events on the
 /// student's key (`school/grade`), answered 202 once the broker acknowledged

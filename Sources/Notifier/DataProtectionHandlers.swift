@@ -1,3 +1,4 @@
+import Access
 import Common
 import Foundation
 import Guidance

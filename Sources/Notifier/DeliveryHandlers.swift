@@ -1,7 +1,7 @@
+import Access
 import Common
 import Guidance
 import HTTP
-import ServiceSupport
 import Store
 
 /// The operators' view of the outbox: a school's deliveries, and sending a

@@ -1,7 +1,6 @@
 import Common
 import Foundation
 import Guidance
-import ServiceSupport
 import HTTP
 import Store
 import Synchronization

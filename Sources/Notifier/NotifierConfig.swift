@@ -1,8 +1,9 @@
+import Access
 import Common
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
+import Sessions
 
 /// How the store is reached (`STORE_URL`).
 package enum StoreLocation: Sendable, Equatable {

@@ -1,8 +1,8 @@
+import Access
 import Common
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
 import Store
 import Web
 

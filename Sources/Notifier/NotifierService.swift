@@ -1,12 +1,14 @@
+import Access
 import Common
 import Foundation
 import Guidance
 import HTTP
 import Kafka
 import ServiceSupport
-import Web
+import Sessions
 import Store
 import Synchronization
+import Web
 
 /// guidance-notifier, assembled from its configuration: roster, store,
 /// materializer, digest runner and HTTP server. `main` only wires signals;

@@ -1,3 +1,4 @@
+import Access
 import Common
 import Guidance
 import HTTP

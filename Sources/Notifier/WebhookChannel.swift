@@ -1,7 +1,6 @@
 import Common
 import Curl
 import Guidance
-import ServiceSupport
 import Store
 
 /// Digests POSTed to the school's webhook in webhooks.csv, signed per

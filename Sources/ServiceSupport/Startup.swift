@@ -1,3 +1,5 @@
+import Access
+import Sessions
 import Common
 import Foundation
 import Guidance

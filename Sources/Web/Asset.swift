@@ -1,6 +1,6 @@
+import Access
 import Crypto
 import HTTP
-import ServiceSupport
 
 /// A file the pages load from `/assets/<name>`: kept in the binary (each
 /// target's `Assets/` folder, embedded by the EmbedFiles build plugin), so a

@@ -1,8 +1,10 @@
+import Access
 import Common
 import Foundation
 import Guidance
 import HTTP
 import ServiceSupport
+import Sessions
 
 /// Signing in to a service's page and out of it. Three ways in, each ending
 /// in a session cookie (`Sessions`), never a token: an e-mailed link (to

@@ -1,7 +1,7 @@
+import Access
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
 
 /// Students' photos, from `ROSTER_DIR/photos/<studentId>.jpg` (or `.png`,
 /// `.webp`). They are personal data of minors: served only to a signed-in

@@ -1,10 +1,11 @@
+import Access
 import Common
 import Crypto
 import Foundation
 import Guidance
 import Kafka
 import Notifier
-import ServiceSupport
+import Sessions
 
 /// Operator commands:
 ///

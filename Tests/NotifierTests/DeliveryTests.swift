@@ -1,8 +1,8 @@
-import ServiceSupport
 import Crypto
 import Foundation
 import Guidance
 @testable import Notifier
+import ServiceSupport
 import TestSupport
 import XCTest
 

@@ -1,7 +1,7 @@
-import ServiceSupport
 import Common
 import Foundation
 @testable import Notifier
+import ServiceSupport
 import XCTest
 
 /// The pure parts of delivery: header encoding, backoff, configuration.

@@ -1,3 +1,4 @@
+import Access
 import Crypto
 import Foundation
 import Guidance
@@ -6,7 +7,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
-import ServiceSupport
+import Sessions
 import TestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import Guidance
 @testable import Notifier
 import ServiceSupport
+import Sessions
 import TestSupport
 import XCTest
 

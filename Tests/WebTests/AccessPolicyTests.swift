@@ -1,9 +1,11 @@
+import Access
 import Common
 import Crypto
 import Guidance
 import HTTP
 import Kafka
 import ServiceSupport
+import Sessions
 import Web
 import XCTest
 
@@ -29,7 +31,7 @@ final class AccessPolicyTests: XCTestCase {
     private func router(publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil, mail: MailSettings? = nil) throws -> Router {
         self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
-        sessions = Sessions(settings: WebSettings(secret: String(repeating: "s", count: 32)), log: .local())
+        sessions = Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local())
         let policy = AccessPolicy(rosters: self.rosters, cookie: cookie, sessions: sessions, publicURL: publicURL, attempts: attempts, logger: Logger(component: "test", level: .error))
         var routes = GuardedRouter(router: Router(), policy: policy)
         routes.post("/v1/schools/{schoolId}/things", .school(roles: [.gate])) { _, caller in .text(caller.teacher?.id ?? "-") }
