@@ -55,6 +55,46 @@ test('the words for how often, amendments and service are the ones README "Words
   assert.equal(G.words.lastGuidance('2026-12-03T23:30:00Z', '복장 불량'), '최근 지도 12월 4일(금) 복장 불량', "the school's day (Seoul), not UTC's");
 });
 
+test('the seat tree: grade, class, number, then the face check; a new grade or class starts below it again', () => {
+  const G = load();
+  const grades = [
+    { grade: 1, classes: [{ classNumber: 1, numbers: [1, 2, 3] }, { classNumber: 2, numbers: [1, 2] }] },
+    { grade: 2, classes: [{ classNumber: 1, numbers: [1, 4] }] },
+  ];
+  const pick = new G.SeatPicker(grades);
+  assert.equal(pick.step, 'grade');
+  assert.deepEqual(plain(pick.choices()), [['1학년', 'grade', 1], ['2학년', 'grade', 2]]);
+  pick.choose('grade', 1);
+  assert.equal(pick.step, 'class');
+  assert.deepEqual(plain(pick.choices()), [['1반', 'classNumber', 1], ['2반', 'classNumber', 2]]);
+  pick.choose('classNumber', 2);
+  assert.deepEqual(plain(pick.choices()), [['1', 'number', 1], ['2', 'number', 2]]);
+  pick.choose('number', 2);
+  assert.equal(pick.step, 'check');
+  assert.deepEqual(plain(pick.choices()), []);
+  // From the face check, the seat bar's class: that class's numbers in one choice.
+  pick.choose('classNumber', 1);
+  assert.equal(pick.step, 'number');
+  assert.equal(pick.number, null);
+  assert.deepEqual(plain(pick.choices()).map((c) => c[2]), [1, 2, 3]);
+  // Another grade: its classes, nothing of the class chosen before.
+  pick.choose('number', 3);
+  pick.choose('grade', 2);
+  assert.equal(pick.step, 'class');
+  assert.deepEqual(plain(pick.classes).map((c) => c.classNumber), [1]);
+  // 이전 goes back one step at a time.
+  pick.choose('classNumber', 1);
+  pick.choose('number', 4);
+  pick.back();
+  assert.equal(pick.step, 'number');
+  pick.back();
+  assert.equal(pick.step, 'class');
+  pick.back();
+  assert.equal(pick.step, 'grade');
+  pick.back();
+  assert.equal(pick.step, 'grade', 'nothing before the grades');
+});
+
 test("an error reads as the page's sentence for its field, else its status's", () => {
   const G = load();
   const unknownStudent = new G.ApiError(422, { detail: 'no student', errors: [{ field: 'student', message: 'x' }] });

@@ -19,18 +19,13 @@
 
   // ---- Picking: grade → class → number → the face check.
 
-  const pick = { grade: null, classNumber: null, number: null, reason: null };
+  const pick = new G.SeatPicker(data.grades);
+  pick.reason = null;
   const classes = new Map();   // "grade-class" → promise of the class's students (null: not loaded)
   let shown = null;            // the student the face check shows
 
-  function step() {
-    if (pick.grade === null) return 'grade';
-    if (pick.classNumber === null) return 'class';
-    return pick.number === null ? 'number' : 'check';
-  }
-
   function render(focus) {
-    const current = step();
+    const current = pick.step;
     $('pick').hidden = current === 'check';
     $('check').hidden = current !== 'check';
     if (current === 'check') {
@@ -39,11 +34,7 @@
       if (focus) $('student-name').focus();
       return;
     }
-    const grade = data.grades.find((g) => g.grade === pick.grade);
-    const entry = grade && grade.classes.find((c) => c.classNumber === pick.classNumber);
-    const choices = current === 'grade' ? data.grades.map((g) => [g.grade + '학년', 'grade', g.grade])
-      : current === 'class' ? grade.classes.map((c) => [c.classNumber + '반', 'classNumber', c.classNumber])
-      : entry.numbers.map((n) => [String(n), 'number', n]);
+    const choices = pick.choices();
     $('step-title').textContent = { grade: '학년', class: '반', number: '번호' }[current];
     $('picked').textContent = [pick.grade && pick.grade + '학년', pick.classNumber && pick.classNumber + '반'].filter(Boolean).join(' ');
     // At the first step there is nothing to go back to or to show.
@@ -56,7 +47,7 @@
   }
 
   function choose(field, value) {
-    pick[field] = value;
+    pick.choose(field, value);
     if (field === 'classNumber') students(pick.grade, value);
     if (field === 'number') {
       pick.reason = null;
@@ -71,30 +62,28 @@
   function renderSeatBar() {
     $('seat-bar').hidden = pick.grade === null;
     if (pick.grade === null) return;
-    const grade = data.grades.find((g) => g.grade === pick.grade);
     const option = (value, label, selected) => G.el('option', { value: String(value), selected }, label);
     $('grade-select').replaceChildren(...data.grades.map((g) => option(g.grade, g.grade + '학년', g.grade === pick.grade)));
     $('class-select').replaceChildren(
       ...(pick.classNumber === null ? [option('', '반 고르기', true)] : []),
-      ...grade.classes.map((c) => option(c.classNumber, c.classNumber + '반', c.classNumber === pick.classNumber)));
+      ...pick.classes.map((c) => option(c.classNumber, c.classNumber + '반', c.classNumber === pick.classNumber)));
   }
 
   $('grade-select').addEventListener('change', (event) => {
-    Object.assign(pick, { grade: Number(event.target.value), classNumber: null, number: null, reason: null });
+    pick.choose('grade', Number(event.target.value));
+    pick.reason = null;
     render(true);
   });
   $('class-select').addEventListener('change', (event) => {
     if (event.target.value === '') return;
-    Object.assign(pick, { classNumber: Number(event.target.value), number: null, reason: null });
+    pick.choose('classNumber', Number(event.target.value));
+    pick.reason = null;
     students(pick.grade, pick.classNumber);
     render(true);
   });
 
-  $('back').addEventListener('click', () => {
-    if (pick.classNumber !== null) pick.classNumber = null; else pick.grade = null;
-    render(true);
-  });
-  $('check-back').addEventListener('click', () => { pick.number = null; render(true); });
+  $('back').addEventListener('click', () => { pick.back(); render(true); });
+  $('check-back').addEventListener('click', () => { pick.back(); render(true); });
 
   // A class's names and photo addresses, asked once when it is tapped; its
   // photos are fetched ahead, so that the face check of any of its students
@@ -358,7 +347,7 @@
     const pending = queue();
     const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
     const all = todayRows();
-    if (step() === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number });
+    if (pick.step === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number });
     const query = $('today-search').value.trim();
     const rows = all.filter((row) => (!$('today-mine').checked || row.mine) && (!query || (row.name || '').includes(query)));
     $('today-empty').hidden = rows.length > 0;

@@ -195,11 +195,61 @@ window.Guidance = (() => {
     }
   }
 
+  // The gate's seat tree: grade → class → number over the school's seats
+  // (`grades`: [{grade, classes: [{classNumber, numbers}]}]), then the face
+  // check. A grade chosen anew starts its class and number again; a class, its number.
+  class SeatPicker {
+    constructor(grades) {
+      this.grades = grades;
+      this.grade = null;
+      this.classNumber = null;
+      this.number = null;
+    }
+
+    get step() {
+      if (this.grade === null) return 'grade';
+      if (this.classNumber === null) return 'class';
+      return this.number === null ? 'number' : 'check';
+    }
+
+    // The classes of the chosen grade (the seat bar's choices).
+    get classes() {
+      const grade = this.grades.find((g) => g.grade === this.grade);
+      return grade ? grade.classes : [];
+    }
+
+    // The step's buttons as [label, field, value].
+    choices() {
+      switch (this.step) {
+        case 'grade': return this.grades.map((g) => [g.grade + '학년', 'grade', g.grade]);
+        case 'class': return this.classes.map((c) => [c.classNumber + '반', 'classNumber', c.classNumber]);
+        case 'number': {
+          const entry = this.classes.find((c) => c.classNumber === this.classNumber);
+          return (entry ? entry.numbers : []).map((n) => [String(n), 'number', n]);
+        }
+        default: return [];
+      }
+    }
+
+    choose(field, value) {
+      this[field] = value;
+      if (field === 'grade') this.classNumber = null;
+      if (field !== 'number') this.number = null;
+    }
+
+    // One step back: from the face check to the numbers, then the classes, then the grades.
+    back() {
+      if (this.number !== null) this.number = null;
+      else if (this.classNumber !== null) this.classNumber = null;
+      else this.grade = null;
+    }
+  }
+
   // Calls `load` each time the tab panel `id` is shown (app.js); nothing when the page has no such panel.
   function whenShown(id, load) {
     const panel = document.getElementById(id);
     if (panel) panel.addEventListener('shown', load);
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, DeviceQueue, whenShown };
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, DeviceQueue, SeatPicker, whenShown };
 })();
