@@ -93,26 +93,31 @@ package final class LiveRoster: Sendable {
         watcher.withLock { watcher in
             guard watcher == nil else { return }
             hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
+            // Weak between turns: a roster nobody holds any more ends its watch.
             watcher = Task { [weak self] in
                 var nextCheck = ContinuousClock.now + interval
                 while !Task.isCancelled {
                     let seen = Signals.bell.rings
-                    guard let self else { return }
-                    let count = Signals.count(SIGHUP)
-                    let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
                     let checkFiles = ContinuousClock.now >= nextCheck
                     if checkFiles { nextCheck = ContinuousClock.now + interval }
-                    if hangup || checkFiles {
-                        _ = try? await blocking { [self] in
-                            if hangup { _ = reload(because: "SIGHUP") }
-                            if checkFiles { check() }
-                        }
-                        continue
-                    }
-                    await Signals.bell.wait(after: seen, atMost: nextCheck - ContinuousClock.now)
+                    guard let acted = await self?.answer(checkFiles: checkFiles) else { return }
+                    if !acted { await Signals.bell.wait(after: seen, atMost: nextCheck - ContinuousClock.now) }
                 }
             }
         }
+    }
+
+    /// Reloads for a SIGHUP not answered yet, and checks the folder when
+    /// asked; whether it did either.
+    private func answer(checkFiles: Bool) async -> Bool {
+        let count = Signals.count(SIGHUP)
+        let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
+        guard hangup || checkFiles else { return false }
+        _ = try? await blocking { [self] in
+            if hangup { _ = reload(because: "SIGHUP") }
+            if checkFiles { check() }
+        }
+        return true
     }
 
     /// Stops the checks `watch` started; returns once they have stopped (a
