@@ -50,11 +50,11 @@ class Processes:
         raise SystemExit(f"the mock cluster did not start; see {self.log_path('broker')}")
 
 
-def wait_ready(port, seconds=60, interval=0.2):
+def wait_ready(port, seconds=60, interval=0.2, path="/readyz"):
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
                 if response.status == 200:
                     return
         except Exception:
