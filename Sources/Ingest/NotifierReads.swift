@@ -14,8 +14,8 @@ struct NotifierReads: Sendable {
     /// `NOTIFIER_URL`; nil: every read answers 503 saying so.
     let notifier: Forwarding?
 
-    /// The notifier's routes the app uses, under the same paths (a change
-    /// here is a change of `docs/design.md`'s ingest table).
+    /// The notifier's routes the app uses, under the same paths (listed in
+    /// `docs/design.md`, "Web pages", and `openapi/ingest.yaml`'s description).
     static let passed: [(method: String, pattern: String)] = [
         ("GET", "/v1/schools/{schoolId}/guidances"),
         ("GET", "/v1/schools/{schoolId}/service"),
