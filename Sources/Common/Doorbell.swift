@@ -81,6 +81,19 @@ package final class Doorbell: Sendable {
         timer.cancel()
     }
 
+    /// Returns once `holds` is true — looked at first, then again after each
+    /// ring — or after `limit`, or when the task is cancelled; whether it held.
+    package func wait(until holds: () -> Bool, atMost limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let seen = rings
+            if holds() { return true }
+            let now = ContinuousClock.now
+            guard now < deadline, !Task.isCancelled else { return false }
+            await wait(after: seen, atMost: deadline - now)
+        }
+    }
+
     private func wake(_ id: Int) {
         let continuation = state.withLock { $0.waiting.removeValue(forKey: id) }
         continuation??.resume()

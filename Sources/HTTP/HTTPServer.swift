@@ -170,12 +170,7 @@ package final class HTTPServer: Sendable {
 
     /// Returns once no request is in flight, or at `deadline`.
     private func idle(by deadline: ContinuousClock.Instant) async {
-        while true {
-            let seen = drained.rings
-            let now = ContinuousClock.now
-            guard inFlight.load(ordering: .acquiring) > 0, now < deadline else { return }
-            await drained.wait(after: seen, atMost: deadline - now)
-        }
+        _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: deadline - .now)
     }
 
     /// Once a second, shuts down the sockets of connections that took longer

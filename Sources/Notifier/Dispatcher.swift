@@ -95,14 +95,7 @@ final class Dispatcher: Sendable {
     /// Whether every channel's loop has ended, waiting up to `limit` (a
     /// loop stuck in a send is not waited for beyond it).
     private func loopsEnded(within limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            let seen = ended.rings
-            if endedLoops.load(ordering: .acquiring) == channels.count { return true }
-            let now = ContinuousClock.now
-            guard now < deadline else { return false }
-            await ended.wait(after: seen, atMost: deadline - now)
-        }
+        await ended.wait(until: { endedLoops.load(ordering: .acquiring) == channels.count }, atMost: limit)
     }
 
     // MARK: - The loop of one channel

@@ -141,14 +141,7 @@ package final class SessionLog: Sendable {
     /// reading thread, which is when it can change — or after `limit`;
     /// whether it held.
     func until(atMost limit: Duration, _ holds: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            let seen = wentRound.rings
-            if holds() { return true }
-            let now = ContinuousClock.now
-            guard now < deadline else { return false }
-            await wentRound.wait(after: seen, atMost: deadline - now)
-        }
+        await wentRound.wait(until: holds, atMost: limit)
     }
 
     /// Creates the topic when missing and starts reading it on a thread of
@@ -166,11 +159,8 @@ package final class SessionLog: Sendable {
         guard producer != nil, started.load(ordering: .acquiring) else { return }
         _ = phase.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing)
         stopBell.ring()
-        while true {
-            let seen = stopBell.rings
-            if phase.load(ordering: .acquiring) == 2 { return }
-            await stopBell.wait(after: seen, atMost: .seconds(1))
-        }
+        // No limit: the thread ends within a poll of being asked.
+        while await !stopBell.wait(until: { phase.load(ordering: .acquiring) == 2 }, atMost: .seconds(1)) {}
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this

@@ -1,5 +1,6 @@
 import Common
 import Foundation
+import Synchronization
 import XCTest
 
 final class DoorbellTests: XCTestCase {
@@ -63,5 +64,23 @@ final class DoorbellTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - again, .seconds(10), "it had rung since: at once")
         doorbell.block(after: doorbell.rings, atMost: .milliseconds(200))
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - again, .milliseconds(200), "the limit")
+    }
+
+    /// A condition looked at again after each ring: true once it holds,
+    /// false at the limit.
+    func testAWaitUntilAConditionHoldsOrItsLimit() async throws {
+        let doorbell = Doorbell()
+        let flag = Atomic<Bool>(false)
+        async let held = doorbell.wait(until: { flag.load(ordering: .acquiring) }, atMost: .seconds(30))
+        try await Task.sleep(for: .milliseconds(100))
+        doorbell.ring()
+        flag.store(true, ordering: .releasing)
+        doorbell.ring()
+        let heldValue = await held
+        XCTAssertTrue(heldValue)
+        let started = ContinuousClock.now
+        let never = await doorbell.wait(until: { false }, atMost: .milliseconds(200))
+        XCTAssertFalse(never)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(200), "waited for the limit")
     }
 }
