@@ -146,6 +146,16 @@ function queueWith(storage, outcomes) {
 
 const registration = (id) => ({ kind: 'register', id, state: 'sending', body: { guidanceId: id, student: { grade: 1, classNumber: 3, number: 12 } } });
 
+test('what storage keeps reads back as JSON, else the fallback', () => {
+  const G = load();
+  const storage = new Storage();
+  assert.equal(G.stored(storage, 'k', 'none'), 'none', 'nothing there');
+  storage.setItem('k', '{not json');
+  assert.equal(G.stored(storage, 'k', 'none'), 'none', 'not JSON');
+  storage.setItem('k', JSON.stringify({ date: '2026-12-02', added: [1] }));
+  assert.deepEqual(plain(G.stored(storage, 'k', null)), { date: '2026-12-02', added: [1] });
+});
+
 test('the queue sends in order and forgets what was acknowledged', async () => {
   const storage = new Storage();
   const { queue, sent } = queueWith(storage, ['ok', 'ok', 'ok']);

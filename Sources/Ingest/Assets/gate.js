@@ -196,15 +196,6 @@
 
   // ---- The queue: this device's registrations and deletions until acknowledged.
 
-  function read(key, fallback) {
-    try {
-      const value = JSON.parse(localStorage.getItem(key));
-      return value === null ? fallback : value;
-    } catch (e) {
-      return fallback;
-    }
-  }
-
   const device = new G.DeviceQueue(localStorage, queueKey, (item) => send(item), () => renderToday());
   const queue = () => device.items();
   const enqueue = (item) => device.add(item);
@@ -212,7 +203,7 @@
 
   // What was acknowledged today, shown until the school's list has caught up.
   function done() {
-    const saved = read(doneKey, null);
+    const saved = G.stored(localStorage, doneKey, null);
     return saved && saved.date === G.today() ? saved : { date: G.today(), added: [], removed: [] };
   }
 
@@ -321,8 +312,8 @@
   }
 
   // The same student already recorded today, said before 등록 (which stays allowed).
-  function showAlready(seat) {
-    const same = todayRows().filter((row) => row.state !== 'failed' && row.seat.grade === seat.grade
+  function showAlready(seat, rows = todayRows()) {
+    const same = rows.filter((row) => row.state !== 'failed' && row.seat.grade === seat.grade
       && row.seat.classNumber === seat.classNumber && row.seat.number === seat.number);
     const last = same[0];
     $('already').textContent = last
@@ -347,7 +338,7 @@
     const pending = queue();
     const deleting = new Map(pending.filter((i) => i.kind === 'delete').map((i) => [i.id, i]));
     const all = todayRows();
-    if (pick.step === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number });
+    if (pick.step === 'check') showAlready({ grade: pick.grade, classNumber: pick.classNumber, number: pick.number }, all);
     const query = $('today-search').value.trim();
     const rows = all.filter((row) => (!$('today-mine').checked || row.mine) && (!query || (row.name || '').includes(query)));
     $('today-empty').hidden = rows.length > 0;

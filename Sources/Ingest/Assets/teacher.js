@@ -18,7 +18,7 @@
   let today = { date: '', items: [] };
   let shown = PAGE;
 
-  // The one name of an amendment, as the e-mail subject writes it.
+  // The words the e-mails say too (common.js).
   const { often, amendment: amendmentName, serviceLeft, serviceDone, lastGuidance } = G.words;
   const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
 

@@ -125,6 +125,16 @@ window.Guidance = (() => {
     lastGuidance: (occurredAt, label) => '최근 지도 ' + day(today(occurredAt)) + ' ' + label,
   };
 
+  // What `storage` keeps as JSON under `key`, or `fallback` (nothing there, or not JSON).
+  function stored(storage, key, fallback) {
+    try {
+      const value = JSON.parse(storage.getItem(key));
+      return value === null ? fallback : value;
+    } catch (e) {
+      return fallback;
+    }
+  }
+
   // This device's changes until the server acknowledges each, kept in
   // `storage` (localStorage) under `key`, so that they survive a reload.
   // `pump` sends them in order through `send(item)`, which resolves true
@@ -146,12 +156,8 @@ window.Guidance = (() => {
     }
 
     items() {
-      try {
-        const value = JSON.parse(this.storage.getItem(this.key));
-        return Array.isArray(value) ? value : [];
-      } catch (e) {
-        return [];
-      }
+      const value = stored(this.storage, this.key, []);
+      return Array.isArray(value) ? value : [];
     }
 
     save(items) {
@@ -251,5 +257,5 @@ window.Guidance = (() => {
     if (panel) panel.addEventListener('shown', load);
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, DeviceQueue, SeatPicker, whenShown };
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, DeviceQueue, SeatPicker, whenShown };
 })();
