@@ -15,6 +15,8 @@ import Synchronization
 final class Exchange: @unchecked Sendable {
     private enum Phase {
         case receiving
+        /// The handler runs on libmicrohttpd's thread, not yet waiting.
+        case running
         case suspended
         /// Resumed with an answer that the next access-handler call queues.
         case answered(Response)
@@ -44,21 +46,23 @@ final class Exchange: @unchecked Sendable {
         self.method = method
         self.path = path
         let headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
-        let query = Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false)
+        // Counted first: most requests carry no query, and need no collection for it.
+        let query = MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, nil, nil) > 0
+            ? Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false) : nil
         self.headers = headers.fields
-        self.query = query.fields.list.isEmpty ? [:] : Dictionary(query.fields.list) { $1 }
+        self.query = query.map { Dictionary($0.fields.list) { $1 } } ?? [:]
         requestID = Exchange.requestID(from: headers["x-request-id"])
-        problem = Exchange.problem(path: path, version: version, headers: headers, query: query, config: config)
+        problem = Exchange.problem(path: path, version: version, headers: headers, queryBytes: query?.bytes ?? 0, config: config)
     }
 
     /// Answers decided from the request line and headers alone, sent before
     /// any body is read (libmicrohttpd then closes the connection).
-    private static func problem(path: String, version: String, headers: Collected, query: Collected, config: HTTPServerConfig) -> HTTPError? {
+    private static func problem(path: String, version: String, headers: Collected, queryBytes: Int, config: HTTPServerConfig) -> HTTPError? {
         if headers.bytes > config.maxHeaderBytes {
             return HTTPError(status: 431, detail: "the request headers take more than \(config.maxHeaderBytes) bytes")
         }
         if let framing = framingProblem(version: version, headers: headers) { return framing }
-        if path.utf8.count + query.bytes > config.maxURIBytes {
+        if path.utf8.count + queryBytes > config.maxURIBytes {
             return HTTPError(status: 414, detail: "the request target is longer than \(config.maxURIBytes) bytes")
         }
         if headers.repeated["authorization"] != nil {
@@ -169,15 +173,30 @@ final class Exchange: @unchecked Sendable {
         handler.withLock { $0 }?.cancel()
     }
 
-    /// Suspends the connection until `finish` resumes it.
-    func suspend(in server: HTTPServer) {
-        phase.withLock { $0 = .suspended }
+    /// The handler starts; until it answers, shutdown can answer for it.
+    func begin(in server: HTTPServer) {
+        phase.withLock { $0 = .running }
         server.suspended.withLock { $0[ObjectIdentifier(self)] = self }
-        MHD_suspend_connection(connection)
     }
 
-    /// Resumes a suspended connection with its answer, once. `force` is the
-    /// shutdown path, which already took the exchange out of the server's set.
+    /// The answer, if the handler gave it without waiting; otherwise suspends
+    /// the connection until `finish` resumes it. Suspending under the lock
+    /// keeps a `finish` on another thread from resuming it before.
+    func suspendUnlessAnswered() -> Response? {
+        phase.withLock { phase in
+            if case .answered(let response) = phase {
+                phase = .queued
+                return response
+            }
+            phase = .suspended
+            MHD_suspend_connection(connection)
+            return nil
+        }
+    }
+
+    /// Gives the handler's answer, once: a suspended connection is resumed
+    /// to send it. `force` is the shutdown path, which already took the
+    /// exchange out of the server's set.
     func finish(_ response: Response, in server: HTTPServer? = nil, force: Bool = false) {
         if let server, !force {
             let present = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) != nil }
@@ -185,9 +204,16 @@ final class Exchange: @unchecked Sendable {
             guard present else { return }
         }
         let resume = phase.withLock { phase -> Bool in
-            guard case .suspended = phase else { return false }
-            phase = .answered(response)
-            return true
+            switch phase {
+            case .running:
+                phase = .answered(response)
+                return false
+            case .suspended:
+                phase = .answered(response)
+                return true
+            default:
+                return false
+            }
         }
         if resume { MHD_resume_connection(connection) }
     }
@@ -211,21 +237,29 @@ final class Exchange: @unchecked Sendable {
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
         for (name, value) in response.headers {
-            MHD_add_response_header(mhdResponse, name, value)
+            Exchange.add(name, value, to: mhdResponse)
         }
-        MHD_add_response_header(mhdResponse, "X-Request-Id", requestID)
+        Exchange.add("X-Request-Id", requestID, to: mhdResponse)
         // Unless the handler said otherwise: no answer is sniffed for another
         // type, and API answers, which carry students' names, are not stored
         // by any cache.
         func named(_ name: String) -> Bool { response.headers.contains { asciiEqualIgnoringCase($0.0, name) } }
         if !named("x-content-type-options") {
-            MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
+            Exchange.add("X-Content-Type-Options", "nosniff", to: mhdResponse)
         }
         if path.hasPrefix("/v1/") && !named("cache-control") {
-            MHD_add_response_header(mhdResponse, "Cache-Control", "no-store")
+            Exchange.add("Cache-Control", "no-store", to: mhdResponse)
         }
         phase.withLock { $0 = .queued }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// `withCString`, not a `String` passed as a C string: that conversion
+    /// copies the text into a new array each time.
+    private static func add(_ name: String, _ value: String, to response: OpaquePointer) {
+        name.withCString { name in
+            value.withCString { value in _ = MHD_add_response_header(response, name, value) }
+        }
     }
 
     private static func requestID(from header: String?) -> String {

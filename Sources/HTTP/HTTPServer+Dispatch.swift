@@ -4,7 +4,8 @@ import Foundation
 
 extension HTTPServer {
     /// Answers what needs no handler on libmicrohttpd's thread; otherwise
-    /// suspends the connection and runs the handler as a task.
+    /// runs the handler as a task that starts on this thread, and suspends
+    /// the connection if it waits (`InlineExecutor`).
     func dispatch(_ exchange: Exchange) -> MHD_Result {
         if !lifecycle.withLock({ $0.serving }) {
             return exchange.queue(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response)
@@ -22,12 +23,15 @@ extension HTTPServer {
                 query: exchange.query, body: exchange.body, requestID: exchange.requestID, peer: exchange.peer)
             request.parameters = route.parameters
             request.route = route.pattern
-            exchange.suspend(in: self)
-            exchange.handle(Task { [self] in
+            exchange.begin(in: self)
+            // The handler runs here until it waits; one that never waits
+            // (a look-up, a refusal) has answered when this returns.
+            exchange.handle(Task.immediate(executorPreference: InlineExecutor.shared) { [self] in
                 let response = await Router.run(route.handler, request, logger: logger)
                 exchange.finish(response, in: self)
             })
-            return .YES
+            guard let answer = exchange.suspendUnlessAnswered() else { return .YES }
+            return exchange.queue(answer)
         }
     }
 

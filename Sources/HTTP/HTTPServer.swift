@@ -80,7 +80,7 @@ package final class HTTPServer: Sendable {
     let logger: Logger
     let observer: @Sendable (RequestRecord) -> Void
     let lifecycle = Mutex(Lifecycle())
-    /// Exchanges whose connection is suspended, so shutdown can resume them.
+    /// Exchanges whose handler has not answered yet, so shutdown can answer for them.
     let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
