@@ -155,6 +155,8 @@ package enum JSONReader {
                 position += 1
                 return object
             }
+            // One allocation for a request's few fields, not one per doubling.
+            object.fields.reserveCapacity(8)
             while true {
                 skipWhitespace()
                 guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {

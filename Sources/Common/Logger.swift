@@ -50,7 +50,9 @@ package struct Logger: Sendable {
     /// One array, sorted in place: `Dictionary.filter` would hash every key
     /// into a new dictionary first, on every line that has fields.
     private static func sortedFields(_ values: [String: String]) -> [(key: String, value: String)] {
-        var fields = values.compactMap { isLeading($0.key) ? nil : (key: $0.key, value: $0.value) }
+        var fields: [(key: String, value: String)] = []
+        fields.reserveCapacity(values.count)
+        for (key, value) in values where !isLeading(key) { fields.append((key, value)) }
         fields.sort { $0.key < $1.key }
         return fields
     }

@@ -4,11 +4,19 @@ import CCrypto
 /// libpq), for hashing bearer tokens.
 package enum SHA256 {
     package static func hash(_ message: [UInt8]) -> [UInt8] {
+        message.withUnsafeBytes(hash)
+    }
+
+    /// The digest of `text`'s UTF-8, read in place (a token, on every request).
+    package static func hash(utf8 text: String) -> [UInt8] {
+        var text = text
+        return text.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    private static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let ok = message.withUnsafeBytes { bytes in
-            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, algorithm.pointer, nil)
-        }
+        let ok = EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, algorithm.pointer, nil)
         // EVP_Digest fails only when allocation fails.
         precondition(ok == 1, "EVP_Digest(SHA-256) failed")
         return digest

@@ -15,6 +15,28 @@ package enum EventHeader {
     package static let contentType = "content-type"
 }
 
+extension EventType {
+    /// The Kafka headers every event of this type carries: its type, schema
+    /// version 1 and JSON, made once per type rather than per event.
+    package var headers: [(name: String, value: [UInt8])] {
+        switch self {
+        case .registered: EventType.registeredHeaders
+        case .deleted: EventType.deletedHeaders
+        case .serviceRecorded: EventType.serviceRecordedHeaders
+        case .serviceWithdrawn: EventType.serviceWithdrawnHeaders
+        }
+    }
+
+    private static let registeredHeaders = EventType.registered.madeHeaders
+    private static let deletedHeaders = EventType.deleted.madeHeaders
+    private static let serviceRecordedHeaders = EventType.serviceRecorded.madeHeaders
+    private static let serviceWithdrawnHeaders = EventType.serviceWithdrawn.madeHeaders
+
+    private var madeHeaders: [(name: String, value: [UInt8])] {
+        [(EventHeader.type, Array(rawValue.utf8)), (EventHeader.schemaVersion, Array("1".utf8)), (EventHeader.contentType, Array("application/json".utf8))]
+    }
+}
+
 package struct StudentRef: Codable, Sendable, Equatable, Hashable {
     package let studentId: String
     package let grade: Int

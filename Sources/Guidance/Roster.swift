@@ -148,7 +148,7 @@ package final class Roster: Sendable {
     /// takes part in the look-up, and full digests are compared in constant
     /// time, so timing tells nothing about the stored tokens.
     package func teacher(forToken token: String) -> Teacher? {
-        let digest = SHA256.hash(Array(token.utf8))
+        let digest = SHA256.hash(utf8: token)
         let candidates = tokens[Roster.tokenBucket(digest)] ?? []
         guard let match = candidates.first(where: { SHA256.constantTimeEqual($0.digest, digest) }) else { return nil }
         return teachers[match.teacherID]
@@ -172,7 +172,7 @@ package final class Roster: Sendable {
 
     /// The fingerprint of a token as presented.
     package static func fingerprint(token: String) -> String {
-        fingerprint(SHA256.hash(Array(token.utf8)))
+        fingerprint(SHA256.hash(utf8: token))
     }
 
     static func tokenBucket(_ digest: [UInt8]) -> UInt64 {

@@ -51,18 +51,29 @@ struct Connections {
 
     /// The connection waits for (or receives) its next request from now on.
     mutating func waiting(_ key: UInt, at now: ContinuousClock.Instant) {
-        entries[key]?.since = now
-        entries[key]?.waiting = true
-        entries[key]?.headersIn = false
+        update(key) { entry in
+            entry.since = now
+            entry.waiting = true
+            entry.headersIn = false
+        }
     }
 
     mutating func headersIn(_ key: UInt) {
-        entries[key]?.headersIn = true
+        update(key) { $0.headersIn = true }
     }
 
     /// The request is in: it is being handled and answered.
     mutating func received(_ key: UInt) {
-        entries[key]?.waiting = false
+        update(key) { $0.waiting = false }
+    }
+
+    /// Changes an entry by reading and storing it: `entries[key]?.field = …`
+    /// goes through the dictionary's modify accessor, whose frame is
+    /// allocated on the heap — a `malloc` per field per request.
+    private mutating func update(_ key: UInt, _ change: (inout Entry) -> Void) {
+        guard var entry = entries[key] else { return }
+        change(&entry)
+        entries[key] = entry
     }
 
     /// Connections that waited longer than `limit`, no longer counted as
@@ -71,7 +82,7 @@ struct Connections {
         var late: [(socket: Int32, headersIn: Bool)] = []
         for (key, entry) in entries where entry.waiting && now - entry.since > limit {
             late.append((entry.socket, entry.headersIn))
-            entries[key]?.waiting = false
+            update(key) { $0.waiting = false }
         }
         return late
     }
@@ -85,7 +96,7 @@ struct Connections {
             if oldest.map({ entry.since < $0.since }) ?? true { oldest = (candidate, entry.since) }
         }
         guard let chosen = oldest, let entry = entries[chosen.key] else { return nil }
-        entries[chosen.key]?.waiting = false
+        update(chosen.key) { $0.waiting = false }
         return entry.socket
     }
 }

@@ -87,10 +87,8 @@ package struct Request: Sendable {
     /// duplicate keys included), a missing field, a wrong type or a number
     /// out of range.
     package func json<T>(_ read: (JSONFields) throws(FieldError) -> T) throws(HTTPError) -> T {
-        let contentType = (header("content-type") ?? "").split(separator: ";").first.map {
-            $0.trimmingWhitespace().lowercased()
-        } ?? ""
-        guard contentType == "application/json" || (contentType.hasPrefix("application/") && contentType.hasSuffix("+json")) else {
+        guard Request.isJSON(header("content-type")) else {
+            let contentType = Request.mediaType(header("content-type"))
             throw HTTPError(status: 415, detail: "the body must be application/json, got '\(contentType.isEmpty ? "none" : contentType)'")
         }
         do {
@@ -98,6 +96,35 @@ package struct Request: Sendable {
         } catch {
             throw HTTPError(error)
         }
+    }
+}
+
+extension Request {
+    /// A Content-Type's media type, lowercased, without parameters.
+    static func mediaType(_ contentType: String?) -> String {
+        (contentType ?? "").split(separator: ";").first.map { $0.trimmingWhitespace().lowercased() } ?? ""
+    }
+
+    /// Whether a Content-Type names JSON (`application/json` or
+    /// `application/…+json`, any case, parameters after `;` ignored). Read
+    /// in place when it is ASCII, as every POST's is: `mediaType` makes
+    /// three strings.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType, contentType.utf8.allSatisfy({ $0 < 0x80 }) else {
+            let media = mediaType(contentType)
+            return media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json"))
+        }
+        let lowered: (UInt8, UInt8) -> Bool = { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
+        // The ASCII characters Unicode calls white space.
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0d).contains($0) }
+        // The first part between semicolons that is not empty, as `split` finds it.
+        let media = contentType.utf8.drop { $0 == UInt8(ascii: ";") }.prefix { $0 != UInt8(ascii: ";") }
+        guard let first = media.firstIndex(where: { !isSpace($0) }), let last = media.lastIndex(where: { !isSpace($0) }) else { return false }
+        let trimmed = media[first...last]
+        let type = "application/".utf8
+        guard trimmed.starts(with: type, by: lowered) else { return false }
+        let rest = trimmed.dropFirst(type.count)
+        return rest.elementsEqual("json".utf8, by: lowered) || rest.reversed().starts(with: "nosj+".utf8, by: lowered)
     }
 }
 

@@ -47,21 +47,23 @@ package struct Router: Sendable {
     }
 
     func match(method: String, path: String) -> Match {
-        let parts = Router.segments(path)
+        let parts = path.utf8.split(separator: UInt8(ascii: "/"))
         var allowed: [String] = []
         for route in routes where route.segments.count == parts.count {
-            var parameters: [(name: String, value: String)] = []
-            var matches = true
-            for (segment, part) in zip(route.segments, parts) {
+            let matches = zip(route.segments, parts).allSatisfy { segment, part in
                 switch segment {
-                case .literal(let literal) where literal.utf8.elementsEqual(part.utf8): continue
-                case .parameter(let name) where !part.isEmpty: parameters.append((name, String(part)))
-                default: matches = false
+                case .literal(let literal): literal.utf8.elementsEqual(part)
+                case .parameter: !part.isEmpty
                 }
-                if !matches { break }
             }
             guard matches else { continue }
             if route.method == method || (method == "HEAD" && route.method == "GET") {
+                // Only the route that matched builds its parameters.
+                var parameters: [(name: String, value: String)] = []
+                parameters.reserveCapacity(route.segments.count)
+                for case (.parameter(let name), let part) in zip(route.segments, parts) {
+                    parameters.append((name, String(Substring(part))))
+                }
                 return .found(pattern: route.pattern, parameters: parameters, handler: route.handler)
             }
             allowed.append(route.method)

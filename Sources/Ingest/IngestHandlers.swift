@@ -188,9 +188,7 @@ struct IngestHandlers: Sendable {
     func publish(
         _ value: [UInt8], type: EventType, topic: String, key: String, id: (name: StaticString, value: String), eventID: String, request: Request
     ) async throws -> Response {
-        let message = OutgoingMessage(
-            topic: topic, key: key, value: value,
-            headers: [(EventHeader.type, type.rawValue), (EventHeader.schemaVersion, "1"), (EventHeader.contentType, "application/json")])
+        let message = OutgoingMessage(topic: topic, key: Array(key.utf8), value: value, headers: type.headers)
         let report: DeliveryReport
         do {
             report = try await producer.send(message)

@@ -173,9 +173,10 @@ final class ProducerClient: @unchecked Sendable {
             return
         }
         let headers = rd_kafka_headers_new(message.headers.count)
+        // withCString: a String passed as a C string is copied into a new array each time.
         for header in message.headers {
             header.value.withUnsafeBytes { bytes in
-                _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
+                header.name.withCString { name in _ = rd_kafka_header_add(headers, name, -1, bytes.baseAddress, bytes.count) }
             }
         }
         let delivery = DeliveryBox(completion: completion, client: self, deadline: .now + deliveryTimeout)
@@ -185,7 +186,9 @@ final class ProducerClient: @unchecked Sendable {
         let result = withLiveHandle { handle in
             message.key.withUnsafeBytes { key in
                 Producer.withValue(message.value) { value, count in
-                    guidance_kafka_produce(handle, message.topic, key.baseAddress, key.count, value, count, headers, box)
+                    message.topic.withCString { topic in
+                        guidance_kafka_produce(handle, topic, key.baseAddress, key.count, value, count, headers, box)
+                    }
                 }
             }
         } ?? RD_KAFKA_RESP_ERR__DESTROY

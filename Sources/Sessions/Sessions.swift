@@ -25,7 +25,7 @@ package struct Session: Sendable, Equatable {
         self.credential = credential
     }
 
-    package var hash: String { SHA256.hex(SHA256.hash(Array(id.utf8))) }
+    package var hash: String { SHA256.hex(SHA256.hash(utf8: id)) }
 }
 
 /// Why a sign-in link or device code did not sign anyone in.
@@ -160,7 +160,7 @@ package final class Sessions: Sendable {
         }
         guard roster.teachers[teacherID] != nil else { return .failure(.invalid) }
         let session = new(teacher: teacherID, credential: "link")
-        guard try await use(grant: "link/" + SHA256.hex(SHA256.hash(Array(token.utf8))), by: session) else { return .failure(.used) }
+        guard try await use(grant: "link/" + SHA256.hex(SHA256.hash(utf8: token)), by: session) else { return .failure(.used) }
         return .success(session)
     }
 

@@ -81,7 +81,7 @@ func write(_ rows: [String]) {
 switch arguments[1] {
 case "issue":
     let token = RandomID.base64url(RandomID.bytes(32))
-    write(rows + ["\(SHA256.hex(SHA256.hash(Array(token.utf8)))),\(teacherID)"])
+    write(rows + ["\(SHA256.hex(SHA256.hash(utf8: token))),\(teacherID)"])
     if existing.isEmpty {
         FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
     }

@@ -295,6 +295,23 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(reply.status, 415)
     }
 
+    /// The in-place check answers as the media type, lowercased and trimmed, would.
+    func testJSONContentTypesAreRecognisedAsTheirMediaType() {
+        let types: [String?] = [
+            nil, "", "application/json", "Application/JSON", " application/json ; charset=utf-8", "application/json;", "\tapplication/json\t",
+            "application/problem+json", "application/+json", "APPLICATION/VND.API+JSON; q=1", "application/jsonx", "application/json+x",
+            "text/json", "application/", "application", "json", ";application/json", "application/x-www-form-urlencoded",
+            "\u{a0}application/json", ";;application/json", "  ;application/json", "applicatİon/json", "application/ï+json", "application/json\u{301}",
+        ]
+        for type in types {
+            let media = Request.mediaType(type)
+            let expected = media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json"))
+            XCTAssertEqual(Request.isJSON(type), expected, "\(type.debugDescription)")
+        }
+        XCTAssertTrue(Request.isJSON(" application/json ; charset=utf-8"))
+        XCTAssertFalse(Request.isJSON("application/jsonx"))
+    }
+
     func testHandlerFailureIs500WithoutDetails() async throws {
         let reply = try await fetch("GET", "\(base)/boom")
         XCTAssertEqual(reply.status, 500)
