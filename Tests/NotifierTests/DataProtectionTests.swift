@@ -146,6 +146,10 @@ final class DataProtectionTests: XCTestCase {
             seen = Set(reads.map { "\($0["teacherId"]?.string ?? "") \($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" })
             XCTAssertTrue(items.filter { $0["action"]?.string == "access-log" }.allSatisfy { $0["teacherId"]?.string == "t-admin" })
             XCTAssertTrue(reads.allSatisfy { $0["client"]?.string == "127.0.0.1" && $0["teacherName"]?.string != nil }, log.text)
+            // Each record has its own id, a UUID (the process's, its last 48 bits counted up).
+            let ids = items.compactMap { $0["accessId"]?.string }
+            XCTAssertEqual(Set(ids).count, items.count, log.text)
+            XCTAssertTrue(ids.allSatisfy(RandomID.isUUID), log.text)
             if seen.count >= expected.count { break }
             try await Task.sleep(for: .milliseconds(100))
         } while ContinuousClock.now < deadline
