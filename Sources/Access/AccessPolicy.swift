@@ -120,7 +120,7 @@ package struct AccessPolicy: Sendable {
     /// The teacher an `Authorization: Bearer <token>` header names; anything
     /// else in it, or a token nobody holds, is a 401 counted as a failure.
     private func bearerTeacher(_ header: String, _ request: Request, _ client: String, _ roster: Roster) throws(HTTPError) -> Teacher {
-        if let refusal = attempts.refusal([.address(client)]) { throw refusal }
+        if let refusal = attempts.refusal(.address(client)) { throw refusal }
         // Bytes, not characters: `count` and `lowercased()` walked the whole header as Unicode.
         let scheme = header.utf8.prefix(7)
         guard header.utf8.count > 7, scheme.elementsEqual("bearer ".utf8, by: { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else {

@@ -44,10 +44,21 @@ package final class AttemptLimiter: Sendable {
 
     /// The 429 for the first of `keys` over its limit, if any.
     package func refusal(_ keys: [AttemptKey]) -> HTTPError? {
-        let last = lastFailure.load(ordering: .relaxed)
-        guard last != 0, DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000 else { return nil }
+        guard failedLately else { return nil }
         let now = ContinuousClock.now
         return failures.withLock { refusal(keys, in: &$0, now: now) }
+    }
+
+    /// `refusal` of one key, its list made only when a failure is recent:
+    /// every request with a bearer token asks.
+    package func refusal(_ key: AttemptKey) -> HTTPError? {
+        failedLately ? refusal([key]) : nil
+    }
+
+    /// Whether any failure was counted within the window.
+    private var failedLately: Bool {
+        let last = lastFailure.load(ordering: .relaxed)
+        return last != 0 && DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000
     }
 
     /// Counts one failure against each of `keys`.

@@ -28,7 +28,7 @@ package struct JSONWriter {
 
     package mutating func field(_ key: StaticString, _ value: some BinaryInteger) {
         self.key(key)
-        bytes.append(contentsOf: String(value).utf8)
+        JSONWriter.append(integer: value, to: &bytes)
     }
 
     /// A field whose key is only known at run time (a map's keys).
@@ -37,7 +37,27 @@ package struct JSONWriter {
         needsComma = true
         JSONWriter.append(quoted: key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-        bytes.append(contentsOf: String(value).utf8)
+        JSONWriter.append(integer: value, to: &bytes)
+    }
+
+    /// Decimal digits written in place: `String(value)` went through the
+    /// generic description of an integer, for each number of each event.
+    static func append(integer value: some BinaryInteger, to bytes: inout [UInt8]) {
+        guard let value = Int64(exactly: value) else {
+            bytes.append(contentsOf: String(value).utf8)
+            return
+        }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var count = 0
+            repeat {
+                digits[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[index]) }
+        }
     }
 
     package mutating func object(_ key: StaticString, _ fields: (inout JSONWriter) -> Void) {

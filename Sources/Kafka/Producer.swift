@@ -179,7 +179,7 @@ final class ProducerClient: @unchecked Sendable {
                 header.name.withCString { name in _ = rd_kafka_header_add(headers, name, -1, bytes.baseAddress, bytes.count) }
             }
         }
-        let delivery = DeliveryBox(completion: completion, client: self, deadline: .now + deliveryTimeout)
+        let delivery = DeliveryBox(completion: completion, client: self, topic: message.topic, deadline: .now + deliveryTimeout)
         awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
         let box = Unmanaged.passRetained(delivery).toOpaque()
@@ -382,15 +382,18 @@ private struct AwaitingQueue {
 private final class DeliveryBox: Sendable {
     private let completion: @Sendable (Result<DeliveryReport, KafkaError>) -> Void
     let client: ProducerClient
+    /// The message's topic, kept for its report (not read back from librdkafka as new text).
+    let topic: String
     let deadline: ContinuousClock.Instant
     private let finished = Atomic<Bool>(false)
 
     init(
         completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void,
-        client: ProducerClient, deadline: ContinuousClock.Instant
+        client: ProducerClient, topic: String, deadline: ContinuousClock.Instant
     ) {
         self.completion = completion
         self.client = client
+        self.topic = topic
         self.deadline = deadline
     }
 
@@ -407,11 +410,10 @@ private final class DeliveryBox: Sendable {
 private func deliveryReportCallback(_ handle: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
     guard let message, let boxPointer = message.pointee._private else { return }
     let box = Unmanaged<DeliveryBox>.fromOpaque(boxPointer).takeRetainedValue()
-    let topic = String(cString: rd_kafka_topic_name(message.pointee.rkt))
     if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-        box.finish(.success(DeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset)))
+        box.finish(.success(DeliveryReport(topic: box.topic, partition: message.pointee.partition, offset: message.pointee.offset)))
     } else {
-        box.finish(.failure(box.client.failure(for: message.pointee.err, topic: topic)))
+        box.finish(.failure(box.client.failure(for: message.pointee.err, topic: box.topic)))
     }
 }
 

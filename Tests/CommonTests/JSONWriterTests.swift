@@ -21,6 +21,20 @@ final class JSONWriterTests: XCTestCase {
         }
     }
 
+    func testIntegersAreWrittenAsTheirDecimalText() {
+        let values: [Int64] = [0, 7, -7, 10, 99, 100, -100, 1_234_567_890, .max, .min, .max - 1, .min + 1]
+        for value in values {
+            var writer = JSONWriter()
+            writer.field("n", value)
+            writer.field("u", UInt64(value.magnitude))
+            XCTAssertEqual(String(decoding: writer.finish(), as: UTF8.self), "{\"n\":\(value),\"u\":\(value.magnitude)}")
+        }
+        var writer = JSONWriter()
+        writer.field("big", UInt64.max)
+        writer.field("small", Int8.min)
+        XCTAssertEqual(String(decoding: writer.finish(), as: UTF8.self), #"{"big":18446744073709551615,"small":-128}"#)
+    }
+
     func testEscapesOnlyWhatItMust() {
         var writer = JSONWriter()
         writer.field("a", "x\"y\\z\n\u{1}/é")
