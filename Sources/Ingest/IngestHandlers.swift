@@ -84,7 +84,7 @@ struct IngestHandlers: Sendable {
             throw HTTPError.notFound("no student at grade \(grade), class \(classNumber), number \(number)")
         }
         accessLog.record(caller, .student, school: schoolID, target: student.id)
-        return .json(StudentView(student, photoUrl: photos.url(for: student)))
+        return .json(written: StudentView(student, photoUrl: photos.url(for: student)).json)
     }
 
     struct ClassStudents: Encodable, Sendable {

@@ -40,7 +40,7 @@ extension RegisterRequest {
 }
 
 /// `GET /v1/schools/{schoolId}/students/{grade}/{class}/{number}`.
-struct StudentView: Encodable, Sendable {
+struct StudentView: Sendable {
     let studentId: String
     let schoolId: String
     let grade: Int
@@ -58,6 +58,20 @@ struct StudentView: Encodable, Sendable {
         number = student.number
         name = student.name
         self.photoUrl = PhotoURL(value: photoUrl)
+    }
+
+    /// The answer, keys in the order `JSONEncoder`'s sorted keys wrote them:
+    /// every look-up at the gate is one, and the encoder took a fifth of its CPU.
+    var json: [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.field("classNumber", classNumber)
+        writer.field("grade", grade)
+        writer.field("name", name)
+        writer.field("number", number)
+        writer.field("photoUrl", photoUrl.value)
+        writer.field("schoolId", schoolId)
+        writer.field("studentId", studentId)
+        return writer.finish()
     }
 }
 

@@ -1,4 +1,6 @@
 import Common
+import Foundation
+@testable import Guidance
 @testable import Ingest
 import XCTest
 
@@ -31,6 +33,40 @@ final class RegisterRequestDecodingTests: XCTestCase {
             let body = valid.replacingOccurrences(of: old, with: new)
             XCTAssertNotEqual(body, valid)
             XCTAssertThrowsError(try read(body), body) { XCTAssertEqual(($0 as! FieldError).field, field, body) }
+        }
+    }
+}
+
+/// A look-up's answer is written by hand; it reads as the encoder wrote it.
+final class StudentViewTests: XCTestCase {
+    private struct Encoded: Encodable {
+        let studentId, schoolId: String
+        let grade, classNumber, number: Int
+        let name: String
+        let photoUrl: String?
+
+        func encode(to encoder: any Encoder) throws {
+            enum Key: String, CodingKey { case studentId, schoolId, grade, classNumber, number, name, photoUrl }
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(studentId, forKey: .studentId)
+            try container.encode(schoolId, forKey: .schoolId)
+            try container.encode(grade, forKey: .grade)
+            try container.encode(classNumber, forKey: .classNumber)
+            try container.encode(number, forKey: .number)
+            try container.encode(name, forKey: .name)
+            try container.encode(photoUrl, forKey: .photoUrl)
+        }
+    }
+
+    func testTheAnswerIsWhatTheEncoderWrote() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        for (name, photo) in [("김민지", "https://photos.example/sa/s10312.jpg"), ("O\"Brien \\ 🎒", nil), ("tab\there", "/v1/schools/sa/students/s1/photo")] {
+            let student = Student(schoolID: "sa", id: "s10312", grade: 1, classNumber: 3, number: 12, name: name, photoURL: photo ?? "")
+            let written = StudentView(student, photoUrl: photo).json
+            let encoded = try encoder.encode(Encoded(
+                studentId: "s10312", schoolId: "sa", grade: 1, classNumber: 3, number: 12, name: name, photoUrl: photo))
+            XCTAssertEqual(String(decoding: written, as: UTF8.self), String(decoding: encoded, as: UTF8.self))
         }
     }
 }
