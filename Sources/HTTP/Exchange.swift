@@ -176,7 +176,7 @@ final class Exchange: @unchecked Sendable {
     /// The handler starts; until it answers, shutdown can answer for it.
     func begin(in server: HTTPServer) {
         phase.withLock { $0 = .running }
-        server.suspended.withLock { $0[ObjectIdentifier(self)] = self }
+        server.unanswered.withLock { $0[ObjectIdentifier(self)] = self }
     }
 
     /// The answer, if the handler gave it without waiting; otherwise suspends
@@ -199,7 +199,7 @@ final class Exchange: @unchecked Sendable {
     /// exchange out of the server's set.
     func finish(_ response: Response, in server: HTTPServer? = nil, force: Bool = false) {
         if let server, !force {
-            let present = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) != nil }
+            let present = server.unanswered.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) != nil }
             // Shutdown took it and answers for it.
             guard present else { return }
         }

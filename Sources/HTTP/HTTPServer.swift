@@ -81,7 +81,7 @@ package final class HTTPServer: Sendable {
     let observer: @Sendable (RequestRecord) -> Void
     let lifecycle = Mutex(Lifecycle())
     /// Exchanges whose handler has not answered yet, so shutdown can answer for them.
-    let suspended = Mutex<[ObjectIdentifier: Exchange]>([:])
+    let unanswered = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
     /// Rung each time the last request in flight completes.
@@ -148,7 +148,7 @@ package final class HTTPServer: Sendable {
         stopping.ring()
         let listener = MHD_quiesce_daemon(daemon)
         await idle(by: .now + gracePeriod)
-        let abandoned = suspended.withLock { exchanges in
+        let abandoned = unanswered.withLock { exchanges in
             let all = Array(exchanges.values)
             exchanges.removeAll()
             return all

@@ -4,14 +4,17 @@
 /// an acknowledgement, a Dispatch thread after `blocking`, a ringer of a
 /// doorbell — which then resumes the connection. A registration thus crosses
 /// threads twice, as a C server's would (libmicrohttpd → poll thread →
-/// libmicrohttpd), instead of four times through Swift's pool, whose
-/// hand-overs were a fifth of the ingest's CPU under load
-/// (docs/performance.md).
+/// libmicrohttpd), instead of four times with Swift's pool in between; a
+/// handler that never waits answers before its connection is suspended
+/// (docs/design.md, "Where a request runs"; its measure in
+/// docs/performance.md).
 ///
 /// What this asks of the code a handler waits on, kept throughout: resume a
 /// continuation after releasing any lock (the handler runs inside `resume`),
-/// and do not block a thread that others wait on for long after a resume
-/// (what a handler does after its last wait is build and queue its answer).
+/// and keep long work off the threads others wait on: after the broker's
+/// acknowledgement a registration only builds and queues its answer, and a
+/// handler with more to do does it in `blocking`, on whose Dispatch thread it
+/// then goes on.
 final class InlineExecutor: TaskExecutor {
     static let shared = InlineExecutor()
 
