@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -74,8 +74,10 @@ class Page:
 
     def wait(self, condition, what, seconds=20):
         try:
-            # The scripts replace what they render, so an element read a moment ago may be gone: look again.
-            return WebDriverWait(self.driver, seconds, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)).until(
+            # The scripts replace what they render, so an element read a moment ago may be gone, and a click that
+            # signs in navigates, so the next page's elements may not be there yet: look again.
+            return WebDriverWait(self.driver, seconds, poll_frequency=0.1,
+                                 ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(
                 lambda d: condition())
         except TimeoutException:
             raise AssertionError(f"timed out waiting for {what}; page text: {self.text('body')[:600]!r}")
