@@ -13,6 +13,7 @@ from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,7 +120,11 @@ class Page:
         field = self.driver.find_element(By.XPATH, "//label[normalize-space()='접속 키']/following::input[1]")
         field.clear()
         field.send_keys(token)
+        # The form posts and the answer is a new page (the app, or the form with its error): wait for it, since
+        # the click may return before the old page is gone.
+        old_page = self.driver.find_element(By.TAG_NAME, "html")
         self.button("로그인").click()
+        WebDriverWait(self.driver, 20).until(staleness_of(old_page), "the page the sign-in answers with")
 
     def sign_out(self):
         self.button("로그아웃").click()
