@@ -93,6 +93,42 @@ final class RosterTests: XCTestCase {
         assertRejected(students: students, "students.csv:1: missing column 'class'")
     }
 
+    /// Rows in any order, two schools, seats that differ in one part only:
+    /// each seat and each id finds its own student, an empty seat none.
+    func testEverySeatAndIdFindsItsStudentWhateverTheRowOrder() throws {
+        var rows: [(school: String, grade: Int, classNumber: Int, number: Int)] = []
+        for school in ["sa", "sb"] {
+            for grade in 1...3 {
+                for classNumber in [1, 2, 10, 300] {
+                    for number in [1, 2, 30, 65535] { rows.append((school, grade, classNumber, number)) }
+                }
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        rows.shuffle(using: &generator)
+        func id(_ row: (school: String, grade: Int, classNumber: Int, number: Int)) -> String {
+            "\(row.school)-\(row.grade)-\(row.classNumber)-\(row.number)"
+        }
+        let students = "school_id,student_id,grade,class,number,name,photo_url\n"
+            + rows.map { "\($0.school),\(id($0)),\($0.grade),\($0.classNumber),\($0.number),N \(id($0)),https://p/\(id($0)).jpg\n" }.joined()
+        let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
+        XCTAssertEqual(roster.studentCount, rows.count)
+        for row in rows {
+            let student = try XCTUnwrap(roster.student(school: row.school, grade: row.grade, classNumber: row.classNumber, number: row.number))
+            XCTAssertEqual(student.id, id(row))
+            XCTAssertEqual(student.name, "N \(id(row))")
+            XCTAssertEqual(student.photoURL, "https://p/\(id(row)).jpg")
+            XCTAssertEqual(roster.student(school: row.school, id: id(row))?.number, row.number)
+        }
+        for (school, grade, classNumber, number) in [("sa", 1, 1, 3), ("sa", 4, 1, 1), ("sc", 1, 1, 1), ("sb", 3, 300, 65534), ("sa", 1, 3, 1)] {
+            XCTAssertNil(roster.student(school: school, grade: grade, classNumber: classNumber, number: number))
+        }
+        XCTAssertNil(roster.student(school: "sb", id: "sa-1-1-1"), "an id of another school")
+        XCTAssertEqual(roster.seats(school: "sb").map(\.grade), [1, 2, 3])
+        XCTAssertEqual(roster.seats(school: "sb")[0].classes.map(\.classNumber), [1, 2, 10, 300])
+        XCTAssertEqual(roster.seats(school: "sb")[0].classes[3].numbers, [1, 2, 30, 65535])
+    }
+
     func testDuplicateStudentNamesTheLine() {
         let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\nsa,s2,1,2,4,Lee,\nsa,s1,1,2,5,Park,\n"
         assertRejected(students: students, "students.csv:4: student 's1' is listed twice")
