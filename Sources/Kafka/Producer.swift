@@ -378,9 +378,12 @@ private struct AwaitingQueue {
 }
 
 /// The completion of one send, carried through librdkafka as the message
-/// opaque. It runs once: for the report or the deadline, whichever is first.
+/// opaque. It runs once: for the report or the deadline, whichever is first,
+/// and is let go then: a finished box waits in `AwaitingQueue` until the
+/// sends before it finish too, and what its completion held (an access
+/// batch's records) stayed with it, 8 MiB at 40,000 look-ups/s.
 private final class DeliveryBox: Sendable {
-    private let completion: @Sendable (Result<DeliveryReport, KafkaError>) -> Void
+    private let completion: Mutex<(@Sendable (Result<DeliveryReport, KafkaError>) -> Void)?>
     let client: ProducerClient
     /// The message's topic, kept for its report (not read back from librdkafka as new text).
     let topic: String
@@ -391,7 +394,7 @@ private final class DeliveryBox: Sendable {
         completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void,
         client: ProducerClient, topic: String, deadline: ContinuousClock.Instant
     ) {
-        self.completion = completion
+        self.completion = Mutex(completion)
         self.client = client
         self.topic = topic
         self.deadline = deadline
@@ -400,9 +403,12 @@ private final class DeliveryBox: Sendable {
     var isFinished: Bool { finished.load(ordering: .acquiring) }
 
     func finish(_ result: Result<DeliveryReport, KafkaError>) {
-        if !finished.exchange(true, ordering: .acquiringAndReleasing) {
-            completion(result)
+        guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let completion = self.completion.withLock { completion in
+            defer { completion = nil }
+            return completion
         }
+        completion?(result)
     }
 }
 
