@@ -56,7 +56,8 @@ package struct AccessRecord: Sendable, Equatable {
     /// Records as one message of the access topic:
     /// `{"schemaVersion":1,"type":"guidance.accessed","records":[…]}`.
     package static func message(_ records: [AccessRecord]) -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + records.count * 200)
+        // About 220 bytes a record: room for all at once, not grown (and copied) at the end.
+        var writer = JSONWriter(capacity: 64 + records.count * 256)
         writer.field("schemaVersion", schemaVersion)
         writer.field("type", type)
         writer.array("records", records) { writer, record in
