@@ -383,12 +383,12 @@ private struct AwaitingQueue {
 /// sends before it finish too, and what its completion held (an access
 /// batch's records) stayed with it, 8 MiB at 40,000 look-ups/s.
 private final class DeliveryBox: Sendable {
+    /// Nil once the send finished: whoever takes it runs it.
     private let completion: Mutex<(@Sendable (Result<DeliveryReport, KafkaError>) -> Void)?>
     let client: ProducerClient
     /// The message's topic, kept for its report (not read back from librdkafka as new text).
     let topic: String
     let deadline: ContinuousClock.Instant
-    private let finished = Atomic<Bool>(false)
 
     init(
         completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void,
@@ -400,10 +400,9 @@ private final class DeliveryBox: Sendable {
         self.deadline = deadline
     }
 
-    var isFinished: Bool { finished.load(ordering: .acquiring) }
+    var isFinished: Bool { completion.withLock { $0 == nil } }
 
     func finish(_ result: Result<DeliveryReport, KafkaError>) {
-        guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let completion = self.completion.withLock { completion in
             defer { completion = nil }
             return completion
