@@ -128,6 +128,11 @@ package final class Roster: Sendable {
         students.student(school: school, grade: grade, classNumber: classNumber, number: number)
     }
 
+    /// The class's students in number order; empty when there is no such class.
+    package func students(school: String, grade: Int, classNumber: Int) -> [Student] {
+        students.students(school: school, grade: grade, classNumber: classNumber)
+    }
+
     /// The student of `school` with `id`, wherever they sit now.
     package func student(school: String, id: String) -> Student? {
         students.student(school: school, id: id)

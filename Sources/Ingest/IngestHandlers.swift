@@ -107,10 +107,8 @@ struct IngestHandlers: Sendable {
         let schoolID = request.parameter("schoolId")
         let grade = try request.integerParameter("grade", in: Student.seatRange)
         let classNumber = try request.integerParameter("class", in: Student.seatRange)
-        guard let seats = roster.seats(school: schoolID).first(where: { $0.grade == grade })?.classes.first(where: { $0.classNumber == classNumber }) else {
-            throw HTTPError.notFound("no class \(grade)-\(classNumber) at school '\(schoolID)'")
-        }
-        let students = seats.numbers.compactMap { roster.student(school: schoolID, grade: grade, classNumber: classNumber, number: $0) }
+        let students = roster.students(school: schoolID, grade: grade, classNumber: classNumber)
+        guard !students.isEmpty else { throw HTTPError.notFound("no class \(grade)-\(classNumber) at school '\(schoolID)'") }
         accessLog.record(caller, .classStudents, school: schoolID, target: "\(grade)-\(classNumber)")
         return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
             ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))

@@ -127,6 +127,9 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(roster.seats(school: "sb").map(\.grade), [1, 2, 3])
         XCTAssertEqual(roster.seats(school: "sb")[0].classes.map(\.classNumber), [1, 2, 10, 300])
         XCTAssertEqual(roster.seats(school: "sb")[0].classes[3].numbers, [1, 2, 30, 65535])
+        XCTAssertEqual(roster.students(school: "sa", grade: 2, classNumber: 300).map(\.id), ["sa-2-300-1", "sa-2-300-2", "sa-2-300-30", "sa-2-300-65535"])
+        XCTAssertEqual(roster.students(school: "sa", grade: 2, classNumber: 3).count, 0, "no such class")
+        XCTAssertEqual(roster.students(school: "sc", grade: 2, classNumber: 300).count, 0, "no such school")
     }
 
     func testDuplicateStudentNamesTheLine() {
