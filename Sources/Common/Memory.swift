@@ -16,7 +16,8 @@ package enum Memory {
     }
 
     /// Gives freed pages back to the system, after work that allocated much
-    /// and is done (a digest run): resident memory stays flat between runs.
+    /// and is done (a digest run, reading a district's roster): resident
+    /// memory stays flat between runs and reflects what is kept.
     package static func releaseFreePages() {
         _ = malloc_trim(0)
     }

@@ -27,7 +27,7 @@ extension Roster {
             if optional && !FileManager.default.fileExists(atPath: path) { return nil }
             return .file(path)
         }
-        releaseFreedMemory()
+        Memory.releaseFreePages()
         return roster
     }
 
