@@ -7,19 +7,34 @@ package enum SHA256 {
         message.withUnsafeBytes(hash)
     }
 
-    /// The digest of `text`'s UTF-8, read in place (a token, on every request).
+    /// The digest of `text`'s UTF-8, read in place.
     package static func hash(utf8 text: String) -> [UInt8] {
         var text = text
         return text.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
     }
 
+    /// The digest of `text`'s UTF-8, lent to `body` from the stack: a
+    /// bearer token's, on every request, without an array for it.
+    package static func withDigest<Result>(utf8 text: String, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { digest in
+            var text = text
+            text.withUTF8 { write(UnsafeRawBufferPointer($0), into: digest) }
+            return body(UnsafeRawBufferPointer(digest))
+        }
+    }
+
     private static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
+        [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            write(bytes, into: UnsafeMutableRawBufferPointer(digest))
+            count = 32
+        }
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
         var length: UInt32 = 0
-        let ok = EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, algorithm.pointer, nil)
+        let ok = EVP_Digest(bytes.baseAddress, bytes.count, digest.baseAddress, &length, algorithm.pointer, nil)
         // EVP_Digest fails only when allocation fails.
-        precondition(ok == 1, "EVP_Digest(SHA-256) failed")
-        return digest
+        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed")
     }
 
     /// SHA-256 fetched from OpenSSL's provider once: `EVP_sha256()` makes
@@ -58,11 +73,13 @@ package enum SHA256 {
 
     /// Equal-length digests compared in constant time (`CRYPTO_memcmp`).
     package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        b.withUnsafeBytes { constantTimeEqual(a, $0) }
+    }
+
+    package static func constantTimeEqual(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }
         guard !a.isEmpty else { return true }
-        return a.withUnsafeBytes { left in
-            b.withUnsafeBytes { right in CRYPTO_memcmp(left.baseAddress, right.baseAddress, a.count) == 0 }
-        }
+        return a.withUnsafeBytes { left in CRYPTO_memcmp(left.baseAddress, b.baseAddress, a.count) == 0 }
     }
 
     private static func hexValue(_ digit: UInt8) -> UInt8? {

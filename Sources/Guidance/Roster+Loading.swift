@@ -79,7 +79,7 @@ extension Roster {
         let schools = try readSchools(required("schools.csv"), reasons: reasons)
         let (students, grades) = try readStudents(required("students.csv"), schools: schools)
         let teachers = try readTeachers(required("teachers.csv"), schools: schools)
-        var tokens: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
+        var tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]] = [:]
         let tokensFile = try source("tokens.csv")
         if let tokensFile { tokens = try readTokens(tokensFile, teachers: teachers) }
         var webhooks: [String: Webhook] = [:]
@@ -90,7 +90,7 @@ extension Roster {
             teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } },
             teachersByEmail: Dictionary(grouping: teachers.values.filter { !$0.email.isEmpty }, by: { $0.email.lowercased() })
                 .mapValues { $0.sorted { $0.id < $1.id } },
-            tokenFingerprints: tokens.values.joined().reduce(into: [:]) { $0[$1.teacherID, default: []].insert(Roster.fingerprint($1.digest)) })
+            tokenFingerprints: tokens.values.joined().reduce(into: [:]) { $0[$1.teacher.id, default: []].insert(Roster.fingerprint($1.digest)) })
     }
 
     /// `reasons.csv`: each school's own reasons, by school id.
@@ -215,15 +215,15 @@ extension Roster {
 
     /// `tokens.csv`: SHA-256 digests of tokens, each of a listed teacher,
     /// bucketed by their first 8 bytes.
-    private static func readTokens(_ file: CSVSource, teachers: [String: Teacher]) throws(RosterError) -> [UInt64: [(digest: [UInt8], teacherID: String)]] {
-        var tokens: [UInt64: [(digest: [UInt8], teacherID: String)]] = [:]
+    private static func readTokens(_ file: CSVSource, teachers: [String: Teacher]) throws(RosterError) -> [UInt64: [(digest: [UInt8], teacher: Teacher)]] {
+        var tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]] = [:]
         try Table.forEach(file: "tokens.csv", source: file, columns: ["token_sha256", "teacher_id"]) { (row) throws(RosterError) in
             let hex = try row.nonEmpty("token_sha256")
             guard let digest = SHA256.digest(fromHex: hex) else {
                 throw row.error("token_sha256 must be 64 hexadecimal digits")
             }
-            let teacher = try row.nonEmpty("teacher_id")
-            guard teachers[teacher] != nil else { throw row.error("unknown teacher '\(teacher)'") }
+            let id = try row.nonEmpty("teacher_id")
+            guard let teacher = teachers[id] else { throw row.error("unknown teacher '\(id)'") }
             tokens[tokenBucket(digest), default: []].append((digest, teacher))
         }
         return tokens

@@ -86,9 +86,9 @@ package final class Roster: Sendable {
     package let schools: [String: School]
     let students: StudentDirectory
     package let teachers: [String: Teacher]
-    /// Token digests by their first 8 bytes, each with its teacher id. Empty
+    /// Token digests by their first 8 bytes, each with its teacher. Empty
     /// when `tokens.csv` is absent.
-    let tokens: [UInt64: [(digest: [UInt8], teacherID: String)]]
+    let tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]]
     /// Whether `tokens.csv` exists, i.e. whether requests must authenticate.
     package let authenticationEnabled: Bool
     /// Grades that have at least one class, per school.
@@ -106,7 +106,7 @@ package final class Roster: Sendable {
 
     init(
         schools: [String: School], students: StudentDirectory, teachers: [String: Teacher],
-        tokens: [UInt64: [(digest: [UInt8], teacherID: String)]], authenticationEnabled: Bool, grades: [String: Set<Int>],
+        tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]], authenticationEnabled: Bool, grades: [String: Set<Int>],
         webhooks: [String: Webhook], teachersBySchool: [String: [Teacher]], teachersByEmail: [String: [Teacher]],
         tokenFingerprints: [String: Set<String>]
     ) {
@@ -153,10 +153,9 @@ package final class Roster: Sendable {
     /// takes part in the look-up, and full digests are compared in constant
     /// time, so timing tells nothing about the stored tokens.
     package func teacher(forToken token: String) -> Teacher? {
-        let digest = SHA256.hash(utf8: token)
-        let candidates = tokens[Roster.tokenBucket(digest)] ?? []
-        guard let match = candidates.first(where: { SHA256.constantTimeEqual($0.digest, digest) }) else { return nil }
-        return teachers[match.teacherID]
+        SHA256.withDigest(utf8: token) { digest in
+            tokens[Roster.tokenBucket(digest)]?.first { SHA256.constantTimeEqual($0.digest, digest) }?.teacher
+        }
     }
 
     /// The teachers whose `email` is `address` (any case).
@@ -180,7 +179,7 @@ package final class Roster: Sendable {
         fingerprint(SHA256.hash(utf8: token))
     }
 
-    static func tokenBucket(_ digest: [UInt8]) -> UInt64 {
+    static func tokenBucket(_ digest: some Collection<UInt8>) -> UInt64 {
         digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 

@@ -70,10 +70,11 @@ struct Connections {
     /// Changes an entry by reading and storing it: `entries[key]?.field = …`
     /// goes through the dictionary's modify accessor, whose frame is
     /// allocated on the heap — a `malloc` per field per request.
+    /// Changes the entry where it is stored: one look-up, no copy of it
+    /// (three of these run for every request).
     private mutating func update(_ key: UInt, _ change: (inout Entry) -> Void) {
-        guard var entry = entries[key] else { return }
-        change(&entry)
-        entries[key] = entry
+        guard let index = entries.index(forKey: key) else { return }
+        change(&entries.values[index])
     }
 
     /// Connections that waited longer than `limit`, no longer counted as
