@@ -67,11 +67,10 @@ struct Connections {
         update(key) { $0.waiting = false }
     }
 
-    /// Changes an entry by reading and storing it: `entries[key]?.field = …`
-    /// goes through the dictionary's modify accessor, whose frame is
-    /// allocated on the heap — a `malloc` per field per request.
     /// Changes the entry where it is stored: one look-up, no copy of it
-    /// (three of these run for every request).
+    /// (three of these run for every request). Not `entries[key]?.field = …`:
+    /// the dictionary's modify accessor allocates its frame on the heap, a
+    /// `malloc` per field per request.
     private mutating func update(_ key: UInt, _ change: (inout Entry) -> Void) {
         guard let index = entries.index(forKey: key) else { return }
         change(&entries.values[index])
