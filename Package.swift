@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
-        .testTarget(name: "WebTests", dependencies: ["Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common"]),
+        .testTarget(name: "WebTests", dependencies: ["Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),

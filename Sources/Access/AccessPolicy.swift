@@ -85,7 +85,9 @@ package struct AccessPolicy: Sendable {
         let bearer = request.header("authorization")
         let cookieValue = bearer == nil ? cookie.value(in: request) : nil
         try checkOrigin(request, required: cookieValue != nil && request.method != "GET" && request.method != "HEAD")
-        var caller = Caller(roster: roster, teacher: nil, client: clients.client(of: request))
+        // Passed on by the other service: the client it served (`Forwarding`).
+        let client = request.header("forwarded-client").flatMap(sessions.forwardedClient(from:)) ?? clients.client(of: request)
+        var caller = Caller(roster: roster, teacher: nil, client: client)
         guard roster.authenticationEnabled else { return caller }
         if let bearer {
             caller = Caller(roster: roster, teacher: try bearerTeacher(bearer, request, caller.client, roster), client: caller.client)
@@ -118,15 +120,18 @@ package struct AccessPolicy: Sendable {
     }
 
     /// The teacher an `Authorization: Bearer <token>` header names; anything
-    /// else in it, or a token nobody holds, is a 401 counted as a failure.
+    /// else in it, or a token nobody holds, is a 401 counted as a failure
+    /// (a 429 once the address is past its limit). A right token passes
+    /// whatever the address's count: a guesser behind a school's NAT slows
+    /// only itself, and 256-bit tokens are not found by guessing.
     private func bearerTeacher(_ header: String, _ request: Request, _ client: String, _ roster: Roster) throws(HTTPError) -> Teacher {
-        if let refusal = attempts.refusal(.address(client)) { throw refusal }
         // Bytes, not characters: `count` and `lowercased()` walked the whole header as Unicode.
         let scheme = header.utf8.prefix(7)
         guard header.utf8.count > 7, scheme.elementsEqual("bearer ".utf8, by: { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else {
             throw HTTPError(AccessDenial.unauthenticated("send 'Authorization: Bearer <token>'"))
         }
         guard let teacher = roster.teacher(forToken: String(header.dropFirst(7).trimmingWhitespace())) else {
+            if let refusal = attempts.refusal(.address(client)) { throw refusal }
             failed("bearer token", request, client: client)
             throw HTTPError(AccessDenial.unauthenticated("the token is not valid"))
         }

@@ -47,7 +47,7 @@ struct NotifierReads: Sendable {
             throw HTTPError.unavailable("the lists are not set up here (NOTIFIER_URL is not set); registering works", retryAfterSeconds: 60)
         }
         return try await notifier.send(
-            request.method, target, body: request.body, maxBody: 8 * 1024 * 1024, request: request, session: caller.session,
+            request.method, target, body: request.body, maxBody: 8 * 1024 * 1024, request: request, caller: caller,
             unavailable: "the lists cannot be loaded now (the notifier does not answer); registering works")
     }
 

@@ -117,7 +117,7 @@ struct ServiceHandlers: Sendable {
             + "/students/" + Forwarding.segment(request.parameter("studentId")) + "/service"
         if let serviceID = request.optionalParameter("serviceId") { path += "/" + Forwarding.segment(serviceID) }
         return try await ingest.send(
-            request.method, path, body: request.body, request: request, session: caller.session,
+            request.method, path, body: request.body, request: request, caller: caller,
             unavailable: "service cannot be recorded now (the ingest does not answer); retry with the same serviceId")
     }
 }

@@ -7,7 +7,8 @@ import HTTP
 
 /// A request passed on to the other service with the caller's own
 /// credential: their bearer token, or their session re-sealed for the other
-/// service's cookie (both services share `SESSION_SECRET`). The app at the
+/// service's cookie (both services share `SESSION_SECRET`), and the
+/// client's address sealed the same way. The app at the
 /// ingest reads what the notifier holds this way (`NotifierReads`), and the
 /// notifier's service routes record through the ingest. The other service decides access
 /// again; its answer (2xx or 4xx, with `Retry-After`) is passed back.
@@ -28,13 +29,23 @@ package struct Forwarding: Sendable {
 
     /// Sends `method` `path` (with `body` as JSON) within 5 s; an answer
     /// that is neither 2xx nor 4xx, or none, is a 503 saying `unavailable`.
+    /// A `HEAD` is sent on as a `GET` (the server leaves the body out of its
+    /// answer): libcurl waits for the body of a custom `HEAD`. A path with a
+    /// `.` or `..` segment is refused: libcurl would collapse it and reach
+    /// another route than the one whose access was decided.
     package func send(
-        _ method: String, _ path: String, body: [UInt8] = [], maxBody: Int = 1 << 20, request: Request, session: Session?, unavailable: String
+        _ method: String, _ path: String, body: [UInt8] = [], maxBody: Int = 1 << 20, request: Request, caller: Caller, unavailable: String
     ) async throws -> Response {
-        var headers = [("Accept", "application/json")]
+        let pathOnly = path.prefix { $0 != "?" }
+        if pathOnly.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) {
+            throw HTTPError.notFound("no such path: a path segment may not be '.' or '..'")
+        }
+        let method = method == "HEAD" ? "GET" : method
+        // The client's address, for the other service's access record and sign-in counts.
+        var headers = [("Accept", "application/json"), ("Forwarded-Client", sessions.forwardedClient(caller.client))]
         if let authorization = request.header("authorization") {
             headers.append(("Authorization", authorization))
-        } else if let session {
+        } else if let session = caller.session {
             headers.append(("Cookie", cookieName + "=" + sessions.cookieValue(session, name: cookieName)))
             // A change signed in by cookie must name its origin: the other service's own.
             headers.append(("Origin", AccessPolicy.origin(of: base)))

@@ -24,8 +24,11 @@ package final class SessionLog: Sendable {
         /// every grant (link, device code) made for the teacher until then.
         case signedOut(teacher: String, at: Int64)
         /// A device code, valid until `until`, signs a device in as `teacher`
-        /// with the issuing session's credential.
-        case code(code: String, teacher: String, credential: String, until: Int64, at: Int64)
+        /// with the issuing session's credential. `session` is the issuing
+        /// session's hash and `seen` how far the issuing replica had read the
+        /// log when that session was signed in (`Session.seen`); nil in
+        /// records written before they were kept.
+        case code(code: String, teacher: String, credential: String, until: Int64, at: Int64, session: String?, seen: Int64?)
         /// A grant (link or code) used by the session `session`.
         case used(grant: String, session: String, at: Int64)
     }
@@ -34,13 +37,24 @@ package final class SessionLog: Sendable {
         let teacher: String
         let credential: String
         let until: Int64
-        /// When it was issued: a sign-out everywhere at or after it voids it.
+        /// The issuing session's hash, if the record names it.
+        let session: String?
+        /// Ended by the log: its session was signed out, or its teacher
+        /// signed out everywhere, before it or after it in the log's order.
+        var void = false
+    }
+
+    /// A teacher signed out everywhere: when (the replica's clock) and where
+    /// in the log (the record's offset). The offset is what orders it
+    /// against sessions and codes minted on replicas that had not read it.
+    struct Cut: Sendable, Equatable {
         let at: Int64
+        let offset: Int64
     }
 
     struct State: Sendable {
         var ended: [String: Int64] = [:]
-        var signedOut: [String: Int64] = [:]
+        var signedOut: [String: Cut] = [:]
         var codes: [String: Code] = [:]
         var used: [String: (session: String, at: Int64)] = [:]
         /// The offset after the last record applied.
@@ -53,14 +67,38 @@ package final class SessionLog: Sendable {
         /// asked after that, what it holds may miss sign-outs.
         var behind = false
 
-        mutating func apply(_ record: Record) {
+        /// Applies `record`, read at `offset`: the log's order, not the
+        /// clocks of the replicas that wrote it, decides what a sign-out ends.
+        mutating func apply(_ record: Record, offset: Int64) {
             switch record {
-            case .ended(let session, let at): ended[session] = at
-            case .signedOut(let teacher, let at): signedOut[teacher] = max(signedOut[teacher] ?? 0, at)
-            case .code(let code, let teacher, let credential, let until, let at): codes[code] = Code(teacher: teacher, credential: credential, until: until, at: at)
+            case .ended(let session, let at):
+                ended[session] = at
+                for (hash, code) in codes where code.session == session { codes[hash]?.void = true }
+            case .signedOut(let teacher, let at):
+                signedOut[teacher] = Cut(at: max(signedOut[teacher]?.at ?? 0, at), offset: offset)
+                for (hash, code) in codes where code.teacher == teacher { codes[hash]?.void = true }
+            case .code(let code, let teacher, let credential, let until, let at, let session, let seen):
+                var issued = Code(teacher: teacher, credential: credential, until: until, session: session)
+                // Minted by a session that a sign-out before it in the log ended
+                // (its replica had not read that yet), or by one signed out.
+                issued.void = session.map { ended[$0] != nil } ?? false
+                    || signedOut[teacher].map { cut in seen.map { $0 <= cut.offset } ?? (at <= cut.at) } ?? false
+                codes[code] = issued
             // The first use of a grant is the one that counts.
             case .used(let grant, let session, let at): if used[grant] == nil { used[grant] = (session, at) }
             }
+        }
+
+        /// Whether a session signed in with `seen` and last renewed at
+        /// `renewedAt` was ended by a sign-out everywhere of `teacher`: one
+        /// at or after the place in the log its replica had read to when it
+        /// signed it in (so it did not see it), whatever the replicas'
+        /// clocks say; for a cookie from before `seen` was kept, one made at
+        /// or after its renewal.
+        func signedOut(_ teacher: String, seen: Int64?, renewedAt: Int64) -> Bool {
+            guard let cut = signedOut[teacher] else { return false }
+            guard let seen else { return renewedAt <= cut.at }
+            return seen <= cut.offset
         }
 
         /// Forgets what can no longer matter: ends and sign-outs older than
@@ -68,7 +106,7 @@ package final class SessionLog: Sendable {
         /// uses of grants long expired.
         mutating func prune(now: Int64, lifetime: Int64) {
             ended = ended.filter { $0.value > now - lifetime }
-            signedOut = signedOut.filter { $0.value > now - lifetime }
+            signedOut = signedOut.filter { $0.value.at > now - lifetime }
             codes = codes.filter { $0.value.until > now }
             used = used.filter { $0.value.at > now - 86_400_000 }
         }
@@ -168,7 +206,7 @@ package final class SessionLog: Sendable {
     package func publish(_ record: Record, timeout: Duration = .seconds(5)) async throws(KafkaError) {
         guard let producer else {
             state.withLock { state in
-                state.apply(record)
+                state.apply(record, offset: state.position)
                 state.position += 1
             }
             return
@@ -178,6 +216,12 @@ package final class SessionLog: Sendable {
             throw KafkaError(.deliveryTimedOut, "the session log was not read up to offset \(report.offset) within \(timeout)")
         }
     }
+
+    /// Where a session or code minted now has read the log to: the offset
+    /// after the last record applied, or, while catching up at start, the
+    /// log's end then (what was written before this process started is
+    /// older than anything it signs in).
+    var position: Int64 { state.withLock { max($0.position, $0.startEnd ?? 0) } }
 
     /// Reads the state under the lock.
     func read<T>(_ body: (State) -> T) -> T { state.withLock { body($0) } }
@@ -243,7 +287,7 @@ package final class SessionLog: Sendable {
             state.withLock { state in
                 for message in messages {
                     if let value = message.value, let record = SessionLog.decode(value) {
-                        state.apply(record)
+                        state.apply(record, offset: message.offset)
                     } else {
                         logger.warning("session log record not understood; skipped", ["offset": String(message.offset)])
                     }
@@ -276,7 +320,7 @@ package final class SessionLog: Sendable {
         switch record {
         case .ended(let session, _): "ended/" + session
         case .signedOut(let teacher, _): "signedOut/" + teacher
-        case .code(let code, _, _, _, _): "code/" + code
+        case .code(let code, _, _, _, _, _, _): "code/" + code
         case .used(let grant, let session, _): "used/\(grant)/\(session)"
         }
     }
@@ -292,13 +336,15 @@ package final class SessionLog: Sendable {
             writer.field("type", "signedOut")
             writer.field("teacher", teacher)
             writer.field("at", at)
-        case .code(let code, let teacher, let credential, let until, let at):
+        case .code(let code, let teacher, let credential, let until, let at, let session, let seen):
             writer.field("type", "code")
             writer.field("code", code)
             writer.field("teacher", teacher)
             writer.field("credential", credential)
             writer.field("until", until)
             writer.field("at", at)
+            if let session { writer.field("session", session) }
+            if let seen { writer.field("seen", seen) }
         case .used(let grant, let session, let at):
             writer.field("type", "used")
             writer.field("grant", grant)
@@ -318,7 +364,9 @@ package final class SessionLog: Sendable {
             case "signedOut": return .signedOut(teacher: try fields.string("teacher"), at: try at())
             case "code":
                 return .code(code: try fields.string("code"), teacher: try fields.string("teacher"), credential: try fields.string("credential"),
-                             until: Int64(try fields.integer("until")), at: try at())
+                             until: Int64(try fields.integer("until")), at: try at(),
+                             session: try fields.optionalString("session"),
+                             seen: object["seen"] == nil ? nil : Int64(try fields.integer("seen")))
             case "used": return .used(grant: try fields.string("grant"), session: try fields.string("session"), at: try at())
             default: return nil
             }

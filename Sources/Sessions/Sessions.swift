@@ -17,12 +17,25 @@ package struct Session: Sendable, Equatable {
     /// How it was signed in: `token:<fingerprint>` ends with that token;
     /// `link` (an e-mailed link). A device paired by code inherits it.
     package let credential: String
+    /// How far its replica had read the session log (the offset after the
+    /// last record applied) when the teacher signed in with it: a sign-out
+    /// everywhere at or after that offset was not seen, and ends it. A
+    /// renewal keeps it, so a cookie renewed by a request in flight at a
+    /// revocation dies with the session. nil: a cookie from before it was
+    /// kept (its renewal time is compared with the sign-out's instead).
+    package let seen: Int64?
 
-    package init(id: String, teacherID: String, renewedAt: Int64, credential: String) {
+    package init(id: String, teacherID: String, renewedAt: Int64, credential: String, seen: Int64?) {
         self.id = id
         self.teacherID = teacherID
         self.renewedAt = renewedAt
         self.credential = credential
+        self.seen = seen
+    }
+
+    /// The same session renewed at `time`.
+    func renewed(at time: Int64, seen: Int64? = nil) -> Session {
+        Session(id: id, teacherID: teacherID, renewedAt: time, credential: credential, seen: seen ?? self.seen)
     }
 
     package var hash: String { SHA256.hex(SHA256.hash(utf8: id)) }
@@ -70,14 +83,16 @@ package final class Sessions: Sendable {
 
     // MARK: - Cookies
 
-    package func new(teacher: String, credential: String) -> Session {
-        Session(id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential)
+    /// A new session for `teacher`, ended by any sign-out everywhere at or
+    /// after `seen` in the log (by default, where this replica has read to).
+    package func new(teacher: String, credential: String, seen: Int64? = nil) -> Session {
+        Session(id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential, seen: seen ?? log.position)
     }
 
     /// The cookie value for `session` under the cookie `name` (a gate cookie
     /// is not a teacher-page cookie).
     package func cookieValue(_ session: Session, name: String) -> String {
-        seal("session/" + name, [session.id, session.teacherID, String(session.renewedAt), session.credential])
+        seal("session/" + name, [session.id, session.teacherID, String(session.renewedAt), session.credential] + (session.seen.map { [String($0)] } ?? []))
     }
 
     package enum Check: Sendable {
@@ -91,10 +106,13 @@ package final class Sessions: Sendable {
 
     /// Whether the cookie `value` still signs its teacher in.
     package func check(_ value: String, name: String, roster: Roster) -> Check {
-        guard let fields = open("session/" + name, value), fields.count == 4, let renewedAt = Int64(fields[2]) else {
+        // Four fields: a cookie from before `seen` was kept.
+        guard let fields = open("session/" + name, value), fields.count == 4 || fields.count == 5, let renewedAt = Int64(fields[2]),
+              fields.count == 4 || Int64(fields[4]) != nil
+        else {
             return .invalid("not a session cookie of this service")
         }
-        let session = Session(id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3])
+        let session = Session(id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3], seen: fields.count == 5 ? Int64(fields[4]) : nil)
         let now = SessionLog.now()
         guard renewedAt + lifetime > now else { return .invalid("expired") }
         guard let teacher = roster.teachers[session.teacherID] else { return .invalid("teacher no longer in the roster") }
@@ -106,7 +124,7 @@ package final class Sessions: Sendable {
         return log.read { state -> Check in
             guard state.caughtUp else { return .starting }
             if state.ended[hash] != nil { return .invalid("signed out") }
-            if let cutoff = state.signedOut[teacher.id], renewedAt <= cutoff { return .invalid("signed out everywhere") }
+            if state.signedOut(teacher.id, seen: session.seen, renewedAt: renewedAt) { return .invalid("signed out everywhere") }
             return .valid(session, teacher)
         }
     }
@@ -115,7 +133,7 @@ package final class Sessions: Sendable {
     package func renewal(of session: Session) -> Session? {
         let now = SessionLog.now()
         guard now - session.renewedAt > Sessions.renewAfter else { return nil }
-        return Session(id: session.id, teacherID: session.teacherID, renewedAt: now, credential: session.credential)
+        return session.renewed(at: now)
     }
 
     // MARK: - Ending
@@ -125,14 +143,17 @@ package final class Sessions: Sendable {
         try await log.publish(.ended(session: session.hash, at: SessionLog.now()))
     }
 
-    /// Ends every session of `teacher` signed in or renewed until now (this
-    /// millisecond included). The
-    /// caller's own session, if it should go on, comes back renewed after
-    /// the cut.
+    /// Ends every session of `teacher` signed in before the sign-out's
+    /// place in the log (or, for cookies from before that was kept, renewed
+    /// until now, this millisecond included), and every device code they
+    /// made. The caller's own session, if it should go on, comes back
+    /// renewed after the cut, having seen it.
     package func signOutEverywhere(teacher: String, keeping session: Session? = nil) async throws(KafkaError) -> Session? {
         let cut = SessionLog.now()
         try await log.publish(.signedOut(teacher: teacher, at: cut))
-        return session.map { Session(id: $0.id, teacherID: $0.teacherID, renewedAt: max(cut + 1, SessionLog.now()), credential: $0.credential) }
+        // `publish` returned once this replica read the log past the cut.
+        let seen = log.position
+        return session.map { $0.renewed(at: max(cut + 1, SessionLog.now()), seen: seen) }
     }
 
     // MARK: - Sign-in links
@@ -153,13 +174,15 @@ package final class Sessions: Sendable {
 
     /// Uses the link: a new session for its teacher, or why not.
     package func useLink(_ token: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+        // Before the checks: a sign-out read after them ends the new session.
+        let seen = log.position
         let teacherID: String
         switch linkTeacher(token) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let id): teacherID = id
         }
         guard roster.teachers[teacherID] != nil else { return .failure(.invalid) }
-        let session = new(teacher: teacherID, credential: "link")
+        let session = new(teacher: teacherID, credential: "link", seen: seen)
         guard try await use(grant: "link/" + SHA256.hex(SHA256.hash(utf8: token)), by: session) else { return .failure(.used) }
         return .success(session)
     }
@@ -174,33 +197,37 @@ package final class Sessions: Sendable {
         // a sign-out everywhere is renewed 1 ms past the cut, and its codes
         // must outlive the cut with it.
         let now = max(SessionLog.now(), session.renewedAt)
+        // The log voids it if a sign-out before it ended its session.
         try await log.publish(.code(code: codeHash(code), teacher: session.teacherID, credential: session.credential,
-                                    until: now + Sessions.codeLifetime, at: now))
+                                    until: now + Sessions.codeLifetime, at: now, session: session.hash, seen: session.seen))
         return code.prefix(4) + "-" + code.suffix(4)
     }
 
     /// Uses a device code as typed (any case, spaces and dashes ignored):
-    /// a new session for the teacher who showed it, or why not.
-    package func useCode(_ typed: String, roster: Roster) async throws(KafkaError) -> Result<Session, GrantRefusal> {
+    /// a new session for the teacher who showed it, or why not. `waiting`:
+    /// look for a code not read here yet for up to 2 s.
+    package func useCode(_ typed: String, roster: Roster, waiting: Bool = true) async throws(KafkaError) -> Result<Session, GrantRefusal> {
         let code = String(typed.uppercased().filter { !" -".contains($0) })
         guard code.count == 8, code.allSatisfy(Sessions.codeAlphabet.contains) else { return .failure(.invalid) }
         let hash = codeHash(code)
         // Shown on another replica a moment ago, it may still be on its way
         // here: look for up to 2 s (which also slows anyone guessing).
-        _ = await log.until(atMost: .seconds(2)) { log.read { $0.codes[hash] } != nil }
+        if waiting { _ = await log.until(atMost: .seconds(2)) { log.read { $0.codes[hash] } != nil } }
+        // Before the checks: a sign-out read after them ends the new session.
+        let seen = log.position
         guard let issued = log.read({ $0.codes[hash] }) else { return .failure(.invalid) }
         guard issued.until > SessionLog.now() else { return .failure(.expired) }
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
-        if revoked(issued.teacher, grantMadeAt: issued.at) { return .failure(.revoked) }
-        let session = new(teacher: issued.teacher, credential: issued.credential)
+        if issued.void { return .failure(.revoked) }
+        let session = new(teacher: issued.teacher, credential: issued.credential, seen: seen)
         guard try await use(grant: "code/" + hash, by: session) else { return .failure(.used) }
         return .success(session)
     }
 
     /// Whether `teacher` was signed out everywhere at or after `made`: a
-    /// grant made before the cut dies with the sessions that could make it.
+    /// link made before the cut dies with the sessions that could use it.
     private func revoked(_ teacher: String, grantMadeAt made: Int64) -> Bool {
-        log.read { state in state.signedOut[teacher].map { made <= $0 } ?? false }
+        log.read { state in state.signedOut[teacher].map { made <= $0.at } ?? false }
     }
 
     /// Codes have 40 bits: keyed, so the log does not let anyone who reads
@@ -215,6 +242,23 @@ package final class Sessions: Sendable {
         if log.read({ $0.used[grant] != nil }) { return false }
         try await log.publish(.used(grant: grant, session: session.hash, at: SessionLog.now()))
         return log.read { $0.used[grant]?.session == session.hash }
+    }
+
+    // MARK: - Forwarded requests
+
+    /// The `Forwarded-Client` header a service sends with a request it
+    /// passes on to the other (`Forwarding`): the client's address, sealed
+    /// with the shared secret and good for 30 s, so that the other service
+    /// records who asked, not the service that asked for them.
+    package func forwardedClient(_ address: String) -> String {
+        seal("client", [address, String(SessionLog.now() + 30_000)])
+    }
+
+    /// The address a `Forwarded-Client` header carries, if this service
+    /// sealed it (or its peer, with the same `SESSION_SECRET`) in the last 30 s.
+    package func forwardedClient(from header: String) -> String? {
+        guard let fields = open("client", header), fields.count == 2, let until = Int64(fields[1]), until > SessionLog.now() else { return nil }
+        return fields[0]
     }
 
     // MARK: - Sealing

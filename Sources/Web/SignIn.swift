@@ -81,10 +81,12 @@ package struct SignIn: Sendable {
     @Sendable func signInWithToken(_ request: Request, _ caller: Caller) async throws -> Response {
         let fields = try request.form()
         let next = SignIn.localPath(fields["next"])
-        if let refusal = policy.attempts.refusal([.address(caller.client)]) { return tooMany(refusal, next: next) }
         let token = (fields["token"] ?? "").trimmingWhitespace()
         guard !token.isEmpty else { return form(next: next, status: 400, errors: [.token: "접속 키를 입력하세요."]) }
+        // A right key signs in whatever its address's count (the school's
+        // NAT carries a guesser's failures too); a wrong one past it is 429.
         guard let teacher = caller.roster.teacher(forToken: token) else {
+            if let refusal = policy.attempts.refusal([.address(caller.client)]) { return tooMany(refusal, next: next) }
             policy.failed("token", request, client: caller.client)
             return form(next: next, status: 401, errors: [.token: "접속 키가 올바르지 않습니다."])
         }
@@ -96,14 +98,18 @@ package struct SignIn: Sendable {
         let next = SignIn.localPath(fields["next"])
         // Counted before the look-up, which may wait 2 s for a code shown on
         // another replica: attempts sent together are refused past the limit.
+        // Past it, a code this replica already holds still signs in (a
+        // guesser behind the school's address does not lock the school out);
+        // anything else is 429 at once, without the wait.
         let keys = AccessPolicy.attemptKeys(client: caller.client)
-        if let refusal = policy.attempts.attempt(keys) { return tooMany(refusal, next: next) }
-        switch try await sessions.useCode(fields["code"] ?? "", roster: caller.roster) {
+        let limited = policy.attempts.attempt(keys)
+        switch try await sessions.useCode(fields["code"] ?? "", roster: caller.roster, waiting: limited == nil) {
         case .success(let session):
             guard let teacher = caller.roster.teachers[session.teacherID] else { return form(next: next, status: 401, errors: [.code: "코드가 올바르지 않습니다."]) }
-            policy.attempts.succeeded(keys)
+            if limited == nil { policy.attempts.succeeded(keys) }
             return signedIn(session, teacher, request, next: next)
         case .failure(let refusal):
+            if let limited { return tooMany(limited, next: next) }
             policy.failed("device code", request, client: caller.client, counted: true)
             let message = switch refusal {
             case .invalid: "코드가 올바르지 않습니다. 연결할 기기에 보이는 8자리 코드를 입력하세요."
@@ -177,16 +183,21 @@ package struct SignIn: Sendable {
         return Page.response(title: title, main: main)
     }
 
+    /// A genuine link signs in whatever the counts (it cannot be guessed).
+    /// A failure counts against the address, and against the teacher it
+    /// names only when it was not theirs to use: a link used, expired or
+    /// voided by a sign-out is genuine, and replaying it is nobody's guess.
     @Sendable func useLink(_ request: Request, _ caller: Caller) async throws -> Response {
         let token = try request.form()["t"] ?? ""
         let named = try? sessions.linkTeacher(token).get()
-        if let refusal = policy.attempts.refusal(AccessPolicy.attemptKeys(client: caller.client, teacher: named)) { return tooMany(refusal, next: "/") }
         switch try await sessions.useLink(token, roster: caller.roster) {
         case .success(let session):
             guard let teacher = caller.roster.teachers[session.teacherID] else { return linkProblem(.invalid) }
             return signedIn(session, teacher, request, next: "/")
         case .failure(let refusal):
-            policy.failed("sign-in link", request, client: caller.client, teacher: named)
+            let teacher = refusal == .invalid ? named : nil
+            if let limit = policy.attempts.refusal(AccessPolicy.attemptKeys(client: caller.client, teacher: teacher)) { return tooMany(limit, next: "/") }
+            policy.failed("sign-in link", request, client: caller.client, teacher: teacher)
             return linkProblem(refusal)
         }
     }

@@ -121,4 +121,46 @@ final class GateDayTests: XCTestCase {
         let still = try await fetch("POST", app + "/v1/schools/sa/guidances", body: body, headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
         XCTAssertEqual(still.status, 202, still.text)
     }
+
+    /// What the app passes on to the notifier: a HEAD answers as its GET
+    /// does (libcurl waited 4 s for a body and the answer was 503); a path
+    /// with a `.` or `..` segment is refused (libcurl collapsed
+    /// `…/inbox/../read` into another route); the notifier's access record
+    /// names the teacher's address, not the ingest's.
+    func testWhatTheAppPassesOnKeepsItsMethodItsRouteAndItsClient() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let gate = try await harness.startIngest(notifierURL: harness.notifierBase, trustedProxies: ["127.0.0.1"])
+        self.gate = gate
+        let app = "http://127.0.0.1:\(gate.port)"
+
+        let head = try await fetch("HEAD", app + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(head.status, 200, "HEAD through the ingest")
+        XCTAssertEqual(head.body.count, 0)
+        XCTAssertEqual(head.header("Content-Type"), "application/json")
+
+        for path in ["/v1/teachers/t-hr-1-1/inbox/../read", "/v1/teachers/t-hr-1-1/inbox/./read", "/v1/teachers/t-hr-1-1/inbox/%2E%2E/read"] {
+            let reply = try rawExchange(port: gate.port, "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-t-hr-1-1\r\n"
+                                        + "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 404"), "\(path): \(reply.prefix(300))")
+        }
+
+        // Behind a proxy the ingest trusts, the teacher is at 203.0.113.9.
+        let read = try await fetch("GET", app + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1").merging(["X-Forwarded-For": "203.0.113.9"]) { $1 })
+        XCTAssertEqual(read.status, 200, read.text)
+        var clients: Set<String> = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
+            guard case .array(let items)? = log.object["items"] else { return XCTFail(log.text) }
+            clients = Set(items.filter { $0["action"]?.string == "inbox" }.compactMap { $0["client"]?.string })
+            if clients.contains("203.0.113.9") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        XCTAssertTrue(clients.contains("203.0.113.9"), "the access record names the teacher's address: \(clients)")
+        // Someone else's Forwarded-Client header is not believed.
+        let forged = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox",
+                                     headers: harness.headers("t-hr-1-1").merging(["Forwarded-Client": "198.51.100.7"]) { $1 })
+        XCTAssertEqual(forged.status, 200)
+    }
 }

@@ -125,13 +125,14 @@ final class NotifierHarness: @unchecked Sendable {
 
     /// An ingest on the harness's cluster, roster and sessions; `notifierURL`
     /// gives its app what the notifier holds. The caller shuts it down.
-    func startIngest(notifierURL: String? = nil) async throws -> IngestService {
+    func startIngest(notifierURL: String? = nil, trustedProxies: [String] = []) async throws -> IngestService {
         var config = IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: rosterFolders ? rosterFolder("ingest") : "(memory)",
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: .seconds(5)),
             topics: topics, partitions: 4)
         config.rosterCheckInterval = .seconds(3600)
         config.web = web
+        config.web.clients = ClientAddresses(trusted: trustedProxies)
         config.mail = delivery.mail
         config.publicURL = publicIngestURL
         config.notifierURL = notifierURL

@@ -49,7 +49,7 @@ final class AccessPolicyTests: XCTestCase {
     /// A `Cookie` header signing `teacher` in as if by `token`, renewed `age` ago.
     private func cookie(_ teacher: String, token: String, age: Duration = .zero) -> String {
         let fresh = sessions.new(teacher: teacher, credential: "token:" + Roster.fingerprint(token: token))
-        let session = Session(id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - age.milliseconds, credential: fresh.credential)
+        let session = Session(id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - age.milliseconds, credential: fresh.credential, seen: fresh.seen)
         return "gate_session=" + sessions.cookieValue(session, name: "gate_session")
     }
 
@@ -224,14 +224,62 @@ final class AccessPolicyTests: XCTestCase {
             let wrong = await send(router, "POST", "/session", headers: form, body: "token=wrong-\(attempt)")
             XCTAssertEqual(wrong.status, 401, "attempt \(attempt + 1)")
         }
-        let limited = await send(router, "POST", "/session", headers: form, body: "token=gate-a")
-        XCTAssertEqual(limited.status, 429, "even the right token waits")
+        let limited = await send(router, "POST", "/session", headers: form, body: "token=wrong-100")
+        XCTAssertEqual(limited.status, 429, "the next wrong key waits")
         let wait = try XCTUnwrap(Int(try XCTUnwrap(header(limited, "Retry-After"))))
         XCTAssertTrue((590...600).contains(wait), "Retry-After \(wait)")
-        let bearer = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer gate-a"])
-        XCTAssertEqual(bearer.status, 429, "bearer tokens from the same address too")
-        let elsewhere = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer gate-a", "x-forwarded-for": "10.9.9.9"])
+        let bearer = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer wrong"])
+        XCTAssertEqual(bearer.status, 429, "wrong bearer tokens from the same address too")
+        let elsewhere = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer wrong", "x-forwarded-for": "10.9.9.9"])
         XCTAssertEqual(elsewhere.status, 429, "X-Forwarded-For from an untrusted peer changes nothing")
+        let wrongCode = await send(router, "POST", "/session/code", headers: form, body: "code=ABCD-EFGH")
+        XCTAssertEqual(wrongCode.status, 429, "a wrong device code too")
+    }
+
+    /// A guesser behind a school's one NAT address fails 100 times (about a
+    /// second of guessing): it is answered 429, and every right credential
+    /// from that address still signs in — a colleague's bearer token, the
+    /// 접속 키 form, a device code, a sign-in link.
+    func testPastTheAddressLimitARightCredentialStillSignsIn() async throws {
+        let router = try router()
+        for attempt in 1...100 {
+            _ = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer guess-\(attempt)"], from: "10.3.3.3")
+        }
+        let guess = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer guess-101"], from: "10.3.3.3")
+        XCTAssertEqual(guess.status, 429, "the guesser is slowed")
+        XCTAssertNotNil(header(guess, "Retry-After"))
+        let colleague = await send(router, "GET", "/v1/me", headers: ["authorization": "Bearer hr-a"], from: "10.3.3.3")
+        XCTAssertEqual(colleague.status, 200, "a colleague's valid token: \(text(colleague))")
+        XCTAssertEqual(text(colleague), "t1")
+        let form = await send(router, "POST", "/session", headers: self.form, body: "token=gate-a", from: "10.3.3.3")
+        XCTAssertEqual(form.status, 303, "the 접속 키 form: \(text(form).prefix(200))")
+        let wrongForm = await send(router, "POST", "/session", headers: self.form, body: "token=guess", from: "10.3.3.3")
+        XCTAssertEqual(wrongForm.status, 429)
+
+        let here = cookie("g1", token: "gate-a")
+        let made = text(await send(router, "POST", "/session/devices/code", headers: self.form.merging(["cookie": here]) { $1 }))
+        let code = try XCTUnwrap(made.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(made[$0]) }, made)
+        let paired = await send(router, "POST", "/session/code", headers: self.form, body: "code=\(code)", from: "10.3.3.3")
+        XCTAssertEqual(paired.status, 303, "a device code shown a moment ago: \(text(paired).prefix(200))")
+        let link = sessions.linkToken(for: try XCTUnwrap(rosters.current.teachers["g1"]))
+        let linked = await send(router, "POST", "/session/link/use", headers: self.form, body: "t=\(link)", from: "10.3.3.3")
+        XCTAssertEqual(linked.status, 303, "a sign-in link: \(text(linked).prefix(200))")
+    }
+
+    /// A used sign-in link replayed is not its teacher's failure: ten
+    /// replays leave the teacher's next link working.
+    func testReplayingAUsedLinkDoesNotLockItsTeacherOut() async throws {
+        let router = try router()
+        let teacher = try XCTUnwrap(rosters.current.teachers["g1"])
+        let link = sessions.linkToken(for: teacher)
+        let first = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(link)")
+        XCTAssertEqual(first.status, 303)
+        for replay in 1...12 {
+            let again = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(link)", from: "10.4.4.\(replay)")
+            XCTAssertNotEqual(again.status, 303, "replay \(replay)")
+        }
+        let next = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(sessions.linkToken(for: teacher))", from: "10.4.5.5")
+        XCTAssertEqual(next.status, 303, "the teacher's next link: \(text(next).prefix(200))")
     }
 
     /// 다른 기기 모두 로그아웃 voids the grants made before it: a device code
