@@ -227,11 +227,13 @@ struct DataProtectionHandlers: Sendable {
     }
 
     /// RFC 4180: quoted when it holds a comma, quote or line break; a
-    /// leading `=`, `+`, `-` or `@` is prefixed with `'` so a spreadsheet does
-    /// not run it as a formula.
-    private static func field(_ value: String) -> String {
+    /// leading `=`, `+`, `-`, `@`, tab or carriage return is prefixed with
+    /// `'` so a spreadsheet does not run it as a formula. The first Unicode
+    /// scalar, not the first `Character`: `=` followed by a combining mark,
+    /// a ZWJ or a variation selector is one grapheme that is not `"="`.
+    static func field(_ value: String) -> String {
         var text = value
-        if let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        if let first = text.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) { text = "'" + text }
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
