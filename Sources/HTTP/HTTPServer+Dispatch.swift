@@ -68,6 +68,25 @@ extension HTTPServer {
         connections.withLock { $0.received(key(connection)) }
     }
 
+    /// A 503 is the service saying it cannot serve now (starting, its store
+    /// or broker away), not a failure of the request: one line when a route
+    /// starts answering it and one when it answers again.
+    private func noteAvailability(_ exchange: Exchange) {
+        let change = unavailability.withLock { $0.answered(exchange.status, on: exchange.route) }
+        switch change {
+        case .began?:
+            unavailableRoutes.add(1, ordering: .relaxed)
+            logger.warning("answering 503 (unavailable) on this route from now on", [
+                "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
+            ])
+        case .ended(let count)?:
+            unavailableRoutes.subtract(1, ordering: .relaxed)
+            logger.info("answering again after 503s", ["route": exchange.route, "refused": String(count), "status": String(exchange.status)])
+        case nil:
+            break
+        }
+    }
+
     private func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))) }
 
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
@@ -75,8 +94,9 @@ extension HTTPServer {
         let duration = ContinuousClock.now - exchange.started
         observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
         let failed = reason != .REQUEST_TERMINATED_COMPLETED_OK
+        if !failed && (exchange.status == 503 || unavailableRoutes.load(ordering: .relaxed) > 0) { noteAvailability(exchange) }
         // The access log is built only when it will be written.
-        guard failed || exchange.status >= 500 || logger.isEnabled(.debug) else { return }
+        guard failed || (exchange.status >= 500 && exchange.status != 503) || logger.isEnabled(.debug) else { return }
         let fields = [
             "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
             "status": String(exchange.status), "ms": String(format: "%.2f", duration.seconds * 1000),
@@ -87,7 +107,7 @@ extension HTTPServer {
             // The client asked for what this server does not implement: its
             // fault, no alarm for an operator.
             logger.info("request asked for what is not implemented", fields)
-        } else if exchange.status >= 500 {
+        } else if exchange.status >= 500 && exchange.status != 503 {
             logger.error("request failed", fields)
         } else {
             logger.debug("request", fields)

@@ -94,6 +94,10 @@ package final class HTTPServer: Sendable {
     let connections: Mutex<Connections>
     /// Connections closed to make room since the reaper last said so.
     let closedForRoom = Atomic<Int>(0)
+    /// Routes answering 503 now (`Unavailability`); `unavailableRoutes`
+    /// counts them, so that an answer passes without the lock when none is.
+    let unavailability = Mutex(Unavailability())
+    let unavailableRoutes = Atomic<Int>(0)
     /// The bound port (0 before `start`); read from any thread.
     package var port: Int { boundPort.load(ordering: .acquiring) }
     private let boundPort = Atomic<Int>(0)

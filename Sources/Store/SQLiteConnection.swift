@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// One SQLite connection: the only code that calls `sqlite3_*`. Not
 /// thread-safe; its owner serialises use. Statements are prepared once and
@@ -7,7 +8,22 @@ final class SQLiteConnection: SQLDatabase {
     private let database: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
+    /// The store holds students' names: its file is the service's alone
+    /// (0600), whatever the umask. Made so before SQLite opens it, since
+    /// SQLite gives its journal and WAL files the database file's mode;
+    /// those left by an earlier run are narrowed too.
+    static func keepPrivate(_ path: String) {
+        guard path != ":memory:", !path.isEmpty else { return }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            _ = fchmod(descriptor, 0o600)
+            close(descriptor)
+        }
+        for suffix in ["-wal", "-shm", "-journal"] { _ = chmod(path + suffix, 0o600) }
+    }
+
     init(path: String) throws(StoreError) {
+        SQLiteConnection.keepPrivate(path)
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let result = sqlite3_open_v2(path, &handle, flags, nil)
