@@ -1,8 +1,18 @@
 import Common
 
+/// Whether a service may run with nobody signing in (`AUTHENTICATION`).
+package enum AuthenticationMode: String, Sendable {
+    /// The default: a roster without `tokens.csv` stops the service at
+    /// start, and a reload that removes it is refused.
+    case required
+    /// Without `tokens.csv` anyone who reaches the port may use it (a test
+    /// network; the services say so loudly at start).
+    case optional
+}
+
 /// What both services read for their pages and sign-in: `SESSION_SECRET`
 /// (shared by every replica of both services), `SESSION_DAYS`,
-/// `TRUSTED_PROXIES` and `HTTP_CONNECTIONS_PER_ADDRESS`.
+/// `TRUSTED_PROXIES`, `HTTP_CONNECTIONS_PER_ADDRESS` and `AUTHENTICATION`.
 package struct WebSettings: Sendable {
     /// nil: a random secret per process (sessions then end at restart and
     /// work on one replica only; the service warns).
@@ -19,6 +29,7 @@ package struct WebSettings: Sendable {
     /// address carries every teacher's mistakes).
     package var failedSignInLimit = 10
     package var failedSignInLimitPerAddress = 100
+    package var authentication = AuthenticationMode.required
 
     package init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
         self.secret = secret
@@ -40,6 +51,11 @@ package struct WebSettings: Sendable {
             connectionsPerAddress: try environment.int("HTTP_CONNECTIONS_PER_ADDRESS", default: 500, range: 1...100_000))
         settings.failedSignInLimit = try environment.int("SIGN_IN_FAILURE_LIMIT", default: 10, range: 1...1_000_000)
         settings.failedSignInLimitPerAddress = try environment.int("SIGN_IN_FAILURE_LIMIT_PER_ADDRESS", default: 100, range: 1...1_000_000)
+        let mode = environment.string("AUTHENTICATION", default: "required")
+        guard let authentication = AuthenticationMode(rawValue: mode) else {
+            throw ConfigurationError(variable: "AUTHENTICATION", reason: "'\(mode)' is neither required (the default) nor optional")
+        }
+        settings.authentication = authentication
         return settings
     }
 }

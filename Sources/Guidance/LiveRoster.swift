@@ -18,6 +18,8 @@ package final class LiveRoster: Sendable {
 
     /// The folder, or nil for a roster given whole (tests, benchmarks).
     package let directory: String?
+    /// A change without `tokens.csv` is refused (`AUTHENTICATION=required`).
+    let requireTokens: Bool
     private let loaded: Mutex<Loaded>
     /// The files' state at the previous check: a change is read once it has
     /// held still for one interval, not while an editor is still writing.
@@ -34,14 +36,16 @@ package final class LiveRoster: Sendable {
     /// A roster that never changes.
     package init(_ roster: Roster) {
         directory = nil
+        requireTokens = false
         loaded = Mutex(Loaded(roster: roster, signature: [], loadedAt: Timestamp.now()))
         logger = Logger(component: "roster")
         metrics = nil
     }
 
     /// The roster of `directory`, already read as `roster`.
-    package init(directory: String, roster: Roster, logger: Logger, metrics: Metrics) {
+    package init(directory: String, roster: Roster, requireTokens: Bool = false, logger: Logger, metrics: Metrics) {
         self.directory = directory
+        self.requireTokens = requireTokens
         self.logger = logger
         self.metrics = metrics
         let signature = LiveRoster.signature(of: directory)
@@ -66,6 +70,9 @@ package final class LiveRoster: Sendable {
         let signature = LiveRoster.signature(of: directory)
         do {
             let roster = try Roster.load(from: directory)
+            if requireTokens && !roster.authenticationEnabled {
+                throw ConfigurationError(variable: "ROSTER_DIR", reason: "tokens.csv is gone: authentication would turn off (AUTHENTICATION=required)")
+            }
             loaded.withLock { $0 = Loaded(roster: roster, signature: signature, loadedAt: Timestamp.now()) }
             metrics?.increment("roster_reloads_total", help: "Roster reloads by outcome.", labels: [("outcome", "ok")])
             logger.info("roster reloaded", [

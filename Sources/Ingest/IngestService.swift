@@ -22,7 +22,8 @@ package final class IngestService: Sendable {
     package init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
+        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+        try Startup.checkCredentials(roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
         self.roster = roster
         producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
         let metrics = self.metrics
@@ -74,10 +75,6 @@ package final class IngestService: Sendable {
             [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod),
              .rosterWatch(roster, every: config.rosterCheckInterval)],
         ], logger: logger)
-        if !roster.current.authenticationEnabled {
-            logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may record and delete guidances",
-                           ["rosterDir": config.rosterDirectory])
-        }
         let loaded = roster.current
         logger.info("roster loaded", ["schools": String(loaded.schools.count), "students": String(loaded.studentCount), "teachers": String(loaded.teachers.count)])
     }

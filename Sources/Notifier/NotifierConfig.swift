@@ -1,9 +1,11 @@
 import Access
 import Common
+import Foundation
 import Guidance
 import HTTP
 import Kafka
 import Sessions
+import Store
 
 /// How the store is reached (`STORE_URL`).
 package enum StoreLocation: Sendable, Equatable {
@@ -21,6 +23,45 @@ package enum StoreLocation: Sendable, Equatable {
         }
         throw ConfigurationError(variable: "STORE_URL", reason: "'\(redacted(text))' is neither sqlite:<path> nor postgres://user:password@host:5432/db")
     }
+
+    /// `STORE_URL`, with `STORE_PASSWORD` (any bytes, e.g. from `openssl
+    /// rand -base64`) put into a `postgres://` URL percent-encoded. A URL
+    /// libpq cannot read is refused here, naming the password when the
+    /// likely cause is a raw `/`, `@`, `?` or `#` in it.
+    package static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> StoreLocation {
+        var location = try parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db"))
+        guard case .postgres(var url) = location else {
+            if environment["STORE_PASSWORD"] != nil {
+                throw ConfigurationError(variable: "STORE_PASSWORD", reason: "is for a postgres:// STORE_URL; this one is SQLite")
+            }
+            return location
+        }
+        if let password = environment["STORE_PASSWORD"] {
+            guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+                  !url[scheme.upperBound..<at].contains(":"), !url[scheme.upperBound..<at].isEmpty
+            else {
+                throw ConfigurationError(variable: "STORE_PASSWORD", reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
+            }
+            let encoded = password.addingPercentEncoding(withAllowedCharacters: unreserved) ?? password
+            url.insert(contentsOf: ":" + encoded, at: at)
+            location = .postgres(url: url)
+        }
+        let advice = "if the password holds '/', '@', ':', '?', '#' or '%', percent-encode it, or give it alone in STORE_PASSWORD (any bytes work there)"
+        switch SQLStore.postgresOptions(url) {
+        case .failure(let error):
+            throw ConfigurationError(variable: "STORE_URL", reason: "libpq cannot read '\(redacted(url))' (\(error.message)); \(advice)")
+        case .success(let options):
+            // A raw '/' in the password ends the host part early: libpq reads
+            // `user:pass` as host and port and fails only when it connects.
+            let port = options["port"] ?? ""
+            if !port.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ",") }) || (options["dbname"] ?? "").contains("@") {
+                throw ConfigurationError(variable: "STORE_URL", reason: "libpq reads its host and port as '\(options["host"] ?? "")' and a port that is not a number: \(advice)")
+            }
+        }
+        return location
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// The URL as it may be logged: a password in the user part or the query
     /// (`password=`) replaced by `***`.
@@ -118,7 +159,7 @@ package struct NotifierConfig: Sendable {
         var config = NotifierConfig(
             http: HTTPServerConfig(port: try environment.port("NOTIFIER_PORT", default: 8081)),
             rosterDirectory: environment.string("ROSTER_DIR", default: "examples/roster"),
-            store: try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db")),
+            store: try StoreLocation.fromEnvironment(environment),
             kafka: try KafkaConfig.fromEnvironment(environment),
             groupID: environment.string("NOTIFIER_GROUP_ID", default: "guidance-notifier"),
             instanceID: environment["HOSTNAME"],

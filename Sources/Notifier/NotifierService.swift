@@ -29,7 +29,8 @@ package final class NotifierService: Sendable {
     package init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, logger: logger, metrics: metrics)
+        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+        try Startup.checkCredentials(roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
         self.roster = roster
         store = try NotifierService.openStore(config.store)
         producer = try Producer(
@@ -98,10 +99,6 @@ package final class NotifierService: Sendable {
             config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server, roster: roster,
             dispatcher: dispatcher, schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
             logger: logger)
-        if !roster.current.authenticationEnabled {
-            logger.warning("AUTHENTICATION IS OFF: no tokens.csv in the roster, so anyone who reaches this port may read every inbox",
-                           ["rosterDir": config.rosterDirectory])
-        }
     }
 
     /// The notifier's old pages, `/` and `/digests/{digestId}` (bookmarks,

@@ -25,9 +25,27 @@ package enum Startup {
     }
 
     /// The roster of `directory`, served live: reloaded when its files change
-    /// or on SIGHUP once the service calls `watch`.
-    package static func liveRoster(from directory: String, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
-        LiveRoster(directory: directory, roster: try roster(from: directory), logger: logger.with(["part": "roster"]), metrics: metrics)
+    /// or on SIGHUP once the service calls `watch`; with authentication
+    /// required, a change that removes `tokens.csv` is refused.
+    package static func liveRoster(from directory: String, web: WebSettings, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
+        LiveRoster(directory: directory, roster: try roster(from: directory), requireTokens: web.authentication == .required,
+                   logger: logger.with(["part": "roster"]), metrics: metrics)
+    }
+
+    /// A service whose roster has no `tokens.csv` signs nobody in: it does
+    /// not start unless `AUTHENTICATION=optional` says that is wanted, and
+    /// then says so at start. `exposes`: what anyone could then do.
+    package static func checkCredentials(_ roster: Roster, web: WebSettings, directory: String, exposes: String, logger: Logger) throws(ConfigurationError) {
+        guard !roster.authenticationEnabled else { return }
+        guard web.authentication == .optional else {
+            throw ConfigurationError(
+                variable: "ROSTER_DIR",
+                reason: "'\(directory)' has no tokens.csv, so nobody would need to sign in. Issue the first admin's token first "
+                    + "(guidance-admin token issue TEACHER_ID writes tokens.csv; a header-only tokens.csv turns sign-in on with e-mail links only), "
+                    + "or set AUTHENTICATION=optional for a test network")
+        }
+        logger.warning("AUTHENTICATION IS OFF (AUTHENTICATION=optional and no tokens.csv in the roster): anyone who reaches this port may \(exposes)",
+                       ["rosterDir": directory])
     }
 
     /// Starts `server` on the port `variable` names.

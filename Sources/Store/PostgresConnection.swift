@@ -43,6 +43,25 @@ final class PostgresConnection: SQLDatabase {
 
     deinit { PQfinish(connection) }
 
+    /// The options libpq reads from `url` (user, password, host, port,
+    /// dbname…), or libpq's reason it cannot.
+    static func options(of url: String) -> Result<[String: String], StoreError> {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &error) else {
+            let reason = error.map { String(cString: $0).trimmingWhitespace() } ?? "out of memory"
+            if let error { PQfreemem(error) }
+            return .failure(StoreError(.failed, reason))
+        }
+        defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { values[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        return .success(values)
+    }
+
     func execute(_ sql: String) throws(StoreError) {
         // A broken connection's transaction is over already: the server
         // rolls it back. Reconnecting just to say so would cost a connect.

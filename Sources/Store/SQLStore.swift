@@ -27,6 +27,11 @@ package final class SQLStore: GuidanceStore {
 
     /// A PostgreSQL database; the schema is created by whichever replica
     /// gets there first.
+    /// What libpq reads from a `postgres://` URL, or why it cannot read it.
+    package static func postgresOptions(_ url: String) -> Result<[String: String], StoreError> {
+        PostgresConnection.options(of: url)
+    }
+
     package static func postgres(url: String) throws(StoreError) -> SQLStore {
         try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) { () throws(StoreError) -> any SQLDatabase in
             try PostgresConnection(url: url)

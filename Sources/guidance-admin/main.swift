@@ -171,7 +171,7 @@ func purge(_ arguments: [String]) {
     let directory = environment["ROSTER_DIR"] ?? "examples/roster"
     do {
         let roster = try Roster.load(from: directory)
-        let location = try StoreLocation.parse(environment.string("STORE_URL", default: "sqlite:guidance-notifier.db"))
+        let location = try StoreLocation.fromEnvironment(environment)
         let store = try NotifierService.openStore(location)
         let purger = Purger(
             store: store, retention: try Retention.fromEnvironment(environment), clock: Timestamp.now,

@@ -88,6 +88,9 @@ do {
         guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
             throw ConfigurationError(variable: "guidance-dev", reason: "another guidance-dev runs from this folder (var/guidance-dev.lock); stop it first")
         }
+        // A local run on this machine: a roster without tokens.csv is served
+        // open (with the services' loud warning) rather than refused.
+        if values["AUTHENTICATION"] == nil { values["AUTHENTICATION"] = "optional" }
         if values["STORE_URL"] == nil {
             // The mock cluster starts empty, so the store does too: old
             // digests beside a new cluster's offsets would mix two histories.

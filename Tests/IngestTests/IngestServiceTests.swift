@@ -57,6 +57,7 @@ final class IngestServiceTests: XCTestCase {
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), deliveryTimeout: deliveryTimeout),
             topics: topics, partitions: 4)
         config.drainPeriod = .seconds(3)
+        config.web.authentication = .optional
         service = try IngestService(config: config, roster: folder == nil ? roster : nil, logger: quietLogger("ingest"))
         try await service.start()
         base = "http://127.0.0.1:\(service.port)"

@@ -105,6 +105,7 @@ final class NotifierHarness: @unchecked Sendable {
         topics = Topics(prefix: prefix)
         var web = WebSettings(secret: "harness-session-secret-of-at-least-32-bytes", topic: prefix + "guidance.sessions")
         web.failedSignInLimit = failedSignInLimit
+        web.authentication = .optional
         web.failedSignInLimitPerAddress = max(failedSignInLimit, web.failedSignInLimitPerAddress)
         self.web = web
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }

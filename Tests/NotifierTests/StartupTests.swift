@@ -57,4 +57,39 @@ final class StartupTests: XCTestCase {
         }
         wait(for: [done], timeout: 10)
     }
+
+    /// A new deployment is not open between `docker compose up` and the
+    /// first token: without tokens.csv neither service starts unless
+    /// AUTHENTICATION=optional says so; a running one refuses a roster
+    /// change that removes it.
+    func testWithoutTokensNeitherServiceStartsUnlessOpenIsAskedFor() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID())")
+        try FileManager.default.copyItem(at: root.appendingPathComponent("examples/roster"), to: folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let tokens = folder.appendingPathComponent("tokens.csv")
+        let kept = try Data(contentsOf: tokens)
+        try FileManager.default.removeItem(at: tokens)
+        let environment = ["ROSTER_DIR": folder.path, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+                           "STORE_URL": "sqlite:" + folder.appendingPathComponent("n.db").path, "INGEST_PORT": "0", "NOTIFIER_PORT": "0"]
+
+        let ingest = failure { _ = try IngestService(config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error)) }
+        XCTAssertTrue(ingest.hasPrefix("ROSTER_DIR: "), ingest)
+        XCTAssertTrue(ingest.contains("no tokens.csv") && ingest.contains("guidance-admin token issue") && ingest.contains("AUTHENTICATION=optional"), ingest)
+        let notifier = failure { _ = try NotifierService(config: try NotifierConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error)) }
+        XCTAssertTrue(notifier.hasPrefix("ROSTER_DIR: ") && notifier.contains("no tokens.csv"), notifier)
+        let typo = failure { _ = try IngestConfig.fromEnvironment(Environment(environment.merging(["AUTHENTICATION": "off"]) { $1 })) }
+        XCTAssertTrue(typo.hasPrefix("AUTHENTICATION: "), typo)
+
+        let open = environment.merging(["AUTHENTICATION": "optional"]) { $1 }
+        XCTAssertEqual(failure { _ = try IngestService(config: try IngestConfig.fromEnvironment(Environment(open)), logger: Logger(component: "t", level: .error)) }, "no error")
+
+        // Running with tokens, a change that removes them is refused.
+        try kept.write(to: tokens)
+        let service = try IngestService(config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error))
+        XCTAssertTrue(service.roster.current.authenticationEnabled)
+        try FileManager.default.removeItem(at: tokens)
+        XCTAssertFalse(service.roster.reload(because: "test"), "a roster without tokens.csv is not served")
+        XCTAssertTrue(service.roster.current.authenticationEnabled)
+    }
 }
