@@ -10,6 +10,13 @@
 /// many idle sockets loses them first. A connection whose request is in
 /// (its handler running, its answer on the way) is never closed.
 ///
+/// Per address: at `perAddressLimit`, a new connection takes the place of
+/// that address's oldest idle one, so one client's idle sockets cannot
+/// deny a working client behind the same address (a school's NAT); only
+/// when every connection of the address is busy is the new one refused.
+/// (libmicrohttpd's own per-address limit refuses the newcomer instead, so
+/// it is not used.)
+///
 /// Used under the server's lock; the sockets it names are shut down after.
 struct Connections {
     struct Entry {
@@ -28,19 +35,29 @@ struct Connections {
     private var perAddress: [String: Int] = [:]
     /// Past this many open connections, a new one makes room (see above).
     let fairShare: Int
+    let perAddressLimit: Int
 
-    init(connectionLimit: Int) {
+    init(connectionLimit: Int, perAddressLimit: Int = .max) {
         fairShare = max(1, connectionLimit - max(1, connectionLimit / 10))
+        self.perAddressLimit = max(1, perAddressLimit)
     }
 
     var count: Int { entries.count }
 
     func count(of address: String) -> Int { perAddress[address] ?? 0 }
 
-    /// A connection opened; the socket to shut down to make room, if any.
+    /// A connection opened; the socket to shut down to make room, if any
+    /// (the new one's own when its address is at its limit with none idle).
     mutating func opened(_ key: UInt, socket: Int32, address: String, at now: ContinuousClock.Instant) -> Int32? {
         entries[key] = Entry(socket: socket, address: address, since: now, waiting: true)
         perAddress[address, default: 0] += 1
+        if perAddress[address, default: 0] > perAddressLimit {
+            guard let oldest = oldestWaiting(of: address, sparing: key) else {
+                update(key) { $0.waiting = false }
+                return socket
+            }
+            return oldest
+        }
         return entries.count > fairShare ? makeRoom(sparing: key) : nil
     }
 
@@ -91,8 +108,14 @@ struct Connections {
     /// connections (not `key`, the new one), no longer counted as waiting.
     private mutating func makeRoom(sparing key: UInt) -> Int32? {
         guard let heaviest = perAddress.max(by: { $0.value < $1.value })?.key else { return nil }
+        return oldestWaiting(of: heaviest, sparing: key)
+    }
+
+    /// The oldest connection of `address` waiting for a request (not `key`),
+    /// no longer counted as waiting: its socket, to shut down.
+    private mutating func oldestWaiting(of address: String, sparing key: UInt) -> Int32? {
         var oldest: (key: UInt, since: ContinuousClock.Instant)?
-        for (candidate, entry) in entries where candidate != key && entry.waiting && entry.address == heaviest {
+        for (candidate, entry) in entries where candidate != key && entry.waiting && entry.address == address {
             if oldest.map({ entry.since < $0.since }) ?? true { oldest = (candidate, entry.since) }
         }
         guard let chosen = oldest, let entry = entries[chosen.key] else { return nil }

@@ -107,7 +107,7 @@ package final class HTTPServer: Sendable {
         observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
     ) {
         self.config = config
-        connections = Mutex(Connections(connectionLimit: config.connectionLimit))
+        connections = Mutex(Connections(connectionLimit: config.connectionLimit, perAddressLimit: config.perIPConnectionLimit))
         self.router = router
         self.logger = logger
         self.observer = observer
@@ -130,7 +130,9 @@ package final class HTTPServer: Sendable {
         let started = withUnsafePointer(to: &address) { pointer in
             guidance_mhd_start(
                 UInt16(config.port), useAddress ? pointer : nil, UInt32(config.threads),
-                UInt32(config.connectionLimit), UInt32(config.perIPConnectionLimit),
+                // No per-address limit in libmicrohttpd: `Connections` keeps
+                // it, making room instead of refusing the newcomer.
+                UInt32(config.connectionLimit), 0,
                 UInt32(max(1, config.connectionTimeout.components.seconds)), config.connectionMemory,
                 UInt32(config.backlog), accessHandler, context, completedHandler, context, connectionHandler, context)
         }

@@ -249,6 +249,39 @@ final class HTTPServerTests: XCTestCase {
         withExtendedLifetime(idle) {}
     }
 
+    /// One client holding its address's 500 connections idle (a school's
+    /// NAT): another client behind the same address is answered every time,
+    /// each new connection taking the place of the oldest idle one, and the
+    /// address never holds more than its limit.
+    func testIdleConnectionsAtAnAddresssLimitMakeRoomForAWorkingClient() async throws {
+        var router = Router()
+        router.get("/fast") { _ in .text("fast\n") }
+        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
+        try server.start()
+        defer { Task { await server.shutdown(gracePeriod: .seconds(1)) } }
+        var idle: [RawConnection] = []
+        for _ in 0..<500 { idle.append(try RawConnection(port: server.port, from: "127.0.0.92")) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.connections.withLock({ $0.count(of: "127.0.0.92") }) < 500, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var answered = 0
+        for attempt in 1...40 {
+            let connection = try RawConnection(port: server.port, from: "127.0.0.92")
+            connection.send("GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let answer = connection.receive(timeout: 3)
+            if answer.hasPrefix("HTTP/1.1 200 ") { answered += 1 } else { XCTFail("attempt \(attempt): \(answer.prefix(100))") }
+        }
+        XCTAssertEqual(answered, 40)
+        // A socket shut down to make room counts until libmicrohttpd has closed it.
+        let settled = ContinuousClock.now + .seconds(5)
+        while server.connections.withLock({ $0.count(of: "127.0.0.92") }) > 500, ContinuousClock.now < settled {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertLessThanOrEqual(server.connections.withLock { $0.count(of: "127.0.0.92") }, 500)
+        withExtendedLifetime(idle) {}
+    }
+
     /// libmicrohttpd 0.9.75 cannot answer while a body is arriving, so a
     /// chunk declared beyond the limit and never sent is answered 408 at the
     /// request deadline, as problem+json, not dropped in silence.
