@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Curl", dependencies: ["CCurl", "Common"]),
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
-        .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Common"]),
+        .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),
         // Sessions in the session log on Kafka; who may call a route, attempts and the access record; what is left both services share.
         .target(name: "Sessions", dependencies: ["Crypto", "Kafka", "Guidance", "Common"]),
         .target(name: "Access", dependencies: ["Sessions", "HTTP", "Kafka", "Guidance", "Common"]),

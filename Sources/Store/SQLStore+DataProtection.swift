@@ -1,3 +1,4 @@
+import Crypto
 import Common
 import Foundation
 import Guidance
@@ -81,12 +82,38 @@ extension SQLStore {
         );
         """
 
+    /// Version 10: students erased, by school and the SHA-256 of their id
+    /// (not the id), so that an access record in flight at the erasure
+    /// (a look-up, the admin's own export) is stored naming `(erased)`.
+    static let erasedStudents = """
+        CREATE TABLE IF NOT EXISTS erased_students (
+            school_id TEXT NOT NULL,
+            student_hash TEXT NOT NULL,
+            erased_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (school_id, student_hash)
+        );
+        """
+
+    /// How an erased student's id is kept: its SHA-256, with the school.
+    static func erasedKey(school: String, student: String) -> String {
+        school + "\n" + SHA256.hex(SHA256.hash(utf8: student))
+    }
+
     // MARK: - Access log
 
+    /// Inserts access records; one naming an erased student names
+    /// `(erased)` instead, however late it arrived (the erasure and this run
+    /// under the same writer lock, so one is wholly before the other).
     static func insert(_ records: [AccessRecord], in database: any SQLDatabase) throws(StoreError) {
+        guard !records.isEmpty else { return }
+        let erased = Set(try database.query("SELECT school_id, student_hash FROM erased_students", []).compactMap { row -> String? in
+            guard let school = row.first?.text, let hash = row.dropFirst().first?.text else { return nil }
+            return school + "\n" + hash
+        })
         let rows = records.map { record -> [SQLValue] in
-            [.text(record.accessId), .integer(Int64(((Timestamp.parse(record.at) ?? 0) * 1000).rounded())), .text(record.schoolId),
-             .text(record.teacherId), .text(record.action.rawValue), .text(record.target), .text(record.client)]
+            let target = !erased.isEmpty && erased.contains(erasedKey(school: record.schoolId, student: record.target)) ? erasedID : record.target
+            return [.text(record.accessId), .integer(Int64(((Timestamp.parse(record.at) ?? 0) * 1000).rounded())), .text(record.schoolId),
+                    .text(record.teacherId), .text(record.action.rawValue), .text(target), .text(record.client)]
         }
         for statement in database.inserts(
             "INSERT INTO access_log (access_id, at_ms, school_id, teacher_id, action, target, client) VALUES ",
@@ -318,6 +345,10 @@ extension SQLStore {
                 }
                 try database.run(
                     "UPDATE access_log SET target = $3 WHERE school_id = $1 AND target = $2", [.text(school), .text(student), .text(SQLStore.erasedID)])
+                // Records still on their way name it too: they are stored as `(erased)`.
+                try database.run(
+                    "INSERT INTO erased_students (school_id, student_hash, erased_at_ms) VALUES ($1, $2, $3) ON CONFLICT (school_id, student_hash) DO NOTHING",
+                    [.text(school), .text(SHA256.hex(SHA256.hash(utf8: student))), .integer(Int64((Timestamp.now() * 1000).rounded()))])
                 return (guidances, changed.count)
             }
         }

@@ -51,7 +51,7 @@ package final class SQLStore: GuidanceStore {
     /// release that changes the schema appends a step and never edits one.
     static func migrations(for database: any SQLDatabase) -> [String] {
         [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection, volunteerService,
-         teacherSettings]
+         teacherSettings, erasedStudents]
     }
 
     /// Brings the schema to the newest version, under the schema lock so

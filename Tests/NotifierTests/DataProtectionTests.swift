@@ -248,4 +248,41 @@ final class DataProtectionTests: XCTestCase {
         try await assertEqualAsync(await fetch("GET", path, headers: harness.headers("t-admin")).status, 200, "the roster still lists the student")
         try await assertEqualAsync(await fetch("DELETE", path, headers: harness.headers("t-hr-1-1")).status, 403)
     }
+
+    /// Look-ups and the admin's own export in flight when a student is
+    /// erased: every access record, whenever it arrives, names `(erased)`,
+    /// never the student's id. Three students, each erased right after 20
+    /// look-ups of their face and an export were answered.
+    func testAccessRecordsInFlightAtAnErasureDoNotBringTheIdBack() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let students = [("a111", 1, 1, 1), ("a112", 1, 1, 2), ("a121", 1, 2, 1)]
+        for (_, grade, classNumber, number) in students {
+            try await harness.register(grade: grade, classNumber: classNumber, number: number, as: "t-gate")
+        }
+        _ = try await harness.waitForList(count: 3, as: "t-admin")
+        for (id, grade, classNumber, number) in students {
+            let lookUps = (1...20).map { _ in
+                Task { try await fetch("GET", harness.ingestBase + "/v1/schools/sa/students/\(grade)/\(classNumber)/\(number)", headers: harness.headers("t-gate")).status }
+            }
+            let export = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
+            XCTAssertEqual(export.status, 200, export.text)
+            for lookUp in lookUps { try await assertEqualAsync(try await lookUp.value, 200) }
+            let erased = try await fetch("DELETE", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
+            XCTAssertEqual(erased.status, 200, erased.text)
+        }
+        // Every record arrived: 60 look-ups and 3 exports, then none names a student.
+        var items: [AnyCodable] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        repeat {
+            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?limit=500", headers: harness.headers("t-admin"))
+            guard case .array(let all)? = log.object["items"] else { return XCTFail(log.text) }
+            items = all.filter { ["student", "export"].contains($0["action"]?.string ?? "") }
+            if items.count >= 63 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        } while ContinuousClock.now < deadline
+        XCTAssertEqual(items.count, 63, "every look-up and export recorded")
+        let named = items.filter { students.map(\.0).contains($0["target"]?.string ?? "") }
+        XCTAssertEqual(named.count, 0, "records naming an erased student: \(named.prefix(3))")
+    }
 }
