@@ -25,7 +25,7 @@ package struct Asset: Sendable {
     }
 
     /// The style sheet, the script and the icons every page shares.
-    package static let shared = [styleSheet, commonScript, icon, icon192, icon512]
+    package static let shared = [styleSheet, commonScript, signInScript, icon, icon192, icon512]
 
     /// The tab's and home screen's icon: a school gate, drawn (no font needed).
     static let icon = Asset(name: "icon.svg", contentType: "image/svg+xml", text: EmbeddedFiles.iconSVG)
@@ -36,6 +36,8 @@ package struct Asset: Sendable {
     static let styleSheet = Asset(name: "style.css", contentType: "text/css; charset=utf-8", text: EmbeddedFiles.styleCSS)
     /// What both pages' scripts share (`Assets/common.js`): API calls, problem+json in Korean, elements from text.
     static let commonScript = Asset(name: "common.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.commonJS)
+    /// The sign-in page's (`Assets/signin.js`): a session that ended leaves no student's name or photo on the device.
+    static let signInScript = Asset(name: "signin.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.signinJS)
 
     /// Serves `assets` (plus the shared ones) at `/assets/{name}`.
     package static func routes(_ assets: [Asset], into router: inout GuardedRouter) {

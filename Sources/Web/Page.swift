@@ -68,7 +68,10 @@ package enum Page {
 
             """
         let context = [("teacher", teacher.id), ("school", teacher.schoolID), ("time-zone", school?.timeZone.identifier ?? "")]
-        return response(title: title, main: bar + main, data: context + data, scripts: scripts, manifest: manifest)
+        // Who the page is for: the app's service worker keeps class lists and
+        // photos for this teacher only, and empties them for anyone else (`sw.js`).
+        return response(title: title, main: bar + main, data: context + data, scripts: scripts, manifest: manifest,
+                        headers: [("X-Signed-In", teacher.schoolID + "/" + teacher.id)])
     }
 
     /// Where a digest opens in the app (e-mails and the notifier's old

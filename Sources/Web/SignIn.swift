@@ -214,7 +214,7 @@ package struct SignIn: Sendable {
             }
             logger.info("signed out", ["requestId": request.requestID, "teacher": session.teacherID])
         }
-        return Response(status: 303, headers: [("Location", "/"), ("Set-Cookie", cookie.clear), ("Cache-Control", "no-store")])
+        return Response(status: 303, headers: [("Location", "/"), ("Set-Cookie", cookie.clear), ("Cache-Control", "no-store"), ("Clear-Site-Data", "\"cache\"")])
     }
 
     /// The signed-in teacher's devices: a code to pair another one, signing
@@ -330,7 +330,11 @@ package struct SignIn: Sendable {
             </form></details>
             </main>
             """
-        return Page.response(title: title, main: main, status: status, headers: headers + (signOut ? [("Set-Cookie", cookie.clear)] : []))
+        // Whoever was signed in on this browser before: nothing of theirs stays
+        // (the browser's cache here; the page's script empties the rest).
+        return Page.response(
+            title: title, main: main, scripts: ["signin.js"], status: status,
+            headers: headers + [("Clear-Site-Data", "\"cache\"")] + (signOut ? [("Set-Cookie", cookie.clear)] : []))
     }
 
     private func devicesPage(_ teacher: Teacher, _ roster: Roster, notice: String?) -> Response {

@@ -28,7 +28,28 @@ class Storage {
   constructor() { this.map = new Map(); }
   getItem(key) { return this.map.has(key) ? this.map.get(key) : null; }
   setItem(key, value) { this.map.set(key, String(value)); }
+  removeItem(key) { this.map.delete(key); }
+  key(index) { return [...this.map.keys()][index] ?? null; }
+  get length() { return this.map.size; }
 }
+
+test('a session that ended leaves no name in storage, and every unsent registration', () => {
+  const G = load();
+  const storage = new Storage();
+  const waiting = { kind: 'register', id: 'g1', seat: { grade: 1, classNumber: 3, number: 12 }, name: '김하늘', label: '복장 불량', detail: '', state: 'retrying',
+                    body: { guidanceId: 'g1', student: { grade: 1, classNumber: 3, number: 12 }, reason: { code: 'wrongClothes' } } };
+  storage.setItem('guidance.queue.demo-hs.t-gate-01', JSON.stringify([waiting]));
+  storage.setItem('guidance.done.demo-hs.t-gate-01', JSON.stringify({ date: '2026-12-03', added: [{ id: 'g0', name: '박진재', detail: '교문 앞' }], removed: [] }));
+  storage.setItem('other', 'kept');
+  G.forgetStudents(storage);
+  assert.equal(storage.getItem('guidance.done.demo-hs.t-gate-01'), null, 'the acknowledged list goes');
+  const queue = JSON.parse(storage.getItem('guidance.queue.demo-hs.t-gate-01'));
+  assert.equal(queue.length, 1, 'the unsent registration stays');
+  assert.deepEqual(queue[0].body, waiting.body, 'and is sent as it was');
+  assert.equal(queue[0].name, undefined);
+  assert.ok(![...storage.map.values()].some((value) => value.includes('김하늘') || value.includes('박진재')), 'no name anywhere');
+  assert.equal(storage.getItem('other'), 'kept');
+});
 
 test('days and times read as the school clock and the e-mails write them', () => {
   const G = load();

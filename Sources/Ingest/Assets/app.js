@@ -16,6 +16,7 @@
       event.preventDefault();
       const worker = navigator.serviceWorker && navigator.serviceWorker.controller;
       if (worker) worker.postMessage('sign-out');
+      window.Guidance.forgetStudents(localStorage);
       const emptied = window.caches ? Promise.all([caches.delete('gate-data'), caches.delete('gate-shell')]) : Promise.resolve();
       emptied.then(() => signOutForm.submit(), () => signOutForm.submit());
     });

@@ -217,6 +217,8 @@
       else await G.api('DELETE', base + '/grades/' + item.seat.grade + '/guidances/' + encodeURIComponent(item.id));
     } catch (error) {
       if (retried.includes(error.status) || error.status === 401) {
+        // The session is over: what is kept waits for its teacher without names.
+        if (error.status === 401) G.forgetStudents(localStorage);
         device.change(item, { state: 'retrying', error: error.status === 401 ? '로그인이 끝났습니다' : '' });
         offline(error.status === 0 ? 'network' : error.status === 401 ? 'signed-out' : 'server');
         return false;

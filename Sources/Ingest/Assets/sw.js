@@ -6,13 +6,18 @@
 // - `gate-shell`: the page and its scripts, styles and icons (no student data);
 // - `gate-data`: the class lists (names) and photos of the classes opened
 //   while signed in, fetched ahead when a class is opened.
-// Both are emptied when the teacher signs out (the page tells this worker)
-// and when any answer of the server says the session is over (401). The
-// registrations not yet sent stay in the page's own queue until sent.
+// Both are emptied when the teacher signs out (the page tells this worker).
+// `gate-data` belongs to the teacher the app page was served to (its
+// `X-Signed-In` header, kept in `gate-shell`): it is emptied whenever a page
+// comes for anyone else or for nobody (the sign-in page), and when an answer
+// says the session is over or the data is not this teacher's (401, 403), so
+// the next teacher on this browser is never served the last one's class.
+// The registrations not yet sent stay in the page's own queue until sent.
 'use strict';
 
 const SHELL = 'gate-shell';
 const DATA = 'gate-data';
+const OWNER = '/signed-in-teacher';
 const classList = /^\/v1\/schools\/[^/]+\/grades\/\d+\/classes\/\d+\/students$/;
 const photo = /^\/v1\/schools\/[^/]+\/students\/[^/]+\/photo$/;
 
@@ -21,21 +26,39 @@ self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim(
 
 const forget = () => Promise.all([caches.delete(DATA), caches.delete(SHELL)]);
 
+// A page of the app came from the server for `teacher` ('' for nobody): the
+// data kept for anyone else goes.
+async function servedTo(teacher) {
+  const shell = await caches.open(SHELL);
+  const kept = await shell.match(OWNER);
+  const before = kept ? await kept.text() : null;
+  if (teacher === '' || teacher !== before) await caches.delete(DATA);
+  await shell.put(OWNER, new Response(teacher));
+}
+
+// A navigation's answer from the network says who is signed in.
+async function noteTeacher(response) {
+  if (response.type === 'basic' || response.type === 'default') await servedTo(response.headers.get('X-Signed-In') || '');
+  return response;
+}
+
 // The network's answer within `ms`, else a rejection (a server that hangs is no answer).
 function within(ms, request) {
   return Promise.race([fetch(request), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within ' + ms + ' ms')), ms))]);
 }
 
-// What the server says; a 401 ends what this device keeps.
+// What the server says; a 401 ends what this device keeps, a 403 the data
+// kept (it was someone else's, or is no longer this teacher's to see).
 async function noted(response) {
   if (response.status === 401) await forget();
+  else if (response.status === 403) await caches.delete(DATA);
   return response;
 }
 
 // The page: from the network when it answers within 3 s, else the copy kept.
 async function networkFirst(request, name) {
   try {
-    const response = await noted(await within(3000, request));
+    const response = await noted(await within(3000, request)).then(noteTeacher);
     if (response.ok) await (await caches.open(name)).put(request, response.clone());
     return response;
   } catch (error) {
@@ -65,6 +88,7 @@ self.addEventListener('fetch', (event) => {
   const url = new URL(request.url);
   if (request.method !== 'GET' || url.origin !== self.location.origin) return;
   if (request.mode === 'navigate' && url.pathname === '/') event.respondWith(networkFirst(request, SHELL));
+  else if (request.mode === 'navigate') event.respondWith(fetch(request).then(noteTeacher));
   else if (url.pathname.startsWith('/assets/') || url.pathname === '/manifest.webmanifest') event.respondWith(keptFirst(request, SHELL));
   else if (classList.test(url.pathname) || photo.test(url.pathname)) event.respondWith(keptFirst(request, DATA));
   else if (url.pathname.startsWith('/v1/')) event.respondWith(within(10000, request).then(noted));
@@ -72,4 +96,5 @@ self.addEventListener('fetch', (event) => {
 
 self.addEventListener('message', (event) => {
   if (event.data === 'sign-out') event.waitUntil(forget());
+  if (event.data === 'session-ended') event.waitUntil(servedTo(''));
 });

@@ -257,5 +257,22 @@ window.Guidance = (() => {
     if (panel) panel.addEventListener('shown', load);
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, DeviceQueue, SeatPicker, whenShown };
+  // When a session ends (signed out, revoked, expired, another teacher):
+  // no student's name stays in `storage`. The lists of what was
+  // acknowledged go; registrations not yet acknowledged stay (nothing is
+  // lost) without the names they showed, to be sent when their teacher
+  // signs in again.
+  function forgetStudents(storage) {
+    const keys = [];
+    for (let index = 0; index < storage.length; index++) keys.push(storage.key(index));
+    for (const key of keys) {
+      if (key.startsWith('guidance.done.')) storage.removeItem(key);
+      else if (key.startsWith('guidance.queue.')) {
+        const items = stored(storage, key, []);
+        storage.setItem(key, JSON.stringify(Array.isArray(items) ? items.map(({ name, ...kept }) => kept) : []));
+      }
+    }
+  }
+
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown };
 })();
