@@ -119,8 +119,11 @@ extension Roster {
     /// The record as kept (id lowercased, note trimmed), or every rule it
     /// breaks, each naming its field: the one check of the ingest (a
     /// request) and the notifier (an event). `date` lies between `firstDay`
-    /// and `today`.
-    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?) throws(Registration.Invalid) -> ServiceRecord {
+    /// and `today`. `sameGrade`: the student must be in the record's grade
+    /// (the ingest, where a teacher picked it); the notifier takes the grade
+    /// as it was when the record was made (a record belongs to the student,
+    /// and a grade change in March is no reason to drop it).
+    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?, sameGrade: Bool = true) throws(Registration.Invalid) -> ServiceRecord {
         guard school(event.schoolId) != nil else {
             throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], awaitingRoster: true)
         }
@@ -130,9 +133,8 @@ extension Roster {
         case nil:
             problems.append(FieldError(field: "studentId", message: "no student '\(event.studentId)' at this school"))
             unknown += 1
-        case let student? where student.grade != event.grade:
-            // A grade change one roster has and the other not yet: held,
-            // like an unknown id, until this roster agrees (the notifier's).
+        case let student? where sameGrade && student.grade != event.grade:
+            // The ingest's check: the teacher's view of the grade is behind.
             problems.append(FieldError(field: "grade", message: "student '\(event.studentId)' is in grade \(student.grade), not \(event.grade)"))
             unknown += 1
         default:

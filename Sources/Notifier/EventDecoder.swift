@@ -7,8 +7,8 @@ import Store
 /// event is held to the rules ingest applies, on identity: the school, the
 /// student's id, the recorder, the reason and the time window (the
 /// notifier's roster decides, see the README). The student keeps the seat
-/// the event recorded, so a class change between ingest's roster and ours
-/// drops nothing.
+/// (and the grade) the event recorded, so a class or grade change between
+/// ingest's roster and ours, or while this service was down, drops nothing.
 struct EventDecoder: Sendable {
     let roster: Roster
     let topics: Topics
@@ -84,7 +84,9 @@ struct EventDecoder: Sendable {
         // A day's worth of clock skew between the ingest and this replica is not an error.
         let tomorrow = Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1) } ?? today
         do {
-            return .success(.serviceRecorded(try roster.checkedService(event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today))))
+            // By identity, as registrations are: the grade is the one the ingest saw.
+            return .success(.serviceRecorded(try roster.checkedService(
+                event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today), sameGrade: false)))
         } catch {
             return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
         }

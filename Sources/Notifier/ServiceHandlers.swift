@@ -51,11 +51,13 @@ struct ServiceHandlers: Sendable {
             }
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
-        let (store, scopeGrade) = (self.store, grade)
-        let accounts = try await blocking { try store.serviceAccounts(school: school.id, grade: scopeGrade, asOf: nil) }
+        let store = self.store
+        let accounts = try await blocking { try store.serviceAccounts(school: school.id, asOf: nil) }
         let roster = caller.roster
         var items: [(Student, ServiceAccount)] = accounts.compactMap { account in
-            // Students who left the roster owe nothing anyone can run.
+            // The student's whole account, under the grade and class the roster
+            // has now (records made before a grade change included). Students
+            // who left the roster owe nothing anyone can run.
             guard let student = roster.student(school: school.id, id: account.studentId),
                   grade == nil || student.grade == grade, classNumber == nil || student.classNumber == classNumber,
                   !owingOnly || account.standing.outstanding > 0

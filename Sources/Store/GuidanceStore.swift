@@ -30,9 +30,10 @@ package protocol GuidanceStore: AnyObject, Sendable {
     func writeDigests(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>]
 
     /// Each student's volunteer-service account as of `date` (nil: all
-    /// days), of the grade given (nil: every grade), with their active
-    /// service records; students with neither guidances nor service are absent.
-    func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount]
+    /// days), whatever grade its records name (the caller places the
+    /// student by the roster), with their active service records; students
+    /// with neither guidances nor service are absent.
+    func serviceAccounts(school: String, asOf date: String?) throws(StoreError) -> [ServiceAccount]
 
     /// Whether a digest run for `school` and `date` completed.
     func runCompleted(school: String, date: String) throws(StoreError) -> Bool

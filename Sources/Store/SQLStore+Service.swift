@@ -43,9 +43,9 @@ extension SQLStore {
     // MARK: - Events
 
     /// Stores a service record, or completes the tombstone of a withdrawal
-    /// that arrived first; a tombstone naming another grade than the record
-    /// withdraws nothing (the record takes the row, not withdrawn). Returns
-    /// why it was kept out, or nil.
+    /// that arrived first (of the same school and student: the grade may
+    /// differ, a withdrawal sent after a grade change names the new one).
+    /// Returns why it was kept out, or nil.
     static func record(_ service: ServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
         let written = try database.run("""
             INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
@@ -53,9 +53,6 @@ extension SQLStore {
             ON CONFLICT (service_id) DO UPDATE SET
                 local_date = excluded.local_date, sessions = excluded.sessions, note = excluded.note,
                 recorded_by = excluded.recorded_by, recorded_at = excluded.recorded_at, recorded = 1,
-                withdrawn = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn ELSE 0 END,
-                withdrawn_by = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn_by END,
-                withdrawn_at = CASE WHEN service_records.grade = excluded.grade THEN service_records.withdrawn_at END,
                 grade = excluded.grade
             WHERE service_records.recorded = 0 AND service_records.school_id = excluded.school_id
               AND service_records.student_id = excluded.student_id
@@ -72,7 +69,8 @@ extension SQLStore {
         return nil
     }
 
-    /// Applies a withdrawal; returns why it was kept out, or the day of the
+    /// Applies a withdrawal to the record of its school and student, whatever
+    /// grade either names; returns why it was kept out, or the day of the
     /// record it took back (nil when it is not recorded yet).
     static func withdraw(
         serviceId: String, schoolId: String, grade: Int, studentId: String, by: String, at: String, in database: any SQLDatabase
@@ -82,9 +80,8 @@ extension SQLStore {
             VALUES ($1, $2, $3, $4, 1, $5, $6)
             ON CONFLICT (service_id) DO UPDATE SET withdrawn = 1, withdrawn_by = excluded.withdrawn_by, withdrawn_at = excluded.withdrawn_at
             WHERE service_records.school_id = excluded.school_id AND service_records.student_id = excluded.student_id
-              AND service_records.grade = excluded.grade
             """, [.text(serviceId), .text(schoolId), .integer(Int64(grade)), .text(studentId), .text(by), .text(at)])
-        guard written > 0 else { return .failure(Rejected(reason: "foreign: service \(serviceId) belongs to another school, grade or student")) }
+        guard written > 0 else { return .failure(Rejected(reason: "foreign: service \(serviceId) belongs to another school or student")) }
         let dates = try database.query("SELECT local_date FROM service_records WHERE service_id = $1 AND recorded = 1", [.text(serviceId)])
         return .success(dates.first?.first?.string)
     }
@@ -114,10 +111,11 @@ extension SQLStore {
 
     /// Per student: sessions owed (by active guidances), served (by active
     /// records), the newest guidance as `occurredAt reasonCode guidanceId`,
-    /// the newest day served; grouped once. With `studentsOf`, only the
-    /// students with a guidance (active or deleted) on that day, each found
-    /// through the student indexes; without, the school's (or grade's) all.
-    static func accountsStatement(school: String, grade: Int?, asOf date: String?, studentsOf day: String? = nil) -> SQLStatement {
+    /// the newest day served; grouped once, whatever grade each was recorded
+    /// in (the student's grade is the roster's now). With `studentsOf`, only
+    /// the students with a guidance (active or deleted) on that day, each
+    /// found through the student indexes; without, the school's all.
+    static func accountsStatement(school: String, asOf date: String?, studentsOf day: String? = nil) -> SQLStatement {
         // Only the conditions asked for, each a plain comparison: no `$n IS
         // NULL OR …`, which keeps PostgreSQL's generic plan of the prepared
         // statement from giving up the indexes.
@@ -132,11 +130,6 @@ extension SQLStore {
             let value = parameter(.text(date))
             guidances += " AND g.local_date <= \(value)"
             records += " AND s.local_date <= \(value)"
-        }
-        if let grade {
-            let value = parameter(.integer(Int64(grade)))
-            guidances += " AND g.grade = \(value)"
-            records += " AND s.grade = \(value)"
         }
         if let day {
             let students = "IN (SELECT d.student_id FROM guidances d WHERE d.school_id = $1 AND d.local_date = \(parameter(.text(day))) AND d.registered = 1)"
@@ -165,15 +158,15 @@ extension SQLStore {
             lastService: row[4].string)
     }
 
-    package func serviceAccounts(school: String, grade: Int?, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
+    package func serviceAccounts(school: String, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
         // Totals and records from one snapshot: a withdrawal applied between
         // the two reads showed a record gone and still counted.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.snapshot { () throws(StoreError) -> [ServiceAccount] in
-                let statement = SQLStore.accountsStatement(school: school, grade: grade, asOf: date)
+                let statement = SQLStore.accountsStatement(school: school, asOf: date)
                 var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
                 var records: [String: [ServiceRecord]] = [:]
-                let listed = SQLStore.recordsStatement(school: school, grade: grade, asOf: date)
+                let listed = SQLStore.recordsStatement(school: school, asOf: date)
                 try database.forEachRow(listed.sql, listed.parameters) { row in
                     let record = SQLStore.serviceRecord(row)
                     records[record.studentId, default: []].append(record)
@@ -184,18 +177,14 @@ extension SQLStore {
         }
     }
 
-    /// A school's active service records, of a grade and up to a day when
-    /// asked: only those conditions, as in `accountsStatement`.
-    static func recordsStatement(school: String, grade: Int?, asOf date: String?) -> SQLStatement {
+    /// A school's active service records, up to a day when asked: only that
+    /// condition, as in `accountsStatement`.
+    static func recordsStatement(school: String, asOf date: String?) -> SQLStatement {
         var parameters: [SQLValue] = [.text(school)]
         var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0"
         if let date {
             parameters.append(.text(date))
             conditions += " AND local_date <= $\(parameters.count)"
-        }
-        if let grade {
-            parameters.append(.integer(Int64(grade)))
-            conditions += " AND grade = $\(parameters.count)"
         }
         return SQLStatement(
             "SELECT \(serviceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id", parameters)

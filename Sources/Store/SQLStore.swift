@@ -518,7 +518,7 @@ package final class SQLStore: GuidanceStore {
             SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)]),
         ]
         // The day's students' accounts; on a Monday the school's, for the weekly lists.
-        statements.append(accountsStatement(school: school, grade: nil, asOf: date, studentsOf: Frequency.isWeekStart(date) ? nil : date))
+        statements.append(accountsStatement(school: school, asOf: date, studentsOf: Frequency.isWeekStart(date) ? nil : date))
         if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) { statements.append(frequencies) }
         // A Monday's weekly lists count every earlier day: its run holds the
         // schools' service lock too (after the day's, as event batches take them).

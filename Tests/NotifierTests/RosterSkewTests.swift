@@ -64,44 +64,79 @@ final class RosterSkewTests: XCTestCase {
         await harness.shutdown()
     }
 
-    /// a211 moves from grade 2 to grade 3 in ingest's roster first. A 봉사
-    /// record for grade 3, acknowledged, is held by the notifier (on `main`
-    /// it was dead-lettered at once); past the hold it is dead-lettered, and
-    /// replayed once the rosters agree it is in the 봉사 명단.
-    func testAServiceRecordForAStudentWhoChangedGradeIsHeldAndRecoveredByReplay() async throws {
-        let harness = try await NotifierHarness(rosterFolders: true, rosterGrace: .seconds(3))
-        let notifier = try XCTUnwrap(harness.notifier)
-        let moved = NotifierHarness.students.replacingOccurrences(of: "sa,a211,2,1,1,다가,", with: "sa,a211,3,1,2,다가,")
-        try harness.writeRoster(for: "ingest", students: moved)
-        XCTAssertTrue(harness.ingest.roster.reload(because: "test: a student changed grade"))
-        let serviceID = UUID().uuidString.lowercased()
-        let body = #"{"serviceId":"\#(serviceID)","date":"2026-11-21","sessions":1,"recordedBy":"t-vd-3"}"#
-        let reply = try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/grades/3/students/a211/service", body: body, headers: harness.headers(nil))
-        XCTAssertEqual(reply.status, 202, reply.text)
-
-        func until(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
-            let deadline = ContinuousClock.now + limit
-            while try await !condition() {
-                guard ContinuousClock.now < deadline else { return XCTFail("never: \(what)") }
-                try await Task.sleep(for: .milliseconds(50))
+    /// March: a111 and a112 move from grade 1 to grade 2. a111's change
+    /// reaches the notifier first, and records the ingest acknowledged under
+    /// grade 1 meanwhile arrive after it; a112's records are acknowledged
+    /// under grade 1 while the notifier is down, and it comes back with the
+    /// new roster. Then the ingest reloads, and one record of each, made in
+    /// grade 1, is taken back through grade 2. Every acknowledged record
+    /// counts once, nothing is dead-lettered, and each student's whole
+    /// account is in grade 2's 봉사 명단 (none of it in grade 1's).
+    func testServiceRecordsSurviveAGradeChangeInEveryReloadOrder() async throws {
+        let harness = try await NotifierHarness(rosterFolders: true, rosterGrace: .seconds(60))
+        var records: [String: [String]] = ["a111": [], "a112": []]
+        func record(_ student: String, grade: Int) async throws {
+            let id = UUID().uuidString.lowercased()
+            let body = #"{"serviceId":"\#(id)","date":"2026-11-21","sessions":1,"recordedBy":"t-vd-\#(grade)"}"#
+            let reply = try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/grades/\(grade)/students/\(student)/service", body: body, headers: harness.headers(nil))
+            XCTAssertEqual(reply.status, 202, reply.text)
+            records[student, default: []].append(id)
+        }
+        func served(_ grade: Int) async throws -> [String: (served: Int, ids: Set<String>)] {
+            let list = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service?grade=\(grade)", headers: harness.headers(nil))
+            guard case .array(let items)? = list.object["items"] else { return [:] }
+            var accounts: [String: (served: Int, ids: Set<String>)] = [:]
+            for item in items {
+                guard let id = item["student"]?["studentId"]?.string, case .array(let services)? = item["services"] else { continue }
+                accounts[id] = (item["served"]?.int ?? -1, Set(services.compactMap { $0["serviceId"]?.string }))
             }
+            return accounts
         }
-        try await until("the record held for the roster") {
-            try await fetch("GET", harness.notifierBase + "/metrics").text.contains("notifier_events_held 1\n")
+        for student in ["a111", "a112"] {
+            for _ in 1...2 { try await record(student, grade: 1) }
         }
-        XCTAssertEqual(notifier.metrics.value("notifier_dead_letters_total"), 0, "dead-lettered without a hold")
-        try await until("the record dead-lettered past the hold") { notifier.metrics.value("notifier_dead_letters_total") == 1 }
 
-        try harness.writeRoster(for: "notifier", students: moved)
-        XCTAssertTrue(notifier.roster.reload(because: "test: the notifier catches up"))
-        let replay = DeadLetterReplay(kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), topics: harness.topics, logger: quietLogger("replay"))
-        let replayed = try await replay.run(DeadLetterReplay.Selection(reasonContains: "grade"), dryRun: false)
-        XCTAssertEqual(replayed.count, 1, "\(replayed)")
-        try await until("the replayed record in grade 3's 봉사 명단") {
-            let list = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service?grade=3", headers: harness.headers(nil))
-            return list.text.contains(serviceID)
+        // (d) a111's move reaches the notifier first; the ingest still records it in grade 1.
+        let a111Moved = NotifierHarness.students.replacingOccurrences(of: "sa,a111,1,1,1,가가,", with: "sa,a111,2,1,5,가가,")
+        try harness.writeRoster(for: "notifier", students: a111Moved)
+        XCTAssertTrue(try XCTUnwrap(harness.notifier).roster.reload(because: "test: a111 moved, the notifier first"))
+        for _ in 1...3 { try await record("a111", grade: 1) }
+
+        // (c) the notifier down while a112's grade-1 records are acknowledged; it returns with both moves.
+        await harness.stopNotifier()
+        for _ in 1...3 { try await record("a112", grade: 1) }
+        let bothMoved = a111Moved.replacingOccurrences(of: "sa,a112,1,1,2,가나,", with: "sa,a112,2,1,6,가나,")
+        try harness.writeRoster(for: "notifier", students: bothMoved)
+        try await harness.startNotifier()
+
+        // The ingest catches up: new records in grade 2, and one old record of each taken back through grade 2.
+        try harness.writeRoster(for: "ingest", students: bothMoved)
+        XCTAssertTrue(harness.ingest.roster.reload(because: "test: both moved"))
+        for student in ["a111", "a112"] {
+            try await record(student, grade: 2)
+            let old = try XCTUnwrap(records[student]?.first)
+            let taken = try await fetch("DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/2/students/\(student)/service/\(old)?withdrawnBy=t-vd-2",
+                                        headers: harness.headers(nil))
+            XCTAssertEqual(taken.status, 202, taken.text)
+            records[student]?.removeFirst()
         }
-        XCTAssertEqual(notifier.metrics.value("notifier_dead_letters_total"), 1, "the replay was dead-lettered again")
+
+        let expected = records.mapValues { (served: $0.count, ids: Set($0)) }
+        var seen: [String: (served: Int, ids: Set<String>)] = [:]
+        let deadline = ContinuousClock.now + .seconds(30)
+        repeat {
+            seen = try await served(2)
+            if seen["a111"]?.ids == expected["a111"]?.ids && seen["a112"]?.ids == expected["a112"]?.ids { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        for student in ["a111", "a112"] {
+            XCTAssertEqual(seen[student]?.ids, expected[student]?.ids, "\(student)'s records in grade 2's 봉사 명단")
+            XCTAssertEqual(seen[student]?.served, expected[student]?.served, "\(student) served, each record once and the withdrawn one not")
+        }
+        let gradeOne = try await served(1)
+        XCTAssertNil(gradeOne["a111"], "nothing of a111 left in grade 1's list")
+        XCTAssertNil(gradeOne["a112"], "nothing of a112 left in grade 1's list")
+        XCTAssertEqual(try XCTUnwrap(harness.notifier).metrics.value("notifier_dead_letters_total"), 0, "an acknowledged record was dead-lettered")
         await harness.shutdown()
     }
 

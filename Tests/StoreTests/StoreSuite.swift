@@ -100,13 +100,12 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.apply([.registered(two), service("v2"), service("v1"), .registered(record("g3")), .registered(record("g1"))]), [])
         XCTAssertEqual(try store.apply([service("v1", sessions: 3)]).map { String($0.reason.prefix(8)) }, ["conflict"], "other content under a record's id")
         XCTAssertEqual(try store.apply([service("v1", school: "sb")]).map { String($0.reason.prefix(7)) }, ["foreign"])
-        let accounts = try store.serviceAccounts(school: "sa", grade: nil, asOf: nil)
+        let accounts = try store.serviceAccounts(school: "sa", asOf: nil)
         XCTAssertEqual(accounts.map(\.studentId), ["s1312"])
         XCTAssertEqual(accounts.first?.standing, ServiceStanding(owed: 3, served: 1))
         XCTAssertEqual(accounts.first?.records.map(\.serviceId), ["v1"])
         XCTAssertEqual(accounts.first?.lastService, "2026-11-30")
-        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: nil, asOf: "2026-11-29"), [], "nothing before the day")
-        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: 2, asOf: nil), [])
+        XCTAssertEqual(try store.serviceAccounts(school: "sa", asOf: "2026-11-29"), [], "nothing before the day")
         // Monday 2026-11-30: its run is a weekly one; a later record of that day marks it.
         let seen = Mutex<[String: ServiceAccount]>([:])
         _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z", plan: { state in
@@ -122,16 +121,18 @@ struct StoreSuite: Sendable {
         XCTAssertTrue(try store.pendingAmendments().isEmpty, "a later day's record leaves Monday's list alone")
         XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "so does taking an earlier one back")
-        XCTAssertEqual(try store.serviceAccounts(school: "sa", grade: nil, asOf: nil).first?.standing, ServiceStanding(owed: 3, served: 2))
+        XCTAssertEqual(try store.serviceAccounts(school: "sa", asOf: nil).first?.standing, ServiceStanding(owed: 3, served: 2))
 
-        // A withdrawal is held to the record's grade, not only its school and
-        // student: one naming grade 2 takes back nothing of grade 1, before
-        // or after the record arrives.
-        XCTAssertEqual(try store.apply([withdrawal("v4", grade: 2)]).map { String($0.reason.prefix(7)) }, ["foreign"])
+        // A record belongs to its student, whatever grade each event names:
+        // a withdrawal sent after a grade change (naming grade 2) takes back
+        // a record made in grade 1, before or after the record arrives; one
+        // naming another student takes back nothing.
+        XCTAssertEqual(try store.apply([withdrawal("v4", grade: 2)]), [])
         XCTAssertEqual(try store.apply([withdrawal("v5", grade: 2), service("v5", date: "2026-12-01")]), [])
-        let held = try store.serviceAccounts(school: "sa", grade: nil, asOf: nil).first
-        XCTAssertEqual(held?.standing, ServiceStanding(owed: 3, served: 3), "v4 and v5 count")
-        XCTAssertEqual(Set(held?.records.map(\.serviceId) ?? []), ["v1", "v4", "v5"])
+        XCTAssertEqual(try store.apply([withdrawal("v1", student: "s9999")]).map { String($0.reason.prefix(7)) }, ["foreign"])
+        let held = try store.serviceAccounts(school: "sa", asOf: nil).first
+        XCTAssertEqual(held?.standing, ServiceStanding(owed: 3, served: 1), "v4 and v5 taken back")
+        XCTAssertEqual(Set(held?.records.map(\.serviceId) ?? []), ["v1"])
     }
 
     /// The first registration of an id wins; a retry is a no-op; other
