@@ -220,15 +220,21 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertTrue(fine.hasPrefix("HTTP/1.1 200 "), String(fine.prefix(300)))
     }
 
+    /// A server of its own with the default connection limits, answering `/fast`.
+    private func connectionsServer() throws -> HTTPServer {
+        var router = Router()
+        router.get("/fast") { _ in .text("fast\n") }
+        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
+        try server.start()
+        return server
+    }
+
     /// Two addresses holding 500 idle connections each (the per-address
     /// limit, a school behind one NAT) under the default total of 1,000:
     /// another client is still answered at once, not after the idle ones
     /// time out, and the addresses keep most of their connections.
     func testTwoAddressesFillingTheLimitDoNotStarveAThird() async throws {
-        var router = Router()
-        router.get("/fast") { _ in .text("fast\n") }
-        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
-        try server.start()
+        let server = try connectionsServer()
         defer { Task { await server.shutdown(gracePeriod: .seconds(1)) } }
         var idle: [RawConnection] = []
         for index in 0..<1000 {
@@ -254,10 +260,7 @@ final class HTTPServerTests: XCTestCase {
     /// each new connection taking the place of the oldest idle one, and the
     /// address never holds more than its limit.
     func testIdleConnectionsAtAnAddresssLimitMakeRoomForAWorkingClient() async throws {
-        var router = Router()
-        router.get("/fast") { _ in .text("fast\n") }
-        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
-        try server.start()
+        let server = try connectionsServer()
         defer { Task { await server.shutdown(gracePeriod: .seconds(1)) } }
         var idle: [RawConnection] = []
         for _ in 0..<500 { idle.append(try RawConnection(port: server.port, from: "127.0.0.92")) }
