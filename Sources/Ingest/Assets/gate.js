@@ -179,10 +179,19 @@
       $('detail').focus();
       return;
     }
-    const id = G.uuid();
-    const at = new Date().toISOString();
     const seat = { grade: pick.grade, classNumber: pick.classNumber, number: pick.number };
     const name = shown ? shown.name : '';
+    // The same student for the same reason again today: asked once, one tap
+    // to go on (a second tap of 등록 by mistake is the usual cause).
+    const again = todayRows().filter((row) => row.state !== 'failed' && row.label === reason.label && row.seat.grade === seat.grade
+      && row.seat.classNumber === seat.classNumber && row.seat.number === seat.number);
+    if (again.length && !window.confirm((name || seatText(seat)) + ' 학생은 오늘 이미 \'' + reason.label + '\'(으)로 '
+      + again.length + '회 등록되었습니다. 한 번 더 등록할까요?')) {
+      G.say('register-status', '등록하지 않았습니다: ' + (name || seatText(seat)) + ' · ' + reason.label, 'ok');
+      return;
+    }
+    const id = G.uuid();
+    const at = new Date().toISOString();
     enqueue({
       kind: 'register', id, at, seat, name, label: reason.label, detail: reason.requiresDetail ? detail : '', state: 'sending',
       body: { guidanceId: id, occurredAt: at, student: seat, reason: reason.requiresDetail ? { code: reason.code, detail } : { code: reason.code } },
