@@ -23,6 +23,7 @@ struct NotifierHandlers: Sendable {
     func routes(into router: inout GuardedRouter) {
         router.get("/v1/schools/{schoolId}/guidances", .teacher, listGuidances)
         router.get("/v1/teachers/{teacherId}/inbox", .teacher, inbox)
+        router.get("/v1/teachers/{teacherId}/inbox/unread", .teacher, unread)
         router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", .teacher, markRead)
         router.get("/v1/teachers/{teacherId}/settings", .teacher, settings)
         router.post("/v1/teachers/{teacherId}/settings", .teacher, changeSettings)
@@ -115,6 +116,22 @@ struct NotifierHandlers: Sendable {
         let (roster, photos) = (caller.roster, self.photos)
         let photo = { @Sendable (school: String, student: String) in roster.student(school: school, id: student).flatMap(photos.url(for:)) }
         return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map { DigestJSON($0, photo: photo) }))
+    }
+
+    struct Unread: Encodable, Sendable {
+        let teacherId: String
+        let unreadCount: Int
+    }
+
+    /// `GET /v1/teachers/{teacherId}/inbox/unread`: the count alone, for the
+    /// 알림함 badge from the moment the app opens. It names no student, so it
+    /// is not a read of student data and leaves no access record.
+    @Sendable func unread(_ request: Request, _ caller: Caller) async throws -> Response {
+        let teacherID = request.parameter("teacherId")
+        try mayReadInbox(caller, of: teacherID)
+        let store = self.store
+        let count = try await blocking { try store.unreadCount(teacher: teacherID) }
+        return .json(Unread(teacherId: teacherID, unreadCount: count))
     }
 
     @Sendable func markRead(_ request: Request, _ caller: Caller) async throws -> Response {

@@ -43,6 +43,8 @@ package protocol GuidanceStore: AnyObject, Sendable {
 
     /// A teacher's digests, newest first, read or not.
     func inbox(teacher: String) throws(StoreError) -> [Digest]
+    /// How many of them are unread.
+    func unreadCount(teacher: String) throws(StoreError) -> Int
 
     /// Marks a digest read; false when the teacher has no such digest.
     func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool

@@ -632,6 +632,14 @@ package final class SQLStore: GuidanceStore {
         return try rows.map { (row: [SQLValue]) throws(StoreError) -> Digest in try SQLStore.digest(row[...]) }
     }
 
+    /// How many of a teacher's digests are unread: the app's 알림함 badge,
+    /// shown from the moment the app opens (no student data, so no read of it).
+    package func unreadCount(teacher: String) throws(StoreError) -> Int {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("SELECT COUNT(*) FROM digests WHERE teacher_id = $1 AND read = 0", [.text(teacher)]).first?.first?.int ?? 0
+        }
+    }
+
     /// A digest from the columns `digestColumns` names.
     static func digest(_ row: ArraySlice<SQLValue>) throws(StoreError) -> Digest {
         let row = Array(row)

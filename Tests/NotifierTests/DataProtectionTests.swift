@@ -285,4 +285,31 @@ final class DataProtectionTests: XCTestCase {
         let named = items.filter { students.map(\.0).contains($0["target"]?.string ?? "") }
         XCTAssertEqual(named.count, 0, "records naming an erased student: \(named.prefix(3))")
     }
+
+    /// The 알림함 badge's count is no read of student data: the count through
+    /// the ingest matches the inbox, and only opening the inbox is recorded.
+    func testTheUnreadCountIsNotARead() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let gate = try await harness.startIngest(notifierURL: harness.notifierBase)
+        defer { Task { await gate.shutdown() } }
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 1, as: "t-admin")
+        try await assertEqualAsync(await harness.runDigests(as: "t-admin").status, 200)
+        let count = try await fetch("GET", "http://127.0.0.1:\(gate.port)/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(count.status, 200, count.text)
+        XCTAssertEqual(count.object["unreadCount"]?.int, 1, count.text)
+        try await assertEqualAsync(await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-2")).status, 403)
+        let inbox = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(inbox.object["unreadCount"]?.int, 1)
+        var inboxReads = 0
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
+            if case .array(let items)? = log.object["items"] { inboxReads = items.filter { $0["action"]?.string == "inbox" }.count }
+            if inboxReads > 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        XCTAssertEqual(inboxReads, 1, "the inbox opened once is one read; the count is none")
+    }
 }

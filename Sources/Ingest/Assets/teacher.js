@@ -84,10 +84,14 @@
     renderInbox();
   }
 
-  function renderInbox() {
-    const unread = digests.filter((d) => !d.read).length;
+  // The 알림함 tab's badge.
+  function showUnread(unread) {
     $('unread-count').hidden = unread === 0;
     $('unread-count').textContent = '읽지 않음 ' + unread;
+  }
+
+  function renderInbox() {
+    showUnread(digests.filter((d) => !d.read).length);
     $('inbox-empty').hidden = digests.length > 0;
     $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
       G.el('div', {},
@@ -520,6 +524,9 @@
   // Homeroom and volunteer-duty teachers receive lists: the 알림함 (a digest's link opens one of them).
   if ($('inbox')) {
     $('digest-close').addEventListener('click', closeDigest);
+    // The badge from the moment the app opens: the count alone (no student
+    // is named, so nothing is read before the tab is opened).
+    G.api('GET', inboxURL + '/unread').then((answer) => { if (!digests.length) showUnread(answer.unreadCount); }, () => {});
     let opening = data.open;
     G.whenShown('panel-inbox', () => loadInbox().then(() => {
       if (opening) open(opening);
