@@ -331,10 +331,10 @@ package struct SignIn: Sendable {
             </main>
             """
         // Whoever was signed in on this browser before: nothing of theirs stays
-        // (the browser's cache here; the page's script empties the rest).
+        // (`signin.js` empties what the app kept; photos are `no-cache`, so
+        // the browser's cache shows none without the server).
         return Page.response(
-            title: title, main: main, scripts: ["signin.js"], status: status,
-            headers: headers + [("Clear-Site-Data", "\"cache\"")] + (signOut ? [("Set-Cookie", cookie.clear)] : []))
+            title: title, main: main, scripts: ["signin.js"], status: status, headers: headers + (signOut ? [("Set-Cookie", cookie.clear)] : []))
     }
 
     private func devicesPage(_ teacher: Teacher, _ roster: Roster, notice: String?) -> Response {

@@ -2,8 +2,8 @@
 // revocation, an expiry, another teacher), this device keeps no student's
 // name or photo: the acknowledged lists and the names in the queue go
 // (`forgetStudents`), and so do the class lists and photos the app's
-// service worker kept (`gate-data`). The server also sends
-// `Clear-Site-Data: "cache"` with this page, for the browser's own cache.
+// service worker kept (`gate-data`). 로그아웃's answer also carries
+// `Clear-Site-Data: "cache"`, for the browser's own cache.
 // Served as /assets/signin.js.
 'use strict';
 (() => {
