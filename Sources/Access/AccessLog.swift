@@ -1,4 +1,5 @@
 import Common
+import Foundation
 import Guidance
 import HTTP
 import Kafka
@@ -30,6 +31,28 @@ package final class AccessLog: Sendable {
     private let idPrefix: String
     private let idBase: UInt64
     private let issued = Atomic<UInt64>(0)
+    /// The reads recorded this school day (`Seen`): a view is one record
+    /// per teacher, kind, target and day, so a list the gate refreshes every
+    /// 30 s, or a photo shown again, is not a new read.
+    private let seen = Mutex(Seen())
+
+    struct Seen {
+        /// The newest school day (days since 1970 in a school's time zone) seen.
+        var day = 0
+        /// `day teacher kind school target` of the reads recorded.
+        var keys: Set<String> = []
+
+        /// Whether this read is new today; notes it.
+        mutating func first(_ key: String, day: Int) -> Bool {
+            if day > self.day {
+                // A new day somewhere: start again (a school in another time
+                // zone may record one read twice across the change).
+                self.day = day
+                keys.removeAll(keepingCapacity: true)
+            }
+            return keys.insert(key).inserted
+        }
+    }
 
     /// A read as the request leaves it.
     struct Pending {
@@ -79,11 +102,19 @@ package final class AccessLog: Sendable {
         flush()
     }
 
-    /// Records `action` on `target` by the caller; nothing when no teacher
+    /// Records `action` on `target` by the caller, once per school day for a
+    /// read (an export and an erasure every time); nothing when no teacher
     /// is signed in (authentication off).
     package func record(_ caller: Caller, _ action: AccessRecord.Action, school: String, target: String) {
         guard let teacher = caller.teacher else { return }
-        let record = Pending(at: Timestamp.now(), school: school, teacher: teacher.id, action: action, target: target, client: caller.client)
+        let now = Timestamp.now()
+        if action != .export && action != .erase {
+            let offset = caller.roster.school(school).map { $0.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)) } ?? 0
+            let day = Int(((now + Double(offset)) / 86_400).rounded(.down))
+            let key = "\(day) \(teacher.id) \(action.rawValue) \(school) \(target)"
+            guard seen.withLock({ $0.first(key, day: day) }) else { return }
+        }
+        let record = Pending(at: now, school: school, teacher: teacher.id, action: action, target: target, client: caller.client)
         let full = buffer.withLock { records -> [Pending]? in
             records.append(record)
             guard records.count >= AccessLog.batch else { return nil }

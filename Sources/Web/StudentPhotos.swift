@@ -101,9 +101,17 @@ package struct StudentPhotos: Sendable {
             throw HTTPError.notFound("no photo of student '\(studentID)'")
         }
         let etag = "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
-        let headers = [("ETag", etag), ("Cache-Control", "private, max-age=86400")]
-        // Shown again from the browser's copy (304) is a read too.
-        accessLog?.record(caller, .photo, school: schoolID, target: studentID)
+        // Asked again each time it is shown (a 304 when unchanged), so that a
+        // view is a read the access record sees; offline, the app's service
+        // worker has its copy.
+        let headers = [("ETag", etag), ("Cache-Control", "private, no-cache")]
+        // Shown again from the browser's copy (304) is a read too (once a day,
+        // `AccessLog`). A photo the gate fetches ahead when a class is opened
+        // (`X-Purpose: prefetch`) is not: the class's read is recorded, and the
+        // face check shown asks for its photo again, which is.
+        if request.header("x-purpose") != "prefetch" {
+            accessLog?.record(caller, .photo, school: schoolID, target: studentID)
+        }
         if request.header("if-none-match") == etag { return Response(status: 304, headers: headers) }
         return Response(status: 200, headers: [("Content-Type", type)] + headers, body: bytes)
     }

@@ -271,17 +271,17 @@ final class DataProtectionTests: XCTestCase {
             let erased = try await fetch("DELETE", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
             XCTAssertEqual(erased.status, 200, erased.text)
         }
-        // Every record arrived: 60 look-ups and 3 exports, then none names a student.
+        // Every record arrived: a look-up a student (20 of one face in a day are one read) and 3 exports; none names a student.
         var items: [AnyCodable] = []
         let deadline = ContinuousClock.now + .seconds(30)
         repeat {
             let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?limit=500", headers: harness.headers("t-admin"))
             guard case .array(let all)? = log.object["items"] else { return XCTFail(log.text) }
             items = all.filter { ["student", "export"].contains($0["action"]?.string ?? "") }
-            if items.count >= 63 { break }
+            if items.count >= 6 { break }
             try await Task.sleep(for: .milliseconds(200))
         } while ContinuousClock.now < deadline
-        XCTAssertEqual(items.count, 63, "every look-up and export recorded")
+        XCTAssertEqual(items.count, 6, "every look-up and export recorded")
         let named = items.filter { students.map(\.0).contains($0["target"]?.string ?? "") }
         XCTAssertEqual(named.count, 0, "records naming an erased student: \(named.prefix(3))")
     }
@@ -311,5 +311,54 @@ final class DataProtectionTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(100))
         } while ContinuousClock.now < deadline
         XCTAssertEqual(inboxReads, 1, "the inbox opened once is one read; the count is none")
+    }
+
+    /// The access record tells the truth: photos fetched ahead when a class
+    /// opens are not views, a face shown is one, and a list the gate
+    /// refreshes every 30 s, a class opened twice or a face shown again is
+    /// one read a day, not one per request.
+    func testAReadIsRecordedOnceADayAndAPhotoFetchedAheadIsNotAView() async throws {
+        let harness = try await NotifierHarness(rosterFolders: true)
+        self.harness = harness
+        for service in ["ingest", "notifier"] {
+            let folder = URL(fileURLWithPath: harness.rosterFolder(service))
+            try NotifierHarness.tokens().write(to: folder.appendingPathComponent("tokens.csv"), atomically: true, encoding: .utf8)
+        }
+        let photos = URL(fileURLWithPath: harness.rosterFolder("ingest")).appendingPathComponent("photos")
+        try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
+        for id in ["a111", "a112"] { try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).write(to: photos.appendingPathComponent(id + ".png")) }
+        XCTAssertTrue(harness.ingest.roster.reload(because: "test: tokens"))
+        XCTAssertTrue(try XCTUnwrap(harness.notifier).roster.reload(because: "test: tokens"))
+        let gate = try await harness.startIngest(notifierURL: harness.notifierBase)
+        defer { Task { await gate.shutdown() } }
+        let app = "http://127.0.0.1:\(gate.port)"
+        let teacher = harness.headers("t-gate")
+
+        // A class opened twice, its two photos fetched ahead, one face shown twice, the day list refreshed five times.
+        for _ in 1...2 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/grades/1/classes/1/students", headers: teacher).status, 200) }
+        for id in ["a111", "a112"] {
+            let ahead = try await fetch("GET", app + "/v1/schools/sa/students/\(id)/photo", headers: teacher.merging(["X-Purpose": "prefetch"]) { $1 })
+            XCTAssertEqual(ahead.status, 200, ahead.text)
+            XCTAssertEqual(ahead.header("Cache-Control"), "private, no-cache", "asked again when shown")
+        }
+        for _ in 1...2 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/students/a111/photo", headers: teacher).status, 200) }
+        for _ in 1...5 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/today", headers: teacher).status, 200) }
+
+        var reads: [String] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
+            if case .array(let items)? = log.object["items"] {
+                reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
+            }
+            if reads.count >= 3 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        try await Task.sleep(for: .milliseconds(500))
+        let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
+        if case .array(let items)? = log.object["items"] { reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted() }
+        // The day list's target is the school's today (`date=…`).
+        let kinds = reads.map { $0.hasPrefix("list date=") ? "list (today)" : $0 }
+        XCTAssertEqual(kinds, ["class 1-1", "list (today)", "photo a111"], "one read each: the class, the face shown, the day list: \(reads)")
     }
 }
