@@ -1,9 +1,9 @@
 import Access
 import Common
-import Foundation
 import Guidance
 import HTTP
 import Kafka
+import ServiceSupport
 import Sessions
 import Store
 
@@ -42,8 +42,8 @@ package enum StoreLocation: Sendable, Equatable {
             else {
                 throw ConfigurationError(variable: "STORE_PASSWORD", reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
             }
-            let encoded = password.addingPercentEncoding(withAllowedCharacters: unreserved) ?? password
-            url.insert(contentsOf: ":" + encoded, at: at)
+            // Only RFC 3986's unreserved characters stay, as in a path segment.
+            url.insert(contentsOf: ":" + Forwarding.segment(password), at: at)
             location = .postgres(url: url)
         }
         let advice = "if the password holds '/', '@', ':', '?', '#' or '%', percent-encode it, or give it alone in STORE_PASSWORD (any bytes work there)"
@@ -60,8 +60,6 @@ package enum StoreLocation: Sendable, Equatable {
         }
         return location
     }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// The URL as it may be logged: a password in the user part or the query
     /// (`password=`) replaced by `***`.
