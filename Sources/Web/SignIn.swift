@@ -266,9 +266,24 @@ package struct SignIn: Sendable {
     @Sendable func revoke(_ request: Request, _ caller: Caller) async throws -> Response {
         guard let admin = caller.teacher, caller.session != nil else { return form(next: "/session/devices", status: 401, notice: nil) }
         guard admin.has(.admin) else { return message("관리자만 다른 교사를 로그아웃시킬 수 있습니다.", status: 403) }
-        let id = try request.form()["teacher"] ?? ""
+        let fields = try request.form()
+        let id = fields["teacher"] ?? ""
+        guard !id.isEmpty else { return message("로그아웃시킬 교사를 고르세요.", status: 400) }
         guard let target = caller.roster.teachers[id], target.schoolID == admin.schoolID else {
             return message("이 학교의 교사가 아닙니다.", status: 403)
+        }
+        // Asked once, naming the teacher: signing someone out of every device is not undone.
+        guard fields["confirm"] == "yes" else {
+            let main = """
+                <main class="narrow"><h1>교사 로그아웃시키기</h1>
+                <form method="post" action="/session/devices/revoke" class="card">
+                <input type="hidden" name="teacher" value="\(HTML.escape(target.id))"><input type="hidden" name="confirm" value="yes">
+                <p>\(HTML.escape(target.name)) 교사(\(HTML.escape(Page.roleName(target))))를 모든 기기에서 로그아웃할까요? 그 교사는 다시 로그인해야 합니다.</p>
+                <button type="submit">로그아웃시키기</button>
+                </form>
+                <p><a href="/session/devices">취소</a></p></main>
+                """
+            return Page.response(title: "교사 로그아웃시키기", main: main)
         }
         do {
             _ = try await sessions.signOutEverywhere(teacher: target.id)
@@ -349,16 +364,17 @@ package struct SignIn: Sendable {
             <button type="submit" class="secondary">다른 기기 모두 로그아웃</button></form>
             """
         if teacher.has(.admin) {
-            let options = roster.teachers.values.filter { $0.schoolID == teacher.schoolID }.sorted { $0.id < $1.id }
+            // Nobody chosen until the admin chooses (the admin's own devices are the card above).
+            let options = roster.teachers.values.filter { $0.schoolID == teacher.schoolID && $0.id != teacher.id }.sorted { $0.id < $1.id }
                 .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name)) · \(HTML.escape(Page.roleName($0)))</option>" }.joined()
             main += """
                 <form method="post" action="/session/devices/revoke" class="card"><h2>교사 로그아웃시키기</h2>
                 <label for="revoke-teacher">교사</label>
-                <select id="revoke-teacher" name="teacher">\(options)</select>
+                <select id="revoke-teacher" name="teacher" required><option value="" selected disabled>교사를 고르세요</option>\(options)</select>
                 <button type="submit" class="secondary">모든 기기에서 로그아웃</button></form>
                 """
         }
-        main += "<p><a href=\"/\">\(HTML.escape(title))(으)로 돌아가기</a></p></main>"
+        main += "<p><a href=\"/\">처음 화면으로 돌아가기</a></p></main>"
         return Page.response(title: "기기 연결 · 로그아웃", main: main)
     }
 

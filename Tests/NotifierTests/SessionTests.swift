@@ -82,8 +82,19 @@ final class SessionTests: XCTestCase {
 
         // An admin signs the homeroom teacher and the gate teacher out (the notifier's own session routes).
         let admin = try await signIn(notifier, "token=tok-t-admin")
+        // The admin's page chooses nobody first, and lists not the admin (their own devices are the card above).
+        let devices = try await fetch("GET", notifier + "/session/devices", headers: ["Cookie": admin])
+        XCTAssertTrue(devices.text.contains(#"<option value="" selected disabled>교사를 고르세요</option>"#), devices.text)
+        XCTAssertFalse(devices.text.contains(#"<option value="t-admin""#), "the admin is not offered")
         for teacher in ["t-hr-1-1", "t-gate"] {
-            let revoked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
+            // Asked once, naming the teacher; nothing happens until confirmed.
+            let asked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
+            XCTAssertEqual(asked.status, 200, asked.text)
+            XCTAssertTrue(asked.text.contains("모든 기기에서 로그아웃할까요?") && asked.text.contains(#"name="confirm" value="yes""#), asked.text)
+            if teacher == "t-hr-1-1" {
+                for url in inboxes { try await assertEqualAsync(await status(url, cookie: homeroom), 200, "still signed in before the confirmation") }
+            }
+            let revoked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)&confirm=yes", headers: form(notifier, cookie: admin))
             XCTAssertEqual(revoked.status, 303, revoked.text)
         }
         let onNotifiers = try await timeUntil(inboxes, answer: 401, cookie: homeroom)
