@@ -72,8 +72,11 @@ struct AppPage: Sendable {
         if teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin]) {
             tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
         }
-        if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox)) }
-        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster)))) }
+        // The school's own time: "매일 08:50에", not "정해진 시각에".
+        let time = roster.school(teacher.schoolID).map { String(format: "%02d:%02d", $0.digestMinute / 60, $0.digestMinute % 60) }
+        let when = time.map { "매일 \($0)에" } ?? "매일 정해진 시각에"
+        if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox(when: when))) }
+        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster), when: when))) }
         tabs.append(Tab(id: "settings", name: "설정", panel: AppPage.settings(receivesLists: receivesLists)))
         return tabs
     }
@@ -223,11 +226,11 @@ struct AppPage: Sendable {
             """
     }
 
-    private static let inbox = """
+    private static func inbox(when: String) -> String { """
         <section class="card" aria-labelledby="inbox-title">
         <h2 id="inbox-title" tabindex="-1">알림함</h2>
         <ul id="inbox" class="plain"></ul>
-        <p id="inbox-empty" class="meta" hidden>아직 받은 명단이 없습니다. 교문 지도 명단은 매일 정해진 시각에 옵니다.</p>
+        <p id="inbox-empty" class="meta" hidden>아직 받은 명단이 없습니다. 교문 지도 명단은 \(when) 옵니다.</p>
         <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
         </section>
         <section class="card" id="digest" hidden aria-labelledby="digest-subject">
@@ -238,6 +241,7 @@ struct AppPage: Sendable {
         </section>
 
         """
+    }
 
     /// The 봉사 명단: the caller's scope, students with service left first;
     /// volunteer-duty teachers and admins record `봉사 완료` and take it back.
@@ -271,10 +275,10 @@ struct AppPage: Sendable {
             .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name))</option>" }.joined()
     }
 
-    private static func admin(teachers: String) -> String { """
+    private static func admin(teachers: String, when: String) -> String { """
         <section class="card" aria-labelledby="admin-title">
         <h2 id="admin-title">관리</h2>
-        <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. 정해진 시각에도 저절로 보내집니다.</p>
+        <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. \(when) 저절로도 보내집니다.</p>
         <div class="actions"><button type="button" id="run">오늘 명단 보내기</button></div>
         <p id="run-status" class="status" role="status" aria-live="polite"></p>
         <h3 id="failed-title" tabindex="-1">보내지 못한 알림</h3>

@@ -193,11 +193,13 @@
     }
     const id = G.uuid();
     const at = new Date().toISOString();
+    // Offline it is stored on this phone, not being sent: say so.
+    const stored = navigator.onLine === false;
     enqueue({
-      kind: 'register', id, at, seat, name, label: reason.label, detail: reason.requiresDetail ? detail : '', state: 'sending',
+      kind: 'register', id, at, seat, name, label: reason.label, detail: reason.requiresDetail ? detail : '', state: stored ? 'retrying' : 'sending',
       body: { guidanceId: id, occurredAt: at, student: seat, reason: reason.requiresDetail ? { code: reason.code, detail } : { code: reason.code } },
     });
-    G.say('register-status', '보내는 중: ' + (name || seatText(seat)) + ' · ' + reason.label, 'ok');
+    G.say('register-status', (stored ? '저장됨 · 연결되면 보냅니다: ' : '보내는 중: ') + (name || seatText(seat)) + ' · ' + reason.label, 'ok');
     pick.number = null;
     pick.reason = null;
     $('detail').value = '';
