@@ -84,10 +84,11 @@
     renderInbox();
   }
 
-  // The 알림함 tab's badge.
+  // The 알림함 tab's badge: the number on screen (the tab bar fits a phone),
+  // '읽지 않음 N' to a screen reader.
   function showUnread(unread) {
     $('unread-count').hidden = unread === 0;
-    $('unread-count').textContent = '읽지 않음 ' + unread;
+    $('unread-count').replaceChildren(G.el('span', { class: 'visually-hidden' }, '읽지 않음 '), String(unread));
   }
 
   function renderInbox() {
