@@ -212,7 +212,7 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(photo.status, 200)
         XCTAssertEqual(Array(photo.body), png)
         XCTAssertEqual(photo.header("Content-Type"), "image/png")
-        XCTAssertEqual(photo.header("Cache-Control"), "private, max-age=86400")
+        XCTAssertEqual(photo.header("Cache-Control"), "private, no-cache")
         let etag = try XCTUnwrap(photo.header("ETag"))
         try await expectStatus(304, await fetch("GET", url, headers: gate.merging(["If-None-Match": etag]) { $1 }))
         try await expectStatus(401, await fetch("GET", url))
