@@ -36,9 +36,11 @@ async function servedTo(teacher) {
   await shell.put(OWNER, new Response(teacher));
 }
 
-// A navigation's answer from the network says who is signed in.
+// A page the server served says who is signed in. Only a page: a 503 while
+// the service restarts says nothing about the session, and must not take the
+// offline gate's class lists with it.
 async function noteTeacher(response) {
-  if (response.type === 'basic' || response.type === 'default') await servedTo(response.headers.get('X-Signed-In') || '');
+  if (response.ok && response.type === 'basic') await servedTo(response.headers.get('X-Signed-In') || '');
   return response;
 }
 
