@@ -10,8 +10,11 @@ import urllib.error
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+import traceback
+
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.errorhandler import ErrorHandler
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
@@ -47,6 +50,26 @@ def student_name(grade, class_number, number):
     return student(grade, class_number, number)["name"]
 
 
+class StaleAwareErrors(ErrorHandler):
+    """Chromedriver answers "Node with given id does not belong to the document" instead of a stale element when
+    the page is replaced (a sign-in's answer, a navigation) in the middle of a command on one of its elements;
+    the tests' waits already look again on a stale element, so it is raised as one."""
+
+    def check_response(self, response):
+        try:
+            super().check_response(response)
+        except WebDriverException as error:
+            if "does not belong to the document" in (error.msg or ""):
+                raise StaleElementReferenceException(error.msg) from error
+            raise
+
+
+def where(failure):
+    """Where a test failed: the frames of the project's own scripts, innermost first."""
+    frames = [f for f in traceback.extract_tb(failure.__traceback__) if f.filename.startswith(os.path.join(ROOT, "scripts"))]
+    return " <- ".join(f"{os.path.basename(f.filename)} line {f.lineno} ({f.line})" for f in reversed(frames[-4:]))
+
+
 def browser(width=1280, height=800, phone=False):
     """Headless Chromium; `phone` makes the viewport exactly width×height, touch, 2× pixels."""
     options = webdriver.ChromeOptions()
@@ -54,6 +77,7 @@ def browser(width=1280, height=800, phone=False):
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}", "--lang=ko-KR"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.error_handler = StaleAwareErrors()
     if phone:
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 2, "mobile": True})
         driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True})
