@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CVips", pkgConfig: "vips",
+            providers: [.apt(["libvips-dev"])]),
 
         // glibc's malloc.h (arena limit, trim), not exported by Swift's Glibc module.
         .systemLibrary(name: "CMalloc"),
@@ -35,6 +38,7 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Crypto", dependencies: ["CCrypto"]),
         .target(name: "Curl", dependencies: ["CCurl", "Common"]),
+        .target(name: "Images", dependencies: ["CVips"]),
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),
@@ -44,7 +48,7 @@ let package = Package(
         .target(name: "ServiceSupport", dependencies: ["Access", "Sessions", "HTTP", "Curl", "Kafka", "Guidance", "Common"]),
         // The pages' scripts, style sheets and icons are real files in each
         // target's Assets/ folder, built into the binary by EmbedFiles.
-        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "ServiceSupport", "Web", "Common"]),
         .executableTarget(name: "embed-files"),
@@ -60,6 +64,7 @@ let package = Package(
         .testTarget(name: "CommonTests", dependencies: ["Common"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
         .testTarget(name: "WebTests", dependencies: ["Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),

@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """Draws invented placeholder portraits for a sample roster: flat cartoon
 faces (shapes and colours picked from the student id), never photos of
-people. Writes ROSTER_DIR/photos/<student_id>.png for the students of the
+people. Writes ROSTER_DIR/photos/<student_id>.jpg for the students of the
 chosen classes, so the gate page's face check shows a face locally; the other
-students have no photo (the page says 사진 없음). Deterministic, standard
-library only (a small PNG writer).
+students have no photo (the page says 사진 없음).
 
-usage: make-portraits.py ROSTER_DIR [--grade 1] [--classes 1-5]
+The files are school-size: 480×640 JPEGs of about 70 KB, with a camera's
+grain (what a school's photo folder holds: 50–150 KB each), so that every
+test pays what a real gate pays and the service's smaller copies are made
+from real work. Drawn here (a small PNG writer), enlarged, grained and saved
+by libvips's command line (Debian's libvips-tools). Deterministic.
+
+usage: make-portraits.py ROSTER_DIR [--grade 1] [--classes 1-5] [--if-missing]
 """
 import argparse
+import concurrent.futures
 import csv
 import hashlib
 import os
 import struct
+import subprocess
+import tempfile
 import zlib
 
 # Drawn on a 96×128 grid, sampled at twice that, so the edges stay smooth at the page's size.
@@ -92,18 +100,32 @@ def main():
     parser.add_argument("roster")
     parser.add_argument("--grade", type=int, default=1)
     parser.add_argument("--classes", default="1-5")
+    parser.add_argument("--if-missing", action="store_true", help="do nothing when every portrait is there")
     args = parser.parse_args()
     first, last = (int(part) for part in args.classes.split("-"))
     folder = os.path.join(args.roster, "photos")
     os.makedirs(folder, exist_ok=True)
-    count = 0
     with open(os.path.join(args.roster, "students.csv"), encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            if int(row["grade"]) == args.grade and first <= int(row["class"]) <= last:
-                with open(os.path.join(folder, row["student_id"] + ".png"), "wb") as out:
-                    out.write(portrait(row["student_id"]))
-                count += 1
-    print(f"make-portraits: {count} drawn portraits in {folder}")
+        ids = [row["student_id"] for row in csv.DictReader(f) if int(row["grade"]) == args.grade and first <= int(row["class"]) <= last]
+    if args.if_missing and all(os.path.exists(os.path.join(folder, i + ".jpg")) for i in ids):
+        return
+    with tempfile.TemporaryDirectory() as work:
+        vips = lambda *arguments: subprocess.run(["vips", *arguments], check=True, cwd=work)
+        vips("gaussnoise", "grain.v", str(WIDTH * 5 // 2), str(HEIGHT * 5 // 2), "--sigma", "5", "--mean", "0")
+
+        def school_size(student_id):
+            with open(os.path.join(work, student_id + ".png"), "wb") as out:
+                out.write(portrait(student_id))
+            vips("resize", student_id + ".png", student_id + ".v", "2.5")
+            vips("add", student_id + ".v", "grain.v", student_id + "-grain.v")
+            vips("cast", student_id + "-grain.v", os.path.join(os.path.abspath(folder), student_id + ".jpg") + "[Q=88]", "uchar")
+            for suffix in (".png", ".v", "-grain.v"):
+                os.remove(os.path.join(work, student_id + suffix))
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            list(pool.map(school_size, ids))
+    sizes = [os.path.getsize(os.path.join(folder, i + ".jpg")) for i in ids]
+    print(f"make-portraits: {len(ids)} drawn school-size portraits in {folder}, {min(sizes) // 1024}–{max(sizes) // 1024} KB each")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ package final class IngestService: Sendable {
         var routes = GuardedRouter(router: router, policy: policy)
         let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
-            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog),
+            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
             accessLog: accessLog, retention: config.retention, metrics: metrics, logger: logger
         ).routes(into: &routes)
         NotifierReads(notifier: config.notifierURL.map {

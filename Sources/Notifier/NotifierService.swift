@@ -74,7 +74,7 @@ package final class NotifierService: Sendable {
             }
         }
         let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
-        let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog)
+        let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)

@@ -1,7 +1,10 @@
 import Access
+import Common
 import Foundation
 import Guidance
 import HTTP
+import Images
+import Synchronization
 
 /// Students' photos, from `ROSTER_DIR/photos/<studentId>.jpg` (or `.png`,
 /// `.webp`). They are personal data of minors: served only to a signed-in
@@ -9,19 +12,31 @@ import HTTP
 /// any, a homeroom teacher their class, a volunteer-duty teacher their
 /// grade), kept by the teacher's browser only (`Cache-Control: private`),
 /// never logged, never sent elsewhere.
+///
+/// Schools' photos are what they have, often 50–150 KB JPEGs; a phone at the
+/// gate gets each as a JPEG of at most `shown` pixels (the face check's size
+/// at twice the CSS pixels), made once from the file by libvips and kept in
+/// memory only (`Smaller`) until the file changes.
 package struct StudentPhotos: Sendable {
     /// The photos folder; nil when the roster was given whole (tests).
     let directory: String?
     /// Every photo served is recorded.
     let accessLog: AccessLog?
+    let smaller = Smaller()
+    let logger: Logger
 
     static let types = [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp")]
     /// Most bytes one photo may have; a larger file is refused, not sent.
     static let maxBytes = 2 * 1024 * 1024
 
-    package init(rosterDirectory: String?, accessLog: AccessLog? = nil) {
+    /// The size served: the face check's portrait (3:4) at 2× its CSS pixels.
+    static let shown = (width: 300, height: 400)
+    static let quality = 70
+
+    package init(rosterDirectory: String?, accessLog: AccessLog? = nil, logger: Logger) {
         directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
         self.accessLog = accessLog
+        self.logger = logger
     }
 
     /// The path `GET` serves a student's photo at.
@@ -97,10 +112,10 @@ package struct StudentPhotos: Sendable {
         if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
             throw HTTPError.notFound("no student '\(studentID)' at this school")
         }
-        guard let (path, type) = file(for: student.id), let (bytes, info) = StudentPhotos.read(path) else {
+        guard let (path, _) = file(for: student.id), let photo = served(path) else {
             throw HTTPError.notFound("no photo of student '\(studentID)'")
         }
-        let etag = "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
+        let etag = "\"\(photo.version)\""
         // Asked again each time it is shown (a 304 when unchanged), so that a
         // view is a read the access record sees; offline, the app's service
         // worker has its copy.
@@ -113,7 +128,72 @@ package struct StudentPhotos: Sendable {
             accessLog?.record(caller, .photo, school: schoolID, target: studentID)
         }
         if request.header("if-none-match") == etag { return Response(status: 304, headers: headers) }
-        return Response(status: 200, headers: [("Content-Type", type)] + headers, body: bytes)
+        return Response(status: 200, headers: [("Content-Type", photo.type)] + headers, body: photo.bytes)
+    }
+
+    /// The photo at `path` as served, and which version of the file it was
+    /// made from: the smaller JPEG, or the file as it is when libvips cannot
+    /// read it (the browser may; a warning names the file, once per version).
+    func served(_ path: String) -> Smaller.Photo? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        if let kept = smaller.kept(path, version: StudentPhotos.version(info)) { return kept }
+        guard let (bytes, opened) = StudentPhotos.read(path) else { return nil }
+        // The file read may be newer than the one looked at a moment ago: name what was read.
+        let version = StudentPhotos.version(opened)
+        let photo: Smaller.Photo
+        do {
+            let made = try Images.smallerJPEG(bytes, width: StudentPhotos.shown.width, height: StudentPhotos.shown.height, quality: StudentPhotos.quality)
+            photo = Smaller.Photo(type: "image/jpeg", bytes: made, version: version)
+        } catch {
+            logger.warning("photo served as it is: libvips cannot read it", ["file": URL(fileURLWithPath: path).lastPathComponent, "error": "\(error)"])
+            photo = Smaller.Photo(type: StudentPhotos.types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes, version: version)
+        }
+        smaller.keep(path, photo)
+        return photo
+    }
+
+    /// Which file a photo was made from, and at what size: its ETag.
+    static func version(_ info: stat) -> String {
+        "\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)-\(info.st_ino)-\(shown.width)"
+    }
+
+    /// The photos served so far, by file and version, at most `maxBytes`
+    /// in all (the oldest made go first). Memory only: gone with the
+    /// process, never written anywhere.
+    final class Smaller: Sendable {
+        struct Photo {
+            let type: String
+            let bytes: [UInt8]
+            let version: String
+        }
+        static let maxBytes = 64 * 1024 * 1024
+        private struct State {
+            var photos: [String: Photo] = [:]
+            var order: [String] = []
+            var bytes = 0
+        }
+        private let state = Mutex(State())
+
+        func kept(_ path: String, version: String) -> Photo? {
+            state.withLock { state in state.photos[path].flatMap { $0.version == version ? $0 : nil } }
+        }
+
+        func keep(_ path: String, _ photo: Photo) {
+            state.withLock { state in
+                if let old = state.photos.removeValue(forKey: path) {
+                    state.bytes -= old.bytes.count
+                    state.order.removeAll { $0 == path }
+                }
+                while state.bytes + photo.bytes.count > Smaller.maxBytes, !state.order.isEmpty {
+                    let oldest = state.order.removeFirst()
+                    state.bytes -= state.photos.removeValue(forKey: oldest)?.bytes.count ?? 0
+                }
+                state.photos[path] = photo
+                state.order.append(path)
+                state.bytes += photo.bytes.count
+            }
+        }
     }
 
     private static func percentEncoded(_ text: String) -> String {

@@ -182,12 +182,15 @@ final class IngestServiceTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\n"
+        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\nsa,s10315,1,3,15,최유나,\n"
         for (name, text) in [("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)] {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
         try Data(png).write(to: folder.appendingPathComponent("photos/s10313.png"))
+        // A school's photo as schools have them: large; the gate gets a small JPEG made from it.
+        let large = PNG.noisy(width: 600, height: 800)  // 1.4 MB: its writer does not compress
+        try Data(large).write(to: folder.appendingPathComponent("photos/s10315.png"))
         // A link in the folder to another readable file is no photo.
         try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("photos/s10314.png").path, withDestinationPath: folder.appendingPathComponent("tokens.csv").path)
         try await startService(authentication: true, folder: folder)
@@ -203,15 +206,27 @@ final class IngestServiceTests: XCTestCase {
         let classList = try await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/3/students", headers: gate)
         XCTAssertEqual(classList.status, 200, classList.text)
         guard case .array(let entries)? = classList.object["students"] else { return XCTFail(classList.text) }
-        XCTAssertEqual(entries.compactMap { $0["number"]?.int }, [12, 13, 14], "in number order")
+        XCTAssertEqual(entries.compactMap { $0["number"]?.int }, [12, 13, 14, 15], "in number order")
         XCTAssertEqual(entries[1]["photoUrl"]?.string, "/v1/schools/sa/students/s10313/photo")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/grades/1/classes/9/students", headers: gate))
 
         let url = "\(base)/v1/schools/sa/students/s10313/photo"
         let photo = try await fetch("GET", url, headers: gate)
         XCTAssertEqual(photo.status, 200)
-        XCTAssertEqual(Array(photo.body), png)
+        XCTAssertEqual(Array(photo.body), png, "what libvips cannot read is served as it is")
         XCTAssertEqual(photo.header("Content-Type"), "image/png")
+        let small = try await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate)
+        XCTAssertEqual(small.header("Content-Type"), "image/jpeg")
+        XCTAssertEqual(JPEGSize(Array(small.body)).map { [$0.width, $0.height] }, [300, 400], "the face check's size")
+        XCTAssertLessThan(small.body.count, large.count / 20)
+        let smallTag = try XCTUnwrap(small.header("ETag"))
+        try await expectStatus(304, await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 }))
+        // A new photo in the folder is a new image and a new ETag.
+        try Data(PNG.noisy(width: 800, height: 600)).write(to: folder.appendingPathComponent("photos/s10315.png"))
+        let replaced = try await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 })
+        XCTAssertEqual(replaced.status, 200)
+        XCTAssertNotEqual(replaced.header("ETag"), smallTag)
+        XCTAssertEqual(JPEGSize(Array(replaced.body)).map { [$0.width, $0.height] }, [300, 225])
         XCTAssertEqual(photo.header("Cache-Control"), "private, no-cache")
         let etag = try XCTUnwrap(photo.header("ETag"))
         try await expectStatus(304, await fetch("GET", url, headers: gate.merging(["If-None-Match": etag]) { $1 }))
