@@ -109,7 +109,10 @@ struct IngestHandlers: Sendable {
         let classNumber = try request.integerParameter("class", in: Student.seatRange)
         let students = roster.students(school: schoolID, grade: grade, classNumber: classNumber)
         guard !students.isEmpty else { throw HTTPError.notFound("no class \(grade)-\(classNumber) at school '\(schoolID)'") }
-        accessLog.record(caller, .classStudents, school: schoolID, target: "\(grade)-\(classNumber)")
+        // A list the gate fetches ahead for offline use (`X-Purpose: prefetch`) is not a read; a class opened is.
+        if request.header("x-purpose") != "prefetch" {
+            accessLog.record(caller, .classStudents, school: schoolID, target: "\(grade)-\(classNumber)")
+        }
         return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
             ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
         }))

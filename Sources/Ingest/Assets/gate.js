@@ -92,21 +92,61 @@
     const key = grade + '-' + classNumber;
     if (!classes.has(key)) {
       classes.set(key, G.api('GET', base + '/grades/' + grade + '/classes/' + classNumber + '/students')
-        .then((answer) => { fetchAhead(answer.students); return answer.students; }, () => { classes.delete(key); return null; }));
+        .then((answer) => { learnNames(answer); ahead.open(key, answer.students); return answer.students; }, () => { classes.delete(key); return null; }));
     }
     return classes.get(key);
   }
 
-  async function fetchAhead(list) {
-    const urls = list.map((s) => s.photoUrl).filter((url) => url && url.startsWith('/'));
-    const next = async () => {
-      for (let url = urls.shift(); url; url = urls.shift()) {
-        // Not a view (the server records the class opened, and each face shown).
-        try { await fetch(url, { credentials: 'same-origin', headers: { 'X-Purpose': 'prefetch' } }); } catch (e) { return; }
-      }
-    };
-    await Promise.all([next(), next(), next(), next()]);
+  // Names by seat, from every class list this page has seen: a row saved
+  // offline before its class was loaded gets its name when one comes.
+  const names = new Map();
+  function learnNames(answer) {
+    for (const s of answer.students) names.set(answer.grade + '-' + answer.classNumber + '-' + s.number, s.name);
   }
+
+  // What is fetched ahead on a slow network, two at a time, none while the
+  // face check's own photo is on its way (it goes first): the open class's
+  // photos (a class switch drops what is left of the last one's, and stops
+  // those on their way), then the school's other class lists, so that a
+  // class never opened still shows its names offline. None of it is a view
+  // (`X-Purpose: prefetch`): the server records what the teacher opens.
+  const ahead = {
+    key: null, photos: [], lists: [], running: 0, waitingFor: null, controller: new AbortController(),
+    open(key, list) {
+      if (key !== pick.grade + '-' + pick.classNumber || key === this.key) return;
+      this.controller.abort();
+      this.controller = new AbortController();
+      this.key = key;
+      this.photos = list.map((s) => s.photoUrl).filter((url) => url && url.startsWith('/'));
+      this.next();
+    },
+    // The face check shows `photo`: the queue waits until it is there (or is replaced).
+    wait(photo, url) {
+      this.waitingFor = photo;
+      this.photos = this.photos.filter((other) => other !== url);
+    },
+    arrived(photo) {
+      if (this.waitingFor !== photo) return;
+      this.waitingFor = null;
+      this.next();
+    },
+    next() {
+      while (!this.waitingFor && this.running < 2 && (this.photos.length || this.lists.length)) {
+        const url = this.photos.length ? this.photos.shift() : this.lists.shift();
+        const list = !url.endsWith('/photo');
+        this.running += 1;
+        fetch(url, { credentials: 'same-origin', headers: { 'X-Purpose': 'prefetch' }, signal: list ? undefined : this.controller.signal })
+          .then((response) => (list && response.ok ? response.json().then(learnNames) : null))
+          .catch(() => {})
+          .then(() => { this.running -= 1; this.next(); });
+      }
+    },
+  };
+  // The school's class lists, a few seconds after the page opens (names only, a few KB each).
+  setTimeout(() => {
+    ahead.lists = data.grades.flatMap((g) => g.classes.map((c) => base + '/grades/' + g.grade + '/classes/' + c.classNumber + '/students'));
+    ahead.next();
+  }, 3000);
 
   const seatText = (seat) => seat.grade + '학년 ' + seat.classNumber + '반 ' + seat.number + '번';
 
@@ -130,7 +170,9 @@
     shown = typeof student === 'object' ? student : null;
     const state = $('photo-state');
     const photo = G.el('img', { id: 'photo', alt: '', hidden: true });
-    $('photo').replaceWith(photo);
+    const before = $('photo');
+    before.replaceWith(photo);
+    ahead.arrived(before);
     state.hidden = false;
     const names = { loading: '불러오는 중…', unreachable: '이름을 불러오지 못했습니다', unknown: '명부에 없는 번호입니다' };
     $('student-name').textContent = shown ? shown.name : names[student];
@@ -144,9 +186,10 @@
     }
     state.textContent = '사진 불러오는 중';
     photo.alt = shown.name + ' 사진';
-    photo.addEventListener('load', () => { photo.hidden = false; state.hidden = true; });
-    photo.addEventListener('error', () => { state.textContent = '사진을 불러오지 못했습니다'; });
+    photo.addEventListener('load', () => { photo.hidden = false; state.hidden = true; ahead.arrived(photo); });
+    photo.addEventListener('error', () => { state.textContent = '사진을 불러오지 못했습니다'; ahead.arrived(photo); });
     photo.referrerPolicy = 'no-referrer';
+    ahead.wait(photo, shown.photoUrl);
     photo.src = shown.photoUrl;
   }
 
@@ -311,7 +354,7 @@
     const record = done();
     const removed = new Set(record.removed);
     const rows = queue().filter((i) => i.kind === 'register').concat(record.added).map((i) => ({
-      id: i.id, at: i.at, seat: i.seat, name: i.name, label: i.label, detail: i.detail, by: '이 기기', mine: true, state: i.state, error: i.error,
+      id: i.id, at: i.at, seat: i.seat, name: i.name || names.get(i.seat.grade + '-' + i.seat.classNumber + '-' + i.seat.number), label: i.label, detail: i.detail, by: '이 기기', mine: true, state: i.state, error: i.error,
     }));
     const local = new Set(rows.map((r) => r.id));
     for (const i of day || []) {

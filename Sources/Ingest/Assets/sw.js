@@ -21,7 +21,23 @@ const OWNER = '/signed-in-teacher';
 const classList = /^\/v1\/schools\/[^/]+\/grades\/\d+\/classes\/\d+\/students$/;
 const photo = /^\/v1\/schools\/[^/]+\/students\/[^/]+\/photo$/;
 
-self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
+// The app shell, kept when the worker installs, so that the first visit's
+// reload opens without the network too: the page as served to this teacher,
+// and what it loads.
+const SHELL_FILES = ['/assets/common.js', '/assets/app.js', '/assets/gate.js', '/assets/teacher.js', '/assets/style.css',
+  '/assets/icon.svg', '/assets/icon-192.png', '/manifest.webmanifest'];
+
+async function keepShell() {
+  const shell = await caches.open(SHELL);
+  await Promise.all(SHELL_FILES.map(async (file) => {
+    const response = await fetch(file);
+    if (response.ok) await shell.put(file, response);
+  }));
+  const page = await noted(await fetch('/', { credentials: 'same-origin' })).then(noteTeacher);
+  if (page.ok) await shell.put('/', page);
+}
+
+self.addEventListener('install', (event) => event.waitUntil(keepShell().catch(() => {}).then(() => self.skipWaiting())));
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
 const forget = () => Promise.all([caches.delete(DATA), caches.delete(SHELL)]);
