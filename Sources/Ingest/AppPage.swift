@@ -35,7 +35,9 @@ struct AppPage: Sendable {
     static let manifest = Asset(name: "manifest.webmanifest", contentType: "application/manifest+json", text: EmbeddedFiles.manifestWEBMANIFEST)
     static let worker = Asset(name: "sw.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.swJS)
 
-    static let title = "교문 지도"
+    /// The app's name, for every role (the gate is one of its tabs); a
+    /// signed-in teacher's page is titled with their school's name too.
+    static let title = "생활지도"
     let signIn: SignIn
 
     /// Every teacher of a school may use the app; each tab checks again what it reads.
@@ -94,7 +96,6 @@ struct AppPage: Sendable {
             "<div role=\"tabpanel\" id=\"panel-\(tab.id)\" aria-labelledby=\"tab-\(tab.id)\"\(index == 0 ? "" : " hidden")>\n\(tab.panel)</div>"
         }.joined(separator: "\n")
         let main = """
-            <p id="offline" class="banner" role="status" hidden></p>
             <nav class="tabs" aria-label="메뉴"><div role="tablist">\(bar)</div></nav>
             <main class="app">
             \(panels)
@@ -103,8 +104,9 @@ struct AppPage: Sendable {
             """
         var data = [("roles", teacher.roleText)]
         if let digestID { data.append(("open", digestID)) }
+        let school = roster.school(teacher.schoolID)
         return Page.signedIn(
-            title: AppPage.title, teacher: teacher, school: roster.school(teacher.schoolID), main: main, data: data,
+            title: "\(school?.name ?? teacher.schoolID) \(AppPage.title)", teacher: teacher, school: school, main: main, data: data,
             scripts: AppPage.scripts.map(\.name), manifest: "/manifest.webmanifest")
     }
 
@@ -158,7 +160,7 @@ struct AppPage: Sendable {
         <label>반 <select id="class-select"></select></label>
         </div>
         <section id="pick" class="card" aria-labelledby="step-title">
-        <div class="crumbs" hidden><button type="button" id="back" class="secondary">이전</button><p id="picked" class="meta"></p></div>
+        <div class="crumbs" hidden><button type="button" id="back" class="secondary">이전</button><button type="button" id="restart" class="secondary">처음으로</button><p id="picked" class="meta"></p></div>
         <h2 id="step-title" tabindex="-1">학년</h2>
         <div id="grid" class="grid" role="group" aria-labelledby="step-title"></div>
         </section>
@@ -166,9 +168,11 @@ struct AppPage: Sendable {
         <div class="crumbs"><button type="button" id="check-back" class="secondary">번호 다시 고르기</button><p id="seat" class="meta"></p></div>
         <div class="face">
         <div class="portrait"><img id="photo" alt="" hidden><p id="photo-state" class="photo-state">사진 불러오는 중</p></div>
+        <div class="face-text">
         <h2 id="student-name" class="big-name" tabindex="-1"></h2>
-        </div>
         <p id="already" class="already" role="status"></p>
+        </div>
+        </div>
         <fieldset><legend>사유</legend><div id="reasons" class="grid reasons"></div></fieldset>
         <p id="reason-error" class="error" role="alert"></p>
         <div id="detail-row" hidden>

@@ -52,18 +52,22 @@ package enum Page {
         ("Cache-Control", "no-store"),
     ]
 
-    /// A page for a signed-in teacher: the bar on top (the page's name, who
-    /// is signed in, the sign-out button) over `main`; `<body>` tells the
+    /// A page for a signed-in teacher: the bar on top (the school, who is
+    /// signed in, the sign-out button) over `main`, titled `title`; `<body>` tells the
     /// script the teacher, their school and its time zone, and `data`.
     package static func signedIn(
         title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], scripts: [String], manifest: String? = nil
     ) -> Response {
+        // One row for the school and the buttons, one line under it for who
+        // is signed in; the gate's offline state takes that line's place
+        // (`#offline`), so it never moves or covers a control.
         let bar = """
             <header class="bar">
-            <h1>\(HTML.escape(title))</h1>
-            <p class="who">\(HTML.escape(school?.name ?? teacher.schoolID)) · \(HTML.escape(teacher.name)) (\(HTML.escape(roleName(teacher))))</p>
+            <h1>\(HTML.escape(school?.name ?? teacher.schoolID))</h1>
             <a class="devices" href="/session/devices">기기 연결</a>
             <form method="post" action="/session/end"><button type="submit" class="secondary">로그아웃</button></form>
+            <p class="who">\(HTML.escape(teacher.name)) · \(HTML.escape(roleName(teacher)))</p>
+            <p id="offline" class="offline" role="status" hidden></p>
             </header>
 
             """

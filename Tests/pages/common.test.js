@@ -114,6 +114,13 @@ test('the seat tree: grade, class, number, then the face check; a new grade or c
   assert.equal(pick.step, 'grade');
   pick.back();
   assert.equal(pick.step, 'grade', 'nothing before the grades');
+  // 처음으로: from the face check back to the grades in one tap.
+  pick.choose('grade', 1);
+  pick.choose('classNumber', 2);
+  pick.choose('number', 1);
+  pick.restart();
+  assert.equal(pick.step, 'grade');
+  assert.deepEqual([pick.grade, pick.classNumber, pick.number], [null, null, null]);
 });
 
 test("an error reads as the page's sentence for its field, else its status's", () => {

@@ -39,6 +39,8 @@
     $('picked').textContent = [pick.grade && pick.grade + '학년', pick.classNumber && pick.classNumber + '반'].filter(Boolean).join(' ');
     // At the first step there is nothing to go back to or to show.
     $('back').parentElement.hidden = current === 'grade';
+    // 처음으로 where 이전 is not already the way to the grades.
+    $('restart').hidden = current !== 'number';
     renderSeatBar();
     $('grid').className = 'grid ' + current;
     $('grid').replaceChildren(...choices.map(([label, field, value]) =>
@@ -83,6 +85,7 @@
   });
 
   $('back').addEventListener('click', () => { pick.back(); render(true); });
+  $('restart').addEventListener('click', () => { pick.restart(); render(true); });
   $('check-back').addEventListener('click', () => { pick.back(); render(true); });
 
   // A class's names and photo addresses, asked once when it is tapped; its
@@ -300,11 +303,13 @@
     'student': '명부에 없는 학생입니다.',
   };
 
+  // Said in one line of the bar, in place of who is signed in: it moves
+  // and covers nothing. The status line under 등록 says what became of each.
   function offline(cause) {
     const text = {
-      network: '인터넷에 연결되어 있지 않습니다. 등록과 삭제는 이 기기에 저장되고, 연결되면 자동으로 보냅니다.',
-      server: '서버가 잠시 응답하지 않습니다. 등록과 삭제는 이 기기에 저장되고 자동으로 다시 보냅니다.',
-      'signed-out': '로그인이 끝났습니다. 다시 로그인하면 이 기기에 남은 지도를 보냅니다.',
+      network: '오프라인 · 등록과 삭제는 이 기기에 저장됩니다',
+      server: '서버 응답 없음 · 이 기기에 저장하고 다시 보냅니다',
+      'signed-out': '로그인 끝남 · 다시 로그인하면 남은 지도를 보냅니다',
     }[cause];
     $('offline').hidden = !text;
     $('offline').textContent = text || '';

@@ -31,7 +31,8 @@
 
   // One entry as a row: photo, name and number, time; reason, how often and the service left; the detail beneath.
   // In the weekly 봉사 명단 an entry is a student: the service left, and the day and reason of their newest guidance.
-  function row(entry, weekly) {
+  // `remove`: a 삭제 button calls it (today's 명단, for whoever may delete at the gate).
+  function row(entry, weekly, remove) {
     const s = entry.student;
     const removed = entry.change === 'removed';
     const left = entry.service ? '남은 봉사 ' + entry.service.outstanding + '회' : null;
@@ -47,11 +48,12 @@
             : G.el('span', { class: 'reason' }, entry.reason.label),
           !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
           !weekly && left ? G.el('span', { class: 'often' }, left) : null),
-        entry.reason.detail ? G.el('p', { class: 'detail' }, entry.reason.detail) : null));
+        entry.reason.detail ? G.el('p', { class: 'detail' }, entry.reason.detail) : null),
+      remove && !removed ? G.el('button', { type: 'button', class: 'danger', onclick: () => remove(entry) }, '삭제') : null);
   }
 
   // Entries grouped by class (grade, class order), newest first in each, with counts.
-  function grouped(entries, limit, weekly) {
+  function grouped(entries, limit, weekly, remove) {
     const groups = new Map();
     for (const entry of entries) {
       const name = seatName(entry.student);
@@ -66,7 +68,7 @@
       const visible = group.entries.slice(0, left);
       left -= visible.length;
       nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + (weekly ? '명' : '건'))));
-      nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly))));
+      nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly, remove))));
     }
     return nodes;
   }
@@ -180,7 +182,7 @@
       nodes.push(G.el('p', { class: 'meta' }, '찾는 이름이 없습니다.'));
     } else {
       nodes.push(G.el('p', { class: 'meta' }, (searching ? '찾은 기록 ' : '모두 ') + items.length + '건'));
-      nodes.push(...grouped(items, shown));
+      nodes.push(...grouped(items, shown, false, deletes ? removeGuidance : null));
       if (items.length > shown) {
         nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'more', onclick: more },
           '더 보기 (남은 ' + (items.length - shown) + '건)')));
@@ -191,6 +193,27 @@
       const rows = $('list-body').querySelectorAll('li.entry');
       (rows[focusFrom] || $('list-title')).focus();
     }
+  }
+
+  // A guidance recorded by mistake, deleted from 명단 by whoever may at the
+  // gate (gate and admin teachers, as the ingest allows): asked first, then
+  // the list is read until the notifier has applied it.
+  const deletes = /(^|\+)(gate|admin)(\+|$)/.test(data.roles || '');
+  async function removeGuidance(entry) {
+    const s = entry.student;
+    if (!window.confirm(s.name + ' 학생의 지도(' + entry.reason.label + ')를 삭제할까요?')) return;
+    try {
+      await G.api('DELETE', schoolURL + '/grades/' + s.grade + '/guidances/' + encodeURIComponent(entry.guidanceId));
+    } catch (error) {
+      G.say('list-status', '삭제하지 못했습니다: ' + G.message(error), 'warn');
+      return;
+    }
+    for (let i = 0; i < 20 && today.items.some((item) => item.guidanceId === entry.guidanceId); i++) {
+      await G.sleep(300);
+      await loadToday();
+    }
+    G.say('list-status', '삭제했습니다: ' + s.name + ' · ' + entry.reason.label, 'ok');
+    $('list-title').focus();
   }
 
   function more() {

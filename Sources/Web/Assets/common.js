@@ -249,6 +249,13 @@ window.Guidance = (() => {
       else if (this.classNumber !== null) this.classNumber = null;
       else this.grade = null;
     }
+
+    // 처음으로: back to the grades in one tap.
+    restart() {
+      this.grade = null;
+      this.classNumber = null;
+      this.number = null;
+    }
   }
 
   // Calls `load` each time the tab panel `id` is shown (app.js); nothing when the page has no such panel.
