@@ -133,6 +133,13 @@ package final class Roster: Sendable {
         students.students(school: school, grade: grade, classNumber: classNumber)
     }
 
+    /// Every student of the school, in seat order.
+    package func students(school: String) -> [Student] {
+        seats(school: school).flatMap { grade, classes in
+            classes.flatMap { students(school: school, grade: grade, classNumber: $0.classNumber) }
+        }
+    }
+
     /// The student of `school` with `id`, wherever they sit now.
     package func student(school: String, id: String) -> Student? {
         students.student(school: school, id: id)

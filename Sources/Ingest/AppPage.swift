@@ -291,14 +291,17 @@ struct AppPage: Sendable {
         <p id="failed-status" class="status" role="status" aria-live="polite"></p>
         </section>
         <section class="card" aria-labelledby="access-title">
-        <h2 id="access-title">접속 기록 (최근 7일)</h2>
-        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다. 한 교사가 하루에 본 사진은 한 줄로 묶입니다.</p>
+        <h2 id="access-title">접속 기록</h2>
+        <p class="meta">누가 언제 어떤 학생 정보를 보았는지입니다. 730일 동안 보관됩니다. 한 교사가 하루에 본 사진은 한 줄로 묶입니다. 찾기와 건수는 고른 기간 전체에서 셉니다.</p>
+        <label for="access-period">기간</label>
+        <select id="access-period"><option value="7">최근 7일</option><option value="30">최근 30일</option><option value="365">최근 1년</option><option value="730">최근 2년</option></select>
         <label for="access-kind">종류</label>
         <select id="access-kind"><option value="">모든 종류</option></select>
         <label for="access-teacher">교사</label>
         <select id="access-teacher"><option value="">모든 교사</option>\(teachers)</select>
         <label for="access-student">학생 이름으로 찾기</label>
         <input type="search" id="access-student" autocomplete="off" enterkeyhint="search">
+        <p id="access-count" class="meta"></p>
         <ul id="access-list" class="plain"></ul>
         <p id="access-status" class="status" role="status" aria-live="polite"></p>
         <button type="button" id="access-more" class="secondary" hidden>더 보기</button>

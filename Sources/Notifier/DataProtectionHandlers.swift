@@ -55,14 +55,17 @@ struct DataProtectionHandlers: Sendable {
         let schoolId: String
         let from: String
         let to: String
+        /// How many records match in the period, of which `items` are the newest `limit`.
+        let total: Int
         let items: [Item]
     }
 
     /// `from` and `to` are RFC 3339 instants or school-local days
     /// (`YYYY-MM-DD`, from its start; `to` through its end); by default the
-    /// last 7 days. Only `teacherId`'s, of one `action`, of one `studentId`
-    /// when asked. Newest first, at most `limit` (default 500, at most 5,000);
-    /// students named as the roster names them.
+    /// last 7 days. Only `teacherId`'s, of one `action`, of one `studentId`,
+    /// of the students whose roster name holds `studentName`, when asked.
+    /// Newest first, at most `limit` (default 500, at most 5,000), with the
+    /// `total` that match; students named as the roster names them.
     @Sendable func readAccessLog(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
         let now = clock()
@@ -70,7 +73,11 @@ struct DataProtectionHandlers: Sendable {
         let from = try instant(request, "from", school: school, endOfDay: false) ?? to - 7 * 86_400
         guard from < to else { throw HTTPError(FieldError(field: "from", message: "must be before to")) }
         let teacher = request.query["teacherId"]
-        let student = request.query["studentId"]
+        // Students by id, by name (searched in the roster: the log holds ids only), or both.
+        let byID = request.query["studentId"].map { [$0] }
+        let name = request.query["studentName"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let named = name.isEmpty ? nil : caller.roster.students(school: school.id).filter { $0.name.contains(name) }.map(\.id)
+        let students = named.map { named in byID.map { $0.filter(named.contains) } ?? named } ?? byID
         let action = try request.query["action"].map { (name) throws(HTTPError) in
             guard let known = AccessRecord.Action(rawValue: name) else {
                 throw HTTPError(FieldError(field: "action", message: "must be one of " + AccessRecord.Action.allCases.map(\.rawValue).joined(separator: ", ")))
@@ -79,10 +86,10 @@ struct DataProtectionHandlers: Sendable {
         }
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
-        let records = try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, student: student, limit: limit) }
+        let (records, total) = try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, students: students, limit: limit) }
         accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
         let roster = caller.roster
-        return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), items: records.map {
+        return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), total: total, items: records.map {
             AccessLogJSON.Item(
                 accessId: $0.accessId, at: $0.at, teacherId: $0.teacherId, teacherName: roster.teachers[$0.teacherId]?.name,
                 action: $0.action.rawValue, target: $0.target,

@@ -89,9 +89,10 @@ package protocol GuidanceStore: AnyObject, Sendable {
 
     // Data protection (docs/guarantees.md, "Data protection").
 
-    /// A school's access records in `[from, to)`, newest first; only a
-    /// teacher's, of one kind, or of one student when asked.
-    func accessLog(school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action?, student: String?, limit: Int) throws(StoreError) -> [AccessRecord]
+    /// A school's access records in `[from, to)`, newest first, at most
+    /// `limit`, and how many there are in all; only a teacher's, of one
+    /// kind, or of some students (their ids; none: nothing) when asked.
+    func accessLog(school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action?, students: [String]?, limit: Int) throws(StoreError) -> (records: [AccessRecord], total: Int)
     /// Every school the store holds anything of.
     func schoolsStored() throws(StoreError) -> [String]
     /// Whether this caller is the first to purge on `day`.

@@ -123,10 +123,12 @@ extension SQLStore {
     }
 
     /// A school's access records from `from` up to `to` (seconds), newest
-    /// first, of one teacher when `teacher` is given; at most `limit`.
+    /// first, at most `limit`, and how many match in all; of one teacher,
+    /// one kind, or some students (ids; an empty list matches nothing) when given.
     package func accessLog(
-        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action? = nil, student: String? = nil, limit: Int
-    ) throws(StoreError) -> [AccessRecord] {
+        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action? = nil, students: [String]? = nil, limit: Int
+    ) throws(StoreError) -> (records: [AccessRecord], total: Int) {
+        if students?.isEmpty == true { return ([], 0) }
         // Only the conditions asked for, each a plain comparison.
         var parameters: [SQLValue] = [.text(school), .integer(milliseconds(from)), .integer(milliseconds(to))]
         var conditions = "school_id = $1 AND at_ms >= $2 AND at_ms < $3"
@@ -137,14 +139,17 @@ extension SQLStore {
         }
         condition("teacher_id", teacher)
         condition("action", action?.rawValue)
-        condition("target", student)
-        if student != nil {
+        if let students {
+            let first = parameters.count + 1
+            parameters += students.map { .text($0) }
+            conditions += " AND target IN (" + (first..<first + students.count).map { "$\($0)" }.joined(separator: ", ") + ")"
             // A student's id is the target of these; an inbox's is a teacher's.
             conditions += " AND action IN (" + AccessRecord.Action.studentTargets.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
         }
+        let counted = parameters
         parameters.append(.integer(Int64(limit)))
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query("""
+            let records = try database.query("""
                 SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
                 WHERE \(conditions)
                 ORDER BY at_ms DESC, access_id LIMIT $\(parameters.count)
@@ -154,6 +159,10 @@ extension SQLStore {
                     teacherId: row[3].string ?? "", action: AccessRecord.Action(rawValue: row[4].string ?? "") ?? .list,
                     target: row[5].string ?? "", client: row[6].string ?? "")
             }
+            // The count only when the page is not already all of them.
+            guard records.count == limit else { return (records, records.count) }
+            let total = try database.query("SELECT count(*) FROM access_log WHERE \(conditions)", counted) { Int($0[0].int ?? 0) }
+            return (records, total.first ?? records.count)
         }
     }
 

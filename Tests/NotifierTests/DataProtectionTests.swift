@@ -165,6 +165,15 @@ final class DataProtectionTests: XCTestCase {
         let filtered = try await fetch("GET", notifier + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
         guard case .array(let gateReads)? = filtered.object["items"] else { return XCTFail(filtered.text) }
         XCTAssertEqual(gateReads.count, 2)
+        // By a student's name, over the period on the server: the student's look-up and export (not the class or lists);
+        // the total counts past the page.
+        let byName = try await fetch("GET", notifier + "/v1/schools/sa/access-log?studentName=%EA%B0%80&limit=1", headers: harness.headers("t-admin"))
+        guard case .array(let named)? = byName.object["items"] else { return XCTFail(byName.text) }
+        XCTAssertEqual(named.count, 1, byName.text)
+        XCTAssertEqual(named.first?["targetName"]?.string, "가가")
+        XCTAssertEqual(byName.object["total"]?.int, 2, byName.text)
+        let nobody = try await fetch("GET", notifier + "/v1/schools/sa/access-log?studentName=%EC%97%86%EB%8A%94", headers: harness.headers("t-admin"))
+        XCTAssertEqual(nobody.object["total"]?.int, 0, nobody.text)
         try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-hr-1-1")).status, 403)
         try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log?from=soon", headers: harness.headers("t-admin")).status, 400)
     }

@@ -50,7 +50,7 @@ extension StoreSuite {
         XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-10-01"))
         XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-01"))
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
-        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, student: nil, limit: 10).map(\.at), ["2026-11-30T00:00:00Z"])
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).records.map(\.at), ["2026-11-30T00:00:00Z"])
         XCTAssertEqual(try store.purge([cut], dryRun: false).removed, [:], "a second purge finds nothing")
         XCTAssertTrue(try store.claimPurge(day: "2026-11-30", now: 0))
         XCTAssertFalse(try store.claimPurge(day: "2026-11-30", now: 0), "one purge a day across replicas")
@@ -62,18 +62,26 @@ extension StoreSuite {
         let store = try makeStore()
         _ = try store.apply([access("1", at: "2026-11-30T00:00:00Z"), access("2", at: "2026-11-30T01:00:00Z", teacher: "t-hr", action: .photo, target: "s1312")])
         _ = try store.apply([access("1", at: "2026-11-30T00:00:00Z")])
-        let all = try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, student: nil, limit: 10)
+        let all = try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).records
         XCTAssertEqual(all.map(\.teacherId), ["t-hr", "t-admin"])
         XCTAssertEqual(all.first?.action, .photo)
         XCTAssertEqual(all.first?.target, "s1312")
-        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: "t-admin", action: nil, student: nil, limit: 10).count, 1)
-        XCTAssertEqual(try store.accessLog(school: "sb", from: 0, to: 2e9, teacher: nil, action: nil, student: nil, limit: 10).count, 0)
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: "t-admin", action: nil, students: nil, limit: 10).records.count, 1)
+        XCTAssertEqual(try store.accessLog(school: "sb", from: 0, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).records.count, 0)
         let halfPast = try XCTUnwrap(Timestamp.parse("2026-11-30T00:30:00Z"))
-        XCTAssertEqual(try store.accessLog(school: "sa", from: halfPast, to: 2e9, teacher: nil, action: nil, student: nil, limit: 10).count, 1)
+        XCTAssertEqual(try store.accessLog(school: "sa", from: halfPast, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).records.count, 1)
         // By kind and by student: a photo of s1312, not the admin's list.
-        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: .photo, student: nil, limit: 10).map(\.teacherId), ["t-hr"])
-        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, student: "s1312", limit: 10).map(\.action), [.photo])
-        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: "t-admin", action: nil, student: "s1312", limit: 10), [])
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: .photo, students: nil, limit: 10).records.map(\.teacherId), ["t-hr"])
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: ["s1312"], limit: 10).records.map(\.action), [.photo])
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: "t-admin", action: nil, students: ["s1312"], limit: 10).records, [])
+        // Several students at once (a name search), none (a name nobody has), and the count past the page.
+        _ = try store.apply([access("3", at: "2026-11-30T02:00:00Z", teacher: "t-hr", action: .photo, target: "s1313"),
+                             access("4", at: "2026-11-30T03:00:00Z", teacher: "t-hr", action: .student, target: "s1313")])
+        let two = try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: ["s1312", "s1313"], limit: 2)
+        XCTAssertEqual(two.records.map(\.accessId), ["4", "3"], "the newest two")
+        XCTAssertEqual(two.total, 3, "of three in the period")
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: [], limit: 10).total, 0)
+        XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).total, 4)
     }
 
     /// The export holds the student's guidances (a deleted one with who
