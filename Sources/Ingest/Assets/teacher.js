@@ -93,12 +93,15 @@
     $('unread-count').replaceChildren(G.el('span', { class: 'visually-hidden' }, '읽지 않음 '), String(unread));
   }
 
+  // A list's title in the app: the e-mail's subject without the school's name (the app is the school's already).
+  const inboxTitle = (digest) => digest.subject.replace(/^\[[^\]]*\]\s*/, '');
+
   function renderInbox() {
     showUnread(digests.filter((d) => !d.read).length);
     $('inbox-empty').hidden = digests.length > 0;
     $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
       G.el('div', {},
-        G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, digest.subject),
+        G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, inboxTitle(digest)),
         G.el('div', { class: 'meta' }, [G.day(digest.date), amendmentName(digest.revision), digest.read ? '읽음' : '읽지 않음']
           .filter(Boolean).join(' · '))))));
   }
@@ -126,7 +129,7 @@
         : '삭제된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
     }
     body.push(...grouped(removed, Infinity, weekly));
-    $('digest-subject').textContent = digest.subject;
+    $('digest-subject').textContent = inboxTitle(digest);
     $('digest-meta').textContent = [G.day(digest.date), amendmentName(digest.revision)].filter(Boolean).join(' · ');
     $('digest-body').replaceChildren(...body);
     $('digest').hidden = false;
@@ -238,7 +241,7 @@
   // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
   const unsent = new Map();
 
-  // `keepOrder`: after 봉사 완료 or 되돌리기, each student stays where they were
+  // `keepOrder`: after 봉사 1회 기록 or 되돌리기, each student stays where they were
   // (the server puts those with service left first, which would move the
   // row just touched away from the teacher's eyes and thumb).
   async function loadService(keepOrder) {
@@ -285,7 +288,7 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
-  // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 완료; each record with 되돌리기.
+  // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 1회 기록; each record with 되돌리기.
   function serviceRow(item, index) {
     const s = item.student;
     const nameId = 'service-name-' + index;
@@ -304,7 +307,7 @@
         G.el('p', { class: 'service-line' },
           G.el('span', { class: 'often' }, serviceDone(item.owed, item.served)),
           recorder && item.outstanding > 0
-            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 완료') : null),
+            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 기록') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));
   }
 
@@ -348,7 +351,7 @@
       await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
         { serviceId, date: service.today, sessions: 1 });
     } catch (error) {
-      G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 완료를 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+      G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 1회 기록을 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
       return;
     }
     unsent.delete(s.studentId);
