@@ -33,6 +33,8 @@ static inline int guidance_vips_smaller_jpeg(const void *input, size_t input_len
     if (!made) return -1;
     int failed = vips_jpegsave_buffer(made, output, output_length, "Q", quality, "strip", TRUE, "optimize_coding", TRUE, NULL);
     g_object_unref(made);
+    /* This thread's libvips buffers go now, not when the thread ends (the service's threads live long). */
+    vips_thread_shutdown();
     return failed;
 }
 
