@@ -95,8 +95,10 @@
     const key = grade + '-' + classNumber;
     if (!classes.has(key)) {
       classes.set(key, G.api('GET', base + '/grades/' + grade + '/classes/' + classNumber + '/students')
-        .then((answer) => { learnNames(answer); ahead.open(key, answer.students); return answer.students; }, () => { classes.delete(key); return null; }));
+        .then((answer) => { learnNames(answer); return answer.students; }, () => { classes.delete(key); return null; }));
     }
+    // Opened again after another class: what is left of its photos is fetched again.
+    classes.get(key).then((list) => { if (list) ahead.open(key, list); });
     return classes.get(key);
   }
 
