@@ -48,16 +48,24 @@ let package = Package(
         .target(name: "ServiceSupport", dependencies: ["Access", "Sessions", "HTTP", "Curl", "Kafka", "Guidance", "Common"]),
         // The pages' scripts, style sheets and icons are real files in each
         // target's Assets/ folder, built into the binary by EmbedFiles.
-        .target(name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "ServiceSupport", "Web", "Common"], exclude: ["Assets"], plugins: ["EmbedFiles"]),
-        .target(name: "Notifier", dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "ServiceSupport", "Web", "Common"]),
+        .target(
+            name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"],
+            exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(
+            name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "ServiceSupport", "Web", "Common"],
+            exclude: ["Assets"], plugins: ["EmbedFiles"]),
+        .target(
+            name: "Notifier",
+            dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "ServiceSupport", "Web", "Common"]),
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
-        .executableTarget(name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
-        .executableTarget(name: "guidance-admin", dependencies: ["Notifier", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
+        .executableTarget(
+            name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
+        .executableTarget(
+            name: "guidance-admin", dependencies: ["Notifier", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
@@ -66,12 +74,21 @@ let package = Package(
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
-        .testTarget(name: "WebTests", dependencies: ["Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"]),
+        .testTarget(
+            name: "WebTests",
+            dependencies: [
+                "Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"
+            ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
-        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "ServiceSupport", "TestSupport"]),
+        .testTarget(
+            name: "NotifierTests",
+            dependencies: [
+                "Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "ServiceSupport",
+                "TestSupport"
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

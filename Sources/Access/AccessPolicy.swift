@@ -66,15 +66,22 @@ package struct AccessPolicy: Sendable {
     /// A service's policy: its cookie, and sessions shared with every other
     /// replica through the session log (which `start` must start).
     package static func forService(
-        cookieName: String, publicURL: String?, settings: WebSettings, rosters: LiveRoster, kafka: KafkaConfig, producer: Producer, logger: Logger
+        cookieName: String, publicURL: String?, settings: WebSettings, rosters: LiveRoster, kafka: KafkaConfig, producer: Producer,
+        logger: Logger
     ) -> AccessPolicy {
         if settings.secret == nil {
-            logger.warning("SESSION_SECRET is not set: sign-ins last until this process stops and work on this replica only; set the same SESSION_SECRET on every replica of both services")
+            logger.warning(
+                "SESSION_SECRET is not set: sign-ins last until this process stops and work on this replica only; set the same SESSION_SECRET on every replica of both services"
+            )
         }
-        let log = SessionLog(topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), logger: logger.with(["part": "sessions"]))
+        let log = SessionLog(
+            topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400),
+            logger: logger.with(["part": "sessions"]))
         return AccessPolicy(
-            rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL), sessions: Sessions(secret: settings.secret, days: settings.days, log: log),
-            publicURL: publicURL, attempts: AttemptLimiter(limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress),
+            rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL),
+            sessions: Sessions(secret: settings.secret, days: settings.days, log: log),
+            publicURL: publicURL,
+            attempts: AttemptLimiter(limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress),
             clients: settings.clients,
             logger: logger.with(["part": "access"]))
     }
@@ -102,17 +109,22 @@ package struct AccessPolicy: Sendable {
                 logger.info("session cookie refused", ["requestId": request.requestID, "reason": reason, "client": caller.client])
                 caller.staleCookie = true
             case .starting:
-                throw HTTPError.unavailable("sign-in is not ready (reading the session log up to its end); retry shortly", retryAfterSeconds: 2)
+                throw HTTPError.unavailable(
+                    "sign-in is not ready (reading the session log up to its end); retry shortly", retryAfterSeconds: 2)
             }
         }
         switch access {
         case .open:
             return caller
         case .teacher:
-            guard caller.teacher != nil else { throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie))) }
+            guard caller.teacher != nil else {
+                throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie)))
+            }
             return caller
         case .school(let roles):
-            guard let teacher = caller.teacher else { throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie))) }
+            guard let teacher = caller.teacher else {
+                throw HTTPError(AccessDenial.unauthenticated(AccessPolicy.signInHint(stale: caller.staleCookie)))
+            }
             guard teacher.schoolID == request.parameter("schoolId") else { throw HTTPError.otherSchool(teacher) }
             guard teacher.hasAny(of: roles) else { throw HTTPError(status: 403, detail: "a \(teacher.roleText) teacher may not do this") }
             return caller
@@ -207,14 +219,25 @@ package struct GuardedRouter: Sendable {
             var response = try await handler(request, caller)
             // A session in use lives on: its cookie is renewed (hourly at most).
             if let session = caller.session, let renewed = policy.sessions.renewal(of: session),
-               !response.headers.contains(where: { $0.0.lowercased() == "set-cookie" }) {
-                response.headers.append(("Set-Cookie", policy.cookie.set(policy.sessions.cookieValue(renewed, name: policy.cookie.name), maxAge: policy.sessions.maxAge)))
+                !response.headers.contains(where: { $0.0.lowercased() == "set-cookie" })
+            {
+                response.headers.append(
+                    (
+                        "Set-Cookie",
+                        policy.cookie.set(policy.sessions.cookieValue(renewed, name: policy.cookie.name), maxAge: policy.sessions.maxAge)
+                    ))
             }
             return response
         }
     }
 
-    package mutating func get(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("GET", pattern, access, handler) }
-    package mutating func post(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("POST", pattern, access, handler) }
-    package mutating func delete(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) { add("DELETE", pattern, access, handler) }
+    package mutating func get(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
+        add("GET", pattern, access, handler)
+    }
+    package mutating func post(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
+        add("POST", pattern, access, handler)
+    }
+    package mutating func delete(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
+        add("DELETE", pattern, access, handler)
+    }
 }

@@ -87,7 +87,9 @@ package final class AttemptLimiter: Sendable {
         }
     }
 
-    private func refusal(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant) -> HTTPError? {
+    private func refusal(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant)
+        -> HTTPError?
+    {
         let wait = keys.compactMap { key -> Duration? in
             let recent = (failures[key] ?? []).filter { now - $0 < window }
             guard recent.count >= limit(of: key), let oldest = recent.first else { return nil }
@@ -95,7 +97,8 @@ package final class AttemptLimiter: Sendable {
         }.max()
         guard let wait else { return nil }
         let seconds = max(1, Int(wait.seconds.rounded(.up)))
-        return HTTPError(status: 429, detail: "too many failed sign-ins; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
+        return HTTPError(
+            status: 429, detail: "too many failed sign-ins; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
     }
 
     private func count(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant) {

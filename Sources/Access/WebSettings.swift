@@ -31,7 +31,10 @@ package struct WebSettings: Sendable {
     package var failedSignInLimitPerAddress = 100
     package var authentication = AuthenticationMode.required
 
-    package init(secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(), connectionsPerAddress: Int = 500) {
+    package init(
+        secret: String? = nil, days: Int = 30, topic: String = "guidance.sessions", clients: ClientAddresses = ClientAddresses(),
+        connectionsPerAddress: Int = 500
+    ) {
         self.secret = secret
         self.days = days
         self.topic = topic

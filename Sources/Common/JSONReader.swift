@@ -231,7 +231,9 @@ package enum JSONReader {
                     return text
                 }
                 if byte == UInt8(ascii: "\\") { break }
-                if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
+                if byte < 0x20 {
+                    throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)")
+                }
                 position += 1
             }
             guard position < bytes.count else { throw unexpected("inside a string") }
@@ -265,7 +267,9 @@ package enum JSONReader {
                         throw unexpected("after '\\'")
                     }
                 default:
-                    if byte < 0x20 { throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)") }
+                    if byte < 0x20 {
+                        throw FieldError(field: path, message: "is not valid JSON: a control character inside a string at byte \(position)")
+                    }
                     scalars.append(byte)
                     position += 1
                 }
@@ -277,14 +281,18 @@ package enum JSONReader {
         /// surrogate pair `\uD83D\uDE00`.
         private mutating func unicodeEscape() throws(FieldError) -> Unicode.Scalar {
             let high = try hex4()
-            if (0xDC00...0xDFFF).contains(high) { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
+            if (0xDC00...0xDFFF).contains(high) {
+                throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))")
+            }
             if (0xD800...0xDBFF).contains(high) {
                 guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
                     throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))")
                 }
                 position += 2
                 let low = try hex4()
-                guard (0xDC00...0xDFFF).contains(low) else { throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))") }
+                guard (0xDC00...0xDFFF).contains(low) else {
+                    throw FieldError(field: path, message: "has an unpaired surrogate \\u\(String(high, radix: 16))")
+                }
                 let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
                 guard let scalar = Unicode.Scalar(value) else { throw FieldError(field: path, message: "has an invalid \\u escape") }
                 return scalar
@@ -418,7 +426,8 @@ package struct JSONFields: Sendable {
             if case .number(let text) = value, !JSONFields.isWhole(text) {
                 throw FieldError(field: name(key), message: "must be a whole number, not \(text)")
             }
-            let bounds = range == Int.min...Int.max ? "a 64-bit whole number" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
+            let bounds =
+                range == Int.min...Int.max ? "a 64-bit whole number" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
             throw FieldError(field: name(key), message: "must be \(bounds)")
         default:
             throw mismatch(key, "a whole number", value)

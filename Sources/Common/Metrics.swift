@@ -70,7 +70,7 @@ package final class Metrics: Sendable {
     }
 
     package static let latencyBuckets: [Double] = [
-        0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10,
+        0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10
     ]
 
     private let families = Mutex<[String: Family]>([:])
@@ -136,7 +136,8 @@ package final class Metrics: Sendable {
                     out += "\(name)\(Metrics.braces(key)) \(Metrics.number(series.value))\n"
                 case .histogram:
                     for (index, bound) in family.bounds.enumerated() {
-                        out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"\(Metrics.number(bound))\""))) \(Metrics.number(series.buckets[index]))\n"
+                        out +=
+                            "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"\(Metrics.number(bound))\""))) \(Metrics.number(series.buckets[index]))\n"
                     }
                     out += "\(name)_bucket\(Metrics.braces(Metrics.join(key, "le=\"+Inf\""))) \(Metrics.number(series.count))\n"
                     out += "\(name)_sum\(Metrics.braces(key)) \(series.sum)\n"

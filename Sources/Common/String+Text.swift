@@ -12,7 +12,7 @@ extension StringProtocol {
         }
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(String.UnicodeScalarView(scalars[first...last]))
     }

@@ -73,7 +73,9 @@ final class CurlHandle {
     /// `timeout` bounds a whole transfer, connection included; with
     /// `answerLimit`, it bounds the transfer up to the last byte sent, and
     /// the answer then has `answerLimit`.
-    init(protocols: String, timeout: Duration, answerLimit: Duration? = nil, cancellation: CurlCancellation = CurlCancellation()) throws(CurlError) {
+    init(protocols: String, timeout: Duration, answerLimit: Duration? = nil, cancellation: CurlCancellation = CurlCancellation())
+        throws(CurlError)
+    {
         guard CurlHandle.initialized, let handle = curl_easy_init() else {
             throw CurlError("libcurl could not be initialised")
         }
@@ -104,8 +106,6 @@ final class CurlHandle {
         try check(guidance_curl_set_callback(handle, CURLOPT_READFUNCTION, curlRead))
         try check(guidance_curl_set_progress(handle, curlProgress, context))
     }
-
-
 
     deinit {
         // Cleanup says goodbye on an open connection (SMTP's QUIT) and waits

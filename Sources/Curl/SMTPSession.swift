@@ -22,7 +22,9 @@ package struct SMTPServer: Sendable, Equatable {
     /// server that was only slow (or paused) delivers the first copy too.
     package static let finalReplyTimeout: Duration = .seconds(600)
 
-    package init(url: String, startTLS: StartTLS = .opportunistic, username: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
+    package init(
+        url: String, startTLS: StartTLS = .opportunistic, username: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)
+    ) {
         self.url = url
         self.startTLS = startTLS
         self.username = username
@@ -59,14 +61,16 @@ package final class SMTPSession {
 
     package init(server: SMTPServer) throws(CurlError) {
         self.server = server
-        curl = try CurlHandle(protocols: "smtp,smtps", timeout: server.timeout, answerLimit: SMTPServer.finalReplyTimeout, cancellation: cancellation)
+        curl = try CurlHandle(
+            protocols: "smtp,smtps", timeout: server.timeout, answerLimit: SMTPServer.finalReplyTimeout, cancellation: cancellation)
         try curl.set(CURLOPT_URL, server.url)
         try curl.set(CURLOPT_UPLOAD, 1)
-        let tls: curl_usessl = switch server.startTLS {
-        case .off: CURLUSESSL_NONE
-        case .opportunistic: CURLUSESSL_TRY
-        case .required: CURLUSESSL_ALL
-        }
+        let tls: curl_usessl =
+            switch server.startTLS {
+            case .off: CURLUSESSL_NONE
+            case .opportunistic: CURLUSESSL_TRY
+            case .required: CURLUSESSL_ALL
+            }
         try curl.set(CURLOPT_USE_SSL, Int(tls.rawValue))
         if let username = server.username { try curl.set(CURLOPT_USERNAME, username) }
         if let password = server.password { try curl.set(CURLOPT_PASSWORD, password) }
@@ -93,6 +97,5 @@ package final class SMTPSession {
         }
         return curl.transfer.uploadedAt == nil ? .unreachable(failure) : .unconfirmed(failure)
     }
-
 
 }

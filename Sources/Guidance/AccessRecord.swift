@@ -89,6 +89,7 @@ package struct AccessRecord: Sendable, Equatable {
         guard let action = Action(rawValue: name) else { throw FieldError(field: "action", message: "unknown action '\(name)'") }
         self.init(
             accessId: try fields.string("accessId"), at: try fields.string("at"), schoolId: try fields.string("schoolId"),
-            teacherId: try fields.string("teacherId"), action: action, target: try fields.string("target"), client: try fields.string("client"))
+            teacherId: try fields.string("teacherId"), action: action, target: try fields.string("target"),
+            client: try fields.string("client"))
     }
 }

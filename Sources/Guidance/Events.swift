@@ -33,7 +33,10 @@ extension EventType {
     private static let serviceWithdrawnHeaders = EventType.serviceWithdrawn.madeHeaders
 
     private var madeHeaders: [(name: String, value: [UInt8])] {
-        [(EventHeader.type, Array(rawValue.utf8)), (EventHeader.schemaVersion, Array("1".utf8)), (EventHeader.contentType, Array("application/json".utf8))]
+        [
+            (EventHeader.type, Array(rawValue.utf8)), (EventHeader.schemaVersion, Array("1".utf8)),
+            (EventHeader.contentType, Array("application/json".utf8))
+        ]
     }
 }
 
@@ -91,7 +94,10 @@ package struct GuidanceRegistered: Codable, Sendable, Equatable {
     package let occurredAt: String
     package let recordedAt: String
 
-    package init(eventId: String, guidanceId: String, schoolId: String, student: StudentRef, reason: ReasonRef, recordedBy: String, occurredAt: String, recordedAt: String) {
+    package init(
+        eventId: String, guidanceId: String, schoolId: String, student: StudentRef, reason: ReasonRef, recordedBy: String,
+        occurredAt: String, recordedAt: String
+    ) {
         self.eventId = eventId
         self.guidanceId = guidanceId
         self.schoolId = schoolId
@@ -147,7 +153,8 @@ extension GuidanceRegistered {
         self.init(
             eventId: try fields.string("eventId"), guidanceId: try fields.string("guidanceId"), schoolId: try fields.string("schoolId"),
             student: try StudentRef(json: fields.object("student")), reason: try ReasonRef(json: fields.object("reason")),
-            recordedBy: try fields.string("recordedBy"), occurredAt: try fields.string("occurredAt"), recordedAt: try fields.string("recordedAt"))
+            recordedBy: try fields.string("recordedBy"), occurredAt: try fields.string("occurredAt"),
+            recordedAt: try fields.string("recordedAt"))
     }
 }
 

@@ -71,22 +71,27 @@ package final class LiveRoster: Sendable {
         do {
             let roster = try Roster.load(from: directory)
             if requireTokens && !roster.authenticationEnabled {
-                throw ConfigurationError(variable: "ROSTER_DIR", reason: "tokens.csv is gone: authentication would turn off (AUTHENTICATION=required)")
+                throw ConfigurationError(
+                    variable: "ROSTER_DIR", reason: "tokens.csv is gone: authentication would turn off (AUTHENTICATION=required)")
             }
             loaded.withLock { $0 = Loaded(roster: roster, signature: signature, loadedAt: Timestamp.now()) }
             metrics?.increment("roster_reloads_total", help: "Roster reloads by outcome.", labels: [("outcome", "ok")])
-            logger.info("roster reloaded", [
-                "reason": reason, "schools": String(roster.schools.count), "students": String(roster.studentCount),
-                "teachers": String(roster.teachers.count), "authentication": roster.authenticationEnabled ? "on" : "off",
-            ])
+            logger.info(
+                "roster reloaded",
+                [
+                    "reason": reason, "schools": String(roster.schools.count), "students": String(roster.studentCount),
+                    "teachers": String(roster.teachers.count), "authentication": roster.authenticationEnabled ? "on" : "off"
+                ])
             return true
         } catch {
             // Not retried until the files change again.
             loaded.withLock { $0.signature = signature }
             metrics?.increment("roster_reloads_total", help: "Roster reloads by outcome.", labels: [("outcome", "failed")])
-            logger.error("ROSTER NOT RELOADED: the changed roster is invalid; still serving the previous one until it is fixed", [
-                "reason": reason, "directory": directory, "error": "\(error)",
-            ])
+            logger.error(
+                "ROSTER NOT RELOADED: the changed roster is invalid; still serving the previous one until it is fixed",
+                [
+                    "reason": reason, "directory": directory, "error": "\(error)"
+                ])
             return false
         }
     }

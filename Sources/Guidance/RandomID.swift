@@ -91,7 +91,8 @@ package enum RandomID {
                 guard byte == UInt8(ascii: "-") else { return false }
             } else {
                 switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): continue
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
+                    continue
                 default: return false
                 }
             }

@@ -73,6 +73,6 @@ package struct Reason: Sendable, Equatable, Codable {
         Reason(code: "wrongClothes", label: "복장 불량"),
         Reason(code: "noShoes", label: "실내화 없음"),
         Reason(code: "trespassing", label: "무단횡단"),
-        Reason(code: "others", label: "기타", requiresDetail: true),
+        Reason(code: "others", label: "기타", requiresDetail: true)
     ]
 }

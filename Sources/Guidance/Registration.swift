@@ -50,7 +50,8 @@ extension Roster {
         try registration(
             school: schoolID, student: student(school: schoolID, grade: grade, classNumber: classNumber, number: number),
             missing: "no student at grade \(grade), class \(classNumber), number \(number)",
-            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt, pastDays: pastDays)
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt,
+            pastDays: pastDays)
     }
 
     /// The registration of an event ingest accepted: the student found by
@@ -67,12 +68,14 @@ extension Roster {
                 awaitingRoster: false)
         }
         let student = student(school: schoolID, id: studentID).map {
-            Student(schoolID: $0.schoolID, id: $0.id, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
-                    name: $0.name, photoURL: $0.photoURL)
+            Student(
+                schoolID: $0.schoolID, id: $0.id, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
+                name: $0.name, photoURL: $0.photoURL)
         }
         return try registration(
             school: schoolID, student: student, missing: "no student '\(studentID)' at this school",
-            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt, pastDays: pastDays)
+            reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt,
+            pastDays: pastDays)
     }
 
     private func registration(
@@ -80,7 +83,8 @@ extension Roster {
         reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double, pastDays: Int
     ) throws(Registration.Invalid) -> Registration {
         guard let school = school(schoolID) else {
-            throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(schoolID)'")], awaitingRoster: true)
+            throw Registration.Invalid(
+                problems: [FieldError(field: "schoolId", message: "unknown school '\(schoolID)'")], awaitingRoster: true)
         }
         var problems: [FieldError] = []
         // Problems that name an id the roster does not list (yet).
@@ -101,7 +105,8 @@ extension Roster {
                 problems.append(FieldError(field: "reason.detail", message: "is required for '\(reason.code)'"))
             }
         } else {
-            problems.append(FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
+            problems.append(
+                FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
             unknownIDs += 1
         }
         switch teachers[recordedBy]?.schoolID {
@@ -119,6 +124,7 @@ extension Roster {
         guard problems.isEmpty, let student, let reason else {
             throw Registration.Invalid(problems: problems, awaitingRoster: unknownIDs == problems.count)
         }
-        return Registration(school: school, student: student, reason: reason, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt)
+        return Registration(
+            school: school, student: student, reason: reason, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt)
     }
 }

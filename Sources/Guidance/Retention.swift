@@ -34,6 +34,8 @@ package struct Retention: Sendable, Equatable {
     /// The oldest school day kept when the school's today is `today`
     /// (`YYYY-MM-DD`); older days are purged. Nil for a malformed date.
     package func firstKeptDay(today: String) -> String? {
-        Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) - days) }
+        Timestamp.parseDate(today).map {
+            Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) - days)
+        }
     }
 }

@@ -37,7 +37,7 @@ extension Roster {
     ) throws(RosterError) -> Roster {
         let files = [
             "schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons,
-            "webhooks.csv": webhooks,
+            "webhooks.csv": webhooks
         ]
         return try parse { name in (files[name] ?? nil).map(CSVSource.text) }
     }
@@ -90,13 +90,16 @@ extension Roster {
             teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } },
             teachersByEmail: Dictionary(grouping: teachers.values.filter { !$0.email.isEmpty }, by: { $0.email.lowercased() })
                 .mapValues { $0.sorted { $0.id < $1.id } },
-            tokenFingerprints: tokens.values.joined().reduce(into: [:]) { $0[$1.teacher.id, default: []].insert(Roster.fingerprint($1.digest)) })
+            tokenFingerprints: tokens.values.joined().reduce(into: [:]) {
+                $0[$1.teacher.id, default: []].insert(Roster.fingerprint($1.digest))
+            })
     }
 
     /// `reasons.csv`: each school's own reasons, by school id.
     private static func readReasons(_ file: CSVSource) throws(RosterError) -> [String: [Reason]] {
         var reasons: [String: [Reason]] = [:]
-        try Table.forEach(file: "reasons.csv", source: file, columns: ["school_id", "code", "label", "requires_detail"]) { (row) throws(RosterError) in
+        try Table.forEach(file: "reasons.csv", source: file, columns: ["school_id", "code", "label", "requires_detail"]) {
+            (row) throws(RosterError) in
             let code = try row.nonEmpty("code")
             guard code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
                 throw row.error("code '\(code)' may hold only letters, digits, '_' and '-'")
@@ -104,7 +107,8 @@ extension Roster {
             let requires = try row.bool("requires_detail")
             let sessions = row["service_sessions"].isEmpty ? 1 : Int(row["service_sessions"]) ?? -1
             guard Reason.serviceSessionsRange.contains(sessions) else {
-                throw row.error("service_sessions '\(row["service_sessions"])' is not a whole number from 0 to \(Reason.maxServiceSessions)")
+                throw row.error(
+                    "service_sessions '\(row["service_sessions"])' is not a whole number from 0 to \(Reason.maxServiceSessions)")
             }
             reasons[try row.nonEmpty("school_id"), default: []].append(
                 Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires, serviceSessions: sessions))
@@ -116,7 +120,8 @@ extension Roster {
     /// (which must all name a school listed here).
     private static func readSchools(_ file: CSVSource, reasons: [String: [Reason]]) throws(RosterError) -> [String: School] {
         var schools: [String: School] = [:]
-        try Table.forEach(file: "schools.csv", source: file, columns: ["school_id", "name", "timezone", "digest_time"]) { (row) throws(RosterError) in
+        try Table.forEach(file: "schools.csv", source: file, columns: ["school_id", "name", "timezone", "digest_time"]) {
+            (row) throws(RosterError) in
             let id = try row.identifier("school_id")
             guard schools[id] == nil else { throw row.error("school '\(id)' is listed twice") }
             let zoneName = try row.nonEmpty("timezone")
@@ -139,13 +144,17 @@ extension Roster {
     }
 
     /// `students.csv` as the directory of seats, and the grades each school has.
-    private static func readStudents(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> (StudentDirectory, [String: Set<Int>]) {
+    private static func readStudents(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> (
+        StudentDirectory, [String: Set<Int>]
+    ) {
         // Sized once from the file: growing by doubling would briefly hold two
         // copies of a district.
         let (bytes, lines) = file.size
         var directory = StudentDirectory(capacity: lines + 1, textBytes: bytes)
         var grades: [String: Set<Int>] = [:]
-        try Table.forEach(file: "students.csv", source: file, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]) { (row) throws(RosterError) in
+        try Table.forEach(
+            file: "students.csv", source: file, columns: ["school_id", "student_id", "grade", "class", "number", "name", "photo_url"]
+        ) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
             guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let student = Student(
@@ -168,7 +177,8 @@ extension Roster {
                 case .idListedTwice:
                     throw row.error("student '\(student.id)' is listed twice")
                 case .seatTaken(let other):
-                    throw row.error("grade \(student.grade) class \(student.classNumber) number \(student.number) is already student '\(other)'")
+                    throw row.error(
+                        "grade \(student.grade) class \(student.classNumber) number \(student.number) is already student '\(other)'")
                 case .tooManySchools:
                     throw row.error("students of more than \(Int(UInt16.max) + 1) schools; split the district")
                 }
@@ -184,7 +194,9 @@ extension Roster {
     /// volunteer-duty teacher a grade (both apply to those roles only).
     private static func readTeachers(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: Teacher] {
         var teachers: [String: Teacher] = [:]
-        try Table.forEach(file: "teachers.csv", source: file, columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]) { (row) throws(RosterError) in
+        try Table.forEach(
+            file: "teachers.csv", source: file, columns: ["school_id", "teacher_id", "name", "email", "role", "grade", "class"]
+        ) { (row) throws(RosterError) in
             let school = try row.identifier("school_id")
             guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let id = try row.identifier("teacher_id")
@@ -193,7 +205,8 @@ extension Roster {
             var roles: Set<Teacher.Role> = []
             for name in roleNames {
                 guard let role = Teacher.Role(rawValue: name) else {
-                    throw row.error("role '\(name)' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+                    throw row.error(
+                        "role '\(name)' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
                 }
                 guard roles.insert(role).inserted else { throw row.error("role '\(name)' is given twice") }
             }
@@ -215,7 +228,9 @@ extension Roster {
 
     /// `tokens.csv`: SHA-256 digests of tokens, each of a listed teacher,
     /// bucketed by their first 8 bytes.
-    private static func readTokens(_ file: CSVSource, teachers: [String: Teacher]) throws(RosterError) -> [UInt64: [(digest: [UInt8], teacher: Teacher)]] {
+    private static func readTokens(_ file: CSVSource, teachers: [String: Teacher]) throws(RosterError) -> [UInt64: [(
+        digest: [UInt8], teacher: Teacher
+    )]] {
         var tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]] = [:]
         try Table.forEach(file: "tokens.csv", source: file, columns: ["token_sha256", "teacher_id"]) { (row) throws(RosterError) in
             let hex = try row.nonEmpty("token_sha256")
@@ -239,7 +254,8 @@ extension Roster {
             guard webhooks[school] == nil else { throw row.error("school '\(school)' has a webhook already; one per school") }
             let url = try row.nonEmpty("url")
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-                  let host = parsed.host, !host.isEmpty, !url.contains(where: \.isWhitespace) else {
+                let host = parsed.host, !host.isEmpty, !url.contains(where: \.isWhitespace)
+            else {
                 throw row.error("url '\(url)' is not an http:// or https:// URL")
             }
             let secret = try row.nonEmpty("secret")
@@ -255,8 +271,8 @@ extension Roster {
     static func minuteOfDay(_ text: String) -> Int? {
         let parts = text.split(separator: ":")
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              let hour = Int(parts[0]), let minute = Int(parts[1]),
-              (0..<24).contains(hour), (0..<60).contains(minute)
+            let hour = Int(parts[0]), let minute = Int(parts[1]),
+            (0..<24).contains(hour), (0..<60).contains(minute)
         else { return nil }
         return hour * 60 + minute
     }
@@ -313,7 +329,9 @@ private enum Table {
         }
     }
 
-    static func forEach(file: String, source: Roster.CSVSource, columns required: [String], _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+    static func forEach(file: String, source: Roster.CSVSource, columns required: [String], _ body: (Row) throws(RosterError) -> Void)
+        throws(RosterError)
+    {
         var columns: [String: Int]?
         var width = 0
         let each = { (row: CSV.Row) throws(RosterError) in

@@ -65,11 +65,14 @@ package struct ServiceRecorded: Sendable, Equatable {
     }
 
     package init(json fields: JSONFields) throws(FieldError) {
-        self.init(eventId: try fields.string("eventId"), record: ServiceRecord(
-            serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
-            grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
-            date: try fields.string("date"), sessions: try fields.integer("sessions", in: ServiceRecorded.sessionsRange),
-            note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"), recordedAt: try fields.string("recordedAt")))
+        self.init(
+            eventId: try fields.string("eventId"),
+            record: ServiceRecord(
+                serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
+                grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
+                date: try fields.string("date"), sessions: try fields.integer("sessions", in: ServiceRecorded.sessionsRange),
+                note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"),
+                recordedAt: try fields.string("recordedAt")))
     }
 }
 
@@ -83,7 +86,9 @@ package struct ServiceWithdrawn: Sendable, Equatable {
     package let withdrawnBy: String
     package let occurredAt: String
 
-    package init(eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String) {
+    package init(
+        eventId: String, serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String
+    ) {
         self.eventId = eventId
         self.serviceId = serviceId
         self.schoolId = schoolId
@@ -123,9 +128,12 @@ extension Roster {
     /// (the ingest, where a teacher picked it); the notifier takes the grade
     /// as it was when the record was made (a record belongs to the student,
     /// and a grade change in March is no reason to drop it).
-    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?, sameGrade: Bool = true) throws(Registration.Invalid) -> ServiceRecord {
+    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?, sameGrade: Bool = true) throws(Registration
+        .Invalid) -> ServiceRecord
+    {
         guard school(event.schoolId) != nil else {
-            throw Registration.Invalid(problems: [FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], awaitingRoster: true)
+            throw Registration.Invalid(
+                problems: [FieldError(field: "schoolId", message: "unknown school '\(event.schoolId)'")], awaitingRoster: true)
         }
         var problems: [FieldError] = []
         var unknown = 0
@@ -135,7 +143,8 @@ extension Roster {
             unknown += 1
         case let student? where sameGrade && student.grade != event.grade:
             // The ingest's check: the teacher's view of the grade is behind.
-            problems.append(FieldError(field: "grade", message: "student '\(event.studentId)' is in grade \(student.grade), not \(event.grade)"))
+            problems.append(
+                FieldError(field: "grade", message: "student '\(event.studentId)' is in grade \(student.grade), not \(event.grade)"))
             unknown += 1
         default:
             break
@@ -152,7 +161,8 @@ extension Roster {
             problems.append(FieldError(field: "date", message: "must not be before \(firstDay) (RETENTION_DAYS)"))
         }
         if !ServiceRecorded.sessionsRange.contains(event.sessions) {
-            problems.append(FieldError(field: "sessions", message: "must be a whole number from 1 to \(ServiceRecorded.sessionsRange.upperBound)"))
+            problems.append(
+                FieldError(field: "sessions", message: "must be a whole number from 1 to \(ServiceRecorded.sessionsRange.upperBound)"))
         }
         var note: String?
         do {
@@ -162,7 +172,8 @@ extension Roster {
         }
         guard problems.isEmpty else { throw Registration.Invalid(problems: problems, awaitingRoster: unknown == problems.count) }
         return ServiceRecord(
-            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId, date: event.date,
+            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
+            date: event.date,
             sessions: event.sessions, note: note, recordedBy: event.recordedBy, recordedAt: event.recordedAt)
     }
 }

@@ -73,7 +73,8 @@ struct StudentDirectory: Sendable {
         if let existing = ids[idKey] {
             // Equal hashes: compare the ids themselves, all of the school's on
             // the (vanishingly rare) collision of different ids.
-            let same = string(records[Int(existing)].id) == student.id
+            let same =
+                string(records[Int(existing)].id) == student.id
                 || records.contains { $0.school == school && string($0.id) == student.id }
             if same { throw .idListedTwice }
         }
@@ -91,10 +92,11 @@ struct StudentDirectory: Sendable {
             photoDirectories.append(append(directory))
             photoDirectoryIndex[directory] = directoryIndex
         }
-        records.append(Record(
-            school: school, grade: UInt16(student.grade), classNumber: UInt16(student.classNumber), number: UInt16(student.number),
-            id: append(student.id), name: append(student.name),
-            photoDirectory: directoryIndex, photoFile: append(String(student.photoURL[fileStart...]))))
+        records.append(
+            Record(
+                school: school, grade: UInt16(student.grade), classNumber: UInt16(student.classNumber), number: UInt16(student.number),
+                id: append(student.id), name: append(student.name),
+                photoDirectory: directoryIndex, photoFile: append(String(student.photoURL[fileStart...]))))
     }
 
     /// Puts the records in seat order and drops what only loading needs; the
@@ -121,7 +123,9 @@ struct StudentDirectory: Sendable {
     }
 
     func student(school: String, grade: Int, classNumber: Int, number: Int) -> Student? {
-        guard let run = classRun(school: school, grade: grade, classNumber: classNumber), Student.seatRange.contains(number) else { return nil }
+        guard let run = classRun(school: school, grade: grade, classNumber: classNumber), Student.seatRange.contains(number) else {
+            return nil
+        }
         // Numbers usually run 1, 2, 3… without gaps: try the place that gives first.
         let guess = Int(run.lowerBound) + number - 1
         if run.contains(UInt32(clamping: guess)), records[guess].number == number { return student(at: UInt32(guess)) }
@@ -142,7 +146,9 @@ struct StudentDirectory: Sendable {
 
     private func classRun(school: String, grade: Int, classNumber: Int) -> Range<UInt32>? {
         precondition(!isLoading, "StudentDirectory read before finishLoading")
-        guard let school = schoolIndex[school], Student.seatRange.contains(grade), Student.seatRange.contains(classNumber) else { return nil }
+        guard let school = schoolIndex[school], Student.seatRange.contains(grade), Student.seatRange.contains(classNumber) else {
+            return nil
+        }
         return classRuns[StudentDirectory.seat(school, grade, classNumber, 0)]
     }
 

@@ -16,11 +16,11 @@ package enum Timestamp {
             return value
         }
         guard bytes.count >= 20,
-              let year = digits(0, 4), bytes[4] == 45, let month = digits(5, 2), bytes[7] == 45, let day = digits(8, 2),
-              bytes[10] == 84 || bytes[10] == 116,
-              let hour = digits(11, 2), bytes[13] == 58, let minute = digits(14, 2), bytes[16] == 58, let second = digits(17, 2),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              hour < 24, minute < 60, second < 61
+            let year = digits(0, 4), bytes[4] == 45, let month = digits(5, 2), bytes[7] == 45, let day = digits(8, 2),
+            bytes[10] == 84 || bytes[10] == 116,
+            let hour = digits(11, 2), bytes[13] == 58, let minute = digits(14, 2), bytes[16] == 58, let second = digits(17, 2),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+            hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
         var fraction = 0.0
@@ -42,7 +42,7 @@ package enum Timestamp {
             index += 1
         case 43, 45:
             guard let offsetHour = digits(index + 1, 2), index + 3 < bytes.count, bytes[index + 3] == 58,
-                  let offsetMinute = digits(index + 4, 2), offsetHour < 24, offsetMinute < 60
+                let offsetMinute = digits(index + 4, 2), offsetHour < 24, offsetMinute < 60
             else { return nil }
             offset = (offsetHour * 60 + offsetMinute) * 60 * (bytes[index] == 45 ? -1 : 1)
             index += 6
@@ -133,9 +133,9 @@ package enum Timestamp {
     package static func parseDate(_ text: String) -> (year: Int, month: Int, day: Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
+            parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
         else { return nil }
         return (year, month, day)
     }

@@ -47,7 +47,8 @@ final class Exchange: @unchecked Sendable {
         self.path = path
         let headers = Exchange.values(of: connection, kind: .HEADER_KIND, lowercased: true)
         // Counted first: most requests carry no query, and need no collection for it.
-        let query = MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, nil, nil) > 0
+        let query =
+            MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, nil, nil) > 0
             ? Exchange.values(of: connection, kind: .GET_ARGUMENT_KIND, lowercased: false) : nil
         self.headers = headers.fields
         self.query = query.map { Dictionary($0.fields.list) { $1 } } ?? [:]
@@ -57,7 +58,8 @@ final class Exchange: @unchecked Sendable {
 
     /// Answers decided from the request line and headers alone, sent before
     /// any body is read (libmicrohttpd then closes the connection).
-    private static func problem(path: String, version: String, headers: Collected, queryBytes: Int, config: HTTPServerConfig) -> HTTPError? {
+    private static func problem(path: String, version: String, headers: Collected, queryBytes: Int, config: HTTPServerConfig) -> HTTPError?
+    {
         if headers.bytes > config.maxHeaderBytes {
             return HTTPError(status: 431, detail: "the request headers take more than \(config.maxHeaderBytes) bytes")
         }
@@ -90,10 +92,13 @@ final class Exchange: @unchecked Sendable {
     /// field's name and goes on is one.
     private static func framingProblem(version: String, headers: Collected) -> HTTPError? {
         if let name = headers.malformedName {
-            return .badRequest("the header name \(quoted(name)) is malformed: no whitespace or control characters may come before its colon (RFC 9112 §5.1)")
+            return .badRequest(
+                "the header name \(quoted(name)) is malformed: no whitespace or control characters may come before its colon (RFC 9112 §5.1)"
+            )
         }
         if let name = headers.foldedName {
-            return .badRequest("the header \(quoted(name)) is malformed: a line folded onto the previous one (obs-fold) is refused (RFC 9112 §5.2)")
+            return .badRequest(
+                "the header \(quoted(name)) is malformed: a line folded onto the previous one (obs-fold) is refused (RFC 9112 §5.2)")
         }
         if headers.controlInValue {
             return .badRequest("a header value holds a CR, LF or NUL character (RFC 9112 §2.2)")
@@ -118,7 +123,10 @@ final class Exchange: @unchecked Sendable {
                 return .badRequest("the body's length cannot be determined: Transfer-Encoding must end with chunked (RFC 9112 §6.3)")
             }
             if codings.count > 1 {
-                return HTTPError(status: 501, detail: "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
+                return HTTPError(
+                    status: 501,
+                    detail:
+                        "the transfer coding '\(coding)' is not supported; send the body with Content-Length or Transfer-Encoding: chunked")
             }
         }
         return nil
@@ -134,19 +142,21 @@ final class Exchange: @unchecked Sendable {
 
     /// RFC 9110 §5.6.2 `token`: the characters a field name may have.
     private static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            switch byte {
-            case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: true
-            // ! # $ % & ' * + - . ^ _ ` | ~
-            case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2a, 0x2b, 0x2d, 0x2e, 0x5e, 0x5f, 0x60, 0x7c, 0x7e: true
-            default: false
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: true
+                // ! # $ % & ' * + - . ^ _ ` | ~
+                case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2a, 0x2b, 0x2d, 0x2e, 0x5e, 0x5f, 0x60, 0x7c, 0x7e: true
+                default: false
+                }
             }
-        }
     }
 
     /// A name as it can be shown in an answer: control characters escaped.
     private static func quoted(_ name: String) -> String {
-        "'" + name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "'"
+        "'" + name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+            + "'"
     }
 
     /// Called with each body chunk on libmicrohttpd's thread; past `limit`
@@ -264,7 +274,8 @@ final class Exchange: @unchecked Sendable {
 
     private static func requestID(from header: String?) -> String {
         if let header, !header.isEmpty, header.utf8.count <= 128,
-           header.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f }) {
+            header.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
+        {
             return header
         }
         return idPrefix + String(nextID.add(1, ordering: .relaxed).newValue, radix: 16)
@@ -351,7 +362,9 @@ final class Exchange: @unchecked Sendable {
             collected.checkLineEnd(key: key, value: value, count: valueSize)
             if collected.malformedName == nil && !isToken(name) { collected.malformedName = name }
             if collected.foldedName == nil && isFolded(name) { collected.foldedName = name }
-            if !collected.controlInValue && text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) { collected.controlInValue = true }
+            if !collected.controlInValue && text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) {
+                collected.controlInValue = true
+            }
         }
         if let previous = collected[name] {
             collected.repeated[name, default: [previous]].append(text)
@@ -450,7 +463,9 @@ private func asciiLowercased(_ text: UnsafePointer<CChar>, count length: Int) ->
 
 /// `count` bytes from `text` as UTF-8, NULs included.
 private func utf8String(_ text: UnsafePointer<CChar>, count: Int) -> String {
-    text.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+    text.withMemoryRebound(to: UInt8.self, capacity: count) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+    }
 }
 
 /// Whether two header names are equal, A-Z and a-z alike.

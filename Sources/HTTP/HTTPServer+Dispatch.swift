@@ -26,10 +26,11 @@ extension HTTPServer {
             exchange.begin(in: self)
             // The handler runs here until it waits; one that never waits
             // (a look-up, a refusal) has answered when this returns.
-            exchange.handle(Task.immediate(executorPreference: InlineExecutor.shared) { [self] in
-                let response = await Router.run(route.handler, request, logger: logger)
-                exchange.finish(response, in: self)
-            })
+            exchange.handle(
+                Task.immediate(executorPreference: InlineExecutor.shared) { [self] in
+                    let response = await Router.run(route.handler, request, logger: logger)
+                    exchange.finish(response, in: self)
+                })
             guard let answer = exchange.suspendUnlessAnswered() else { return .YES }
             return exchange.queue(answer)
         }
@@ -42,7 +43,9 @@ extension HTTPServer {
         let socket = guidance_mhd_connection_fd(connection)
         let address = clientAddress(connection)
         let now = ContinuousClock.now
-        guard let room = connections.withLock({ $0.opened(key(connection), socket: socket, address: address, at: now) }), room >= 0 else { return }
+        guard let room = connections.withLock({ $0.opened(key(connection), socket: socket, address: address, at: now) }), room >= 0 else {
+            return
+        }
         // shutdown(2), never close(2): the descriptor stays libmicrohttpd's to close.
         Glibc.shutdown(room, Int32(SHUT_RDWR))
         closedForRoom.add(1, ordering: .relaxed)
@@ -76,12 +79,15 @@ extension HTTPServer {
         switch change {
         case .began?:
             unavailableRoutes.add(1, ordering: .relaxed)
-            logger.warning("answering 503 (unavailable) on this route from now on", [
-                "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
-            ])
+            logger.warning(
+                "answering 503 (unavailable) on this route from now on",
+                [
+                    "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route
+                ])
         case .ended(let count)?:
             unavailableRoutes.subtract(1, ordering: .relaxed)
-            logger.info("answering again after 503s", ["route": exchange.route, "refused": String(count), "status": String(exchange.status)])
+            logger.info(
+                "answering again after 503s", ["route": exchange.route, "refused": String(count), "status": String(exchange.status)])
         case nil:
             break
         }
@@ -99,7 +105,7 @@ extension HTTPServer {
         guard failed || (exchange.status >= 500 && exchange.status != 503) || logger.isEnabled(.debug) else { return }
         let fields = [
             "requestId": exchange.requestID, "method": exchange.method, "route": exchange.route,
-            "status": String(exchange.status), "ms": String(format: "%.2f", duration.seconds * 1000),
+            "status": String(exchange.status), "ms": String(format: "%.2f", duration.seconds * 1000)
         ]
         if failed {
             logger.info("request ended before its answer was sent", fields.merging(["reason": String(reason.rawValue)]) { $1 })

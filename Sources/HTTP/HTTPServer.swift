@@ -207,7 +207,10 @@ package final class HTTPServer: Sendable {
                 if closed > 0 {
                     server.logger.warning(
                         "connections near the limit: closed idle ones of the addresses holding the most",
-                        ["count": String(closed), "open": String(server.connections.withLock { $0.count }), "limit": String(server.config.connectionLimit)])
+                        [
+                            "count": String(closed), "open": String(server.connections.withLock { $0.count }),
+                            "limit": String(server.config.connectionLimit)
+                        ])
                 }
                 server.stopping.block(after: seen, atMost: .seconds(1))
             }
@@ -222,7 +225,8 @@ package final class HTTPServer: Sendable {
     /// limit and never sent ends here too).
     static func timeoutAnswer(after limit: Duration) -> [UInt8] {
         let body = HTTPError(status: 408, detail: "the request was not received whole within \(Int(limit.seconds)) s").response.body
-        let head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let head =
+            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + body
     }
 

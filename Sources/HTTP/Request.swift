@@ -64,7 +64,7 @@ package struct Request: Sendable {
 
     private static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int {
         guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let value = Int(text), range.contains(value)
+            let value = Int(text), range.contains(value)
         else {
             throw HTTPError(FieldError(field: name, message: "must be a whole number from \(range.lowerBound) to \(range.upperBound)"))
         }
@@ -119,7 +119,9 @@ extension Request {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0d).contains($0) }
         // The first part between semicolons that is not empty, as `split` finds it.
         let media = contentType.utf8.drop { $0 == UInt8(ascii: ";") }.prefix { $0 != UInt8(ascii: ";") }
-        guard let first = media.firstIndex(where: { !isSpace($0) }), let last = media.lastIndex(where: { !isSpace($0) }) else { return false }
+        guard let first = media.firstIndex(where: { !isSpace($0) }), let last = media.lastIndex(where: { !isSpace($0) }) else {
+            return false
+        }
         let trimmed = media[first...last]
         let type = "application/".utf8
         guard trimmed.starts(with: type, by: lowered) else { return false }

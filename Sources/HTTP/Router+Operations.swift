@@ -51,7 +51,8 @@ package final class HTTPMetrics: Sendable {
                 labels: [("route", key.route), ("method", key.method), ("status", String(key.status))]),
             duration: metrics.histogram(
                 "http_request_duration_seconds", help: "Time from the request's first byte to its completion.",
-                labels: [("route", key.route)]))
+                labels: [("route", key.route)])
+        )
         series.withLock { $0[key] = made }
         return made
     }

@@ -73,12 +73,16 @@ package struct Router: Sendable {
 
     /// The route for `method` on `path`, or the answer when there is none:
     /// 404, or 405 with `Allow`.
-    func resolve(method: String, path: String) -> Result<(pattern: String, parameters: [(name: String, value: String)], handler: Handler), HTTPError> {
+    func resolve(method: String, path: String) -> Result<
+        (pattern: String, parameters: [(name: String, value: String)], handler: Handler), HTTPError
+    > {
         switch match(method: method, path: path) {
         case .notFound:
             return .failure(.notFound("no resource at \(path)"))
         case .methodNotAllowed(let allowed):
-            return .failure(HTTPError(status: 405, detail: "\(method) is not allowed on \(path)", headers: [("Allow", allowed.joined(separator: ", "))]))
+            return .failure(
+                HTTPError(status: 405, detail: "\(method) is not allowed on \(path)", headers: [("Allow", allowed.joined(separator: ", "))])
+            )
         case .found(let pattern, let parameters, let handler):
             return .success((pattern, parameters, handler))
         }
@@ -94,7 +98,8 @@ package struct Router: Sendable {
         } catch let error as HTTPError {
             return error.response
         } catch let error as RetriableError where error.isRetriable {
-            logger.warning("\(error.system) is unavailable", ["requestId": request.requestID, "route": request.route, "error": error.message])
+            logger.warning(
+                "\(error.system) is unavailable", ["requestId": request.requestID, "route": request.route, "error": error.message])
             return HTTPError.unavailable("\(error.system) cannot be reached now; retry shortly", retryAfterSeconds: 5).response
         } catch {
             logger.error("handler failed", ["requestId": request.requestID, "route": request.route, "error": String(describing: error)])

@@ -26,13 +26,14 @@ struct AppPage: Sendable {
     static let scripts = [
         Asset(name: "app.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.appJS),
         Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS),
-        Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS),
+        Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS)
     ]
 
     /// The installed app: its manifest, and the service worker that opens it
     /// offline and keeps the opened classes' names and photos for the face
     /// check until sign-out (`Assets/sw.js` says what it keeps).
-    static let manifest = Asset(name: "manifest.webmanifest", contentType: "application/manifest+json", text: EmbeddedFiles.manifestWEBMANIFEST)
+    static let manifest = Asset(
+        name: "manifest.webmanifest", contentType: "application/manifest+json", text: EmbeddedFiles.manifestWEBMANIFEST)
     static let worker = Asset(name: "sw.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.swJS)
 
     /// The app's name, for every role (the gate is one of its tabs); a
@@ -78,7 +79,9 @@ struct AppPage: Sendable {
         let time = roster.school(teacher.schoolID).map { String(format: "%02d:%02d", $0.digestMinute / 60, $0.digestMinute % 60) }
         let when = time.map { "매일 \($0)에" } ?? "매일 정해진 시각에"
         if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox(when: when))) }
-        if teacher.has(.admin) { tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster), when: when))) }
+        if teacher.has(.admin) {
+            tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster), when: when)))
+        }
         tabs.append(Tab(id: "settings", name: "설정", panel: AppPage.settings(receivesLists: receivesLists)))
         return tabs
     }
@@ -230,7 +233,8 @@ struct AppPage: Sendable {
             """
     }
 
-    private static func inbox(when: String) -> String { """
+    private static func inbox(when: String) -> String {
+        """
         <section class="card" aria-labelledby="inbox-title">
         <h2 id="inbox-title" tabindex="-1">알림함</h2>
         <ul id="inbox" class="plain"></ul>
@@ -250,13 +254,14 @@ struct AppPage: Sendable {
     /// The 봉사 명단: the caller's scope, students with service left first;
     /// volunteer-duty teachers and admins record a session (`봉사 1회 기록`) and take it back.
     private static func service(_ teacher: Teacher) -> String {
-        let scope = if teacher.has(.admin) {
-            "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
-        } else if teacher.has(.volunteerDuty) {
-            "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 한 번 마칠 때마다 봉사 1회 기록을 누르세요."
-        } else {
-            "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 담당 교사가 봉사를 기록합니다."
-        }
+        let scope =
+            if teacher.has(.admin) {
+                "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
+            } else if teacher.has(.volunteerDuty) {
+                "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 한 번 마칠 때마다 봉사 1회 기록을 누르세요."
+            } else {
+                "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 담당 교사가 봉사를 기록합니다."
+            }
         return """
             <section class="card" aria-labelledby="service-title">
             <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
@@ -279,7 +284,8 @@ struct AppPage: Sendable {
             .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name))</option>" }.joined()
     }
 
-    private static func admin(teachers: String, when: String) -> String { """
+    private static func admin(teachers: String, when: String) -> String {
+        """
         <section class="card" aria-labelledby="admin-title">
         <h2 id="admin-title">관리</h2>
         <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. \(when) 저절로도 보내집니다.</p>

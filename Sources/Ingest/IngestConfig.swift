@@ -34,7 +34,8 @@ package struct IngestConfig: Sendable {
     /// `RETENTION_DAYS` (how far back `occurredAt` may reach) and the topics' retention.
     package var retention = Retention()
 
-    package init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12) {
+    package init(http: HTTPServerConfig, rosterDirectory: String, producer: ProducerConfig, topics: Topics = Topics(), partitions: Int = 12)
+    {
         self.http = http
         self.rosterDirectory = rosterDirectory
         self.producer = producer

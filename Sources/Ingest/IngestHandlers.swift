@@ -113,9 +113,12 @@ struct IngestHandlers: Sendable {
         if request.header("x-purpose") != "prefetch" {
             accessLog.record(caller, .classStudents, school: schoolID, target: "\(grade)-\(classNumber)")
         }
-        return .json(ClassStudents(schoolId: schoolID, grade: grade, classNumber: classNumber, students: students.map {
-            ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
-        }))
+        return .json(
+            ClassStudents(
+                schoolId: schoolID, grade: grade, classNumber: classNumber,
+                students: students.map {
+                    ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
+                }))
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {
@@ -139,7 +142,8 @@ struct IngestHandlers: Sendable {
         // The event names who recorded it; an admin recording for a gate
         // teacher would leave no trace of the admin, so nobody may.
         if let teacher, teacher.id != recordedBy {
-            throw HTTPError(FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
+            throw HTTPError(
+                FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
         let registration: Registration
         do {
@@ -158,7 +162,8 @@ struct IngestHandlers: Sendable {
 
     private static func occurredAt(_ text: String) throws(HTTPError) -> Double {
         guard let seconds = Timestamp.parse(text) else {
-            throw HTTPError(FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
+            throw HTTPError(
+                FieldError(field: "occurredAt", message: "must be an RFC 3339 timestamp with an offset, e.g. 2026-11-30T07:52:10+09:00"))
         }
         return seconds
     }
@@ -187,15 +192,19 @@ struct IngestHandlers: Sendable {
     /// `id` names what it is about (`guidanceId`, `serviceId`), in the log,
     /// the answer and the 503 that asks for a retry with the same id.
     func publish(
-        _ value: [UInt8], type: EventType, topic: String, key: String, id: (name: StaticString, value: String), eventID: String, request: Request
+        _ value: [UInt8], type: EventType, topic: String, key: String, id: (name: StaticString, value: String), eventID: String,
+        request: Request
     ) async throws -> Response {
         let message = OutgoingMessage(topic: topic, key: Array(key.utf8), value: value, headers: type.headers)
         let report: DeliveryReport
         do {
             report = try await producer.send(message)
         } catch {
-            metrics.increment("ingest_produce_errors_total", help: "Events the broker did not acknowledge, by reason.", labels: [("code", "\(error.code)")])
-            logger.warning("event not acknowledged", ["requestId": request.requestID, id.name.description: id.value, "error": error.message])
+            metrics.increment(
+                "ingest_produce_errors_total", help: "Events the broker did not acknowledge, by reason.",
+                labels: [("code", "\(error.code)")])
+            logger.warning(
+                "event not acknowledged", ["requestId": request.requestID, id.name.description: id.value, "error": error.message])
             if error.isRetriable {
                 throw HTTPError.unavailable(
                     "the event broker did not acknowledge the event; retry with the same \(id.name)", retryAfterSeconds: 2,
@@ -204,10 +213,12 @@ struct IngestHandlers: Sendable {
             throw error
         }
         guard logger.isEnabled(.info) else { return accepted(id, eventID, report) }
-        logger.info(IngestHandlers.logMessage(type), [
-            "requestId": request.requestID, id.name.description: id.value, "key": key,
-            "partition": String(report.partition), "offset": String(report.offset),
-        ])
+        logger.info(
+            IngestHandlers.logMessage(type),
+            [
+                "requestId": request.requestID, id.name.description: id.value, "key": key,
+                "partition": String(report.partition), "offset": String(report.offset)
+            ])
         return accepted(id, eventID, report)
     }
 

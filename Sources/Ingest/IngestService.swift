@@ -22,8 +22,11 @@ package final class IngestService: Sendable {
     package init(config: IngestConfig, roster: Roster? = nil, logger: Logger = Logger(component: "ingest")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
-        try Startup.checkCredentials(roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
+        let roster =
+            try roster.map(LiveRoster.init)
+            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+        try Startup.checkCredentials(
+            roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
         self.roster = roster
         producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
         let metrics = self.metrics
@@ -52,14 +55,19 @@ package final class IngestService: Sendable {
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
-        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        let accessLog = AccessLog(
+            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         IngestHandlers(
-            producer: producer, topics: config.topics, photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
+            producer: producer, topics: config.topics,
+            photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
             accessLog: accessLog, retention: config.retention, metrics: metrics, logger: logger
         ).routes(into: &routes)
-        NotifierReads(notifier: config.notifierURL.map {
-            Forwarding(base: $0, cookieName: SessionCookie.notifier, sessions: sessions, logger: logger.with(["part": "notifier-reads"]))
-        }).routes(into: &routes)
+        NotifierReads(
+            notifier: config.notifierURL.map {
+                Forwarding(
+                    base: $0, cookieName: SessionCookie.notifier, sessions: sessions, logger: logger.with(["part": "notifier-reads"]))
+            }
+        ).routes(into: &routes)
         let signIn = SignIn(
             title: AppPage.title, roles: AppPage.roles, policy: policy, mail: config.mail, publicURL: config.publicURL,
             logger: logger.with(["part": "web"]))
@@ -68,15 +76,20 @@ package final class IngestService: Sendable {
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             http.record(record)
         }
-        parts = Parts([
-            [.producer(producer, timeout: config.producer.deliveryTimeout)],
-            [.accessLog(accessLog)],
-            [.sessionLog(sessions)],
-            [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod),
-             .rosterWatch(roster, every: config.rosterCheckInterval)],
-        ], logger: logger)
+        parts = Parts(
+            [
+                [.producer(producer, timeout: config.producer.deliveryTimeout)],
+                [.accessLog(accessLog)],
+                [.sessionLog(sessions)],
+                [
+                    .http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod),
+                    .rosterWatch(roster, every: config.rosterCheckInterval)
+                ]
+            ], logger: logger)
         let loaded = roster.current
-        logger.info("roster loaded", ["schools": String(loaded.schools.count), "students": String(loaded.studentCount), "teachers": String(loaded.teachers.count)])
+        logger.info(
+            "roster loaded",
+            ["schools": String(loaded.schools.count), "students": String(loaded.studentCount), "teachers": String(loaded.teachers.count)])
     }
 
     /// The bound HTTP port (useful with port 0).
@@ -115,7 +128,9 @@ package final class IngestService: Sendable {
             // Admin calls block.
             let counts = try await blocking { try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5)) }
             for (topic, count) in counts.sorted(by: { $0.key < $1.key }) where count < partitions {
-                logger.warning("topic has fewer partitions than TOPIC_PARTITIONS", ["topic": topic, "partitions": String(count), "wanted": String(partitions)])
+                logger.warning(
+                    "topic has fewer partitions than TOPIC_PARTITIONS",
+                    ["topic": topic, "partitions": String(count), "wanted": String(partitions)])
             }
         } catch {
             logger.error("could not check or create the topics; requests answer 503 until Kafka is reachable", ["error": "\(error)"])

@@ -27,7 +27,7 @@ struct NotifierReads: Sendable {
         ("POST", "/v1/digests/run"),
         ("GET", "/v1/schools/{schoolId}/deliveries"),
         ("POST", "/v1/schools/{schoolId}/deliveries/{deliveryId}/retry"),
-        ("GET", "/v1/schools/{schoolId}/access-log"),
+        ("GET", "/v1/schools/{schoolId}/access-log")
     ]
 
     func routes(into router: inout GuardedRouter) {
@@ -55,8 +55,11 @@ struct NotifierReads: Sendable {
     /// The request's path and query as sent on: each segment and value
     /// percent-encoded again (the server hands them over decoded).
     static func target(_ path: String, query: [String: String]) -> String {
-        let encodedPath = path.split(separator: "/", omittingEmptySubsequences: false).map { Forwarding.segment(String($0)) }.joined(separator: "/")
+        let encodedPath = path.split(separator: "/", omittingEmptySubsequences: false).map { Forwarding.segment(String($0)) }.joined(
+            separator: "/")
         guard !query.isEmpty else { return encodedPath }
-        return encodedPath + "?" + query.sorted { $0.key < $1.key }.map { Forwarding.segment($0.key) + "=" + Forwarding.segment($0.value) }.joined(separator: "&")
+        return encodedPath + "?"
+            + query.sorted { $0.key < $1.key }.map { Forwarding.segment($0.key) + "=" + Forwarding.segment($0.value) }.joined(
+                separator: "&")
     }
 }

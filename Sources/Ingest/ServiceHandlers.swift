@@ -16,7 +16,8 @@ extension IngestHandlers {
     @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
         let event = try serviceRecorded(request, caller)
         return try await publish(
-            event.json, type: .serviceRecorded, topic: topics.service, key: eventKey(school: event.record.schoolId, grade: event.record.grade),
+            event.json, type: .serviceRecorded, topic: topics.service,
+            key: eventKey(school: event.record.schoolId, grade: event.record.grade),
             id: ("serviceId", event.record.serviceId), eventID: event.eventId, request: request)
     }
 
@@ -60,7 +61,8 @@ extension IngestHandlers {
             throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
         }
         if let teacher = caller.teacher, teacher.id != recordedBy {
-            throw HTTPError(FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
+            throw HTTPError(
+                FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
         let now = Timestamp.now()
         let asked = ServiceRecord(
@@ -68,7 +70,9 @@ extension IngestHandlers {
             date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
         let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         do {
-            return ServiceRecorded(eventId: RandomID.uuid(), record: try caller.roster.checkedService(asked, today: today, firstDay: retention.firstKeptDay(today: today)))
+            return ServiceRecorded(
+                eventId: RandomID.uuid(),
+                record: try caller.roster.checkedService(asked, today: today, firstDay: retention.firstKeptDay(today: today)))
         } catch {
             throw HTTPError.unprocessable(error.description, errors: error.problems)
         }

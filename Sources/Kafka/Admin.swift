@@ -64,8 +64,9 @@ package final class Admin: @unchecked Sendable {
         let brokers = try brokerCount(timeout: timeout)
         for spec in specs {
             let replicas = spec.replicationFactor ?? min(3, max(1, brokers))
-            guard let topic = rd_kafka_NewTopic_new(
-                spec.name, Int32(spec.partitions), Int32(replicas), &errorText, errorText.count)
+            guard
+                let topic = rd_kafka_NewTopic_new(
+                    spec.name, Int32(spec.partitions), Int32(replicas), &errorText, errorText.count)
             else {
                 let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
                 throw KafkaError(.invalidConfiguration, "topic \(spec.name): \(reason)")
@@ -73,7 +74,9 @@ package final class Admin: @unchecked Sendable {
             topics.append(topic)
             for (name, value) in spec.configs.sorted(by: { $0.key < $1.key }) {
                 let result = rd_kafka_NewTopic_set_config(topic, name, value)
-                guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "topic \(spec.name): \(name)=\(value)") }
+                guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw KafkaError(result, context: "topic \(spec.name): \(name)=\(value)")
+                }
             }
         }
         let queue = rd_kafka_queue_new(handle)
@@ -95,7 +98,7 @@ package final class Admin: @unchecked Sendable {
         }
         var count = 0
         guard let result = rd_kafka_event_CreateTopics_result(event),
-              let results = rd_kafka_CreateTopics_result_topics(result, &count)
+            let results = rd_kafka_CreateTopics_result_topics(result, &count)
         else { return }
         for index in 0..<count {
             let topicError = rd_kafka_topic_result_error(results[index])

@@ -42,7 +42,9 @@ private func kafkaLogCallback(_ handle: OpaquePointer?, _ level: Int32, _ facili
 }
 
 // Called from rd_kafka_poll on the client's own polling thread.
-private func kafkaErrorCallback(_ handle: OpaquePointer?, _ code: Int32, _ reason: UnsafePointer<CChar>?, _ opaque: UnsafeMutableRawPointer?) {
+private func kafkaErrorCallback(
+    _ handle: OpaquePointer?, _ code: Int32, _ reason: UnsafePointer<CChar>?, _ opaque: UnsafeMutableRawPointer?
+) {
     guard let context = ClientContext.from(opaque) else { return }
     let error = rd_kafka_resp_err_t(code)
     let text = reason.map { String(cString: $0) } ?? ""

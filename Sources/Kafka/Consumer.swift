@@ -55,12 +55,18 @@ package final class Consumer: @unchecked Sendable {
             return
         }
         let counts = try Metadata.partitionCounts(handle: handle, topics: config.topics, timeout: .seconds(10))
-        let partitions = config.topics.flatMap { topic in (0..<Int32(counts[topic] ?? 0)).map { TopicPartition(topic: topic, partition: $0) } }
-        guard partitions.count > 0 else { throw KafkaError(.invalidConfiguration, "no partitions found for \(config.topics.joined(separator: ","))") }
+        let partitions = config.topics.flatMap { topic in
+            (0..<Int32(counts[topic] ?? 0)).map { TopicPartition(topic: topic, partition: $0) }
+        }
+        guard partitions.count > 0 else {
+            throw KafkaError(.invalidConfiguration, "no partitions found for \(config.topics.joined(separator: ","))")
+        }
         let list = PartitionList.make(partitions.map { ($0, Int64(RD_KAFKA_OFFSET_BEGINNING)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let result = rd_kafka_assign(handle, list)
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "assign \(config.topics.joined(separator: ","))") }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result, context: "assign \(config.topics.joined(separator: ","))")
+        }
     }
 
     deinit {
@@ -150,8 +156,11 @@ package final class Consumer: @unchecked Sendable {
         for entry in PartitionList.entries(list) {
             var low: Int64 = 0
             var high: Int64 = 0
-            guard rd_kafka_get_watermark_offsets(handle, entry.partition.topic, entry.partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
-                  high >= 0 else { continue }
+            guard
+                rd_kafka_get_watermark_offsets(handle, entry.partition.topic, entry.partition.partition, &low, &high)
+                    == RD_KAFKA_RESP_ERR_NO_ERROR,
+                high >= 0
+            else { continue }
             lag[entry.partition] = entry.offset >= 0 ? max(0, high - entry.offset) : max(0, high - low)
         }
         return lag

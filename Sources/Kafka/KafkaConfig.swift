@@ -25,7 +25,7 @@ package struct KafkaConfig: Sendable {
         for entry in entries {
             let address = entry.range(of: "://").map { String(entry[$0.upperBound...]) } ?? entry
             guard let colon = address.lastIndex(of: ":"), colon != address.startIndex,
-                  let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port)
+                let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port)
             else { return "'\(entry)' is not host:port with a port from 1 to 65535; e.g. kafka-1:9092,kafka-2:9092" }
         }
         return nil
@@ -65,7 +65,7 @@ package struct KafkaConfig: Sendable {
         "enable.idempotence": "the producer is always idempotent (delivery guarantee); remove the variable",
         "acks": "the producer always waits for all in-sync replicas (acks=all); remove the variable",
         "enable.auto.commit": "offsets are committed only after the store committed; remove the variable",
-        "enable.auto.offset.store": "offsets are stored only after processing; remove the variable",
+        "enable.auto.offset.store": "offsets are stored only after processing; remove the variable"
     ]
 
     /// The full property list for a client: typed defaults first, then the
@@ -122,7 +122,7 @@ package struct ProducerConfig: Sendable {
                 ("message.timeout.ms", String(deliveryTimeout.milliseconds)),
                 ("linger.ms", String(linger.milliseconds)),
                 ("queue.buffering.max.messages", String(maxQueuedMessages)),
-                ("log_level", "6"),
+                ("log_level", "6")
             ],
             enforced: [("enable.idempotence", "true"), ("acks", "all")])
     }
@@ -177,7 +177,7 @@ package struct ConsumerConfig: Sendable {
             // measured on a 100,000-event backlog: 8 MiB applied 21,700 events/s,
             // 32 MiB 38,000, 64 MiB 36,600. 32 MiB keeps the notifier in budget.
             ("queued.max.messages.kbytes", "32768"),
-            ("log_level", "6"),
+            ("log_level", "6")
         ]
         if let instanceID { defaults.append(("group.instance.id", instanceID)) }
         return kafka.resolved(

@@ -55,7 +55,7 @@ package struct KafkaError: RetriableError, CustomStringConvertible, Equatable {
         RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE.rawValue,
         RD_KAFKA_RESP_ERR_NOT_COORDINATOR.rawValue,
         RD_KAFKA_RESP_ERR__TIMED_OUT.rawValue,
-        RD_KAFKA_RESP_ERR__WAIT_COORD.rawValue,
+        RD_KAFKA_RESP_ERR__WAIT_COORD.rawValue
     ]
 
     /// Maps a librdkafka result code. `producerFatal` says the handle that
@@ -66,10 +66,10 @@ package struct KafkaError: RetriableError, CustomStringConvertible, Equatable {
         let code: Code
         switch raw {
         case _ where producerFatal, RD_KAFKA_RESP_ERR__FATAL,
-             // The idempotent producer's sequence errors precede its fatal state.
-             RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER,
-             RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID,
-             RD_KAFKA_RESP_ERR__INCONSISTENT, RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE:
+            // The idempotent producer's sequence errors precede its fatal state.
+            RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER,
+            RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID,
+            RD_KAFKA_RESP_ERR__INCONSISTENT, RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE:
             code = .producerFailed
         case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
             code = .deliveryTimedOut

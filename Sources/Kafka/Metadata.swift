@@ -17,7 +17,9 @@ enum Metadata {
     /// that the request itself never auto-creates one.
     /// The partition's first kept offset and the offset its next message
     /// will get, asked of its leader.
-    static func watermarks(handle: OpaquePointer, partition: TopicPartition, timeout: Duration) throws(KafkaError) -> (low: Int64, high: Int64) {
+    static func watermarks(handle: OpaquePointer, partition: TopicPartition, timeout: Duration) throws(KafkaError) -> (
+        low: Int64, high: Int64
+    ) {
         var low: Int64 = 0
         var high: Int64 = 0
         let result = rd_kafka_query_watermark_offsets(
@@ -65,7 +67,8 @@ enum Metadata {
             }
             defer { rd_kafka_metadata_destroy(metadata) }
             guard metadata.pointee.topic_cnt == 1, metadata.pointee.topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR,
-                  metadata.pointee.topics[0].partition_cnt > 0 else {
+                metadata.pointee.topics[0].partition_cnt > 0
+            else {
                 missing.append(name)
                 continue
             }

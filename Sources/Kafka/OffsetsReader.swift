@@ -13,14 +13,17 @@ package final class OffsetsReader: @unchecked Sendable {
     private let handle: OpaquePointer
     private let context: ClientContext
 
-    package init(kafka: KafkaConfig, groupID: String, clientID: String = "guidance-offsets", logger: Logger = Logger(component: "kafka-offsets")) throws(KafkaError) {
+    package init(
+        kafka: KafkaConfig, groupID: String, clientID: String = "guidance-offsets", logger: Logger = Logger(component: "kafka-offsets")
+    ) throws(KafkaError) {
         self.groupID = groupID
         context = ClientContext(logger: logger)
         // Only a consumer handle with the group's id may ask for its
         // committed offsets; it never subscribes, so it never joins.
-        let conf = try makeConf(kafka.resolved(
-            defaults: [("client.id", clientID), ("log_level", "6")],
-            enforced: [("group.id", groupID), ("enable.auto.commit", "false")]))
+        let conf = try makeConf(
+            kafka.resolved(
+                defaults: [("client.id", clientID), ("log_level", "6")],
+                enforced: [("group.id", groupID), ("enable.auto.commit", "false")]))
         context.install(on: conf)
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
     }
@@ -50,7 +53,9 @@ package final class OffsetsReader: @unchecked Sendable {
     }
 
     /// The group's committed offsets; a partition without a commit maps to nil.
-    package func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition: Int64?] {
+    package func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) throws(KafkaError) -> [TopicPartition:
+        Int64?]
+    {
         let list = PartitionList.make(partitions)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let result = rd_kafka_committed(handle, list, Int32(clamping: timeout.milliseconds))

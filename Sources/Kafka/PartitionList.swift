@@ -17,7 +17,9 @@ enum PartitionList {
         make(partitions.map { ($0, Int64(RD_KAFKA_OFFSET_INVALID)) })
     }
 
-    static func entries(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>) -> [(partition: TopicPartition, offset: Int64, error: rd_kafka_resp_err_t)] {
+    static func entries(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>) -> [(
+        partition: TopicPartition, offset: Int64, error: rd_kafka_resp_err_t
+    )] {
         (0..<Int(list.pointee.cnt)).map { index in
             let element = list.pointee.elems[index]
             return (TopicPartition(topic: String(cString: element.topic), partition: element.partition), element.offset, element.err)

@@ -183,19 +183,21 @@ final class ProducerClient: @unchecked Sendable {
         awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
         let box = Unmanaged.passRetained(delivery).toOpaque()
-        let result = withLiveHandle { handle in
-            message.key.withUnsafeBytes { key in
-                Producer.withValue(message.value) { value, count in
-                    message.topic.withCString { topic in
-                        guidance_kafka_produce(handle, topic, key.baseAddress, key.count, value, count, headers, box)
+        let result =
+            withLiveHandle { handle in
+                message.key.withUnsafeBytes { key in
+                    Producer.withValue(message.value) { value, count in
+                        message.topic.withCString { topic in
+                            guidance_kafka_produce(handle, topic, key.baseAddress, key.count, value, count, headers, box)
+                        }
                     }
                 }
-            }
-        } ?? RD_KAFKA_RESP_ERR__DESTROY
+            } ?? RD_KAFKA_RESP_ERR__DESTROY
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             rd_kafka_headers_destroy(headers)
             Unmanaged<DeliveryBox>.fromOpaque(box).release()
-            delivery.finish(.failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
+            delivery.finish(
+                .failure(KafkaError(result, context: "produce to \(message.topic)", producerFatal: result == RD_KAFKA_RESP_ERR__FATAL)))
         }
     }
 
@@ -276,9 +278,12 @@ final class ProducerClient: @unchecked Sendable {
         let now = ContinuousClock.now
         let overdue = awaiting.withLock { $0.removeOverdue(at: now, all: all) }
         for delivery in overdue {
-            delivery.finish(.failure(KafkaError(
-                all ? .shuttingDown : .deliveryTimedOut,
-                all ? "producer closed before the broker answered" : "no acknowledgement from the broker within \(deliveryTimeout)")))
+            delivery.finish(
+                .failure(
+                    KafkaError(
+                        all ? .shuttingDown : .deliveryTimedOut,
+                        all ? "producer closed before the broker answered" : "no acknowledgement from the broker within \(deliveryTimeout)")
+                ))
         }
     }
 }
@@ -412,7 +417,9 @@ private final class DeliveryBox: Sendable {
 }
 
 // Called from rd_kafka_poll on the polling thread, once per produced message.
-private func deliveryReportCallback(_ handle: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
+private func deliveryReportCallback(
+    _ handle: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?
+) {
     guard let message, let boxPointer = message.pointee._private else { return }
     let box = Unmanaged<DeliveryBox>.fromOpaque(boxPointer).takeRetainedValue()
     if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {

@@ -80,22 +80,32 @@ struct DataProtectionHandlers: Sendable {
         let students = named.map { named in byID.map { $0.filter(named.contains) } ?? named } ?? byID
         let action = try request.query["action"].map { (name) throws(HTTPError) in
             guard let known = AccessRecord.Action(rawValue: name) else {
-                throw HTTPError(FieldError(field: "action", message: "must be one of " + AccessRecord.Action.allCases.map(\.rawValue).joined(separator: ", ")))
+                throw HTTPError(
+                    FieldError(
+                        field: "action", message: "must be one of " + AccessRecord.Action.allCases.map(\.rawValue).joined(separator: ", ")))
             }
             return known
         }
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
-        let (records, total) = try await blocking { try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, students: students, limit: limit) }
-        accessLog.record(caller, .accessLog, school: school.id, target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
+        let (records, total) = try await blocking {
+            try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, students: students, limit: limit)
+        }
+        accessLog.record(
+            caller, .accessLog, school: school.id,
+            target: request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"))
         let roster = caller.roster
-        return .json(AccessLogJSON(schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), total: total, items: records.map {
-            AccessLogJSON.Item(
-                accessId: $0.accessId, at: $0.at, teacherId: $0.teacherId, teacherName: roster.teachers[$0.teacherId]?.name,
-                action: $0.action.rawValue, target: $0.target,
-                targetName: AccessRecord.Action.studentTargets.contains($0.action) ? roster.student(school: school.id, id: $0.target)?.name : nil,
-                client: $0.client)
-        }))
+        return .json(
+            AccessLogJSON(
+                schoolId: school.id, from: Timestamp.format(from), to: Timestamp.format(to), total: total,
+                items: records.map {
+                    AccessLogJSON.Item(
+                        accessId: $0.accessId, at: $0.at, teacherId: $0.teacherId, teacherName: roster.teachers[$0.teacherId]?.name,
+                        action: $0.action.rawValue, target: $0.target,
+                        targetName: AccessRecord.Action.studentTargets.contains($0.action)
+                            ? roster.student(school: school.id, id: $0.target)?.name : nil,
+                        client: $0.client)
+                }))
     }
 
     private func instant(_ request: Request, _ name: String, school: School, endOfDay: Bool) throws(HTTPError) -> Double? {
@@ -136,7 +146,9 @@ struct DataProtectionHandlers: Sendable {
                 try container.encode(digests, forKey: .digests)
             }
 
-            enum CodingKeys: String, CodingKey { case guidanceId, date, occurredAt, student, reason, recordedBy, deletedBy, deletedAt, digests }
+            enum CodingKeys: String, CodingKey {
+                case guidanceId, date, occurredAt, student, reason, recordedBy, deletedBy, deletedAt, digests
+            }
         }
 
         struct Appearance: Encodable, Sendable {
@@ -190,8 +202,10 @@ struct DataProtectionHandlers: Sendable {
         let studentID = request.parameter("studentId")
         let store = self.store
         let records = try await blocking { try store.records(school: school.id, student: studentID) }
-        guard caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
-            || !records.services.isEmpty else {
+        guard
+            caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
+                || !records.services.isEmpty
+        else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }
         accessLog.record(caller, .export, school: school.id, target: studentID)
@@ -199,17 +213,21 @@ struct DataProtectionHandlers: Sendable {
             schoolId: school.id, studentId: studentID, exportedAt: Timestamp.format(clock()),
             guidances: records.guidances.map { item in
                 Export.Guidance(
-                    guidanceId: item.record.guidanceId, date: item.record.date, occurredAt: item.record.occurredAt, student: item.record.student,
+                    guidanceId: item.record.guidanceId, date: item.record.date, occurredAt: item.record.occurredAt,
+                    student: item.record.student,
                     reason: item.record.reason, recordedBy: item.record.recordedBy, deletedBy: item.deletedBy, deletedAt: item.deletedAt,
                     digests: records.digests.filter { $0.guidanceId == item.record.guidanceId }.map(\.digestId))
             },
             digests: records.digests.map {
-                Export.Appearance(digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId, change: $0.change.rawValue)
+                Export.Appearance(
+                    digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId,
+                    change: $0.change.rawValue)
             },
             services: records.services.map {
                 Export.Service(
                     serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
-                    recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy, withdrawnAt: $0.withdrawnAt)
+                    recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
+                    withdrawnAt: $0.withdrawnAt)
             })
         guard (request.header("accept") ?? "").contains("text/csv") else { return .json(export) }
         let disposition = "attachment; filename=\"records-\(studentID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""
@@ -220,15 +238,20 @@ struct DataProtectionHandlers: Sendable {
 
     /// One row per guidance; the header names the columns in Korean and English.
     static func csv(_ export: Export) -> String {
-        let header = ["guidanceId", "날짜(date)", "시각(occurredAt)", "학년(grade)", "반(class)", "번호(number)", "이름(name)", "사유(reason)",
-                      "상세(detail)", "기록(recordedBy)", "삭제(deletedBy)", "삭제 시각(deletedAt)", "명단(digests)"]
+        let header = [
+            "guidanceId", "날짜(date)", "시각(occurredAt)", "학년(grade)", "반(class)", "번호(number)", "이름(name)", "사유(reason)",
+            "상세(detail)", "기록(recordedBy)", "삭제(deletedBy)", "삭제 시각(deletedAt)", "명단(digests)"
+        ]
         var lines = [header.map(field).joined(separator: ",")]
         for item in export.guidances {
-            lines.append([
-                item.guidanceId, item.date, item.occurredAt, String(item.student.grade), String(item.student.classNumber), String(item.student.number),
-                item.student.name, item.reason.label, item.reason.detail ?? "", item.recordedBy, item.deletedBy ?? "", item.deletedAt ?? "",
-                item.digests.joined(separator: " "),
-            ].map(field).joined(separator: ","))
+            lines.append(
+                [
+                    item.guidanceId, item.date, item.occurredAt, String(item.student.grade), String(item.student.classNumber),
+                    String(item.student.number),
+                    item.student.name, item.reason.label, item.reason.detail ?? "", item.recordedBy, item.deletedBy ?? "",
+                    item.deletedAt ?? "",
+                    item.digests.joined(separator: " ")
+                ].map(field).joined(separator: ","))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -263,9 +286,12 @@ struct DataProtectionHandlers: Sendable {
             }
         }
         accessLog.record(caller, .erase, school: school.id, target: SQLStore.erasedID)
-        logger.info("a student's records were erased", [
-            "school": school.id, "guidances": String(erased.guidances), "digests": String(erased.digests), "by": caller.teacher?.id ?? "(authentication off)",
-        ])
+        logger.info(
+            "a student's records were erased",
+            [
+                "school": school.id, "guidances": String(erased.guidances), "digests": String(erased.digests),
+                "by": caller.teacher?.id ?? "(authentication off)"
+            ])
         return .json(Erased(schoolId: school.id, guidances: erased.guidances, digests: erased.digests))
     }
 }

@@ -61,10 +61,14 @@ package struct DeadLetterReplay: Sendable {
         var failure: (any Error)?
         do {
             for (letter, message) in letters {
-                let headers = message.headers.filter { !$0.name.hasPrefix("dlq-") }
+                let headers =
+                    message.headers.filter { !$0.name.hasPrefix("dlq-") }
                     + [(name: "dlq-replayed-from", value: Array("\(topics.deadLetters)/\(letter.partition)/\(letter.offset)".utf8))]
-                _ = try await producer.send(OutgoingMessage(topic: letter.sourceTopic, key: message.key ?? [], value: message.value, headers: headers))
-                logger.info("dead letter replayed", ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
+                _ = try await producer.send(
+                    OutgoingMessage(topic: letter.sourceTopic, key: message.key ?? [], value: message.value, headers: headers))
+                logger.info(
+                    "dead letter replayed",
+                    ["partition": String(letter.partition), "offset": String(letter.offset), "topic": letter.sourceTopic])
             }
         } catch {
             failure = error
@@ -79,7 +83,9 @@ package struct DeadLetterReplay: Sendable {
     /// end stood when reading began.
     private func read(_ selection: Selection, timeout: Duration) throws -> [(letter: Letter, message: ConsumedMessage)] {
         let consumer = try Consumer(
-            config: ConsumerConfig(kafka: kafka, groupID: "guidance-dlq-replay-\(RandomID.uuid())", topics: [topics.deadLetters], clientID: "guidance-dlq-replay"),
+            config: ConsumerConfig(
+                kafka: kafka, groupID: "guidance-dlq-replay-\(RandomID.uuid())", topics: [topics.deadLetters],
+                clientID: "guidance-dlq-replay"),
             logger: logger)
         defer { consumer.close() }
         let ends = try OffsetsReader(kafka: kafka, groupID: consumer.config.groupID, clientID: "guidance-dlq-replay", logger: logger)
@@ -97,10 +103,17 @@ package struct DeadLetterReplay: Sendable {
                 guard selection.contains(message) else { continue }
                 let source = message.header("dlq-source-topic") ?? ""
                 guard topics.events.contains(source) else {
-                    logger.warning("dead letter without a known source topic; left alone", ["partition": String(message.partition), "offset": String(message.offset)])
+                    logger.warning(
+                        "dead letter without a known source topic; left alone",
+                        ["partition": String(message.partition), "offset": String(message.offset)])
                     continue
                 }
-                chosen.append((Letter(partition: message.partition, offset: message.offset, sourceTopic: source, reason: message.header("dlq-reason") ?? ""), message))
+                chosen.append(
+                    (
+                        Letter(
+                            partition: message.partition, offset: message.offset, sourceTopic: source,
+                            reason: message.header("dlq-reason") ?? ""), message
+                    ))
             }
         }
         return chosen.sorted { ($0.letter.partition, $0.letter.offset) < ($1.letter.partition, $1.letter.offset) }

@@ -21,7 +21,8 @@ struct DigestMail {
     static func messageID(digestId: String, domain: String) -> String {
         var local = ""
         for byte in digestId.utf8 {
-            let safe = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+            let safe =
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
             // A dot may not start or end the part, nor follow another.
             if safe || (byte == UInt8(ascii: ".") && !local.isEmpty && !local.hasSuffix(".")) {
@@ -45,7 +46,7 @@ struct DigestMail {
             "To: " + MailHeader.address(to),
             "Subject: " + MailHeader.encode(digest.subject),
             "Date: " + MailHeader.date(date),
-            "Message-ID: " + DigestMail.messageID(digestId: digest.digestId, domain: from.domain),
+            "Message-ID: " + DigestMail.messageID(digestId: digest.digestId, domain: from.domain)
         ]
         if digest.revision > 1 {
             let first = Digest.id(school: digest.schoolId, date: digest.date, recipient: digest.recipient, revision: 1)
@@ -55,26 +56,27 @@ struct DigestMail {
         headers += [
             "X-Guidance-Digest-Id: " + MailHeader.encode(digest.digestId),
             "MIME-Version: 1.0",
-            "Content-Type: multipart/alternative; boundary=\"\(boundary)\"",
+            "Content-Type: multipart/alternative; boundary=\"\(boundary)\""
         ]
         let link = self.link
         var plain = digest.text
         if let link { plain += "\n\n알림함에서 보기: \(link)" }
-        let lines = headers + [
-            "",
-            "--\(boundary)",
-            "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: base64",
-            "",
-            MailHeader.base64(plain.replacingOccurrences(of: "\n", with: "\r\n")),
-            "--\(boundary)",
-            "Content-Type: text/html; charset=utf-8",
-            "Content-Transfer-Encoding: base64",
-            "",
-            MailHeader.base64(html(link: link)),
-            "--\(boundary)--",
-            "",
-        ]
+        let lines =
+            headers + [
+                "",
+                "--\(boundary)",
+                "Content-Type: text/plain; charset=utf-8",
+                "Content-Transfer-Encoding: base64",
+                "",
+                MailHeader.base64(plain.replacingOccurrences(of: "\n", with: "\r\n")),
+                "--\(boundary)",
+                "Content-Type: text/html; charset=utf-8",
+                "Content-Transfer-Encoding: base64",
+                "",
+                MailHeader.base64(html(link: link)),
+                "--\(boundary)--",
+                ""
+            ]
         return Array(lines.joined(separator: "\r\n").utf8)
     }
 

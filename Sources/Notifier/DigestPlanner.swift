@@ -15,14 +15,24 @@ struct DigestPlanner: Sendable {
             let recipient = Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
             lists.append((recipient, dayEntries(state, grade: grade, classNumber: classNumber)))
         }
-        let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in teacher.grade.map { (teacher.id, $0) } }
+        let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in
+            teacher.grade.map { (teacher.id, $0) }
+        }
         for (teacher, grade) in volunteerDuty {
-            lists.append((Recipient(teacherId: teacher, scope: .grade, grade: grade, classNumber: nil), dayEntries(state, grade: grade, classNumber: nil)))
+            lists.append(
+                (
+                    Recipient(teacherId: teacher, scope: .grade, grade: grade, classNumber: nil),
+                    dayEntries(state, grade: grade, classNumber: nil)
+                ))
         }
         // Mondays: each volunteer-duty teacher's weekly 봉사 명단.
         if Frequency.isWeekStart(date) {
             for (teacher, grade) in volunteerDuty {
-                lists.append((Recipient(teacherId: teacher, scope: .service, grade: grade, classNumber: nil), owing(state, school: school, grade: grade)))
+                lists.append(
+                    (
+                        Recipient(teacherId: teacher, scope: .service, grade: grade, classNumber: nil),
+                        owing(state, school: school, grade: grade)
+                    ))
             }
         }
         return lists.compactMap { recipient, current in
@@ -38,7 +48,8 @@ struct DigestPlanner: Sendable {
         let reported = state.reported[recipient] ?? []
         let currentKeys = Set(current.map { $0.key(in: recipient.scope) })
         let reportedKeys = Set(reported.map { $0.key(in: recipient.scope) })
-        let entries = (current.filter { !reportedKeys.contains($0.key(in: recipient.scope)) }
+        let entries =
+            (current.filter { !reportedKeys.contains($0.key(in: recipient.scope)) }
             + reported.filter { !currentKeys.contains($0.key(in: recipient.scope)) }.map { removed($0, scope: recipient.scope, state) })
             .sorted(by: DigestPlanner.order)
         guard !entries.isEmpty else { return nil }
@@ -60,7 +71,8 @@ struct DigestPlanner: Sendable {
     private func dayEntries(_ state: DeliveryState, grade: Int, classNumber: Int?) -> [DigestEntry] {
         state.active.filter { $0.student.grade == grade && (classNumber == nil || $0.student.classNumber == classNumber) }.map { record in
             DigestEntry(
-                guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added,
+                guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt,
+                change: .added,
                 frequency: frequency(record.student, state), service: state.accounts[record.student.studentId]?.standing)
         }
     }
@@ -70,7 +82,7 @@ struct DigestPlanner: Sendable {
     private func owing(_ state: DeliveryState, school: School, grade: Int) -> [DigestEntry] {
         state.accounts.values.compactMap { account in
             guard account.standing.outstanding > 0, let last = account.lastGuidance,
-                  let student = roster.student(school: school.id, id: account.studentId), student.grade == grade
+                let student = roster.student(school: school.id, id: account.studentId), student.grade == grade
             else { return nil }
             return DigestEntry(
                 guidanceId: last.guidanceId, student: StudentRef(student),

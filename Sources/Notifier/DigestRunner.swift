@@ -19,7 +19,8 @@ final class DigestRunner: Sendable {
     struct CutoffTimeout: Error, CustomStringConvertible {
         let behind: [TopicPartition: Int64]
         var description: String {
-            "the consumer group did not catch up with the cutoff: " + behind.map { "\($0.key) \($0.value) behind" }.sorted().joined(separator: ", ")
+            "the consumer group did not catch up with the cutoff: "
+                + behind.map { "\($0.key) \($0.value) behind" }.sorted().joined(separator: ", ")
         }
     }
 
@@ -38,7 +39,8 @@ final class DigestRunner: Sendable {
     private let logger: Logger
 
     init(
-        config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics, logger: Logger
+        config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics,
+        logger: Logger
     ) throws(KafkaError) {
         rosters = roster
         self.commits = commits
@@ -66,8 +68,9 @@ final class DigestRunner: Sendable {
                     continue
                 }
                 if count < expected {
-                    logger.warning("topic has fewer partitions than TOPIC_PARTITIONS; replicas beyond \(count) stay idle",
-                                   ["topic": topic, "partitions": String(count), "wanted": String(expected)])
+                    logger.warning(
+                        "topic has fewer partitions than TOPIC_PARTITIONS; replicas beyond \(count) stay idle",
+                        ["topic": topic, "partitions": String(count), "wanted": String(expected)])
                 }
             }
         } catch {
@@ -80,10 +83,14 @@ final class DigestRunner: Sendable {
     /// `Registration.pastWindowDays` back. Nil when it may.
     static func dateProblem(_ date: String, today: String, pastDays: Int = Registration.pastWindowDays) -> String? {
         guard let asked = Timestamp.parseDate(date), let now = Timestamp.parseDate(today) else { return "must be YYYY-MM-DD" }
-        let days = Timestamp.daysFromCivil(year: asked.year, month: asked.month, day: asked.day)
+        let days =
+            Timestamp.daysFromCivil(year: asked.year, month: asked.month, day: asked.day)
             - Timestamp.daysFromCivil(year: now.year, month: now.month, day: now.day)
         if days > 1 { return "must be at most one day after the school's today (\(today))" }
-        if days < -pastDays { return "must be at most \(pastDays) days before the school's today (\(today)); older days are past RETENTION_DAYS or the 400-day window" }
+        if days < -pastDays {
+            return
+                "must be at most \(pastDays) days before the school's today (\(today)); older days are past RETENTION_DAYS or the 400-day window"
+        }
         return nil
     }
 
@@ -133,7 +140,9 @@ final class DigestRunner: Sendable {
                         DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(clock())) { state in
                             planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                         } targets: { digest in
-                            dispatcher.targets(for: digest, roster: roster).filter { !($0.channel == .email && unmailed.contains(digest.teacherId)) }
+                            dispatcher.targets(for: digest, roster: roster).filter {
+                                !($0.channel == .email && unmailed.contains(digest.teacherId))
+                            }
                         }
                     }
                     return try store.writeDigests(runs)
@@ -143,15 +152,18 @@ final class DigestRunner: Sendable {
                 continue
             }
             for ((school, date), result) in zip(part, results) {
-                outcomes.append(result.mapError { $0 as any Error }.map { digests in
-                    dispatcher.written(digests, roster: roster)
-                    metrics.increment("notifier_digests_written_total", help: "Digests written to inboxes.", by: Double(digests.count))
-                    logger.info("digest run", [
-                        "school": school.id, "date": date, "digests": String(digests.count),
-                        "amendments": String(digests.filter { $0.revision > 1 }.count),
-                    ])
-                    return Run(schoolId: school.id, date: date, digests: digests.count)
-                })
+                outcomes.append(
+                    result.mapError { $0 as any Error }.map { digests in
+                        dispatcher.written(digests, roster: roster)
+                        metrics.increment("notifier_digests_written_total", help: "Digests written to inboxes.", by: Double(digests.count))
+                        logger.info(
+                            "digest run",
+                            [
+                                "school": school.id, "date": date, "digests": String(digests.count),
+                                "amendments": String(digests.filter { $0.revision > 1 }.count)
+                            ])
+                        return Run(schoolId: school.id, date: date, digests: digests.count)
+                    })
             }
         }
         return outcomes
@@ -171,14 +183,18 @@ final class DigestRunner: Sendable {
                 let store = self.store
                 if try await !blocking({ try store.runCompleted(school: school.id, date: date) }) { due.append((school, date)) }
             } catch {
-                logger.error("could not check for a digest run; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+                logger.error(
+                    "could not check for a digest run; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"]
+                )
             }
         }
         guard !due.isEmpty else { return [] }
         do {
             try await waitForCutoff()
         } catch {
-            logger.error("scheduled digest runs did not reach the cutoff; retrying at the next check", ["schools": String(due.count), "error": "\(error)"])
+            logger.error(
+                "scheduled digest runs did not reach the cutoff; retrying at the next check",
+                ["schools": String(due.count), "error": "\(error)"])
             return []
         }
         return await dispatcher.holdingClaims {
@@ -187,7 +203,8 @@ final class DigestRunner: Sendable {
                 switch outcome {
                 case .success: ran.append((school.id, date))
                 case .failure(let error):
-                    logger.error("scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+                    logger.error(
+                        "scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
                 }
             }
             return ran

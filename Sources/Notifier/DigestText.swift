@@ -25,7 +25,9 @@ struct DigestText {
     }
 
     init(_ digest: Digest, school: School) {
-        self.init(school: school, date: digest.date, recipient: digest.recipient, revision: digest.revision, entries: digest.entries, counts: digest.counts)
+        self.init(
+            school: school, date: digest.date, recipient: digest.recipient, revision: digest.revision, entries: digest.entries,
+            counts: digest.counts)
     }
 
     /// `1차 정정` for the second revision; nil for the first. The pages
@@ -50,7 +52,8 @@ struct DigestText {
         guard let amendment = DigestText.amendmentName(revision: revision) else {
             return "[\(school.name)] \(title) \(added)\(unit)"
         }
-        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "삭제") + " \(removed)\(unit)" : nil].compactMap { $0 }
+        let changes = [added > 0 ? "추가 \(added)\(unit)" : nil, removed > 0 ? (weekly ? "빠짐" : "삭제") + " \(removed)\(unit)" : nil].compactMap
+        { $0 }
         return "[\(school.name)] \(title) \(amendment): \(changes.joined(separator: ", "))"
     }
 
@@ -71,7 +74,8 @@ struct DigestText {
         let added = entries.filter { $0.change == .added }
         let removed = entries.filter { $0.change == .removed }
         guard revision > 1 else { return [(nil, added)] }
-        let headings = weekly
+        let headings =
+            weekly
             ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 삭제됨)")
             : ("추가된 기록 \(added.count)건", "삭제된 기록 \(removed.count)건 (교문에서 지운 기록)")
         return [(headings.0, added), (headings.1, removed)].filter { !$0.entries.isEmpty }

@@ -39,8 +39,11 @@ final class Dispatcher: Sendable {
     /// Deliveries claimed per connection at a time.
     static let batchPerConnection = 16
 
-    init(config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: any GuidanceStore, metrics: Metrics, logger: Logger,
-         clock: @escaping @Sendable () -> Double = Timestamp.now) {
+    init(
+        config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: any GuidanceStore, metrics: Metrics,
+        logger: Logger,
+        clock: @escaping @Sendable () -> Double = Timestamp.now
+    ) {
         self.config = config
         self.channels = channels
         rosters = roster
@@ -86,8 +89,9 @@ final class Dispatcher: Sendable {
         stopping.store(true, ordering: .releasing)
         doorbell.ring()
         if await loopsEnded(within: limit / 2) { return }
-        logger.warning("messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
-                       ["seconds": String(Int((limit / 2).seconds))])
+        logger.warning(
+            "messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
+            ["seconds": String(Int((limit / 2).seconds))])
         for channel in channels { channel.cancelSends() }
         _ = await loopsEnded(within: limit / 2)
     }
@@ -129,7 +133,8 @@ final class Dispatcher: Sendable {
             do {
                 claims = try await blocking {
                     try store.claimDeliveries(
-                        channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
+                        channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now,
+                        leaseUntil: leaseUntil)
                 }
             } catch {
                 logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
@@ -172,7 +177,8 @@ final class Dispatcher: Sendable {
                 try await blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
                 lease.extend(to: until)
             } catch {
-                logger.warning("could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
+                logger.warning(
+                    "could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
             }
         }
     }
@@ -201,10 +207,13 @@ final class Dispatcher: Sendable {
                 return giveBack(from: index)
             }
             if claim.takenOver {
-                metrics.increment("notifier_delivery_lease_takeovers_total", help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
-                                  labels: [("channel", channel.id.rawValue)])
-                logger.warning("delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
-                               ["delivery": claim.delivery.deliveryId])
+                metrics.increment(
+                    "notifier_delivery_lease_takeovers_total",
+                    help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
+                    labels: [("channel", channel.id.rawValue)])
+                logger.warning(
+                    "delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
+                    ["delivery": claim.delivery.deliveryId])
             }
             let outcome = channel.send(claim, roster: rosters.current, over: connection, now: clock())
             // Cancelled by a shutdown: not an attempt; the next replica sends it.
@@ -219,11 +228,17 @@ final class Dispatcher: Sendable {
             case .notRetriable(let error):
                 recorded = .failed(error: error)
             case .retriable(let error, let retryAfter):
-                let policy = RetryPolicy(base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
-                if let at = policy.next(attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter, random: Double.random(in: 0...1)) {
+                let policy = RetryPolicy(
+                    base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
+                if let at = policy.next(
+                    attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter,
+                    random: Double.random(in: 0...1))
+                {
                     recorded = .retry(error: error, at: at)
                 } else {
-                    recorded = .failed(error: "gave up after \(claim.delivery.attempts + 1) attempts over \(Int(config.maxAge.seconds / 3600)) h: \(error)")
+                    recorded = .failed(
+                        error: "gave up after \(claim.delivery.attempts + 1) attempts over \(Int(config.maxAge.seconds / 3600)) h: \(error)"
+                    )
                 }
             }
             report(recorded, of: claim, now: now)
@@ -241,8 +256,9 @@ final class Dispatcher: Sendable {
         do {
             try store.record(outcomes, owner: owner, now: clock())
         } catch {
-            logger.error("could not record deliveries' outcomes; they are sent again after their lease",
-                         ["deliveries": outcomes.map(\.deliveryId).joined(separator: ","), "error": "\(error)"])
+            logger.error(
+                "could not record deliveries' outcomes; they are sent again after their lease",
+                ["deliveries": outcomes.map(\.deliveryId).joined(separator: ","), "error": "\(error)"])
         }
         outcomes.removeAll()
     }
@@ -254,24 +270,28 @@ final class Dispatcher: Sendable {
         switch outcome {
         case .sent:
             name = "sent"
-            metrics.observe("notifier_delivery_seconds", help: "Time from a digest's creation to its delivery.",
-                            labels: [("channel", channel.rawValue)], value: max(0, now - claim.delivery.createdAt), buckets: Dispatcher.ageBuckets)
+            metrics.observe(
+                "notifier_delivery_seconds", help: "Time from a digest's creation to its delivery.",
+                labels: [("channel", channel.rawValue)], value: max(0, now - claim.delivery.createdAt), buckets: Dispatcher.ageBuckets)
             if failing.withLock({ $0.remove(channel) }) != nil {
                 logger.info("\(channel.rawValue) delivery works again", ["channel": channel.rawValue])
             }
         case .retry(let error, let at):
             name = "retry"
             if failing.withLock({ $0.insert(channel).inserted }) {
-                logger.warning("\(channel.rawValue) delivery is failing; retrying with backoff (logged again when it works)",
-                               ["channel": channel.rawValue, "error": error, "nextAttemptIn": "\(Int(at - now)) s"])
+                logger.warning(
+                    "\(channel.rawValue) delivery is failing; retrying with backoff (logged again when it works)",
+                    ["channel": channel.rawValue, "error": error, "nextAttemptIn": "\(Int(at - now)) s"])
             }
         case .failed(let error):
             name = "failed"
-            logger.warning("delivery failed for good; an admin can retry it (POST …/deliveries/{id}/retry)",
-                           ["delivery": claim.delivery.deliveryId, "channel": channel.rawValue, "error": error])
+            logger.warning(
+                "delivery failed for good; an admin can retry it (POST …/deliveries/{id}/retry)",
+                ["delivery": claim.delivery.deliveryId, "channel": channel.rawValue, "error": error])
         }
-        metrics.increment("notifier_deliveries_total", help: "Delivery attempts by channel and outcome.",
-                          labels: [("channel", channel.rawValue), ("outcome", name)])
+        metrics.increment(
+            "notifier_deliveries_total", help: "Delivery attempts by channel and outcome.",
+            labels: [("channel", channel.rawValue), ("outcome", name)])
     }
 
     static let ageBuckets: [Double] = [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21_600, 86_400]
@@ -281,11 +301,13 @@ final class Dispatcher: Sendable {
     private func registerGauges() {
         let (clock, ids) = (self.clock, channels.map(\.id))
         // Weak: the registry outlives no one, but must not keep the dispatcher.
-        metrics.gauge("notifier_deliveries_pending", help: "Deliveries waiting to be sent, per channel (read every few seconds).") { [weak self] in
+        metrics.gauge("notifier_deliveries_pending", help: "Deliveries waiting to be sent, per channel (read every few seconds).") {
+            [weak self] in
             let items = self?.backlog.withLock { $0.items } ?? []
             return ids.map { channel in ([("channel", channel.rawValue)], Double(items.first { $0.channel == channel }?.pending ?? 0)) }
         }
-        metrics.gauge("notifier_delivery_oldest_pending_seconds", help: "Age of the oldest pending delivery's digest, per channel.") { [weak self] in
+        metrics.gauge("notifier_delivery_oldest_pending_seconds", help: "Age of the oldest pending delivery's digest, per channel.") {
+            [weak self] in
             let items = self?.backlog.withLock { $0.items } ?? []
             let now = clock()
             return ids.map { channel in

@@ -83,8 +83,9 @@ final class EmailChannel: DeliveryChannel {
     func written(_ digests: [Digest], roster: Roster) {
         let skipped = digests.filter { EmailChannel.address(of: $0.teacherId, in: roster) == nil }.count
         guard skipped > 0 else { return }
-        metrics.increment("notifier_deliveries_skipped_total", help: "Digests not e-mailed because the teacher has no usable address in teachers.csv.",
-                          labels: [("channel", id.rawValue)], by: Double(skipped))
+        metrics.increment(
+            "notifier_deliveries_skipped_total", help: "Digests not e-mailed because the teacher has no usable address in teachers.csv.",
+            labels: [("channel", id.rawValue)], by: Double(skipped))
         logger.info("digests not e-mailed: teachers without a usable address in teachers.csv", ["digests": String(skipped)])
     }
 
@@ -95,7 +96,8 @@ final class EmailChannel: DeliveryChannel {
         }
         guard let to = MailAddress(delivery.target) else { return .notRetriable("'\(delivery.target)' is not an e-mail address") }
         let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
-        let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: publicURL).render(date: now)
+        let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: publicURL).render(
+            date: now)
         return senders[connection].withLock { sender in
             switch sender {
             case .smtp(let session):

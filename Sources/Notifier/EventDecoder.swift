@@ -66,13 +66,17 @@ struct EventDecoder: Sendable {
         }
         let date = Timestamp.localDate(occurred, in: registration.school.timeZone)
         if let kept = retention.firstKeptDay(today: Timestamp.localDate(now, in: registration.school.timeZone)), date < kept {
-            return .failure(DecodeFailure(reason: "occurredAt: its school day \(date) is older than RETENTION_DAYS (\(retention.days)) keeps"))
+            return .failure(
+                DecodeFailure(reason: "occurredAt: its school day \(date) is older than RETENTION_DAYS (\(retention.days)) keeps"))
         }
-        return .success(.registered(GuidanceRecord(
-            guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
-            date: date, student: StudentRef(registration.student),
-            reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
-            occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy, serviceSessions: registration.reason.serviceSessions)))
+        return .success(
+            .registered(
+                GuidanceRecord(
+                    guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId,
+                    date: date, student: StudentRef(registration.student),
+                    reason: ReasonRef(code: registration.reason.code, label: registration.reason.label, detail: registration.detail),
+                    occurredAt: Timestamp.format(occurred), recordedBy: event.recordedBy,
+                    serviceSessions: registration.reason.serviceSessions)))
     }
 
     /// A service record, held to the ingest's rules (`Roster.serviceProblems`)
@@ -82,11 +86,16 @@ struct EventDecoder: Sendable {
         if let problem = idProblem(event.eventId, event.record.serviceId, name: "serviceId") { return .failure(problem) }
         let today = roster.school(event.record.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         // A day's worth of clock skew between the ingest and this replica is not an error.
-        let tomorrow = Timestamp.parseDate(today).map { Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1) } ?? today
+        let tomorrow =
+            Timestamp.parseDate(today).map {
+                Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1)
+            } ?? today
         do {
             // By identity, as registrations are: the grade is the one the ingest saw.
-            return .success(.serviceRecorded(try roster.checkedService(
-                event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today), sameGrade: false)))
+            return .success(
+                .serviceRecorded(
+                    try roster.checkedService(
+                        event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today), sameGrade: false)))
         } catch {
             return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
         }
@@ -99,24 +108,30 @@ struct EventDecoder: Sendable {
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
-        return .success(.serviceWithdrawn(
-            serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
-            withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
+        return .success(
+            .serviceWithdrawn(
+                serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
+                withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
     }
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {
-        if let problem = idProblem(event.eventId, event.guidanceId) ?? gradeProblem(event.schoolId, event.grade) { return .failure(problem) }
+        if let problem = idProblem(event.eventId, event.guidanceId) ?? gradeProblem(event.schoolId, event.grade) {
+            return .failure(problem)
+        }
         guard let occurred = Timestamp.parse(event.occurredAt) else {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
-        return .success(.deleted(
-            guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
-            deletedBy: event.deletedBy, occurredAt: Timestamp.format(occurred)))
+        return .success(
+            .deleted(
+                guidanceId: event.guidanceId.lowercased(), schoolId: event.schoolId, grade: event.grade,
+                deletedBy: event.deletedBy, occurredAt: Timestamp.format(occurred)))
     }
 
     private func accessed(_ records: [AccessRecord]) -> Result<StoredEvent, DecodeFailure> {
         for record in records {
-            guard RandomID.isUUID(record.accessId) else { return .failure(DecodeFailure(reason: "accessId '\(record.accessId)' is not a UUID")) }
+            guard RandomID.isUUID(record.accessId) else {
+                return .failure(DecodeFailure(reason: "accessId '\(record.accessId)' is not a UUID"))
+            }
             guard Timestamp.parse(record.at) != nil else { return .failure(DecodeFailure(reason: "at '\(record.at)' is not RFC 3339")) }
         }
         return .success(.accessed(records))
@@ -124,7 +139,9 @@ struct EventDecoder: Sendable {
 
     /// A school or grade the roster does not list (yet): held, then dead-lettered.
     private func gradeProblem(_ school: String, _ grade: Int) -> DecodeFailure? {
-        guard roster.school(school) != nil else { return DecodeFailure(reason: "schoolId unknown school '\(school)'", awaitingRoster: true) }
+        guard roster.school(school) != nil else {
+            return DecodeFailure(reason: "schoolId unknown school '\(school)'", awaitingRoster: true)
+        }
         guard roster.hasGrade(grade, in: school) else {
             return DecodeFailure(reason: "grade: school '\(school)' has no grade \(grade)", awaitingRoster: true)
         }

@@ -47,7 +47,9 @@ final class Materializer: Sendable {
     /// Partitions revoked inside `poll`, for the consuming thread to forget.
     private let revocations = Revocations()
 
-    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger) throws(KafkaError) {
+    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger)
+        throws(KafkaError)
+    {
         self.store = store
         self.producer = producer
         self.metrics = metrics
@@ -63,10 +65,14 @@ final class Materializer: Sendable {
             kafka: config.kafka, groupID: config.groupID, topics: config.topics.events + [config.topics.access],
             instanceID: config.instanceID, clientID: "guidance-notifier")
         current = Mutex(try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger))
-        metrics.gauge("notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0.") { [weak self] in
+        metrics.gauge(
+            "notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0."
+        ) { [weak self] in
             [([], self?.storeOutage == nil ? 0 : 1)]
         }
-        metrics.gauge("notifier_events_held", help: "Events waiting for the roster to list an id they name, with the rest of their partition.") { [weak self] in
+        metrics.gauge(
+            "notifier_events_held", help: "Events waiting for the roster to list an id they name, with the rest of their partition."
+        ) { [weak self] in
             [([], Double(self?.held.load(ordering: .relaxed) ?? 0))]
         }
         metrics.gauge("notifier_consumer_lag", help: "Messages not yet applied, per assigned partition.") { [weak self] in
@@ -136,8 +142,9 @@ final class Materializer: Sendable {
             hold.drop(revocations.take())
             let verdict = watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
             if verdict == .report {
-                logger.warning("not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
-                               ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+                logger.warning(
+                    "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
+                    ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
             }
             let restart = verdict == .replace
             if batch.isEmpty || restart, let previous = writing {
@@ -152,10 +159,12 @@ final class Materializer: Sendable {
             // One roster for the whole batch, even if it is reloaded meanwhile.
             let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
             let released = hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
-                logger.warning("event held until the roster lists the id it names; its partition waits behind it", [
-                    "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
-                    "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s",
-                ])
+                logger.warning(
+                    "event held until the roster lists the id it names; its partition waits behind it",
+                    [
+                        "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
+                        "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s"
+                    ])
             }
             held.store(hold.count, ordering: .relaxed)
             guard !released.isEmpty else { continue }
@@ -169,10 +178,12 @@ final class Materializer: Sendable {
                     events.append(event)
                     sources.append(item.message)
                     if item.held > 0 {
-                        logger.info("held event released: the roster lists it now", [
-                            "topic": item.message.topic, "partition": String(item.message.partition),
-                            "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s",
-                        ])
+                        logger.info(
+                            "held event released: the roster lists it now",
+                            [
+                                "topic": item.message.topic, "partition": String(item.message.partition),
+                                "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s"
+                            ])
                     }
                 case .deadLetter(let reason):
                     guard deadLetter(item.message, reason: reason) else { return }
@@ -200,7 +211,8 @@ final class Materializer: Sendable {
         guard let rejections = written.wait() else { return false }
         for rejection in rejections {
             metrics.increment(
-                "notifier_events_rejected_total", help: "Events the store kept out: an id of another school, or registered with other content.",
+                "notifier_events_rejected_total",
+                help: "Events the store kept out: an id of another school, or registered with other content.",
                 labels: [("reason", rejection.reason.prefix { $0 != ":" }.description)])
             guard deadLetter(written.sources[rejection.index], reason: rejection.reason) else { return false }
         }
@@ -217,7 +229,8 @@ final class Materializer: Sendable {
         }
         metrics.increment("notifier_events_applied_total", help: "Events written to the store.", by: Double(written.sources.count))
         metrics.observe(
-            "notifier_event_visibility_seconds", help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
+            "notifier_event_visibility_seconds",
+            help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
             values: written.sources.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
         return true
     }
@@ -226,7 +239,9 @@ final class Materializer: Sendable {
     /// mock cluster: about one start in fifteen got no assignment, and a new
     /// client for the same group joined at once.
     private func restartConsumer() {
-        logger.warning("the consumer has not joined its group on the mock cluster; replacing it", ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+        logger.warning(
+            "the consumer has not joined its group on the mock cluster; replacing it",
+            ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
         metrics.increment("notifier_consumer_restarts_total", help: "Consumers replaced because they never joined the group.")
         let replacement: Consumer
         do {
@@ -256,7 +271,7 @@ final class Materializer: Sendable {
                 let rejections = try store.apply(events)
                 storeWritesSucceed()
                 return rejections
-            } catch where error.isDataError {
+            } catch  where error.isDataError {
                 metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
                 guard events.count > 1 else {
                     logger.error("the store refuses an event; dead-lettering it", ["error": error.message])
@@ -282,18 +297,22 @@ final class Materializer: Sendable {
             return outage == nil
         }
         if started {
-            logger.error("STORE WRITES FAILING: events wait at their offsets and are retried until the store takes them; nothing is dead-lettered meanwhile", [
-                "error": error.message, "events": String(events),
-            ])
+            logger.error(
+                "STORE WRITES FAILING: events wait at their offsets and are retried until the store takes them; nothing is dead-lettered meanwhile",
+                [
+                    "error": error.message, "events": String(events)
+                ])
         }
     }
 
     /// One log line when writes succeed again after failing.
     private func storeWritesSucceed() {
-        guard let ended = outage.withLock({ outage in
-            defer { outage = nil }
-            return outage
-        }) else { return }
+        guard
+            let ended = outage.withLock({ outage in
+                defer { outage = nil }
+                return outage
+            })
+        else { return }
         logger.info("store writes succeed again; the held events are written", ["failedFor": "\(Int(Timestamp.now() - ended.since)) s"])
     }
 
@@ -307,7 +326,7 @@ final class Materializer: Sendable {
         headers += [
             ("dlq-reason", reason), ("dlq-source-topic", message.topic), ("dlq-source-partition", String(message.partition)),
             ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", groupID),
-            ("dlq-failed-at", Timestamp.format(Timestamp.now())),
+            ("dlq-failed-at", Timestamp.format(Timestamp.now()))
         ].map { (name: $0.0, value: Array($0.1.utf8)) }
         let letter = OutgoingMessage(topic: topics.deadLetters, key: message.key ?? [], value: message.value, headers: headers)
         var delay = 0.1
@@ -322,9 +341,11 @@ final class Materializer: Sendable {
             // The completion set it before it signalled.
             switch outcome.withLock({ $0 }) ?? .failure(KafkaError(.producerFailed, "no delivery report")) {
             case .success:
-                logger.warning("message sent to the dead-letter topic", [
-                    "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset),
-                ])
+                logger.warning(
+                    "message sent to the dead-letter topic",
+                    [
+                        "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset)
+                    ])
                 metrics.increment("notifier_dead_letters_total", help: "Messages sent to the dead-letter topic.")
                 return true
             case .failure(let error):

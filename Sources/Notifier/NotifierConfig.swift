@@ -15,13 +15,17 @@ package enum StoreLocation: Sendable, Equatable {
     package static func parse(_ text: String) throws(ConfigurationError) -> StoreLocation {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
-            guard !path.isEmpty else { throw ConfigurationError(variable: "STORE_URL", reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/guidance/notifier.db") }
+            guard !path.isEmpty else {
+                throw ConfigurationError(
+                    variable: "STORE_URL", reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/guidance/notifier.db")
+            }
             return .sqlite(path: path)
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             return .postgres(url: text)
         }
-        throw ConfigurationError(variable: "STORE_URL", reason: "'\(redacted(text))' is neither sqlite:<path> nor postgres://user:password@host:5432/db")
+        throw ConfigurationError(
+            variable: "STORE_URL", reason: "'\(redacted(text))' is neither sqlite:<path> nor postgres://user:password@host:5432/db")
     }
 
     /// `STORE_URL`, with `STORE_PASSWORD` (any bytes, e.g. from `openssl
@@ -38,15 +42,18 @@ package enum StoreLocation: Sendable, Equatable {
         }
         if let password = environment["STORE_PASSWORD"] {
             guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
-                  !url[scheme.upperBound..<at].contains(":"), !url[scheme.upperBound..<at].isEmpty
+                !url[scheme.upperBound..<at].contains(":"), !url[scheme.upperBound..<at].isEmpty
             else {
-                throw ConfigurationError(variable: "STORE_PASSWORD", reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
+                throw ConfigurationError(
+                    variable: "STORE_PASSWORD",
+                    reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
             }
             // Only RFC 3986's unreserved characters stay, as in a path segment.
             url.insert(contentsOf: ":" + Forwarding.segment(password), at: at)
             location = .postgres(url: url)
         }
-        let advice = "if the password holds '/', '@', ':', '?', '#' or '%', percent-encode it, or give it alone in STORE_PASSWORD (any bytes work there)"
+        let advice =
+            "if the password holds '/', '@', ':', '?', '#' or '%', percent-encode it, or give it alone in STORE_PASSWORD (any bytes work there)"
         switch SQLStore.postgresOptions(url) {
         case .failure(let error):
             throw ConfigurationError(variable: "STORE_URL", reason: "libpq cannot read '\(redacted(url))' (\(error.message)); \(advice)")
@@ -55,7 +62,9 @@ package enum StoreLocation: Sendable, Equatable {
             // `user:pass` as host and port and fails only when it connects.
             let port = options["port"] ?? ""
             if !port.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ",") }) || (options["dbname"] ?? "").contains("@") {
-                throw ConfigurationError(variable: "STORE_URL", reason: "libpq reads its host and port as '\(options["host"] ?? "")' and a port that is not a number: \(advice)")
+                throw ConfigurationError(
+                    variable: "STORE_URL",
+                    reason: "libpq reads its host and port as '\(options["host"] ?? "")' and a port that is not a number: \(advice)")
             }
         }
         return location
@@ -66,7 +75,8 @@ package enum StoreLocation: Sendable, Equatable {
     package static func redacted(_ url: String) -> String {
         var text = url
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@"),
-           let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
+            let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
+        {
             text.replaceSubrange(text.index(after: colon)..<at, with: "***")
         }
         if let query = text.firstIndex(of: "?") {

@@ -62,16 +62,21 @@ struct NotifierHandlers: Sendable {
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let (records, frequencies) = try await blocking {
-            (try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
-             try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass))
+            (
+                try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+                try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass)
+            )
         }
         let photos = self.photos
         let scope = [("date", date), ("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
-        accessLog.record(caller, .list, school: schoolID, target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
-        return .json(written: NotifierHandlers.guidanceList(
-            school: schoolID, date: date, records, frequencies: frequencies,
-            photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
-            teacherName: { roster.teachers[$0]?.name }))
+        accessLog.record(
+            caller, .list, school: schoolID,
+            target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
+        return .json(
+            written: NotifierHandlers.guidanceList(
+                school: schoolID, date: date, records, frequencies: frequencies,
+                photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
+                teacherName: { roster.teachers[$0]?.name }))
     }
 
     /// `{date, items, schoolId}` written straight into one buffer: a busy
@@ -115,7 +120,10 @@ struct NotifierHandlers: Sendable {
         let unread = digests.filter { !$0.read }
         let (roster, photos) = (caller.roster, self.photos)
         let photo = { @Sendable (school: String, student: String) in roster.student(school: school, id: student).flatMap(photos.url(for:)) }
-        return .json(Inbox(teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map { DigestJSON($0, photo: photo) }))
+        return .json(
+            Inbox(
+                teacherId: teacherID, unreadCount: unread.count, items: (unreadOnly ? unread : digests).map { DigestJSON($0, photo: photo) }
+            ))
     }
 
     struct Unread: Encodable, Sendable {
@@ -235,7 +243,8 @@ struct NotifierHandlers: Sendable {
             return .json(RunResponse(runs: runs))
         } catch let timeout as DigestRunner.CutoffTimeout {
             logger.warning("digest run waited too long for the cutoff", ["schools": String(schools.count), "error": timeout.description])
-            throw HTTPError.unavailable("events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
+            throw HTTPError.unavailable(
+                "events acknowledged before the cutoff are not all applied yet; retry shortly", retryAfterSeconds: 5)
         }
     }
 
@@ -268,7 +277,9 @@ struct NotifierHandlers: Sendable {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
         }
         if teacher.has(.homeroom) {
-            throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
+            throw HTTPError(
+                status: 403,
+                detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
         }
         throw HTTPError(status: 403, detail: "gate teachers see the school's list of today only")
     }

@@ -29,17 +29,22 @@ package final class NotifierService: Sendable {
     package init(config: NotifierConfig, roster: Roster? = nil, logger: Logger = Logger(component: "notifier")) throws {
         self.config = config
         self.logger = logger
-        let roster = try roster.map(LiveRoster.init) ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
-        try Startup.checkCredentials(roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
+        let roster =
+            try roster.map(LiveRoster.init)
+            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+        try Startup.checkCredentials(
+            roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
         self.roster = roster
         store = try NotifierService.openStore(config.store)
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
-            config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store, metrics: metrics, logger: logger, clock: config.clock)
+            config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store,
+            metrics: metrics, logger: logger, clock: config.clock)
         runner = try DigestRunner(
-            config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics, logger: logger)
+            config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics,
+            logger: logger)
 
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
@@ -70,17 +75,22 @@ package final class NotifierService: Sendable {
         // incomplete or fail: the API says so and when to come back.
         routes.unavailable = {
             materializer.storeOutage.map { _ in
-                HTTPError.unavailable("the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
+                HTTPError.unavailable(
+                    "the store is not taking writes; acknowledged events wait to be applied. Retry shortly", retryAfterSeconds: 5)
             }
         }
-        let accessLog = AccessLog(producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+        let accessLog = AccessLog(
+            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
-        NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger).routes(into: &routes)
+        NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger)
+            .routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
         ServiceHandlers(
             store: store, photos: photos, accessLog: accessLog, clock: config.clock,
-            ingest: config.ingestURL.map { Forwarding(base: $0, cookieName: SessionCookie.app, sessions: sessions, logger: logger.with(["part": "service"])) },
+            ingest: config.ingestURL.map {
+                Forwarding(base: $0, cookieName: SessionCookie.app, sessions: sessions, logger: logger.with(["part": "service"]))
+            },
             logger: logger
         ).routes(into: &routes)
         photos.routes(into: &routes)
@@ -96,8 +106,10 @@ package final class NotifierService: Sendable {
             http.record(record)
         }
         parts = NotifierService.parts(
-            config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server, roster: roster,
-            dispatcher: dispatcher, schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
+            config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server,
+            roster: roster,
+            dispatcher: dispatcher,
+            schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
             logger: logger)
     }
 
@@ -129,7 +141,8 @@ package final class NotifierService: Sendable {
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
                     throw ConfigurationError(
-                        variable: "STORE_URL", reason: "the folder '\(folder)' of \(location.redacted) does not exist; create it or point STORE_URL elsewhere")
+                        variable: "STORE_URL",
+                        reason: "the folder '\(folder)' of \(location.redacted) does not exist; create it or point STORE_URL elsewhere")
                 }
                 return try SQLStore.sqlite(path: path)
             case .postgres(let url):
@@ -171,44 +184,50 @@ package final class NotifierService: Sendable {
 
     /// The long-lived parts, in the order they start.
     private static func parts(
-        config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer, server: HTTPServer,
+        config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer,
+        server: HTTPServer,
         roster: LiveRoster, dispatcher: Dispatcher, schedule: Part?, logger: Logger
     ) -> Parts {
-        Parts([
-            [.producer(producer, timeout: .seconds(10))],
-            [.accessLog(accessLog)],
-            [.sessionLog(sessions)],
+        Parts(
             [
-                // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
-                Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),
-                .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
-                .rosterWatch(roster, every: config.rosterCheckInterval),
-                Part("dispatcher", start: { dispatcher.start() }, stop: { await dispatcher.stop(within: config.drainPeriod) }),
-            ] + (schedule.map { [$0] } ?? []),
-        ], logger: logger)
+                [.producer(producer, timeout: .seconds(10))],
+                [.accessLog(accessLog)],
+                [.sessionLog(sessions)],
+                [
+                    // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
+                    Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),
+                    .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
+                    .rosterWatch(roster, every: config.rosterCheckInterval),
+                    Part("dispatcher", start: { dispatcher.start() }, stop: { await dispatcher.stop(within: config.drainPeriod) })
+                ] + (schedule.map { [$0] } ?? [])
+            ], logger: logger)
     }
 
     /// Runs due digests, the purge and amendments every `scheduleInterval`.
-    private static func schedule(config: NotifierConfig, runner: DigestRunner, store: any GuidanceStore, roster: LiveRoster, logger: Logger) -> Part? {
+    private static func schedule(config: NotifierConfig, runner: DigestRunner, store: any GuidanceStore, roster: LiveRoster, logger: Logger)
+        -> Part?
+    {
         guard let interval = config.scheduleInterval else { return nil }
         let task = ScheduleTask()
         let amendmentInterval = config.amendmentInterval
         let purger = Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"]))
-        return Part("schedule", start: {
-            task.start {
-                var lastAmendment = ContinuousClock.now
-                var purgeChecked: Int?
-                while !Task.isCancelled {
-                    await runner.runDueSchools()
-                    purgeChecked = await purger.runIfDue(roster: roster.current, checked: purgeChecked)
-                    if ContinuousClock.now - lastAmendment >= amendmentInterval {
-                        lastAmendment = .now
-                        await runner.runAmendments()
+        return Part(
+            "schedule",
+            start: {
+                task.start {
+                    var lastAmendment = ContinuousClock.now
+                    var purgeChecked: Int?
+                    while !Task.isCancelled {
+                        await runner.runDueSchools()
+                        purgeChecked = await purger.runIfDue(roster: roster.current, checked: purgeChecked)
+                        if ContinuousClock.now - lastAmendment >= amendmentInterval {
+                            lastAmendment = .now
+                            await runner.runAmendments()
+                        }
+                        await task.pause(interval)
                     }
-                    await task.pause(interval)
                 }
-            }
-        }, stop: { await task.cancel() })
+            }, stop: { await task.cancel() })
     }
 }
 

@@ -46,9 +46,13 @@ package struct Purger: Sendable {
         let report = try store.purge(cuts, dryRun: dryRun)
         let oldest = cuts.map(\.firstKeptDay).min()
         var fields = report.removed.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) }
-        fields += [("oldest_day_kept", oldest ?? "-"), ("batches", String(report.batches)),
-                   ("longest_batch_ms", String(Int(report.longestBatchMilliseconds.rounded(.up))))]
-        logger.info(dryRun ? "purge (dry run): what would be removed" : "purged what is past its retention", Dictionary(uniqueKeysWithValues: fields))
+        fields += [
+            ("oldest_day_kept", oldest ?? "-"), ("batches", String(report.batches)),
+            ("longest_batch_ms", String(Int(report.longestBatchMilliseconds.rounded(.up))))
+        ]
+        logger.info(
+            dryRun ? "purge (dry run): what would be removed" : "purged what is past its retention",
+            Dictionary(uniqueKeysWithValues: fields))
         return (report, oldest)
     }
 
@@ -65,7 +69,8 @@ package struct Purger: Sendable {
             if claimed { _ = try await blocking { try self.purge(roster: roster) } }
             return day
         } catch {
-            logger.warning("the daily purge did not finish; it runs again tomorrow, or now with guidance-admin purge", ["error": "\(error)"])
+            logger.warning(
+                "the daily purge did not finish; it runs again tomorrow, or now with guidance-admin purge", ["error": "\(error)"])
             return day
         }
     }

@@ -42,12 +42,16 @@ struct ServiceHandlers: Sendable {
         if let teacher = caller.teacher, !teacher.has(.admin) {
             if teacher.has(.volunteerDuty) && (grade == nil || grade == teacher.grade) {
                 grade = teacher.grade
-            } else if teacher.has(.homeroom) && (grade == nil || grade == teacher.grade) && (classNumber == nil || classNumber == teacher.classNumber) {
+            } else if teacher.has(.homeroom) && (grade == nil || grade == teacher.grade)
+                && (classNumber == nil || classNumber == teacher.classNumber)
+            {
                 (grade, classNumber) = (teacher.grade, teacher.classNumber)
             } else if teacher.has(.volunteerDuty) {
                 throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
             } else {
-                throw HTTPError(status: 403, detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&class=\(teacher.classNumber ?? 0)")
+                throw HTTPError(
+                    status: 403,
+                    detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&class=\(teacher.classNumber ?? 0)")
             }
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
@@ -59,8 +63,8 @@ struct ServiceHandlers: Sendable {
             // has now (records made before a grade change included). Students
             // who left the roster owe nothing anyone can run.
             guard let student = roster.student(school: school.id, id: account.studentId),
-                  grade == nil || student.grade == grade, classNumber == nil || student.classNumber == classNumber,
-                  !owingOnly || account.standing.outstanding > 0
+                grade == nil || student.grade == grade, classNumber == nil || student.classNumber == classNumber,
+                !owingOnly || account.standing.outstanding > 0
             else { return nil }
             return (student, account)
         }
@@ -69,8 +73,12 @@ struct ServiceHandlers: Sendable {
                 < ((b.1.standing.outstanding > 0 ? 0 : 1), b.0.grade, b.0.classNumber, b.0.number)
         }
         let scope = [("grade", grade.map(String.init)), ("class", classNumber.map(String.init))]
-        accessLog.record(caller, .service, school: school.id, target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
-        return .json(written: ServiceHandlers.json(school: school, today: today, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
+        accessLog.record(
+            caller, .service, school: school.id,
+            target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
+        return .json(
+            written: ServiceHandlers.json(
+                school: school, today: today, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
     }
 
     static func json(
@@ -88,7 +96,10 @@ struct ServiceHandlers: Sendable {
                 writer.object("lastGuidance") { writer in
                     writer.field("guidanceId", last.guidanceId)
                     writer.field("occurredAt", last.occurredAt)
-                    writer.object("reason") { ReasonRef(code: last.reasonCode, label: school.reason(last.reasonCode)?.label ?? last.reasonCode, detail: nil).write(to: &$0) }
+                    writer.object("reason") {
+                        ReasonRef(code: last.reasonCode, label: school.reason(last.reasonCode)?.label ?? last.reasonCode, detail: nil)
+                            .write(to: &$0)
+                    }
                 }
             } else {
                 writer.field("lastGuidance", nil as String?)
@@ -115,7 +126,8 @@ struct ServiceHandlers: Sendable {
             throw HTTPError.unavailable("recording service is not set up here (INGEST_URL is not set)", retryAfterSeconds: 60)
         }
         // The path again from its decoded parts, each encoded: an id holding `/` or `?` stays one segment.
-        var path = "/v1/schools/" + Forwarding.segment(request.parameter("schoolId")) + "/grades/" + Forwarding.segment(request.parameter("grade"))
+        var path =
+            "/v1/schools/" + Forwarding.segment(request.parameter("schoolId")) + "/grades/" + Forwarding.segment(request.parameter("grade"))
             + "/students/" + Forwarding.segment(request.parameter("studentId")) + "/service"
         if let serviceID = request.optionalParameter("serviceId") { path += "/" + Forwarding.segment(serviceID) }
         return try await ingest.send(

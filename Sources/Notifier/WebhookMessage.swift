@@ -34,7 +34,7 @@ enum WebhookMessage {
             ("Content-Type", "application/json"),
             ("webhook-id", id),
             ("webhook-timestamp", String(timestamp)),
-            ("webhook-signature", "v1,\(signature)"),
+            ("webhook-signature", "v1,\(signature)")
         ]
     }
 }

@@ -55,7 +55,9 @@ package struct Forwarding: Sendable {
         let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
             do {
                 let session = try HTTPSession(timeout: .seconds(4))
-                return method == "GET" ? session.get(url, headers: sent, maxBody: maxBody) : session.send(method, url, headers: sent, body: body, maxBody: maxBody)
+                return method == "GET"
+                    ? session.get(url, headers: sent, maxBody: maxBody)
+                    : session.send(method, url, headers: sent, body: body, maxBody: maxBody)
             } catch {
                 return .unreachable("\(error)")
             }
@@ -65,7 +67,9 @@ package struct Forwarding: Sendable {
         switch answer {
         case .answered(let status, let retryAfter, let body)? where (200..<500).contains(status):
             let type = status < 400 ? "application/json" : "application/problem+json"
-            return Response(status: status, headers: [("Content-Type", type)] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8))
+            return Response(
+                status: status, headers: [("Content-Type", type)] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8)
+            )
         case .answered(let status, _, _)?:
             logger.warning("the other service did not answer as expected", fields.merging(["status": String(status)]) { $1 })
         case .unreachable(let reason)?:

@@ -19,7 +19,9 @@ package struct MailAddress: Sendable, Equatable {
         if text.hasSuffix(">"), let open = text.lastIndex(of: "<") {
             let name = String(text[..<open]).trimmingWhitespace()
             let address = String(text[text.index(after: open)..<text.index(before: text.endIndex)])
-            guard MailAddress.isAddress(address), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
+            guard MailAddress.isAddress(address), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                return nil
+            }
             self.address = address
             self.name = name.isEmpty ? nil : name.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         } else {
@@ -34,7 +36,8 @@ package struct MailAddress: Sendable, Equatable {
     package static func isAddress(_ text: String) -> Bool {
         let parts = text.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-              text.utf8.count <= 254 else { return false }
+            text.utf8.count <= 254
+        else { return false }
         return text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && !"<>()[]\\,;:\"".utf8.contains($0) }
     }
 
@@ -72,9 +75,13 @@ package struct MailSettings: Sendable, Equatable {
             return nil
         }
         let lowered = url.lowercased()
-        guard lowered.hasPrefix("smtp://") || lowered.hasPrefix("smtps://"), let parsed = URL(string: url), let host = parsed.host, !host.isEmpty,
-              parsed.path.isEmpty || parsed.path == "/", parsed.query == nil, parsed.user == nil else {
-            throw ConfigurationError(variable: "SMTP_URL", reason: "must be smtp://host:port or smtps://host:port (credentials go in SMTP_USERNAME and SMTP_PASSWORD)")
+        guard lowered.hasPrefix("smtp://") || lowered.hasPrefix("smtps://"), let parsed = URL(string: url), let host = parsed.host,
+            !host.isEmpty,
+            parsed.path.isEmpty || parsed.path == "/", parsed.query == nil, parsed.user == nil
+        else {
+            throw ConfigurationError(
+                variable: "SMTP_URL",
+                reason: "must be smtp://host:port or smtps://host:port (credentials go in SMTP_USERNAME and SMTP_PASSWORD)")
         }
         let startTLSText = environment.string("SMTP_STARTTLS", default: "opportunistic")
         guard let startTLS = SMTPServer.StartTLS(rawValue: startTLSText) else {
@@ -86,7 +93,8 @@ package struct MailSettings: Sendable, Equatable {
         guard let from = MailAddress(fromText) else {
             throw ConfigurationError(variable: "SMTP_FROM", reason: "'\(fromText)' is not an address like 학생부 알림 <guidance@school.example>")
         }
-        let server = SMTPServer(url: url, startTLS: startTLS, username: environment["SMTP_USERNAME"], password: environment["SMTP_PASSWORD"])
+        let server = SMTPServer(
+            url: url, startTLS: startTLS, username: environment["SMTP_USERNAME"], password: environment["SMTP_PASSWORD"])
         return MailSettings(transport: .smtp(server), from: from)
     }
 
@@ -158,7 +166,8 @@ package enum MailHeader {
         let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekdays[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
+        return
+            "\(weekdays[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
     }
 
     /// Base64 in lines of 76 characters, as MIME bodies need.

@@ -15,7 +15,9 @@ package enum Startup {
         guard FileManager.default.fileExists(atPath: schools) else {
             throw ConfigurationError(
                 variable: "ROSTER_DIR",
-                reason: "'\(directory)' has no schools.csv; set ROSTER_DIR to the folder holding schools.csv, students.csv and teachers.csv (examples/roster is the sample)")
+                reason:
+                    "'\(directory)' has no schools.csv; set ROSTER_DIR to the folder holding schools.csv, students.csv and teachers.csv (examples/roster is the sample)"
+            )
         }
         do {
             return try Roster.load(from: directory)
@@ -27,15 +29,20 @@ package enum Startup {
     /// The roster of `directory`, served live: reloaded when its files change
     /// or on SIGHUP once the service calls `watch`; with authentication
     /// required, a change that removes `tokens.csv` is refused.
-    package static func liveRoster(from directory: String, web: WebSettings, logger: Logger, metrics: Metrics) throws(ConfigurationError) -> LiveRoster {
-        LiveRoster(directory: directory, roster: try roster(from: directory), requireTokens: web.authentication == .required,
-                   logger: logger.with(["part": "roster"]), metrics: metrics)
+    package static func liveRoster(from directory: String, web: WebSettings, logger: Logger, metrics: Metrics) throws(ConfigurationError)
+        -> LiveRoster
+    {
+        LiveRoster(
+            directory: directory, roster: try roster(from: directory), requireTokens: web.authentication == .required,
+            logger: logger.with(["part": "roster"]), metrics: metrics)
     }
 
     /// A service whose roster has no `tokens.csv` signs nobody in: it does
     /// not start unless `AUTHENTICATION=optional` says that is wanted, and
     /// then says so at start. `exposes`: what anyone could then do.
-    package static func checkCredentials(_ roster: Roster, web: WebSettings, directory: String, exposes: String, logger: Logger) throws(ConfigurationError) {
+    package static func checkCredentials(_ roster: Roster, web: WebSettings, directory: String, exposes: String, logger: Logger)
+        throws(ConfigurationError)
+    {
         guard !roster.authenticationEnabled else { return }
         guard web.authentication == .optional else {
             throw ConfigurationError(
@@ -44,8 +51,9 @@ package enum Startup {
                     + "(guidance-admin token issue TEACHER_ID writes tokens.csv; a header-only tokens.csv turns sign-in on with e-mail links only), "
                     + "or set AUTHENTICATION=optional for a test network")
         }
-        logger.warning("AUTHENTICATION IS OFF (AUTHENTICATION=optional and no tokens.csv in the roster): anyone who reaches this port may \(exposes)",
-                       ["rosterDir": directory])
+        logger.warning(
+            "AUTHENTICATION IS OFF (AUTHENTICATION=optional and no tokens.csv in the roster): anyone who reaches this port may \(exposes)",
+            ["rosterDir": directory])
     }
 
     /// Starts `server` on the port `variable` names.
@@ -54,11 +62,12 @@ package enum Startup {
             try server.start()
         } catch {
             let port = server.config.port
-            let reason = error.code == EADDRINUSE
+            let reason =
+                error.code == EADDRINUSE
                 ? "port \(port) is in use: another \(service) or another program listens there; stop it or set \(variable) to a free port"
                 : error.code == EACCES
-                ? "port \(port) needs privileges this process lacks; set \(variable) to a port above 1023"
-                : error.message
+                    ? "port \(port) needs privileges this process lacks; set \(variable) to a port above 1023"
+                    : error.message
             throw ConfigurationError(variable: variable, reason: reason)
         }
     }
@@ -82,7 +91,9 @@ extension Part {
 
     /// Listens on the port `variable` names; stopping drains requests in flight.
     package static func http(_ server: HTTPServer, portVariable variable: String, service: String, drain: Duration) -> Part {
-        Part("http", start: { try Startup.listen(server, portVariable: variable, service: service) }, stop: { await server.shutdown(gracePeriod: drain) })
+        Part(
+            "http", start: { try Startup.listen(server, portVariable: variable, service: service) },
+            stop: { await server.shutdown(gracePeriod: drain) })
     }
 
     package static func rosterWatch(_ roster: LiveRoster, every interval: Duration) -> Part {

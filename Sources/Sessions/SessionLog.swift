@@ -81,7 +81,8 @@ package final class SessionLog: Sendable {
                 var issued = Code(teacher: teacher, credential: credential, until: until, session: session)
                 // Minted by a session that a sign-out before it in the log ended
                 // (its replica had not read that yet), or by one signed out.
-                issued.void = session.map { ended[$0] != nil } ?? false
+                issued.void =
+                    session.map { ended[$0] != nil } ?? false
                     || signedOut[teacher].map { cut in seen.map { $0 <= cut.offset } ?? (at <= cut.at) } ?? false
                 codes[code] = issued
             // The first use of a grant is the one that counts.
@@ -141,7 +142,8 @@ package final class SessionLog: Sendable {
     /// A log that lives in this process only, for a single process that
     /// needs no broker (the access tests).
     package static func local(lifetime: Duration = .seconds(30 * 86_400)) -> SessionLog {
-        let log = SessionLog(topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, logger: Logger(component: "sessions"))
+        let log = SessionLog(
+            topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, logger: Logger(component: "sessions"))
         log.state.withLock { $0.startEnd = 0 }
         return log
     }
@@ -239,7 +241,8 @@ package final class SessionLog: Sendable {
         while phase.load(ordering: .acquiring) == 0 {
             guard let reader = consumer else {
                 do {
-                    var config = ConsumerConfig(kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
+                    var config = ConsumerConfig(
+                        kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
                     config.readsWholeTopics = true
                     let reader: Consumer
                     do {
@@ -274,8 +277,9 @@ package final class SessionLog: Sendable {
             var end: Int64?
             if previous != 0, beat - previous > SessionLog.staleAfterNanoseconds {
                 state.withLock { $0.behind = true }
-                logger.warning("the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
-                               ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
+                logger.warning(
+                    "the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
+                    ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
             }
             if state.withLock({ $0.behind }) {
                 end = try? reader.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
@@ -296,7 +300,8 @@ package final class SessionLog: Sendable {
                 if let end, state.position >= end { state.behind = false }
                 if !reported && state.caughtUp {
                     reported = true
-                    logger.info("session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
+                    logger.info(
+                        "session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
                 }
                 if ContinuousClock.now - lastPrune > .seconds(60) {
                     state.prune(now: now, lifetime: lifetime.milliseconds)
@@ -363,10 +368,11 @@ package final class SessionLog: Sendable {
             case "ended": return .ended(session: try fields.string("session"), at: try at())
             case "signedOut": return .signedOut(teacher: try fields.string("teacher"), at: try at())
             case "code":
-                return .code(code: try fields.string("code"), teacher: try fields.string("teacher"), credential: try fields.string("credential"),
-                             until: Int64(try fields.integer("until")), at: try at(),
-                             session: try fields.optionalString("session"),
-                             seen: object["seen"] == nil ? nil : Int64(try fields.integer("seen")))
+                return .code(
+                    code: try fields.string("code"), teacher: try fields.string("teacher"), credential: try fields.string("credential"),
+                    until: Int64(try fields.integer("until")), at: try at(),
+                    session: try fields.optionalString("session"),
+                    seen: object["seen"] == nil ? nil : Int64(try fields.integer("seen")))
             case "used": return .used(grant: try fields.string("grant"), session: try fields.string("session"), at: try at())
             default: return nil
             }

@@ -86,13 +86,17 @@ package final class Sessions: Sendable {
     /// A new session for `teacher`, ended by any sign-out everywhere at or
     /// after `seen` in the log (by default, where this replica has read to).
     package func new(teacher: String, credential: String, seen: Int64? = nil) -> Session {
-        Session(id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential, seen: seen ?? log.position)
+        Session(
+            id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential,
+            seen: seen ?? log.position)
     }
 
     /// The cookie value for `session` under the cookie `name` (a gate cookie
     /// is not a teacher-page cookie).
     package func cookieValue(_ session: Session, name: String) -> String {
-        seal("session/" + name, [session.id, session.teacherID, String(session.renewedAt), session.credential] + (session.seen.map { [String($0)] } ?? []))
+        seal(
+            "session/" + name,
+            [session.id, session.teacherID, String(session.renewedAt), session.credential] + (session.seen.map { [String($0)] } ?? []))
     }
 
     package enum Check: Sendable {
@@ -108,15 +112,19 @@ package final class Sessions: Sendable {
     package func check(_ value: String, name: String, roster: Roster) -> Check {
         // Four fields: a cookie from before `seen` was kept.
         guard let fields = open("session/" + name, value), fields.count == 4 || fields.count == 5, let renewedAt = Int64(fields[2]),
-              fields.count == 4 || Int64(fields[4]) != nil
+            fields.count == 4 || Int64(fields[4]) != nil
         else {
             return .invalid("not a session cookie of this service")
         }
-        let session = Session(id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3], seen: fields.count == 5 ? Int64(fields[4]) : nil)
+        let session = Session(
+            id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3],
+            seen: fields.count == 5 ? Int64(fields[4]) : nil)
         let now = SessionLog.now()
         guard renewedAt + lifetime > now else { return .invalid("expired") }
         guard let teacher = roster.teachers[session.teacherID] else { return .invalid("teacher no longer in the roster") }
-        if session.credential.hasPrefix("token:") && !roster.holdsToken(teacher: teacher.id, fingerprint: String(session.credential.dropFirst(6))) {
+        if session.credential.hasPrefix("token:")
+            && !roster.holdsToken(teacher: teacher.id, fingerprint: String(session.credential.dropFirst(6)))
+        {
             return .invalid("its token was revoked")
         }
         let hash = session.hash
@@ -198,8 +206,10 @@ package final class Sessions: Sendable {
         // must outlive the cut with it.
         let now = max(SessionLog.now(), session.renewedAt)
         // The log voids it if a sign-out before it ended its session.
-        try await log.publish(.code(code: codeHash(code), teacher: session.teacherID, credential: session.credential,
-                                    until: now + Sessions.codeLifetime, at: now, session: session.hash, seen: session.seen))
+        try await log.publish(
+            .code(
+                code: codeHash(code), teacher: session.teacherID, credential: session.credential,
+                until: now + Sessions.codeLifetime, at: now, session: session.hash, seen: session.seen))
         return code.prefix(4) + "-" + code.suffix(4)
     }
 
@@ -257,7 +267,9 @@ package final class Sessions: Sendable {
     /// The address a `Forwarded-Client` header carries, if this service
     /// sealed it (or its peer, with the same `SESSION_SECRET`) in the last 30 s.
     package func forwardedClient(from header: String) -> String? {
-        guard let fields = open("client", header), fields.count == 2, let until = Int64(fields[1]), until > SessionLog.now() else { return nil }
+        guard let fields = open("client", header), fields.count == 2, let until = Int64(fields[1]), until > SessionLog.now() else {
+            return nil
+        }
         return fields[0]
     }
 
@@ -266,13 +278,15 @@ package final class Sessions: Sendable {
     /// `base64url(fields joined by LF).base64url(HMAC-SHA256(purpose LF payload))`.
     func seal(_ purpose: String, _ fields: [String]) -> String {
         let payload = Array(fields.joined(separator: "\n").utf8)
-        return RandomID.base64url(payload) + "." + RandomID.base64url(HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
+        return RandomID.base64url(payload) + "."
+            + RandomID.base64url(HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
     }
 
     func open(_ purpose: String, _ text: String) -> [String]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, text.utf8.count < 2048, let payload = RandomID.unbase64url(parts[0]), let mac = RandomID.unbase64url(parts[1]),
-              SHA256.constantTimeEqual(mac, HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
+        guard parts.count == 2, text.utf8.count < 2048, let payload = RandomID.unbase64url(parts[0]),
+            let mac = RandomID.unbase64url(parts[1]),
+            SHA256.constantTimeEqual(mac, HMAC.sha256(key: key, message: Array((purpose + "\n").utf8) + payload))
         else { return nil }
         return String(decoding: payload, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     }

@@ -7,15 +7,16 @@ import Guidance
 /// district digest run.
 enum DigestColumns {
     static func entries(_ entries: [DigestEntry]) -> String {
-        String(decoding: JSONWriter.array(entries) { writer, entry in
-            writer.field("guidanceId", entry.guidanceId)
-            writer.object("student") { entry.student.write(to: &$0) }
-            writer.object("reason") { entry.reason.write(to: &$0) }
-            writer.field("occurredAt", entry.occurredAt)
-            writer.field("change", entry.change.rawValue)
-            if let frequency = entry.frequency { writer.object("frequency") { frequency.write(to: &$0) } }
-            if let service = entry.service { writer.object("service") { service.write(to: &$0) } }
-        }, as: UTF8.self)
+        String(
+            decoding: JSONWriter.array(entries) { writer, entry in
+                writer.field("guidanceId", entry.guidanceId)
+                writer.object("student") { entry.student.write(to: &$0) }
+                writer.object("reason") { entry.reason.write(to: &$0) }
+                writer.field("occurredAt", entry.occurredAt)
+                writer.field("change", entry.change.rawValue)
+                if let frequency = entry.frequency { writer.object("frequency") { frequency.write(to: &$0) } }
+                if let service = entry.service { writer.object("service") { service.write(to: &$0) } }
+            }, as: UTF8.self)
     }
 
     static func counts(_ counts: [String: Int]) -> String {
@@ -43,9 +44,11 @@ enum DigestColumns {
             }
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
             let service = fields.object["service"] == nil ? nil : try ServiceStanding(json: fields.object("service"))
-            entries.append(DigestEntry(
-                guidanceId: try fields.string("guidanceId"), student: student, reason: reason, occurredAt: try fields.string("occurredAt"),
-                change: change, frequency: frequency, service: service))
+            entries.append(
+                DigestEntry(
+                    guidanceId: try fields.string("guidanceId"), student: student, reason: reason,
+                    occurredAt: try fields.string("occurredAt"),
+                    change: change, frequency: frequency, service: service))
         }
         return entries
     }

@@ -63,7 +63,8 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Claims up to `limit` due deliveries of `channel` for `owner` until
     /// `leaseUntil`: pending, due by `now`, and not leased by a live claim.
     /// Two dispatchers never hold the same delivery at once.
-    func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery]
+    func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError)
+        -> [ClaimedDelivery]
 
     /// Records attempts' outcomes in one transaction and ends `owner`'s
     /// leases on them. A `sent` is recorded even if the lease was lost
@@ -92,7 +93,9 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// A school's access records in `[from, to)`, newest first, at most
     /// `limit`, and how many there are in all; only a teacher's, of one
     /// kind, or of some students (their ids; none: nothing) when asked.
-    func accessLog(school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action?, students: [String]?, limit: Int) throws(StoreError) -> (records: [AccessRecord], total: Int)
+    func accessLog(
+        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action?, students: [String]?, limit: Int
+    ) throws(StoreError) -> (records: [AccessRecord], total: Int)
     /// Every school the store holds anything of.
     func schoolsStored() throws(StoreError) -> [String]
     /// Whether this caller is the first to purge on `day`.
@@ -102,13 +105,17 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// Everything stored about one student.
     func records(school: String, student: String) throws(StoreError) -> StudentRecords
     /// Erases one student: guidances gone, digests' entries neutral, access records' target `(erased)`.
-    func erase(school: String, student: String, rewrite: @Sendable (Digest) -> (subject: String, text: String)) throws(StoreError) -> (guidances: Int, digests: Int)
+    func erase(school: String, student: String, rewrite: @Sendable (Digest) -> (subject: String, text: String)) throws(StoreError) -> (
+        guidances: Int, digests: Int
+    )
 }
 
 extension GuidanceStore {
     /// One run alone: its digests, or its error.
-    package func writeDigests(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
-                             targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) throws(StoreError) -> [Digest] {
+    package func writeDigests(
+        school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+        targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+    ) throws(StoreError) -> [Digest] {
         try writeDigests([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
     }
 }

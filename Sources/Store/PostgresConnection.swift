@@ -120,7 +120,6 @@ final class PostgresConnection: SQLDatabase {
         }
     }
 
-
     /// Parameters travel as C strings, and PostgreSQL's text cannot hold a
     /// NUL anyway: such a value is refused rather than stored cut short.
     private static func refuseNUL(_ parameters: [SQLValue]) throws(StoreError) {
@@ -147,7 +146,7 @@ final class PostgresConnection: SQLDatabase {
         }
         do {
             return try send(statement(sql, parameters: parameters.count))
-        } catch where prepared[sql] == nil && !inTransaction {
+        } catch  where prepared[sql] == nil && !inTransaction {
             // The session was replaced while sending, and its statements
             // with it: prepared on the new one, sent once more.
             return try send(statement(sql, parameters: parameters.count))
@@ -169,14 +168,19 @@ final class PostgresConnection: SQLDatabase {
         }
         for statement in statements { try PostgresConnection.refuseNUL(statement.parameters) }
         guard PQenterPipelineMode(connection) == 1 else {
-            throw StoreError(.unavailable, "PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+            throw StoreError(
+                .unavailable, "PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         defer { endPipeline() }
         for (statement, name) in zip(statements, names) {
-            let queued = name.map { sendPrepared($0, statement.parameters) } ?? PQsendQueryParams(connection, statement.sql, 0, nil, nil, nil, nil, 0)
+            let queued =
+                name.map { sendPrepared($0, statement.parameters) }
+                ?? PQsendQueryParams(connection, statement.sql, 0, nil, nil, nil, nil, 0)
             guard queued == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
         }
-        guard PQpipelineSync(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
+        guard PQpipelineSync(connection) == 1 else {
+            throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+        }
         let deadline = ContinuousClock.now + timeout
         var failure: StoreError?
         for index in statements.indices {
@@ -218,7 +222,9 @@ final class PostgresConnection: SQLDatabase {
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(min(left.milliseconds + 1, 60_000))
             if poll(&poller, 1, milliseconds) < 0 && errno != EINTR { throw lost("PostgreSQL: poll failed") }
-            guard PQconsumeInput(connection) == 1 else { throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())") }
+            guard PQconsumeInput(connection) == 1 else {
+                throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+            }
         }
         return PQgetResult(connection)
     }
@@ -314,7 +320,8 @@ final class PostgresConnection: SQLDatabase {
         prepared = [:]
         guard PQstatus(connection) == CONNECTION_OK else {
             reconnectAfter = ContinuousClock.now + timeout
-            throw StoreError(.unavailable, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
+            throw StoreError(
+                .unavailable, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
         reconnectAfter = nil
     }

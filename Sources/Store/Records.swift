@@ -71,7 +71,10 @@ package struct ServiceAccount: Sendable, Equatable {
     /// The active service records, oldest first (only where asked for).
     package var records: [ServiceRecord] = []
 
-    package init(studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?, lastService: String?) {
+    package init(
+        studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?,
+        lastService: String?
+    ) {
         self.studentId = studentId
         self.standing = standing
         self.lastGuidance = lastGuidance
@@ -277,8 +280,10 @@ package struct DeliveryRun: Sendable {
     package let plan: @Sendable (DeliveryState) -> [Digest]
     package let targets: @Sendable (Digest) -> [DeliveryTarget]
 
-    package init(school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
-                targets: @escaping @Sendable (Digest) -> [DeliveryTarget]) {
+    package init(
+        school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+        targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+    ) {
         self.school = school
         self.date = date
         self.completedAt = completedAt

@@ -117,7 +117,8 @@ extension SQLDatabase {
     func inserts(_ head: String, rows: [[SQLValue]], perStatement: Int, then tail: String = "") -> [SQLStatement] {
         guard let width = rows.first?.count else { return [] }
         return rows.chunks(of: perStatement).map { chunk in
-            SQLStatement(head + SQLStore.placeholders(rows: chunk.count, width: width) + (tail.isEmpty ? "" : " " + tail), chunk.flatMap { $0 })
+            SQLStatement(
+                head + SQLStore.placeholders(rows: chunk.count, width: width) + (tail.isEmpty ? "" : " " + tail), chunk.flatMap { $0 })
         }
     }
 
@@ -135,7 +136,8 @@ extension SQLDatabase {
     /// one fails, only they are undone, and the failure is thrown.
     func savepoint(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void = { _, _ in }) throws(StoreError) {
         do {
-            try pipeline([SQLStatement("SAVEPOINT part")] + statements + [SQLStatement("RELEASE SAVEPOINT part")]) { (index: Int, values: [SQLValue]) throws(StoreError) in
+            try pipeline([SQLStatement("SAVEPOINT part")] + statements + [SQLStatement("RELEASE SAVEPOINT part")]) {
+                (index: Int, values: [SQLValue]) throws(StoreError) in
                 try row(index - 1, values)
             }
         } catch {

@@ -106,18 +106,23 @@ extension SQLStore {
     /// under the same writer lock, so one is wholly before the other).
     static func insert(_ records: [AccessRecord], in database: any SQLDatabase) throws(StoreError) {
         guard !records.isEmpty else { return }
-        let erased = Set(try database.query("SELECT school_id, student_hash FROM erased_students", []).compactMap { row -> String? in
-            guard let school = row.first?.text, let hash = row.dropFirst().first?.text else { return nil }
-            return school + "\n" + hash
-        })
+        let erased = Set(
+            try database.query("SELECT school_id, student_hash FROM erased_students", []).compactMap { row -> String? in
+                guard let school = row.first?.text, let hash = row.dropFirst().first?.text else { return nil }
+                return school + "\n" + hash
+            })
         let rows = records.map { record -> [SQLValue] in
-            let target = !erased.isEmpty && erased.contains(erasedKey(school: record.schoolId, student: record.target)) ? erasedID : record.target
-            return [.text(record.accessId), .integer(Int64(((Timestamp.parse(record.at) ?? 0) * 1000).rounded())), .text(record.schoolId),
-                    .text(record.teacherId), .text(record.action.rawValue), .text(target), .text(record.client)]
+            let target =
+                !erased.isEmpty && erased.contains(erasedKey(school: record.schoolId, student: record.target)) ? erasedID : record.target
+            return [
+                .text(record.accessId), .integer(Int64(((Timestamp.parse(record.at) ?? 0) * 1000).rounded())), .text(record.schoolId),
+                .text(record.teacherId), .text(record.action.rawValue), .text(target), .text(record.client)
+            ]
         }
         for statement in database.inserts(
             "INSERT INTO access_log (access_id, at_ms, school_id, teacher_id, action, target, client) VALUES ",
-            rows: rows, perStatement: database.rowsPerStatement, then: "ON CONFLICT (access_id) DO NOTHING") {
+            rows: rows, perStatement: database.rowsPerStatement, then: "ON CONFLICT (access_id) DO NOTHING")
+        {
             try database.run(statement.sql, statement.parameters)
         }
     }
@@ -126,7 +131,8 @@ extension SQLStore {
     /// first, at most `limit`, and how many match in all; of one teacher,
     /// one kind, or some students (ids; an empty list matches nothing) when given.
     package func accessLog(
-        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action? = nil, students: [String]? = nil, limit: Int
+        school: String, from: Double, to: Double, teacher: String?, action: AccessRecord.Action? = nil, students: [String]? = nil,
+        limit: Int
     ) throws(StoreError) -> (records: [AccessRecord], total: Int) {
         if students?.isEmpty == true { return ([], 0) }
         // Only the conditions asked for, each a plain comparison.
@@ -149,11 +155,13 @@ extension SQLStore {
         let counted = parameters
         parameters.append(.integer(Int64(limit)))
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            let records = try database.query("""
+            let records = try database.query(
+                """
                 SELECT access_id, at_ms, school_id, teacher_id, action, target, client FROM access_log
                 WHERE \(conditions)
                 ORDER BY at_ms DESC, access_id LIMIT $\(parameters.count)
-                """, parameters) { row in
+                """, parameters
+            ) { row in
                 AccessRecord(
                     accessId: row[0].string ?? "", at: Timestamp.format(Double(row[1].int ?? 0) / 1000), schoolId: row[2].string ?? "",
                     teacherId: row[3].string ?? "", action: AccessRecord.Action(rawValue: row[4].string ?? "") ?? .list,
@@ -172,11 +180,13 @@ extension SQLStore {
     /// the roster is purged too.
     package func schoolsStored() throws(StoreError) -> [String] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query("""
+            try database.query(
+                """
                 SELECT school_id FROM guidances GROUP BY school_id
                 UNION SELECT school_id FROM digests GROUP BY school_id
                 UNION SELECT school_id FROM access_log GROUP BY school_id
-                """, []) { $0[0].string ?? "" }
+                """, []
+            ) { $0[0].string ?? "" }
         }
     }
 
@@ -197,19 +207,31 @@ extension SQLStore {
     /// deliveries before the digest. Each takes at most `$3` rows found
     /// through an index that starts with the school.
     private static let purgeSteps: [(table: String, key: String, select: String, count: String)] = [
-        ("deliveries", "delivery_id",
-         "SELECT d.delivery_id FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2",
-         "SELECT COUNT(*) FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2"),
-        ("digests", "digest_id", "SELECT digest_id FROM digests WHERE school_id = $1 AND date < $2",
-         "SELECT COUNT(*) FROM digests WHERE school_id = $1 AND date < $2"),
-        ("guidances", "guidance_id", "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date < $2",
-         "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date < $2"),
-        ("service_records", "service_id", "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date < $2",
-         "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date < $2"),
-        ("digest_runs", "", "DELETE FROM digest_runs WHERE school_id = $1 AND date < $2",
-         "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"),
-        ("pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
-         "SELECT COUNT(*) FROM pending_amendments WHERE school_id = $1 AND date < $2"),
+        (
+            "deliveries", "delivery_id",
+            "SELECT d.delivery_id FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2",
+            "SELECT COUNT(*) FROM digests g JOIN deliveries d ON d.digest_id = g.digest_id WHERE g.school_id = $1 AND g.date < $2"
+        ),
+        (
+            "digests", "digest_id", "SELECT digest_id FROM digests WHERE school_id = $1 AND date < $2",
+            "SELECT COUNT(*) FROM digests WHERE school_id = $1 AND date < $2"
+        ),
+        (
+            "guidances", "guidance_id", "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date < $2",
+            "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date < $2"
+        ),
+        (
+            "service_records", "service_id", "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date < $2",
+            "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date < $2"
+        ),
+        (
+            "digest_runs", "", "DELETE FROM digest_runs WHERE school_id = $1 AND date < $2",
+            "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"
+        ),
+        (
+            "pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
+            "SELECT COUNT(*) FROM pending_amendments WHERE school_id = $1 AND date < $2"
+        )
     ]
 
     /// Removes what `cuts` say is past its retention, in batches that each
@@ -223,20 +245,31 @@ extension SQLStore {
             let day: [SQLValue] = [.text(cut.school), .text(cut.firstKeptDay)]
             var steps = SQLStore.purgeSteps.map { ($0.table, $0.key, $0.select, $0.count, day) }
             // Tombstones (deletions whose registration never came or was purged) have no day: by time.
-            steps.append(("guidances", "guidance_id",
-                          "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
-                          "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
-                          [.text(cut.school), .text(Timestamp.format(cut.before))]))
-            steps.append(("service_records", "service_id",
-                          "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
-                          "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
-                          [.text(cut.school), .text(Timestamp.format(cut.before))]))
-            steps.append(("access_log", "access_id", "SELECT access_id FROM access_log WHERE school_id = $1 AND at_ms < $2",
-                          "SELECT COUNT(*) FROM access_log WHERE school_id = $1 AND at_ms < $2",
-                          [.text(cut.school), .integer(milliseconds(cut.accessLogBefore))]))
+            steps.append(
+                (
+                    "guidances", "guidance_id",
+                    "SELECT guidance_id FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
+                    "SELECT COUNT(*) FROM guidances WHERE school_id = $1 AND local_date IS NULL AND deleted_at < $2",
+                    [.text(cut.school), .text(Timestamp.format(cut.before))]
+                ))
+            steps.append(
+                (
+                    "service_records", "service_id",
+                    "SELECT service_id FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
+                    "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date IS NULL AND withdrawn_at < $2",
+                    [.text(cut.school), .text(Timestamp.format(cut.before))]
+                ))
+            steps.append(
+                (
+                    "access_log", "access_id", "SELECT access_id FROM access_log WHERE school_id = $1 AND at_ms < $2",
+                    "SELECT COUNT(*) FROM access_log WHERE school_id = $1 AND at_ms < $2",
+                    [.text(cut.school), .integer(milliseconds(cut.accessLogBefore))]
+                ))
             for (table, key, select, count, parameters) in steps {
                 if dryRun {
-                    let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in try database.query(count, parameters) }
+                    let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+                        try database.query(count, parameters)
+                    }
                     let count = rows.first?.first?.int ?? 0
                     if count > 0 { report.removed[table, default: 0] += count }
                     continue
@@ -275,24 +308,29 @@ extension SQLStore {
         // One snapshot: an export is one moment of what is stored.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.snapshot { () throws(StoreError) -> StudentRecords in
-                let guidances = try database.query("""
+                let guidances = try database.query(
+                    """
                     SELECT \(SQLStore.recordColumns), g.deleted_by, g.deleted_at FROM guidances g
                     WHERE g.school_id = $1 AND g.student_id = $2 AND g.registered = 1 ORDER BY g.occurred_at, g.guidance_id
-                    """, [.text(school), .text(student)]) { row in
+                    """, [.text(school), .text(student)]
+                ) { row in
                     StudentRecords.Guidance(record: SQLStore.record(row[...]), deletedBy: row[14].string, deletedAt: row[15].string)
                 }
                 var appearances: [StudentRecords.Appearance] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
                     for entry in digest.entries where entry.student.studentId == student {
-                        appearances.append(StudentRecords.Appearance(
-                            digestId: digest.digestId, teacherId: digest.teacherId, date: digest.date, revision: digest.revision,
-                            guidanceId: entry.guidanceId, change: entry.change))
+                        appearances.append(
+                            StudentRecords.Appearance(
+                                digestId: digest.digestId, teacherId: digest.teacherId, date: digest.date, revision: digest.revision,
+                                guidanceId: entry.guidanceId, change: entry.change))
                     }
                 }
-                let services = try database.query("""
+                let services = try database.query(
+                    """
                     SELECT \(SQLStore.serviceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
                     WHERE school_id = $1 AND student_id = $2 AND recorded = 1 ORDER BY local_date, recorded_at, service_id
-                    """, [.text(school), .text(student)]) { row in
+                    """, [.text(school), .text(student)]
+                ) { row in
                     StudentRecords.Service(record: SQLStore.serviceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
                 }
                 return StudentRecords(guidances: guidances, digests: appearances, services: services)
@@ -309,7 +347,8 @@ extension SQLStore {
         // LIKE's own wildcards in an id would widen the match; the entries are checked after.
         let pattern = "%\"studentId\":" + String(decoding: quoted, as: UTF8.self) + "%"
         let rows = try database.query(
-            "SELECT \(digestColumns) FROM digests WHERE school_id = $1 AND entries LIKE $2 ORDER BY date, digest_id", [.text(school), .text(pattern)])
+            "SELECT \(digestColumns) FROM digests WHERE school_id = $1 AND entries LIKE $2 ORDER BY date, digest_id",
+            [.text(school), .text(pattern)])
         for row in rows { try body(try digest(row[...])) }
     }
 
@@ -337,14 +376,18 @@ extension SQLStore {
                         let seat = entry.student
                         return DigestEntry(
                             guidanceId: entry.guidanceId,
-                            student: StudentRef(studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number, name: SQLStore.erasedName),
+                            student: StudentRef(
+                                studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
+                                name: SQLStore.erasedName),
                             reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency,
                             service: entry.service)
                     }
-                    changed.append(Digest(
-                        digestId: digest.digestId, teacherId: digest.teacherId, schoolId: digest.schoolId, date: digest.date, scope: digest.scope,
-                        grade: digest.grade, classNumber: digest.classNumber, revision: digest.revision, createdAt: digest.createdAt,
-                        read: digest.read, subject: digest.subject, text: digest.text, entries: neutral, counts: digest.counts))
+                    changed.append(
+                        Digest(
+                            digestId: digest.digestId, teacherId: digest.teacherId, schoolId: digest.schoolId, date: digest.date,
+                            scope: digest.scope,
+                            grade: digest.grade, classNumber: digest.classNumber, revision: digest.revision, createdAt: digest.createdAt,
+                            read: digest.read, subject: digest.subject, text: digest.text, entries: neutral, counts: digest.counts))
                 }
                 for digest in changed {
                     let (subject, text) = rewrite(digest)
@@ -353,7 +396,8 @@ extension SQLStore {
                         [.text(digest.digestId), .text(DigestColumns.entries(digest.entries)), .text(subject), .text(text)])
                 }
                 try database.run(
-                    "UPDATE access_log SET target = $3 WHERE school_id = $1 AND target = $2", [.text(school), .text(student), .text(SQLStore.erasedID)])
+                    "UPDATE access_log SET target = $3 WHERE school_id = $1 AND target = $2",
+                    [.text(school), .text(student), .text(SQLStore.erasedID)])
                 // Records still on their way name it too: they are stored as `(erased)`.
                 try database.run(
                     "INSERT INTO erased_students (school_id, student_hash, erased_at_ms) VALUES ($1, $2, $3) ON CONFLICT (school_id, student_hash) DO NOTHING",

@@ -16,18 +16,25 @@ extension SQLStore {
             rows: digests.flatMap { digest, targets in
                 let created = SQLValue.integer(milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now()))
                 return targets.map { target -> [SQLValue] in
-                    [.text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId), .text(digest.schoolId),
-                     .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .text("pending"), created, created, created]
+                    [
+                        .text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId),
+                        .text(digest.schoolId),
+                        .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .text("pending"), created, created,
+                        created
+                    ]
                 }
             }, perStatement: database.rowsPerStatement)
     }
 
-    package func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {
+    package func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError)
+        -> [ClaimedDelivery]
+    {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [ClaimedDelivery] in
             try database.transaction { () throws(StoreError) -> [ClaimedDelivery] in
                 // PostgreSQL skips rows another replica is claiming right now;
                 // SQLite has one writer, so its claim is alone anyway.
-                let claimed = try database.query("""
+                let claimed = try database.query(
+                    """
                     UPDATE deliveries SET lease_owner = $1, lease_until_ms = $2, claims = claims + 1
                     WHERE delivery_id IN (
                         SELECT delivery_id FROM deliveries
@@ -35,10 +42,15 @@ extension SQLStore {
                           AND (lease_until_ms IS NULL OR lease_until_ms < $4)
                         ORDER BY next_attempt_ms, delivery_id LIMIT $5\(database.skipLocked))
                     RETURNING delivery_id
-                    """, [.text(owner), .integer(milliseconds(leaseUntil)), .text(channel.rawValue), .integer(milliseconds(now)), .integer(Int64(limit))])
+                    """,
+                    [
+                        .text(owner), .integer(milliseconds(leaseUntil)), .text(channel.rawValue), .integer(milliseconds(now)),
+                        .integer(Int64(limit))
+                    ])
                 guard !claimed.isEmpty else { return [] }
                 let placeholders = (1...claimed.count).map { "$\($0)" }.joined(separator: ", ")
-                let rows = try database.query("""
+                let rows = try database.query(
+                    """
                     SELECT \(SQLStore.deliveryColumns), d.queued_ms, d.claims, \(SQLStore.digestColumns.split(separator: ",").map { "g." + $0.trimmingWhitespace() }.joined(separator: ", "))
                     FROM deliveries d JOIN digests g ON g.digest_id = d.digest_id
                     WHERE d.delivery_id IN (\(placeholders))
@@ -68,20 +80,25 @@ extension SQLStore {
         }
     }
 
-    private static func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double, in database: any SQLDatabase) throws(StoreError) {
+    private static func record(_ outcome: DeliveryOutcome, deliveryId: String, owner: String, now: Double, in database: any SQLDatabase)
+        throws(StoreError)
+    {
         switch outcome {
         case .sent:
-            try database.run("""
+            try database.run(
+                """
                 UPDATE deliveries SET status = 'sent', attempts = attempts + 1, sent_ms = $2, lease_owner = NULL, lease_until_ms = NULL
                 WHERE delivery_id = $1 AND status <> 'sent'
                 """, [.text(deliveryId), .integer(milliseconds(now))])
         case .retry(let error, let at):
-            try database.run("""
+            try database.run(
+                """
                 UPDATE deliveries SET attempts = attempts + 1, last_error = $3, next_attempt_ms = $4, lease_owner = NULL, lease_until_ms = NULL
                 WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
                 """, [.text(deliveryId), .text(owner), .text(error), .integer(milliseconds(at))])
         case .failed(let error):
-            try database.run("""
+            try database.run(
+                """
                 UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = $3, lease_owner = NULL, lease_until_ms = NULL
                 WHERE delivery_id = $1 AND lease_owner = $2 AND status = 'pending'
                 """, [.text(deliveryId), .text(owner), .text(error)])
@@ -92,7 +109,8 @@ extension SQLStore {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             let placeholders = (3...deliveryIds.count + 2).map { "$\($0)" }.joined(separator: ", ")
-            try database.run("""
+            try database.run(
+                """
                 UPDATE deliveries SET lease_until_ms = $2
                 WHERE lease_owner = $1 AND status = 'pending' AND delivery_id IN (\(placeholders))
                 """, [.text(owner), .integer(milliseconds(until))] + deliveryIds.map(SQLValue.text))
@@ -103,7 +121,8 @@ extension SQLStore {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             let placeholders = (2...deliveryIds.count + 1).map { "$\($0)" }.joined(separator: ", ")
-            try database.run("""
+            try database.run(
+                """
                 UPDATE deliveries SET lease_owner = NULL, lease_until_ms = NULL, claims = claims - 1
                 WHERE lease_owner = $1 AND status = 'pending' AND delivery_id IN (\(placeholders))
                 """, [.text(owner)] + deliveryIds.map(SQLValue.text))
@@ -112,17 +131,20 @@ extension SQLStore {
 
     package func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query("""
+            try database.query(
+                """
                 SELECT \(SQLStore.deliveryColumns) FROM deliveries d
                 WHERE d.school_id = $1 AND (CAST($2 AS TEXT) IS NULL OR d.status = CAST($2 AS TEXT))
                 ORDER BY d.created_ms DESC, d.delivery_id LIMIT $3
-                """, [.text(school), status.map { .text($0.rawValue) } ?? .null, .integer(Int64(limit))]).map { SQLStore.delivery($0[...]) }
+                """, [.text(school), status.map { .text($0.rawValue) } ?? .null, .integer(Int64(limit))]
+            ).map { SQLStore.delivery($0[...]) }
         }
     }
 
     package func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> RequeueResult in
-            let changed = try database.run("""
+            let changed = try database.run(
+                """
                 UPDATE deliveries SET status = 'pending', next_attempt_ms = $3, queued_ms = $3, lease_owner = NULL, lease_until_ms = NULL
                 WHERE school_id = $1 AND delivery_id = $2 AND status = 'failed'
                 """, [.text(school), .text(deliveryId), .integer(milliseconds(now))])
@@ -140,8 +162,10 @@ extension SQLStore {
             var backlog: [DeliveryBacklog] = []
             for channel in channels {
                 guard let row = try database.query(SQLStore.pendingOfChannel, [.text(channel.rawValue)]).first,
-                      let pending = row[0].int, pending > 0 else { continue }
-                backlog.append(DeliveryBacklog(channel: channel, pending: pending, oldestCreatedAt: row[1] == .null ? nil : seconds(row[1])))
+                    let pending = row[0].int, pending > 0
+                else { continue }
+                backlog.append(
+                    DeliveryBacklog(channel: channel, pending: pending, oldestCreatedAt: row[1] == .null ? nil : seconds(row[1])))
             }
             return backlog
         }

@@ -47,7 +47,8 @@ extension SQLStore {
     /// differ, a withdrawal sent after a grade change names the new one).
     /// Returns why it was kept out, or nil.
     static func record(_ service: ServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
-        let written = try database.run("""
+        let written = try database.run(
+            """
             INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
             ON CONFLICT (service_id) DO UPDATE SET
@@ -56,14 +57,21 @@ extension SQLStore {
                 grade = excluded.grade
             WHERE service_records.recorded = 0 AND service_records.school_id = excluded.school_id
               AND service_records.student_id = excluded.student_id
-            """, [.text(service.serviceId), .text(service.schoolId), .integer(Int64(service.grade)), .text(service.studentId),
-                  .text(service.date), .integer(Int64(service.sessions)), service.note.sql, .text(service.recordedBy), .text(service.recordedAt)])
+            """,
+            [
+                .text(service.serviceId), .text(service.schoolId), .integer(Int64(service.grade)), .text(service.studentId),
+                .text(service.date), .integer(Int64(service.sessions)), service.note.sql, .text(service.recordedBy),
+                .text(service.recordedAt)
+            ])
         guard written == 0 else { return nil }
         let rows = try database.query(
-            "SELECT school_id, student_id, local_date, sessions, note FROM service_records WHERE service_id = $1", [.text(service.serviceId)])
+            "SELECT school_id, student_id, local_date, sessions, note FROM service_records WHERE service_id = $1",
+            [.text(service.serviceId)])
         guard let row = rows.first else { return nil }
         if row[0].string != service.schoolId { return "foreign: service \(service.serviceId) belongs to another school" }
-        if row[1].string != service.studentId || row[2].string != service.date || row[3].int != service.sessions || row[4].string != service.note {
+        if row[1].string != service.studentId || row[2].string != service.date || row[3].int != service.sessions
+            || row[4].string != service.note
+        {
             return "conflict: service \(service.serviceId) is already recorded for another student, day, number or note"
         }
         return nil
@@ -75,7 +83,8 @@ extension SQLStore {
     static func withdraw(
         serviceId: String, schoolId: String, grade: Int, studentId: String, by: String, at: String, in database: any SQLDatabase
     ) throws(StoreError) -> Result<String?, Rejected> {
-        let written = try database.run("""
+        let written = try database.run(
+            """
             INSERT INTO service_records (service_id, school_id, grade, student_id, withdrawn, withdrawn_by, withdrawn_at)
             VALUES ($1, $2, $3, $4, 1, $5, $6)
             ON CONFLICT (service_id) DO UPDATE SET withdrawn = 1, withdrawn_by = excluded.withdrawn_by, withdrawn_at = excluded.withdrawn_at
@@ -99,7 +108,8 @@ extension SQLStore {
         try database.lock(schools.map(serviceKey), exclusive: false)
         for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
             let pairs = (0..<chunk.count).map { "(school_id = $\($0 * 2 + 1) AND date >= $\($0 * 2 + 2))" }.joined(separator: " OR ")
-            try database.run("""
+            try database.run(
+                """
                 INSERT INTO pending_amendments (school_id, date)
                 SELECT school_id, date FROM digest_runs WHERE weekly = 1 AND (\(pairs))
                 ON CONFLICT (school_id, date) DO NOTHING
@@ -132,11 +142,13 @@ extension SQLStore {
             records += " AND s.local_date <= \(value)"
         }
         if let day {
-            let students = "IN (SELECT d.student_id FROM guidances d WHERE d.school_id = $1 AND d.local_date = \(parameter(.text(day))) AND d.registered = 1)"
+            let students =
+                "IN (SELECT d.student_id FROM guidances d WHERE d.school_id = $1 AND d.local_date = \(parameter(.text(day))) AND d.registered = 1)"
             guidances += " AND g.student_id " + students
             records += " AND s.student_id " + students
         }
-        return SQLStatement("""
+        return SQLStatement(
+            """
             SELECT student_id, SUM(owed), SUM(served), MAX(last_guidance), MAX(last_service) FROM (
                 SELECT g.student_id AS student_id, SUM(g.service_sessions) AS owed, 0 AS served,
                        MAX(g.occurred_at || ' ' || g.reason_code || ' ' || g.guidance_id) AS last_guidance, NULL AS last_service
@@ -187,7 +199,8 @@ extension SQLStore {
             conditions += " AND local_date <= $\(parameters.count)"
         }
         return SQLStatement(
-            "SELECT \(serviceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id", parameters)
+            "SELECT \(serviceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id",
+            parameters)
     }
 
     static let serviceRecordColumns = "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"

@@ -20,7 +20,8 @@ package final class SQLStore: GuidanceStore {
 
     /// One SQLite file in WAL mode (its readers do not block one another).
     package static func sqlite(path: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) { () throws(StoreError) -> any SQLDatabase in
+        try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) {
+            () throws(StoreError) -> any SQLDatabase in
             try SQLiteConnection(path: path)
         }
     }
@@ -33,13 +34,15 @@ package final class SQLStore: GuidanceStore {
     }
 
     package static func postgres(url: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) { () throws(StoreError) -> any SQLDatabase in
+        try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) {
+            () throws(StoreError) -> any SQLDatabase in
             try PostgresConnection(url: url)
         }
     }
 
     private init(
-        writer writing: sending any SQLDatabase, outbox sending: sending any SQLDatabase, reader open: () throws(StoreError) -> any SQLDatabase
+        writer writing: sending any SQLDatabase, outbox sending: sending any SQLDatabase,
+        reader open: () throws(StoreError) -> any SQLDatabase
     ) throws(StoreError) {
         try SQLStore.migrate(writing)
         writer = Mutex(writing)
@@ -50,8 +53,11 @@ package final class SQLStore: GuidanceStore {
     /// The schema, as numbered steps: version N is `migrations[N - 1]`. A
     /// release that changes the schema appends a step and never edits one.
     static func migrations(for database: any SQLDatabase) -> [String] {
-        [schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection, volunteerService,
-         teacherSettings, erasedStudents]
+        [
+            schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
+            volunteerService,
+            teacherSettings, erasedStudents
+        ]
     }
 
     /// Brings the schema to the newest version, under the schema lock so
@@ -65,7 +71,10 @@ package final class SQLStore: GuidanceStore {
             try database.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
             let current = try database.query("SELECT MAX(version) FROM schema_migrations", []).first?.first?.int ?? 0
             guard current <= migrations.count else {
-                throw StoreError(.failed, "the store's schema is version \(current), newer than this release knows (\(migrations.count)); run a newer release or restore a backup")
+                throw StoreError(
+                    .failed,
+                    "the store's schema is version \(current), newer than this release knows (\(migrations.count)); run a newer release or restore a backup"
+                )
             }
             for (index, step) in migrations.enumerated() where index + 1 > current {
                 try database.execute(step)
@@ -245,7 +254,9 @@ package final class SQLStore: GuidanceStore {
                         accessed += records
                     case .deleted(let guidanceId, let schoolId, let grade, let deletedBy, let occurredAt):
                         switch try SQLStore.delete(
-                            guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt, in: database) {
+                            guidanceId: guidanceId, schoolId: schoolId, grade: grade, deletedBy: deletedBy, occurredAt: occurredAt,
+                            in: database)
+                        {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
                         case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
@@ -257,7 +268,9 @@ package final class SQLStore: GuidanceStore {
                             changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
                         }
                     case .serviceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
-                        switch try SQLStore.withdraw(serviceId: serviceId, schoolId: schoolId, grade: grade, studentId: studentId, by: by, at: at, in: database) {
+                        switch try SQLStore.withdraw(
+                            serviceId: serviceId, schoolId: schoolId, grade: grade, studentId: studentId, by: by, at: at, in: database)
+                        {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
                         case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
@@ -273,7 +286,8 @@ package final class SQLStore: GuidanceStore {
                     var run: [(index: Int, record: GuidanceRecord)] = []
                     var ids: Set<String> = []
                     while index < events.count, run.count < database.rowsPerStatement,
-                          case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted {
+                        case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted
+                    {
                         run.append((index, record))
                         index += 1
                     }
@@ -293,7 +307,9 @@ package final class SQLStore: GuidanceStore {
     /// arrived first. A tombstone of another school (a deletion naming an id
     /// that school never registered) does not hold the id: the registration
     /// takes the row, undeleted. Returns why any was kept out.
-    private static func register(_ run: [(index: Int, record: GuidanceRecord)], in database: any SQLDatabase) throws(StoreError) -> [Rejection] {
+    private static func register(_ run: [(index: Int, record: GuidanceRecord)], in database: any SQLDatabase) throws(StoreError)
+        -> [Rejection]
+    {
         var parameters: [SQLValue] = []
         parameters.reserveCapacity(run.count * 14)
         for (_, record) in run {
@@ -301,7 +317,7 @@ package final class SQLStore: GuidanceStore {
                 .text(record.guidanceId), .text(record.schoolId), .integer(Int64(record.student.grade)), .text(record.date),
                 .integer(Int64(record.student.classNumber)), .integer(Int64(record.student.number)), .text(record.student.studentId),
                 .text(record.student.name), .text(record.reason.code), .text(record.reason.label), record.reason.detail.sql,
-                .text(record.recordedBy), .text(record.occurredAt), .integer(Int64(record.serviceSessions)),
+                .text(record.recordedBy), .text(record.occurredAt), .integer(Int64(record.serviceSessions))
             ]
         }
         let sql = run.count < registerStatements.count ? registerStatements[run.count] : registerStatement(rows: run.count)
@@ -322,26 +338,27 @@ package final class SQLStore: GuidanceStore {
 
     /// `($1, …, $width), ($width+1, …)`: `rows` rows of numbered parameters.
     static func placeholders(rows: Int, width: Int, extra: String = "") -> String {
-        (0..<rows).map { row in "(" + (1...width).map { "$\(row * width + $0)" }.joined(separator: ", ") + extra + ")" }.joined(separator: ", ")
+        (0..<rows).map { row in "(" + (1...width).map { "$\(row * width + $0)" }.joined(separator: ", ") + extra + ")" }.joined(
+            separator: ", ")
     }
 
     private static func registerStatement(rows count: Int) -> String {
         """
-            INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
-                                   reason_code, reason_label, reason_detail, recorded_by, occurred_at, service_sessions, registered)
-            VALUES \(placeholders(rows: count, width: 14, extra: ", 1"))
-            ON CONFLICT (guidance_id) DO UPDATE SET
-                grade = excluded.grade, local_date = excluded.local_date,
-                class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
-                student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
-                reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
-                service_sessions = excluded.service_sessions, registered = 1,
-                deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
-                deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
-                deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
-                school_id = excluded.school_id
-            WHERE guidances.registered = 0
-            """
+        INSERT INTO guidances (guidance_id, school_id, grade, local_date, class_number, number, student_id, student_name,
+                               reason_code, reason_label, reason_detail, recorded_by, occurred_at, service_sessions, registered)
+        VALUES \(placeholders(rows: count, width: 14, extra: ", 1"))
+        ON CONFLICT (guidance_id) DO UPDATE SET
+            grade = excluded.grade, local_date = excluded.local_date,
+            class_number = excluded.class_number, number = excluded.number, student_id = excluded.student_id,
+            student_name = excluded.student_name, reason_code = excluded.reason_code, reason_label = excluded.reason_label,
+            reason_detail = excluded.reason_detail, recorded_by = excluded.recorded_by, occurred_at = excluded.occurred_at,
+            service_sessions = excluded.service_sessions, registered = 1,
+            deleted = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted ELSE 0 END,
+            deleted_by = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_by END,
+            deleted_at = CASE WHEN guidances.school_id = excluded.school_id THEN guidances.deleted_at END,
+            school_id = excluded.school_id
+        WHERE guidances.registered = 0
+        """
     }
 
     /// For a registration whose id was registered before: a replay or retry
@@ -365,7 +382,8 @@ package final class SQLStore: GuidanceStore {
     private static func delete(
         guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String, in database: any SQLDatabase
     ) throws(StoreError) -> Result<String?, Rejected> {
-        let written = try database.run("""
+        let written = try database.run(
+            """
             INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
             VALUES ($1, $2, $3, 1, $4, $5)
             ON CONFLICT (guidance_id) DO UPDATE SET deleted = 1, deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at
@@ -394,7 +412,8 @@ package final class SQLStore: GuidanceStore {
     /// A change to a date whose digests went out waits for the amendment tick.
     private static func markAmendments(_ days: [Day], in database: any SQLDatabase) throws(StoreError) {
         let pairs = (0..<days.count).map { "(school_id = $\($0 * 2 + 1) AND date = $\($0 * 2 + 2))" }.joined(separator: " OR ")
-        try database.run("""
+        try database.run(
+            """
             INSERT INTO pending_amendments (school_id, date)
             SELECT school_id, date FROM digest_runs WHERE \(pairs)
             ON CONFLICT (school_id, date) DO NOTHING
@@ -423,13 +442,16 @@ package final class SQLStore: GuidanceStore {
         }
     }
 
-    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: any SQLDatabase) throws(StoreError) -> [GuidanceRecord] {
+    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: any SQLDatabase)
+        throws(StoreError) -> [GuidanceRecord]
+    {
         let statement = activeGuidancesStatement(school: school, date: date, grade: grade, classNumber: classNumber)
         return try database.query(statement.sql, statement.parameters) { record($0[...]) }
     }
 
     private static func activeGuidancesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement {
-        SQLStatement("""
+        SQLStatement(
+            """
             SELECT \(recordColumns) FROM guidances g
             WHERE g.school_id = $1 AND g.local_date = $2 AND g.registered = 1 AND g.deleted = 0
               AND (CAST($3 AS INTEGER) IS NULL OR g.grade = CAST($3 AS INTEGER))
@@ -439,7 +461,9 @@ package final class SQLStore: GuidanceStore {
     }
 
     package func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
-        guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else { return [:] }
+        guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else {
+            return [:]
+        }
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             var frequencies: [String: Frequency] = [:]
             try database.forEachRow(statement.sql, statement.parameters) { row in SQLStore.addFrequency(row, to: &frequencies) }
@@ -451,7 +475,8 @@ package final class SQLStore: GuidanceStore {
     /// day index (a month of a school's days, not its whole history).
     private static func frequenciesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement? {
         guard let (last7Start, last30Start) = Frequency.window(of: date) else { return nil }
-        return SQLStatement("""
+        return SQLStatement(
+            """
             SELECT g.student_id,
                    SUM(CASE WHEN g.local_date >= $3 THEN 1 ELSE 0 END),
                    SUM(CASE WHEN g.local_date >= $4 THEN 1 ELSE 0 END)
@@ -475,22 +500,28 @@ package final class SQLStore: GuidanceStore {
                 // replica runs a day at a time; the next sees its digests).
                 var states: [Result<DeliveryState, StoreError>] = []
                 for run in runs {
-                    states.append(try SQLStore.ownFailure { () throws(StoreError) in
-                        try SQLStore.deliveryState(school: run.school, date: run.date, in: database)
-                    })
+                    states.append(
+                        try SQLStore.ownFailure { () throws(StoreError) in
+                            try SQLStore.deliveryState(school: run.school, date: run.date, in: database)
+                        })
                 }
                 // Then the digests are rendered on every core, most of a
                 // run's CPU, while this thread writes them in order.
                 var results: [Result<[Digest], StoreError>] = []
                 try zip(runs, states).map { $0 }.forEach(transformedBy: { run, state in
-                    (run, state.map { state in
-                        run.plan(state).map { digest in
-                            RenderedDigest(digest: digest, entries: DigestColumns.entries(digest.entries),
-                                           counts: DigestColumns.counts(digest.counts), targets: run.targets(digest))
+                    (
+                        run,
+                        state.map { state in
+                            run.plan(state).map { digest in
+                                RenderedDigest(
+                                    digest: digest, entries: DigestColumns.entries(digest.entries),
+                                    counts: DigestColumns.counts(digest.counts), targets: run.targets(digest))
+                            }
                         }
-                    })
+                    )
                 }) { (run: DeliveryRun, rendered: Result<[RenderedDigest], StoreError>) throws(StoreError) in
-                    results.append(try SQLStore.ownFailure { () throws(StoreError) in try SQLStore.write(run, rendered.get(), in: database) })
+                    results.append(
+                        try SQLStore.ownFailure { () throws(StoreError) in try SQLStore.write(run, rendered.get(), in: database) })
                 }
                 return results
             }
@@ -503,7 +534,7 @@ package final class SQLStore: GuidanceStore {
     private static func ownFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> Result<T, StoreError> {
         do throws(StoreError) {
             return .success(try body())
-        } catch where !error.isRetriable {
+        } catch  where !error.isRetriable {
             return .failure(error)
         }
     }
@@ -515,11 +546,13 @@ package final class SQLStore: GuidanceStore {
     private static func deliveryState(school: String, date: String, in database: any SQLDatabase) throws(StoreError) -> DeliveryState {
         var statements = [
             activeGuidancesStatement(school: school, date: date, grade: nil, classNumber: nil),
-            SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)]),
+            SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)])
         ]
         // The day's students' accounts; on a Monday the school's, for the weekly lists.
         statements.append(accountsStatement(school: school, asOf: date, studentsOf: Frequency.isWeekStart(date) ? nil : date))
-        if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) { statements.append(frequencies) }
+        if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) {
+            statements.append(frequencies)
+        }
         // A Monday's weekly lists count every earlier day: its run holds the
         // schools' service lock too (after the day's, as event batches take them).
         let keys = [SQLStore.dayKey(school, date)] + (Frequency.isWeekStart(date) ? [serviceKey(school)] : [])
@@ -559,7 +592,8 @@ package final class SQLStore: GuidanceStore {
             }
         }
         return DeliveryState(
-            active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies, accounts: accounts)
+            active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies,
+            accounts: accounts)
     }
 
     /// Every revision of a school's date, oldest first. Found through
@@ -584,23 +618,32 @@ package final class SQLStore: GuidanceStore {
     /// the run's savepoint: on PostgreSQL a school's run is one round trip,
     /// not three per digest (the district run's 5,706 digests were about
     /// 19,000 of them).
-    private static func write(_ run: DeliveryRun, _ digests: [RenderedDigest], in database: any SQLDatabase) throws(StoreError) -> [Digest] {
+    private static func write(_ run: DeliveryRun, _ digests: [RenderedDigest], in database: any SQLDatabase) throws(StoreError) -> [Digest]
+    {
         var statements = database.inserts(
             "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
             rows: digests.map { rendered in
                 let digest = rendered.digest
                 return [
-                    .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date), .text(digest.scope.rawValue),
+                    .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date),
+                    .text(digest.scope.rawValue),
                     .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
-                    .integer(0), .text(digest.subject), .text(digest.text), .text(rendered.entries), .text(rendered.counts),
+                    .integer(0), .text(digest.subject), .text(digest.text), .text(rendered.entries), .text(rendered.counts)
                 ]
             }, perStatement: database.rowsPerStatement)
         statements += SQLStore.enqueue(digests.map { ($0.digest, $0.targets) }, in: database)
-        statements.append(SQLStatement("""
-            INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-            """, [.text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)), .integer(Frequency.isWeekStart(run.date) ? 1 : 0)]))
-        statements.append(SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
+        statements.append(
+            SQLStatement(
+                """
+                INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
+                """,
+                [
+                    .text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)),
+                    .integer(Frequency.isWeekStart(run.date) ? 1 : 0)
+                ]))
+        statements.append(
+            SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
         try database.savepoint(statements)
         return digests.map(\.digest)
     }
@@ -619,11 +662,13 @@ package final class SQLStore: GuidanceStore {
         }
     }
 
-    static let digestColumns = "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
+    static let digestColumns =
+        "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
 
     package func inbox(teacher: String) throws(StoreError) -> [Digest] {
         let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.query("""
+            try database.query(
+                """
                 SELECT \(SQLStore.digestColumns)
                 FROM digests WHERE teacher_id = $1
                 ORDER BY created_at DESC, date DESC, revision DESC

@@ -81,14 +81,15 @@ final class SQLiteConnection: SQLDatabase {
             let result = sqlite3_step(statement)
             if result == SQLITE_DONE { break }
             guard result == SQLITE_ROW else { throw error(result, String(cString: sqlite3_errmsg(database))) }
-            try body((0..<sqlite3_column_count(statement)).map { column in
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
-                case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
-                case SQLITE_NULL: .null
-                default: .text(String(cString: sqlite3_column_text(statement, column)))
-                }
-            })
+            try body(
+                (0..<sqlite3_column_count(statement)).map { column in
+                    switch sqlite3_column_type(statement, column) {
+                    case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+                    case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+                    case SQLITE_NULL: .null
+                    default: .text(String(cString: sqlite3_column_text(statement, column)))
+                    }
+                })
         }
     }
 

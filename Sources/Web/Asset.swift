@@ -43,7 +43,9 @@ package struct Asset: Sendable {
     package static func routes(_ assets: [Asset], into router: inout GuardedRouter) {
         let byName = Dictionary(uniqueKeysWithValues: (shared + assets).map { ($0.name, $0) })
         router.get("/assets/{name}", .open) { request, _ in
-            guard let asset = byName[request.parameter("name")] else { throw HTTPError.notFound("no asset named '\(request.parameter("name"))'") }
+            guard let asset = byName[request.parameter("name")] else {
+                throw HTTPError.notFound("no asset named '\(request.parameter("name"))'")
+            }
             return asset.response(to: request)
         }
     }

@@ -49,14 +49,15 @@ package enum Page {
         ("Content-Security-Policy", contentSecurityPolicy),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "same-origin"),
-        ("Cache-Control", "no-store"),
+        ("Cache-Control", "no-store")
     ]
 
     /// A page for a signed-in teacher: the bar on top (the school, who is
     /// signed in, the sign-out button) over `main`, titled `title`; `<body>` tells the
     /// script the teacher, their school and its time zone, and `data`.
     package static func signedIn(
-        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], scripts: [String], manifest: String? = nil
+        title: String, teacher: Teacher, school: School?, main: String, data: [(String, String)] = [], scripts: [String],
+        manifest: String? = nil
     ) -> Response {
         // One row for the school and the buttons, one line under it for who
         // is signed in; the gate's offline state takes that line's place
@@ -74,8 +75,9 @@ package enum Page {
         let context = [("teacher", teacher.id), ("school", teacher.schoolID), ("time-zone", school?.timeZone.identifier ?? "")]
         // Who the page is for: the app's service worker keeps class lists and
         // photos for this teacher only, and empties them for anyone else (`sw.js`).
-        return response(title: title, main: bar + main, data: context + data, scripts: scripts, manifest: manifest,
-                        headers: [("X-Signed-In", teacher.schoolID + "/" + teacher.id)])
+        return response(
+            title: title, main: bar + main, data: context + data, scripts: scripts, manifest: manifest,
+            headers: [("X-Signed-In", teacher.schoolID + "/" + teacher.id)])
     }
 
     /// Where a digest opens in the app (e-mails and the notifier's old

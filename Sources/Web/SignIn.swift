@@ -90,7 +90,8 @@ package struct SignIn: Sendable {
             policy.failed("token", request, client: caller.client)
             return form(next: next, status: 401, errors: [.token: "접속 키가 올바르지 않습니다."])
         }
-        return signedIn(sessions.new(teacher: teacher.id, credential: "token:" + Roster.fingerprint(token: token)), teacher, request, next: next)
+        return signedIn(
+            sessions.new(teacher: teacher.id, credential: "token:" + Roster.fingerprint(token: token)), teacher, request, next: next)
     }
 
     @Sendable func signInWithCode(_ request: Request, _ caller: Caller) async throws -> Response {
@@ -105,18 +106,21 @@ package struct SignIn: Sendable {
         let limited = policy.attempts.attempt(keys)
         switch try await sessions.useCode(fields["code"] ?? "", roster: caller.roster, waiting: limited == nil) {
         case .success(let session):
-            guard let teacher = caller.roster.teachers[session.teacherID] else { return form(next: next, status: 401, errors: [.code: "코드가 올바르지 않습니다."]) }
+            guard let teacher = caller.roster.teachers[session.teacherID] else {
+                return form(next: next, status: 401, errors: [.code: "코드가 올바르지 않습니다."])
+            }
             if limited == nil { policy.attempts.succeeded(keys) }
             return signedIn(session, teacher, request, next: next)
         case .failure(let refusal):
             if let limited { return tooMany(limited, next: next) }
             policy.failed("device code", request, client: caller.client, counted: true)
-            let message = switch refusal {
-            case .invalid: "코드가 올바르지 않습니다. 연결할 기기에 보이는 8자리 코드를 입력하세요."
-            case .expired: "코드의 10분이 지났습니다. 새 코드를 만드세요."
-            case .used: "이미 쓴 코드입니다. 새 코드를 만드세요."
-            case .revoked: "이 코드를 만든 뒤 모든 기기에서 로그아웃되어 쓸 수 없습니다. 새 코드를 만드세요."
-            }
+            let message =
+                switch refusal {
+                case .invalid: "코드가 올바르지 않습니다. 연결할 기기에 보이는 8자리 코드를 입력하세요."
+                case .expired: "코드의 10분이 지났습니다. 새 코드를 만드세요."
+                case .used: "이미 쓴 코드입니다. 새 코드를 만드세요."
+                case .revoked: "이 코드를 만든 뒤 모든 기기에서 로그아웃되어 쓸 수 없습니다. 새 코드를 만드세요."
+                }
             return form(next: next, status: 401, errors: [.code: message])
         }
     }
@@ -131,7 +135,9 @@ package struct SignIn: Sendable {
             return form(next: next, status: 503, errors: [.email: "이 서비스는 메일 로그인이 설정되지 않았습니다(SMTP_URL, 공개 주소). 접속 키로 로그인하세요."])
         }
         let address = (fields["email"] ?? "").trimmingWhitespace()
-        guard MailAddress.isAddress(address) else { return form(next: next, status: 400, errors: [.email: "이메일 주소를 입력하세요(예: kim@school.example)."]) }
+        guard MailAddress.isAddress(address) else {
+            return form(next: next, status: 400, errors: [.email: "이메일 주소를 입력하세요(예: kim@school.example)."])
+        }
         // Requests count like failures against the address, so nobody floods
         // the service; a mailbox gets at most `mailboxes.limit` links in a
         // link's life, past which nothing is sent (its links still work).
@@ -145,16 +151,23 @@ package struct SignIn: Sendable {
         Task { [self] in
             let teachers = roster.teachers(withEmail: address).filter { $0.hasAny(of: roles) }
             let sending = teachers.filter { mailboxes.attempt([.mailbox($0.email.lowercased())]) == nil }
-            logger.info("sign-in link requested", [
-                "requestId": requestID, "client": client, "teachers": teachers.map(\.id).joined(separator: ","),
-                "sent": String(sending.count),
-            ])
+            logger.info(
+                "sign-in link requested",
+                [
+                    "requestId": requestID, "client": client, "teachers": teachers.map(\.id).joined(separator: ","),
+                    "sent": String(sending.count)
+                ])
             for teacher in sending {
-                let message = linkMail(to: teacher, link: "\(publicURL)/session/link?t=\(sessions.linkToken(for: teacher))", from: mail.from)
+                let message = linkMail(
+                    to: teacher, link: "\(publicURL)/session/link?t=\(sessions.linkToken(for: teacher))", from: mail.from)
                 // An SMTP exchange blocks: off the cooperative pool.
-                let result = try? await blocking { mail.sendOne(to: teacher.email, message: message, name: "sign-in-\(teacher.id)-\(RandomID.uuid())") }
+                let result = try? await blocking {
+                    mail.sendOne(to: teacher.email, message: message, name: "sign-in-\(teacher.id)-\(RandomID.uuid())")
+                }
                 if result != .accepted {
-                    logger.warning("sign-in link not sent", ["requestId": requestID, "teacher": teacher.id, "result": result.map { "\($0)" } ?? "failed"])
+                    logger.warning(
+                        "sign-in link not sent",
+                        ["requestId": requestID, "teacher": teacher.id, "result": result.map { "\($0)" } ?? "failed"])
                 }
             }
         }
@@ -196,7 +209,9 @@ package struct SignIn: Sendable {
             return signedIn(session, teacher, request, next: "/")
         case .failure(let refusal):
             let teacher = refusal == .invalid ? named : nil
-            if let limit = policy.attempts.refusal(AccessPolicy.attemptKeys(client: caller.client, teacher: teacher)) { return tooMany(limit, next: "/") }
+            if let limit = policy.attempts.refusal(AccessPolicy.attemptKeys(client: caller.client, teacher: teacher)) {
+                return tooMany(limit, next: "/")
+            }
             policy.failed("sign-in link", request, client: caller.client, teacher: teacher)
             return linkProblem(refusal)
         }
@@ -214,23 +229,28 @@ package struct SignIn: Sendable {
             }
             logger.info("signed out", ["requestId": request.requestID, "teacher": session.teacherID])
         }
-        return Response(status: 303, headers: [("Location", "/"), ("Set-Cookie", cookie.clear), ("Cache-Control", "no-store"), ("Clear-Site-Data", "\"cache\"")])
+        return Response(
+            status: 303,
+            headers: [("Location", "/"), ("Set-Cookie", cookie.clear), ("Cache-Control", "no-store"), ("Clear-Site-Data", "\"cache\"")])
     }
 
     /// The signed-in teacher's devices: a code to pair another one, signing
     /// out all others, and for an admin, signing out any teacher of the school.
     @Sendable func devices(_ request: Request, _ caller: Caller) async throws -> Response {
         guard let teacher = caller.teacher, caller.session != nil else { return form(next: "/session/devices", status: 200, notice: nil) }
-        let done: String? = switch request.query["done"] {
-        case "others": "다른 기기를 모두 로그아웃했습니다."
-        case "revoked": "선택한 교사의 모든 기기를 로그아웃했습니다."
-        default: nil
-        }
+        let done: String? =
+            switch request.query["done"] {
+            case "others": "다른 기기를 모두 로그아웃했습니다."
+            case "revoked": "선택한 교사의 모든 기기를 로그아웃했습니다."
+            default: nil
+            }
         return devicesPage(teacher, caller.roster, notice: done)
     }
 
     @Sendable func makeCode(_ request: Request, _ caller: Caller) async throws -> Response {
-        guard let teacher = caller.teacher, let session = caller.session else { return form(next: "/session/devices", status: 401, notice: nil) }
+        guard let teacher = caller.teacher, let session = caller.session else {
+            return form(next: "/session/devices", status: 401, notice: nil)
+        }
         let code: String
         do {
             code = try await sessions.issueCode(for: session)
@@ -257,10 +277,12 @@ package struct SignIn: Sendable {
             return message("다른 기기를 로그아웃하지 못했습니다. 잠시 뒤에 다시 누르세요.", status: 503)
         }
         logger.info("signed out on every other device", ["requestId": request.requestID, "teacher": session.teacherID])
-        return Response(status: 303, headers: [
-            ("Location", "/session/devices?done=others"), ("Cache-Control", "no-store"),
-            ("Set-Cookie", cookie.set(sessions.cookieValue(kept ?? session, name: cookie.name), maxAge: sessions.maxAge)),
-        ])
+        return Response(
+            status: 303,
+            headers: [
+                ("Location", "/session/devices?done=others"), ("Cache-Control", "no-store"),
+                ("Set-Cookie", cookie.set(sessions.cookieValue(kept ?? session, name: cookie.name), maxAge: sessions.maxAge))
+            ])
     }
 
     @Sendable func revoke(_ request: Request, _ caller: Caller) async throws -> Response {
@@ -300,18 +322,25 @@ package struct SignIn: Sendable {
         guard teacher.hasAny(of: roles) else {
             return form(next: next, status: 403, notice: "이 페이지는 \(rolesText)만 쓸 수 있습니다.")
         }
-        logger.info("signed in", ["requestId": request.requestID, "teacher": teacher.id, "credential": String(session.credential.prefix { $0 != ":" })])
-        return Response(status: 303, headers: [
-            ("Location", next), ("Cache-Control", "no-store"),
-            ("Set-Cookie", cookie.set(sessions.cookieValue(session, name: cookie.name), maxAge: sessions.maxAge)),
-        ])
+        logger.info(
+            "signed in",
+            ["requestId": request.requestID, "teacher": teacher.id, "credential": String(session.credential.prefix { $0 != ":" })])
+        return Response(
+            status: 303,
+            headers: [
+                ("Location", next), ("Cache-Control", "no-store"),
+                ("Set-Cookie", cookie.set(sessions.cookieValue(session, name: cookie.name), maxAge: sessions.maxAge))
+            ])
     }
 
     enum Field: Hashable { case email, code, token }
 
     /// The sign-in page: a link by e-mail (when set up), a device code, and
     /// (folded) a token; `errors` under their fields, `notice` on top.
-    func form(next: String, status: Int, notice: String? = nil, errors: [Field: String] = [:], signOut: Bool = false, headers: [(String, String)] = []) -> Response {
+    func form(
+        next: String, status: Int, notice: String? = nil, errors: [Field: String] = [:], signOut: Bool = false,
+        headers: [(String, String)] = []
+    ) -> Response {
         func field(_ field: Field, _ id: String, label: String, input: String) -> String {
             let error = errors[field]
             return """
@@ -321,7 +350,9 @@ package struct SignIn: Sendable {
                 """
         }
         let hidden = "<input type=\"hidden\" name=\"next\" value=\"\(HTML.escape(next))\">"
-        let link = linksEnabled ? """
+        let link =
+            linksEnabled
+            ? """
             <form method="post" action="/session/link" class="card">\(hidden)
             <h2>로그인 링크</h2>
             \(field(.email, "email", label: "학교 이메일", input: "name=\"email\" type=\"email\" autocomplete=\"email\" inputmode=\"email\""))
@@ -349,7 +380,8 @@ package struct SignIn: Sendable {
         // (`signin.js` empties what the app kept; photos are `no-cache`, so
         // the browser's cache shows none without the server).
         return Page.response(
-            title: title, main: main, scripts: ["signin.js"], status: status, headers: headers + (signOut ? [("Set-Cookie", cookie.clear)] : []))
+            title: title, main: main, scripts: ["signin.js"], status: status,
+            headers: headers + (signOut ? [("Set-Cookie", cookie.clear)] : []))
     }
 
     private func devicesPage(_ teacher: Teacher, _ roster: Roster, notice: String?) -> Response {
@@ -366,7 +398,8 @@ package struct SignIn: Sendable {
         if teacher.has(.admin) {
             // Nobody chosen until the admin chooses (the admin's own devices are the card above).
             let options = roster.teachers.values.filter { $0.schoolID == teacher.schoolID && $0.id != teacher.id }.sorted { $0.id < $1.id }
-                .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name)) · \(HTML.escape(Page.roleName($0)))</option>" }.joined()
+                .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name)) · \(HTML.escape(Page.roleName($0)))</option>" }
+                .joined()
             main += """
                 <form method="post" action="/session/devices/revoke" class="card"><h2>교사 로그아웃시키기</h2>
                 <label for="revoke-teacher">교사</label>
@@ -421,9 +454,11 @@ package struct SignIn: Sendable {
             "Message-ID: <\(RandomID.uuid())@\(from.domain)>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: base64",
+            "Content-Transfer-Encoding: base64"
         ]
-        return Array((headers.joined(separator: "\r\n") + "\r\n\r\n" + MailHeader.base64(text.replacingOccurrences(of: "\n", with: "\r\n")) + "\r\n").utf8)
+        return Array(
+            (headers.joined(separator: "\r\n") + "\r\n\r\n" + MailHeader.base64(text.replacingOccurrences(of: "\n", with: "\r\n")) + "\r\n")
+                .utf8)
     }
 
     private var rolesText: String {
@@ -435,7 +470,7 @@ package struct SignIn: Sendable {
     /// site (`//evil.example`, `/\evil.example`) — else the start page.
     static func localPath(_ next: String?) -> String {
         guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"),
-              next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
+            next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
         else { return "/" }
         return next
     }

@@ -56,9 +56,10 @@ package struct StudentPhotos: Sendable {
     /// volunteer-duty teacher their grade (any of their roles). Lists that
     /// name other students show them without a photo.
     package static func sees(_ teacher: Teacher, _ student: Student) -> Bool {
-        teacher.schoolID == student.schoolID && (teacher.hasAny(of: [.gate, .admin])
-            || (teacher.has(.homeroom) && teacher.grade == student.grade && teacher.classNumber == student.classNumber)
-            || (teacher.has(.volunteerDuty) && teacher.grade == student.grade))
+        teacher.schoolID == student.schoolID
+            && (teacher.hasAny(of: [.gate, .admin])
+                || (teacher.has(.homeroom) && teacher.grade == student.grade && teacher.classNumber == student.classNumber)
+                || (teacher.has(.volunteerDuty) && teacher.grade == student.grade))
     }
 
     /// The photo address a list shows `teacher` for the student: none
@@ -71,7 +72,9 @@ package struct StudentPhotos: Sendable {
     /// The student's photo file and its media type, if the folder has one.
     func file(for studentID: String) -> (path: String, type: String)? {
         // Roster ids hold no '/'; control characters would cut a C path short.
-        guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else { return nil }
+        guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else {
+            return nil
+        }
         for (suffix, type) in StudentPhotos.types {
             let path = directory + "/" + studentID + "." + suffix
             var info = stat()
@@ -107,7 +110,9 @@ package struct StudentPhotos: Sendable {
 
     @Sendable func photo(_ request: Request, _ caller: Caller) async throws -> Response {
         let (schoolID, studentID) = (request.parameter("schoolId"), request.parameter("studentId"))
-        guard let student = caller.roster.student(school: schoolID, id: studentID) else { throw HTTPError.notFound("no student '\(studentID)' at this school") }
+        guard let student = caller.roster.student(school: schoolID, id: studentID) else {
+            throw HTTPError.notFound("no student '\(studentID)' at this school")
+        }
         // The same answer for a student outside the teacher's scope as for an unknown one.
         if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
             throw HTTPError.notFound("no student '\(studentID)' at this school")
@@ -143,13 +148,18 @@ package struct StudentPhotos: Sendable {
         let version = StudentPhotos.version(opened)
         let photo: Smaller.Photo
         do {
-            let made = try Images.smallerJPEG(bytes, width: StudentPhotos.shown.width, height: StudentPhotos.shown.height, quality: StudentPhotos.quality)
+            let made = try Images.smallerJPEG(
+                bytes, width: StudentPhotos.shown.width, height: StudentPhotos.shown.height, quality: StudentPhotos.quality)
             photo = Smaller.Photo(type: "image/jpeg", bytes: made, version: version)
             // Decoding took about a megabyte a photo, freed now; resident memory reflects what is kept.
             Memory.releaseFreePages()
         } catch {
-            logger.warning("photo served as it is: libvips cannot read it", ["file": URL(fileURLWithPath: path).lastPathComponent, "error": "\(error)"])
-            photo = Smaller.Photo(type: StudentPhotos.types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes, version: version)
+            logger.warning(
+                "photo served as it is: libvips cannot read it", ["file": URL(fileURLWithPath: path).lastPathComponent, "error": "\(error)"]
+            )
+            photo = Smaller.Photo(
+                type: StudentPhotos.types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes,
+                version: version)
         }
         smaller.keep(path, photo)
         return photo

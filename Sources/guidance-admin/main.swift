@@ -85,7 +85,10 @@ case "issue":
     if existing.isEmpty {
         FileHandle.standardError.write(Data("guidance-admin: created \(file.path): authentication is now ON for this roster\n".utf8))
     }
-    FileHandle.standardError.write(Data("guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.roleText), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.roleText), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n"
+                .utf8))
     print(token)
 case "revoke":
     let kept = rows.filter { row in
@@ -128,7 +131,9 @@ func replayDeadLetters(_ arguments: [String]) async {
         let replay = DeadLetterReplay(kafka: kafka, logger: Logger(component: "dlq-replay", level: .warning))
         let letters = try await replay.run(selection, dryRun: dryRun)
         for letter in letters { print(letter) }
-        print(dryRun ? "\(letters.count) dead letter(s) would be replayed (dry run: nothing sent)" : "\(letters.count) dead letter(s) replayed")
+        print(
+            dryRun
+                ? "\(letters.count) dead letter(s) would be replayed (dry run: nothing sent)" : "\(letters.count) dead letter(s) replayed")
     } catch {
         fail("\(error)")
     }
@@ -145,7 +150,8 @@ func revokeSessions(_ arguments: [String]) async {
     do {
         let kafka = try KafkaConfig.fromEnvironment(environment)
         let topic = try WebSettings.fromEnvironment(environment).topic
-        let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: Logger(component: "guidance-admin", level: .warning))
+        let producer = try Producer(
+            config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: Logger(component: "guidance-admin", level: .warning))
         let record = SessionLog.Record.signedOut(teacher: arguments[1], at: Int64(Timestamp.now() * 1000))
         var failure: KafkaError?
         do {
@@ -181,7 +187,11 @@ func purge(_ arguments: [String]) {
         print(dryRun ? "would remove (dry run):" : "removed:")
         for table in tables { print("  \(table): \(report.removed[table] ?? 0)") }
         print("oldest day kept: \(oldest ?? "-")")
-        if !dryRun { print("in \(report.batches) batches, the longest holding the store's writer \(Int(report.longestBatchMilliseconds.rounded(.up))) ms") }
+        if !dryRun {
+            print(
+                "in \(report.batches) batches, the longest holding the store's writer \(Int(report.longestBatchMilliseconds.rounded(.up))) ms"
+            )
+        }
     } catch {
         fail("\(error)")
     }

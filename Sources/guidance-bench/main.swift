@@ -26,7 +26,8 @@ struct Options {
         if let first = rest.first, !first.hasPrefix("--") { command = first; rest = rest.dropFirst() }
         while let flag = rest.popFirst() {
             guard flag.hasPrefix("--"), let text = rest.popFirst() else {
-                FileHandle.standardError.write(Data("usage: guidance-bench [kafka|apply|e2e|load|all] [--name value]… (see the source's header)\n".utf8))
+                FileHandle.standardError.write(
+                    Data("usage: guidance-bench [kafka|apply|e2e|load|all] [--name value]… (see the source's header)\n".utf8))
                 exit(2)
             }
             values[String(flag.dropFirst(2))] = text
@@ -73,9 +74,15 @@ enum BenchData {
     static let students: [Student] = {
         var list: [Student] = []
         for school in roster.schools.keys.sorted() {
-            for grade in 1...3 { for classNumber in 1...12 { for number in 1...32 {
-                if let student = roster.student(school: school, grade: grade, classNumber: classNumber, number: number) { list.append(student) }
-            } } }
+            for grade in 1...3 {
+                for classNumber in 1...12 {
+                    for number in 1...32 {
+                        if let student = roster.student(school: school, grade: grade, classNumber: classNumber, number: number) {
+                            list.append(student)
+                        }
+                    }
+                }
+            }
         }
         return list
     }()
@@ -100,7 +107,8 @@ func benchKafka() async throws {
         // A topic of its own on the shared broker, created by the first send.
         try await ensureTopic(topics.registered, bootstrap: external!)
     }
-    let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: external ?? cluster!.bootstrapServers)), logger: quiet)
+    let producer = try Producer(
+        config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: external ?? cluster!.bootstrapServers)), logger: quiet)
     let payloads = (0..<1000).map { sampleEvent($0, date: Timestamp.now()) }
     let started = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -117,8 +125,10 @@ func benchKafka() async throws {
         try await group.waitForAll()
     }
     let seconds = (ContinuousClock.now - started).seconds
-    report(String(format: "kafka: %d messages of ~%d bytes, %d in flight, acks=all, idempotent: %.0f messages/s (%.2f s)",
-                  messages, payloads[0].value.count, inflight, Double(messages) / seconds, seconds))
+    report(
+        String(
+            format: "kafka: %d messages of ~%d bytes, %d in flight, acks=all, idempotent: %.0f messages/s (%.2f s)",
+            messages, payloads[0].value.count, inflight, Double(messages) / seconds, seconds))
     producer.close()
     withExtendedLifetime(cluster) {}
 }
@@ -143,7 +153,10 @@ func benchApply() async throws {
                 var index = worker
                 while index < events {
                     let payload = sampleEvent(index, date: now)
-                    _ = try await producer.send(OutgoingMessage(topic: topics.registered, key: payload.key, value: payload.value, headers: [("event-type", "guidance.registered")]))
+                    _ = try await producer.send(
+                        OutgoingMessage(
+                            topic: topics.registered, key: payload.key, value: payload.value,
+                            headers: [("event-type", "guidance.registered")]))
                     index += 256
                 }
             }
@@ -171,7 +184,8 @@ func benchApply() async throws {
         if firstApplied == nil && notifier.metrics.value("notifier_events_applied_total") > 0 { firstApplied = .now }
         if ContinuousClock.now - lastReport > .seconds(5) {
             lastReport = .now
-            FileHandle.standardError.write(Data("apply: \(Int(notifier.metrics.value("notifier_events_applied_total"))) applied so far\n".utf8))
+            FileHandle.standardError.write(
+                Data("apply: \(Int(notifier.metrics.value("notifier_events_applied_total"))) applied so far\n".utf8))
         }
     }
     let finished = ContinuousClock.now
@@ -179,8 +193,10 @@ func benchApply() async throws {
     let joining = ((firstApplied ?? finished) - started).seconds
     let applying = (finished - (firstApplied ?? started)).seconds
     let storeName = if case .postgres = store { "PostgreSQL" } else { "SQLite" }
-    report(String(format: "apply: %d of %d events from topic to committed %@ rows: %.0f events/s (%.2f s after %.2f s joining the group)",
-                  applied, events, storeName, Double(applied) / applying, applying, joining))
+    report(
+        String(
+            format: "apply: %d of %d events from topic to committed %@ rows: %.0f events/s (%.2f s after %.2f s joining the group)",
+            applied, events, storeName, Double(applied) / applying, applying, joining))
     await notifier.shutdown()
     withExtendedLifetime(cluster) {}
 }
@@ -190,7 +206,8 @@ func benchApply() async throws {
 /// its first message.
 func drain(_ events: Int, topic: String, bootstrap: String) throws {
     let consumer = try Consumer(
-        config: ConsumerConfig(kafka: KafkaConfig(bootstrapServers: bootstrap), groupID: "bench-drain-\(UUID())", topics: [topic]), logger: quiet)
+        config: ConsumerConfig(kafka: KafkaConfig(bootstrapServers: bootstrap), groupID: "bench-drain-\(UUID())", topics: [topic]),
+        logger: quiet)
     defer { consumer.close() }
     var read = 0
     var first: ContinuousClock.Instant?
@@ -201,7 +218,10 @@ func drain(_ events: Int, topic: String, bootstrap: String) throws {
         read += batch.count
     }
     let seconds = (ContinuousClock.now - (first ?? .now)).seconds
-    report(String(format: "drain: %d of %d events read by a bare consumer: %.0f events/s (%.2f s)", read, events, Double(read) / seconds, seconds))
+    report(
+        String(
+            format: "drain: %d of %d events read by a bare consumer: %.0f events/s (%.2f s)", read, events, Double(read) / seconds, seconds)
+    )
 }
 
 /// One POST at a time, then the list API polled until the guidance shows.
@@ -213,11 +233,13 @@ func benchEndToEnd() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
     let ingest = try IngestService(
-        config: IngestConfig(http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", producer: ProducerConfig(kafka: kafka), topics: topics),
+        config: IngestConfig(
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", producer: ProducerConfig(kafka: kafka), topics: topics),
         roster: roster, logger: quiet)
     let notifier = try NotifierService(
         config: NotifierConfig(
-            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
+            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "",
+            store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
             kafka: kafka, groupID: "bench-e2e", topics: topics, scheduleInterval: nil),
         roster: roster, logger: quiet)
     try await ingest.start()
@@ -230,14 +252,19 @@ func benchEndToEnd() async throws {
     var latencies: [Double] = []
     for index in 0..<samples {
         let student = BenchData.students[index % BenchData.students.count]
-        let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#
-        let (status, reply) = try await client.send("POST", "http://127.0.0.1:\(ingest.port)/v1/schools/\(school)/guidances", body: body, token: token)
-        guard status == 202, let id = (try? JSONSerialization.jsonObject(with: reply)) .flatMap({ ($0 as? [String: Any])?["guidanceId"] as? String }) else {
+        let body =
+            #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#
+        let (status, reply) = try await client.send(
+            "POST", "http://127.0.0.1:\(ingest.port)/v1/schools/\(school)/guidances", body: body, token: token)
+        guard status == 202,
+            let id = (try? JSONSerialization.jsonObject(with: reply)).flatMap({ ($0 as? [String: Any])?["guidanceId"] as? String })
+        else {
             report("e2e: POST answered \(status)")
             continue
         }
         let accepted = ContinuousClock.now
-        let listURL = "http://127.0.0.1:\(notifier.port)/v1/schools/\(school)/guidances?grade=\(student.grade)&classNumber=\(student.classNumber)"
+        let listURL =
+            "http://127.0.0.1:\(notifier.port)/v1/schools/\(school)/guidances?grade=\(student.grade)&classNumber=\(student.classNumber)"
         while ContinuousClock.now - accepted < .seconds(10) {
             let (_, list) = try await client.send("GET", listURL, body: nil, token: reader)
             if String(decoding: list, as: UTF8.self).contains(id) { break }
@@ -245,9 +272,13 @@ func benchEndToEnd() async throws {
         latencies.append((ContinuousClock.now - accepted).seconds * 1000)
     }
     latencies.sort()
-    func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-    report(String(format: "e2e: %d guidances, 202 → visible in the list API: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-                  latencies.count, percentile(0.5), percentile(0.99), latencies.last ?? .nan))
+    func percentile(_ p: Double) -> Double {
+        latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+    }
+    report(
+        String(
+            format: "e2e: %d guidances, 202 → visible in the list API: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+            latencies.count, percentile(0.5), percentile(0.99), latencies.last ?? .nan))
     await ingest.shutdown()
     await notifier.shutdown()
     withExtendedLifetime(cluster) {}
@@ -287,9 +318,12 @@ func benchLoad() async throws {
                 let due = started + interval * index
                 if due > .now { Thread.sleep(forTimeInterval: (due - .now).seconds) }
                 let student = students[(index &* 7919) % students.count]
-                let body = #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
+                let body =
+                    #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
                 var headers = [("Content-Type", "application/json")]
-                if roster.authenticationEnabled, let gate = BenchData.gate[student.schoolID] { headers.append(("Authorization", "Bearer demo-\(gate)")) }
+                if roster.authenticationEnabled, let gate = BenchData.gate[student.schoolID] {
+                    headers.append(("Authorization", "Bearer demo-\(gate)"))
+                }
                 let sent = ContinuousClock.now
                 let result = session.post("\(url)/v1/schools/\(student.schoolID)/guidances", headers: headers, body: Array(body.utf8))
                 let took = (ContinuousClock.now - sent).seconds * 1000
@@ -301,10 +335,14 @@ func benchLoad() async throws {
     }
     await withCheckedContinuation { continuation in group.notify(queue: .global()) { continuation.resume() } }
     let (latencies, errors) = state.results.withLock { ($0.latencies.sorted(), $0.errors) }
-    func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+    func percentile(_ p: Double) -> Double {
+        latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+    }
     let took = (ContinuousClock.now - started).seconds
-    report(String(format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
-                  latencies.count + errors, took, Double(latencies.count + errors) / took, errors, percentile(0.5), percentile(0.99)))
+    report(
+        String(
+            format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
+            latencies.count + errors, took, Double(latencies.count + errors) / took, errors, percentile(0.5), percentile(0.99)))
 }
 
 switch options.command {

@@ -86,7 +86,8 @@ do {
         // One instance per folder: a second would share (and reset) the first's state.
         let lock = open("var/guidance-dev.lock", O_CREAT | O_RDWR, 0o600)
         guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            throw ConfigurationError(variable: "guidance-dev", reason: "another guidance-dev runs from this folder (var/guidance-dev.lock); stop it first")
+            throw ConfigurationError(
+                variable: "guidance-dev", reason: "another guidance-dev runs from this folder (var/guidance-dev.lock); stop it first")
         }
         // A local run on this machine: a roster without tokens.csv is served
         // open (with the services' loud warning) rather than refused.
@@ -96,12 +97,18 @@ do {
             // digests beside a new cluster's offsets would mix two histories.
             for suffix in ["", "-wal", "-shm"] { unlink("var/guidance-dev.db" + suffix) }
             values["STORE_URL"] = "sqlite:var/guidance-dev.db"
-            say("state: the mock cluster is in memory and the SQLite store \(FileManager.default.currentDirectoryPath)/var/guidance-dev.db starts empty on every run, so both begin together; set STORE_URL to keep a store of your own")
+            say(
+                "state: the mock cluster is in memory and the SQLite store \(FileManager.default.currentDirectoryPath)/var/guidance-dev.db starts empty on every run, so both begin together; set STORE_URL to keep a store of your own"
+            )
         } else {
-            say("state: STORE_URL is set, so its data stays, while the mock cluster starts empty: events and offsets begin again at 0 (replays are harmless); the store's old digests stay")
+            say(
+                "state: STORE_URL is set, so its data stays, while the mock cluster starts empty: events and offsets begin again at 0 (replays are harmless); the store's old digests stay"
+            )
         }
         // E-mails (digests, sign-in links) link to the pages on this machine.
-        for (variable, port) in [("PUBLIC_NOTIFIER_URL", values["NOTIFIER_PORT"] ?? "8081"), ("PUBLIC_INGEST_URL", values["INGEST_PORT"] ?? "8080")]
+        for (variable, port) in [
+            ("PUBLIC_NOTIFIER_URL", values["NOTIFIER_PORT"] ?? "8081"), ("PUBLIC_INGEST_URL", values["INGEST_PORT"] ?? "8080")
+        ]
         where values[variable] == nil && port != "0" {
             values[variable] = "http://127.0.0.1:\(port)"
         }
@@ -131,7 +138,9 @@ do {
             let mail = MailSettings(transport: .directory(folder), from: MailAddress("학생부 알림 <guidance@school.example>")!)
             notifierConfig.delivery.mail = mail
             ingestConfig.mail = mail
-            say("e-mail: no SMTP_URL, so each e-mail (digests, sign-in links) is written as an .eml file (open it with a mail client) into \(folder), emptied at each start with the store")
+            say(
+                "e-mail: no SMTP_URL, so each e-mail (digests, sign-in links) is written as an .eml file (open it with a mail client) into \(folder), emptied at each start with the store"
+            )
         }
         let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
         let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))

@@ -16,7 +16,9 @@ do {
     Thread.detachNewThread {
         // A sleep, and meant: this thread exists only to end the process at the deadline.
         Thread.sleep(forTimeInterval: limit.seconds)
-        logger.error("shutdown did not finish in time; exiting, events not committed are read again by the group", ["seconds": String(Int(limit.seconds))])
+        logger.error(
+            "shutdown did not finish in time; exiting, events not committed are read again by the group",
+            ["seconds": String(Int(limit.seconds))])
         exit(1)
     }
     await service.shutdown()

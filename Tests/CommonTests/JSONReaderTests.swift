@@ -11,7 +11,7 @@ final class JSONReaderTests: XCTestCase {
             " {\n \"student\" : { \"number\" : 0 , \"grade\" : 3 } ,\r\n\t\"reason\" : { \"code\" : \"x\" , \"detail\" : null } }\n",
             #"{"escapes":"\"\\\/\b\f\n\r\t\u0041\u00e9\uD83C\uDF92","korean":"체육복 / 운동화 🎒"}"#,
             #"{"n":[0,-1,12.5,1e3,1E-2,-0.5e+7,9223372036854775807,-9223372036854775808,9223372036854775808]}"#,
-            "{}", #"{"a":[]}"#,
+            "{}", #"{"a":[]}"#
         ]
         for document in documents {
             let read = try JSONReader.object(Array(document.utf8))
@@ -50,7 +50,10 @@ final class JSONReaderTests: XCTestCase {
             (#"{"a":1"#, "", "unexpected end"),
             ("", "", "unexpected end"),
             (#"[1]"#, "", "must be a JSON object"),
-            (String(repeating: #"{"a":"#, count: 40) + "1" + String(repeating: "}", count: 40), "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a", "nested too deeply"),
+            (
+                String(repeating: #"{"a":"#, count: 40) + "1" + String(repeating: "}", count: 40),
+                "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a", "nested too deeply"
+            )
         ]
         for (document, field, message) in cases {
             XCTAssertThrowsError(try JSONReader.object(Array(document.utf8)), document) { error in
@@ -94,7 +97,8 @@ final class JSONReaderTests: XCTestCase {
         case .bool(let flag): NSNumber(value: flag)
         case .null: NSNull()
         case .array(let values): values.map(plain) as NSArray
-        case .object(let object): NSDictionary(dictionary: Dictionary(uniqueKeysWithValues: object.fields.map { ($0.key, plain($0.value)) }))
+        case .object(let object):
+            NSDictionary(dictionary: Dictionary(uniqueKeysWithValues: object.fields.map { ($0.key, plain($0.value)) }))
         }
     }
 }

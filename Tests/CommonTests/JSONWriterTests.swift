@@ -8,7 +8,7 @@ final class JSONWriterTests: XCTestCase {
     func testStringsReadBackAsWritten() throws {
         let values = [
             "", "plain", "체육복 / 운동화 🎒", "\"quoted\"", #"back\slash"#, "tab\there\nline\r",
-            "\u{0}\u{1}\u{1F}\u{7F}", "ends with a quote\"", "\\", "é\u{8}é",
+            "\u{0}\u{1}\u{1F}\u{7F}", "ends with a quote\"", "\\", "é\u{8}é"
         ]
         for value in values {
             var writer = JSONWriter()

@@ -20,10 +20,12 @@ final class LoggerTests: XCTestCase {
         let logger = Logger(component: "ingest", metadata: ["part": "http", "zone": "z", "msg": "not this"])
         let written = try line { logger.info("request \"done\"", ["part": "producer", "a": "1", "ts": "not this either"]) }
         XCTAssertTrue(written.hasPrefix(#"{"ts":""#), written)
-        XCTAssertTrue(written.hasSuffix(#""component":"ingest","msg":"request \"done\"","a":"1","part":"producer","zone":"z"}"# + "\n"), written)
+        XCTAssertTrue(
+            written.hasSuffix(#""component":"ingest","msg":"request \"done\"","a":"1","part":"producer","zone":"z"}"# + "\n"), written)
         XCTAssertEqual(written.components(separatedBy: "\"msg\"").count, 2, written)
         XCTAssertEqual(written.components(separatedBy: "\"ts\"").count, 2, written)
-        XCTAssertEqual(try line { logger.with(["b": "2"]).warning("w") }.hasSuffix(#""msg":"w","b":"2","part":"http","zone":"z"}"# + "\n"), true)
+        XCTAssertEqual(
+            try line { logger.with(["b": "2"]).warning("w") }.hasSuffix(#""msg":"w","b":"2","part":"http","zone":"z"}"# + "\n"), true)
         XCTAssertEqual(try line { logger.debug("hidden") }, "")
     }
 
@@ -42,7 +44,10 @@ final class LoggerTests: XCTestCase {
         logger.warning("third")
         // Without waiting: the warning took the lines before it along, in order.
         var read = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
-        XCTAssertEqual(read.components(separatedBy: "\n").filter { !$0.isEmpty }.map { $0.contains(#""msg":"first""#) ? 1 : $0.contains(#""msg":"second""#) ? 2 : $0.contains(#""msg":"third""#) ? 3 : 0 }, [1, 2, 3], read)
+        XCTAssertEqual(
+            read.components(separatedBy: "\n").filter { !$0.isEmpty }.map {
+                $0.contains(#""msg":"first""#) ? 1 : $0.contains(#""msg":"second""#) ? 2 : $0.contains(#""msg":"third""#) ? 3 : 0
+            }, [1, 2, 3], read)
         // An info line alone goes out by itself, a few milliseconds later.
         logger.info("fourth")
         var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)

@@ -25,14 +25,16 @@ final class ForEachTransformedTests: XCTestCase {
         struct Stop: Error {}
         let calls = Mutex(0)
         var handed: [Int] = []
-        XCTAssertThrowsError(try (0..<200).map { $0 }.forEach(transformedBy: { number -> Int in
-            calls.withLock { $0 += 1 }
-            usleep(1000)
-            return number * 2
-        }) { (doubled: Int) throws(Stop) in
-            handed.append(doubled)
-            if doubled == 20 { throw Stop() }
-        }) { XCTAssertTrue($0 is Stop) }
+        XCTAssertThrowsError(
+            try (0..<200).map { $0 }.forEach(transformedBy: { number -> Int in
+                calls.withLock { $0 += 1 }
+                usleep(1000)
+                return number * 2
+            }) { (doubled: Int) throws(Stop) in
+                handed.append(doubled)
+                if doubled == 20 { throw Stop() }
+            }
+        ) { XCTAssertTrue($0 is Stop) }
         XCTAssertEqual(handed, (0...10).map { $0 * 2 })
         // Long enough for a helper that did not stop to transform them all.
         usleep(400_000)

@@ -14,24 +14,28 @@ final class PartsTests: XCTestCase {
         var read: [String] { lines.withLock { $0 } }
 
         func part(_ name: String, stopTaking: Duration = .zero, failing: Bool = false) -> Part {
-            Part(name, start: {
-                if failing { throw Refused() }
-                self.write("start \(name)")
-            }, stop: {
-                self.write("stopping \(name)")
-                try? await Task.sleep(for: stopTaking)
-                self.write("stopped \(name)")
-            })
+            Part(
+                name,
+                start: {
+                    if failing { throw Refused() }
+                    self.write("start \(name)")
+                },
+                stop: {
+                    self.write("stopping \(name)")
+                    try? await Task.sleep(for: stopTaking)
+                    self.write("stopped \(name)")
+                })
         }
     }
 
     func testPartsStartInTheirOrderAndStopInReverseAStageAtOnce() async throws {
         let journal = Journal()
-        let parts = Parts([
-            [journal.part("producer")],
-            [journal.part("log")],
-            [journal.part("consumer", stopTaking: .milliseconds(300)), journal.part("http", stopTaking: .milliseconds(300))],
-        ], logger: Logger(component: "test", level: .error))
+        let parts = Parts(
+            [
+                [journal.part("producer")],
+                [journal.part("log")],
+                [journal.part("consumer", stopTaking: .milliseconds(300)), journal.part("http", stopTaking: .milliseconds(300))]
+            ], logger: Logger(component: "test", level: .error))
         try await parts.start()
         XCTAssertEqual(journal.read, ["start producer", "start log", "start consumer", "start http"])
 
@@ -48,15 +52,18 @@ final class PartsTests: XCTestCase {
 
     func testAPartThatCannotStartStopsWhatStartedAndNothingAfterIt() async throws {
         let journal = Journal()
-        let parts = Parts([
-            [journal.part("producer")],
-            [journal.part("consumer"), journal.part("http", failing: true), journal.part("dispatcher")],
-        ], logger: Logger(component: "test", level: .error))
+        let parts = Parts(
+            [
+                [journal.part("producer")],
+                [journal.part("consumer"), journal.part("http", failing: true), journal.part("dispatcher")]
+            ], logger: Logger(component: "test", level: .error))
         do {
             try await parts.start()
             XCTFail("started although http could not")
         } catch is Refused {}
-        XCTAssertEqual(journal.read, ["start producer", "start consumer", "stopping consumer", "stopped consumer", "stopping producer", "stopped producer"])
+        XCTAssertEqual(
+            journal.read,
+            ["start producer", "start consumer", "stopping consumer", "stopped consumer", "stopping producer", "stopped producer"])
         await parts.stop()
         XCTAssertEqual(journal.read.count, 6, "stopped twice")
     }

@@ -23,6 +23,8 @@ final class SMTPSessionTests: XCTestCase {
         XCTAssertEqual(session.send(from: "a@school.example", to: "c@school.example", message: message), .accepted)
         let received = sink.records
         XCTAssertEqual(received.compactMap { $0["to"] as? [String] }, [["b@school.example"], ["c@school.example"]])
-        XCTAssertEqual((received.first?["plain"] as? String)?.replacingOccurrences(of: "\r\n", with: "\n"), ".leading dot\nbody\n", "dot-stuffed and unstuffed")
+        XCTAssertEqual(
+            (received.first?["plain"] as? String)?.replacingOccurrences(of: "\r\n", with: "\n"), ".leading dot\nbody\n",
+            "dot-stuffed and unstuffed")
     }
 }

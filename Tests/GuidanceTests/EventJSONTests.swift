@@ -24,9 +24,11 @@ final class EventJSONTests: XCTestCase {
     /// Service events are read back by the notifier's own reader: every field, `note` as null when absent.
     func testServiceEventsReadBackAsWritten() throws {
         for note in [nil, awkward] {
-            let recorded = ServiceRecorded(eventId: RandomID.uuid(), record: ServiceRecord(
-                serviceId: RandomID.uuid(), schoolId: "demo-hs", grade: 1, studentId: "s10312", date: "2026-12-01", sessions: 2,
-                note: note, recordedBy: "t-vd-1", recordedAt: "2026-12-01T06:00:00Z"))
+            let recorded = ServiceRecorded(
+                eventId: RandomID.uuid(),
+                record: ServiceRecord(
+                    serviceId: RandomID.uuid(), schoolId: "demo-hs", grade: 1, studentId: "s10312", date: "2026-12-01", sessions: 2,
+                    note: note, recordedBy: "t-vd-1", recordedAt: "2026-12-01T06:00:00Z"))
             XCTAssertEqual(try ServiceRecorded(json: JSONFields(JSONReader.object(recorded.json))), recorded)
             if note == nil { XCTAssertTrue(String(decoding: recorded.json, as: UTF8.self).contains("\"note\":null")) }
         }
@@ -35,8 +37,14 @@ final class EventJSONTests: XCTestCase {
             withdrawnBy: "t-vd-1", occurredAt: "2026-12-01T07:00:00Z")
         XCTAssertEqual(try ServiceWithdrawn(json: JSONFields(JSONReader.object(withdrawn.json))), withdrawn)
         XCTAssertTrue(String(decoding: withdrawn.json, as: UTF8.self).contains("\"type\":\"guidance.service.withdrawn\""))
-        XCTAssertThrowsError(try ServiceRecorded(json: JSONFields(JSONReader.object(Array(#"{"eventId":"e","serviceId":"s","schoolId":"x","grade":1,"studentId":"s","date":"2026-12-01","sessions":0,"recordedBy":"t","recordedAt":"t"}"#.utf8)))),
-                             "sessions outside 1-20")
+        XCTAssertThrowsError(
+            try ServiceRecorded(
+                json: JSONFields(
+                    JSONReader.object(
+                        Array(
+                            #"{"eventId":"e","serviceId":"s","schoolId":"x","grade":1,"studentId":"s","date":"2026-12-01","sessions":0,"recordedBy":"t","recordedAt":"t"}"#
+                                .utf8)))),
+            "sessions outside 1-20")
     }
 
     func testDeletedJSONDecodesToTheSameEventAndMatchesJSONEncoder() throws {
@@ -64,7 +72,7 @@ final class EventJSONTests: XCTestCase {
             (text.replacingOccurrences(of: #","recordedAt":"2026-11-30T07:52:11Z""#, with: ""), "recordedAt is required"),
             (text.replacingOccurrences(of: #""grade":1"#, with: #""grade":"1""#), "student.grade must be a whole number, not a string"),
             (text.replacingOccurrences(of: #""grade":1"#, with: #""grade":-1"#), "student.grade must be a whole number from 1 to 65535"),
-            (text.replacingOccurrences(of: #""detail":"체육복 / 운동화""#, with: #""detail":3"#), "reason.detail must be a string, not a number"),
+            (text.replacingOccurrences(of: #""detail":"체육복 / 운동화""#, with: #""detail":3"#), "reason.detail must be a string, not a number")
         ]
         for (body, message) in broken {
             XCTAssertNotEqual(body, text)

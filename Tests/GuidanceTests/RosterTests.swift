@@ -5,10 +5,12 @@ import XCTest
 
 final class RosterTests: XCTestCase {
     let schools = "school_id,name,timezone,digest_time\nsa,School A,Asia/Seoul,08:50\nsb,School B,America/Los_Angeles,07:30\n"
-    let teachers = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,t1@a.example,homeroom,1,2\nsa,g1,Lee,g1@a.example,gate,,\nsb,g2,Park,g2@b.example,gate,,\n"
+    let teachers =
+        "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,t1@a.example,homeroom,1,2\nsa,g1,Lee,g1@a.example,gate,,\nsb,g2,Park,g2@b.example,gate,,\n"
 
     func testReadsQuotedCommasBOMAndCRLFAndColumnsByName() throws {
-        let students = "\u{FEFF}name,school_id,student_id,grade,class,number,photo_url\r\n\"Kim, \"\"Minji\"\"\",sa,s1,1,2,3,https://p/1.jpg\r\nLee,sa,s2,1,2,4,\r\n"
+        let students =
+            "\u{FEFF}name,school_id,student_id,grade,class,number,photo_url\r\n\"Kim, \"\"Minji\"\"\",sa,s1,1,2,3,https://p/1.jpg\r\nLee,sa,s2,1,2,4,\r\n"
         let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
         let student = try XCTUnwrap(roster.student(school: "sa", grade: 1, classNumber: 2, number: 3))
         XCTAssertEqual(student.name, "Kim, \"Minji\"")
@@ -25,7 +27,7 @@ final class RosterTests: XCTestCase {
         // round-trip unchanged.
         let urls = [
             "https://photos.example/sa/s1.jpg", "https://photos.example/sa/s2.jpg", "https://cdn.example/other/s3.png",
-            "https://s4.jpg", "", "https://photos.example/sa/", "https://photos.example/사진/김.jpg?v=2", "https://",
+            "https://s4.jpg", "", "https://photos.example/sa/", "https://photos.example/사진/김.jpg?v=2", "https://"
         ]
         var students = "school_id,student_id,grade,class,number,name,photo_url\n"
         for (index, url) in urls.enumerated() { students += "sa,s\(index),1,1,\(index + 1),Kim,\(url)\n" }
@@ -40,19 +42,31 @@ final class RosterTests: XCTestCase {
         let key = Data((0..<24).map { UInt8($0) })
         let secret = "whsec_" + key.base64EncodedString()
         let roster = try Roster.parse(
-            schools: schools, students: students, teachers: teachers, webhooks: "school_id,url,secret\nsa,https://hooks.example/guidance,\(secret)\n")
+            schools: schools, students: students, teachers: teachers,
+            webhooks: "school_id,url,secret\nsa,https://hooks.example/guidance,\(secret)\n")
         XCTAssertEqual(roster.webhooks["sa"]?.url, "https://hooks.example/guidance")
         XCTAssertEqual(roster.webhooks["sa"]?.secret, Array(key))
         XCTAssertNil(roster.webhooks["sb"])
         let cases = [
             ("sa,ftp://hooks.example/x,\(secret)", "webhooks.csv:2: url 'ftp://hooks.example/x' is not an http:// or https:// URL"),
             ("sx,https://hooks.example/x,\(secret)", "webhooks.csv:2: unknown school 'sx'"),
-            ("sa,https://hooks.example/x,whsec_c2hvcnQ=", "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"),
-            ("sa,https://hooks.example/x,\(secret.dropFirst(6))", "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"),
-            ("sa,https://hooks.example/x,\(secret)\nsa,https://hooks.example/y,\(secret)", "webhooks.csv:3: school 'sa' has a webhook already; one per school"),
+            (
+                "sa,https://hooks.example/x,whsec_c2hvcnQ=",
+                "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"
+            ),
+            (
+                "sa,https://hooks.example/x,\(secret.dropFirst(6))",
+                "webhooks.csv:2: secret must be whsec_ followed by the base64 of at least 16 random bytes"
+            ),
+            (
+                "sa,https://hooks.example/x,\(secret)\nsa,https://hooks.example/y,\(secret)",
+                "webhooks.csv:3: school 'sa' has a webhook already; one per school"
+            )
         ]
         for (rows, message) in cases {
-            XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers, webhooks: "school_id,url,secret\n\(rows)\n")) { error in
+            XCTAssertThrowsError(
+                try Roster.parse(schools: schools, students: students, teachers: teachers, webhooks: "school_id,url,secret\n\(rows)\n")
+            ) { error in
                 XCTAssertEqual("\(error)", message)
                 XCTAssertFalse("\(error)".contains(key.base64EncodedString()), "the secret was echoed")
             }
@@ -70,7 +84,8 @@ final class RosterTests: XCTestCase {
     /// `service_sessions` is optional (1), per reason, 0–10; a default reason listed again takes the school's number.
     func testReasonsCarryTheirServiceSessions() throws {
         let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\n"
-        let reasons = "school_id,code,label,requires_detail,service_sessions\nsa,trespassing,무단횡단,false,2\nsa,late,지각,false,\nsa,free,면제,false,0\n"
+        let reasons =
+            "school_id,code,label,requires_detail,service_sessions\nsa,trespassing,무단횡단,false,2\nsa,late,지각,false,\nsa,free,면제,false,0\n"
         let roster = try Roster.parse(schools: schools, students: students, teachers: teachers, reasons: reasons)
         let school = try XCTUnwrap(roster.school("sa"))
         XCTAssertEqual(school.reason("trespassing")?.serviceSessions, 2)
@@ -78,11 +93,15 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(school.reason("free")?.serviceSessions, 0)
         XCTAssertEqual(school.reason("noShoes")?.serviceSessions, 1)
         XCTAssertEqual(roster.school("sb")?.reason("trespassing")?.serviceSessions, 1, "another school keeps the default")
-        let old = try Roster.parse(schools: schools, students: students, teachers: teachers, reasons: "school_id,code,label,requires_detail\nsa,late,지각,false\n")
+        let old = try Roster.parse(
+            schools: schools, students: students, teachers: teachers, reasons: "school_id,code,label,requires_detail\nsa,late,지각,false\n")
         XCTAssertEqual(old.school("sa")?.reason("late")?.serviceSessions, 1, "a reasons.csv without the column")
         for bad in ["11", "-1", "two"] {
-            XCTAssertThrowsError(try Roster.parse(schools: schools, students: students, teachers: teachers,
-                                                  reasons: "school_id,code,label,requires_detail,service_sessions\nsa,late,지각,false,\(bad)\n")) { error in
+            XCTAssertThrowsError(
+                try Roster.parse(
+                    schools: schools, students: students, teachers: teachers,
+                    reasons: "school_id,code,label,requires_detail,service_sessions\nsa,late,지각,false,\(bad)\n")
+            ) { error in
                 XCTAssertEqual("\(error)", "reasons.csv:2: service_sessions '\(bad)' is not a whole number from 0 to 10")
             }
         }
@@ -109,25 +128,32 @@ final class RosterTests: XCTestCase {
         func id(_ row: (school: String, grade: Int, classNumber: Int, number: Int)) -> String {
             "\(row.school)-\(row.grade)-\(row.classNumber)-\(row.number)"
         }
-        let students = "school_id,student_id,grade,class,number,name,photo_url\n"
-            + rows.map { "\($0.school),\(id($0)),\($0.grade),\($0.classNumber),\($0.number),N \(id($0)),https://p/\(id($0)).jpg\n" }.joined()
+        let students =
+            "school_id,student_id,grade,class,number,name,photo_url\n"
+            + rows.map { "\($0.school),\(id($0)),\($0.grade),\($0.classNumber),\($0.number),N \(id($0)),https://p/\(id($0)).jpg\n" }
+            .joined()
         let roster = try Roster.parse(schools: schools, students: students, teachers: teachers)
         XCTAssertEqual(roster.studentCount, rows.count)
         for row in rows {
-            let student = try XCTUnwrap(roster.student(school: row.school, grade: row.grade, classNumber: row.classNumber, number: row.number))
+            let student = try XCTUnwrap(
+                roster.student(school: row.school, grade: row.grade, classNumber: row.classNumber, number: row.number))
             XCTAssertEqual(student.id, id(row))
             XCTAssertEqual(student.name, "N \(id(row))")
             XCTAssertEqual(student.photoURL, "https://p/\(id(row)).jpg")
             XCTAssertEqual(roster.student(school: row.school, id: id(row))?.number, row.number)
         }
-        for (school, grade, classNumber, number) in [("sa", 1, 1, 3), ("sa", 4, 1, 1), ("sc", 1, 1, 1), ("sb", 3, 300, 65534), ("sa", 1, 3, 1)] {
+        for (school, grade, classNumber, number) in [
+            ("sa", 1, 1, 3), ("sa", 4, 1, 1), ("sc", 1, 1, 1), ("sb", 3, 300, 65534), ("sa", 1, 3, 1)
+        ] {
             XCTAssertNil(roster.student(school: school, grade: grade, classNumber: classNumber, number: number))
         }
         XCTAssertNil(roster.student(school: "sb", id: "sa-1-1-1"), "an id of another school")
         XCTAssertEqual(roster.seats(school: "sb").map(\.grade), [1, 2, 3])
         XCTAssertEqual(roster.seats(school: "sb")[0].classes.map(\.classNumber), [1, 2, 10, 300])
         XCTAssertEqual(roster.seats(school: "sb")[0].classes[3].numbers, [1, 2, 30, 65535])
-        XCTAssertEqual(roster.students(school: "sa", grade: 2, classNumber: 300).map(\.id), ["sa-2-300-1", "sa-2-300-2", "sa-2-300-30", "sa-2-300-65535"])
+        XCTAssertEqual(
+            roster.students(school: "sa", grade: 2, classNumber: 300).map(\.id),
+            ["sa-2-300-1", "sa-2-300-2", "sa-2-300-30", "sa-2-300-65535"])
         XCTAssertEqual(roster.students(school: "sa", grade: 2, classNumber: 3).count, 0, "no such class")
         XCTAssertEqual(roster.students(school: "sc", grade: 2, classNumber: 300).count, 0, "no such school")
     }
@@ -147,17 +173,23 @@ final class RosterTests: XCTestCase {
         let openQuote = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,\"Kim,\n"
         assertRejected(students: openQuote, "students.csv:2: a quoted field is never closed")
         let badZone = "school_id,name,timezone,digest_time\nsa,A,Mars/Olympus,08:50\n"
-        assertRejected(schools: badZone, students: "school_id,student_id,grade,class,number,name,photo_url\n", "schools.csv:2: unknown time zone 'Mars/Olympus'")
+        assertRejected(
+            schools: badZone, students: "school_id,student_id,grade,class,number,name,photo_url\n",
+            "schools.csv:2: unknown time zone 'Mars/Olympus'")
         let homeroomWithoutClass = "school_id,teacher_id,name,email,role,grade,class\nsa,t1,Kim,,homeroom,1,\n"
-        assertRejected(students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass, "teachers.csv:2: a homeroom teacher needs grade and class")
+        assertRejected(
+            students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: homeroomWithoutClass,
+            "teachers.csv:2: a homeroom teacher needs grade and class")
     }
 
     /// `role` takes several roles joined by `+`; grade and class apply to
     /// the homeroom and volunteer-duty roles; one role per row stays valid.
     func testATeacherMayHoldSeveralRoles() throws {
-        let teachers = "school_id,teacher_id,name,email,role,grade,class\n"
+        let teachers =
+            "school_id,teacher_id,name,email,role,grade,class\n"
             + "sa,t1,Kim,,homeroom+gate,1,2\nsa,t2,Lee,,volunteer_duty+gate,3,\nsa,g1,Park,,gate,,\nsa,a1,Choi,,gate+admin,2,4\n"
-        let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers)
+        let roster = try Roster.parse(
+            schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers)
         let kim = try XCTUnwrap(roster.teachers["t1"])
         XCTAssertEqual(kim.roles, [.homeroom, .gate])
         XCTAssertEqual([kim.grade, kim.classNumber], [1, 2])
@@ -171,17 +203,23 @@ final class RosterTests: XCTestCase {
 
         let header = "school_id,teacher_id,name,email,role,grade,class\n"
         let none = "school_id,student_id,grade,class,number,name,photo_url\n"
-        assertRejected(students: none, teachers: header + "sa,t1,Kim,,homeroom+janitor,1,2\n",
-                       "teachers.csv:2: role 'janitor' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+        assertRejected(
+            students: none, teachers: header + "sa,t1,Kim,,homeroom+janitor,1,2\n",
+            "teachers.csv:2: role 'janitor' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)"
+        )
         assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+gate,,\n", "teachers.csv:2: role 'gate' is given twice")
-        assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+homeroom,1,\n", "teachers.csv:2: a homeroom teacher needs grade and class")
-        assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+,,\n",
-                       "teachers.csv:2: role '' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+        assertRejected(
+            students: none, teachers: header + "sa,t1,Kim,,gate+homeroom,1,\n", "teachers.csv:2: a homeroom teacher needs grade and class")
+        assertRejected(
+            students: none, teachers: header + "sa,t1,Kim,,gate+,,\n",
+            "teachers.csv:2: role '' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
     }
 
     func testTokensAuthenticateByDigestAndNameTheirTeacher() throws {
-        let tokens = "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
-        let roster = try Roster.parse(schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
+        let tokens =
+            "token_sha256,teacher_id\n\(SHA256.hex(SHA256.hash(Array("gate-secret".utf8)))),g1\n\(SHA256.hex(SHA256.hash(Array("hr-secret".utf8)))),t1\n"
+        let roster = try Roster.parse(
+            schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
         XCTAssertTrue(roster.authenticationEnabled)
         XCTAssertEqual(roster.teacher(forToken: "gate-secret")?.id, "g1")
         XCTAssertEqual(roster.teacher(forToken: "hr-secret")?.id, "t1")
@@ -207,7 +245,10 @@ final class RosterTests: XCTestCase {
         schools: String? = nil, students: String, teachers: String? = nil, _ message: String,
         file: StaticString = #filePath, line: UInt = #line
     ) {
-        XCTAssertThrowsError(try Roster.parse(schools: schools ?? self.schools, students: students, teachers: teachers ?? self.teachers), file: file, line: line) { error in
+        XCTAssertThrowsError(
+            try Roster.parse(schools: schools ?? self.schools, students: students, teachers: teachers ?? self.teachers), file: file,
+            line: line
+        ) { error in
             XCTAssertEqual("\(error)", message, file: file, line: line)
         }
     }
@@ -219,7 +260,9 @@ final class PrimitiveTests: XCTestCase {
         XCTAssertEqual(Timestamp.format(seoul), "2026-11-29T22:52:10Z")
         XCTAssertEqual(Timestamp.parse("2026-11-29T22:52:10Z"), seoul)
         XCTAssertEqual(Timestamp.format(try XCTUnwrap(Timestamp.parse("2024-02-29T23:59:59.250-08:00"))), "2024-03-01T07:59:59.250Z")
-        for bad in ["2026-11-30", "2026-11-30T07:52:10", "2026-02-30T07:52:10Z", "yesterday", "2026-11-30T25:00:00Z", "2026-11-30T07:52:10+0900"] {
+        for bad in [
+            "2026-11-30", "2026-11-30T07:52:10", "2026-02-30T07:52:10Z", "yesterday", "2026-11-30T25:00:00Z", "2026-11-30T07:52:10+0900"
+        ] {
             XCTAssertNil(Timestamp.parse(bad), bad)
         }
     }

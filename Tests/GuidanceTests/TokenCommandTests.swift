@@ -20,9 +20,11 @@ final class TokenCommandTests: XCTestCase {
         process.standardError = errors
         try process.run()
         process.waitUntilExit()
-        return (process.terminationStatus,
-                String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        return (
+            process.terminationStatus,
+            String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        )
     }
 
     func testIssuedTokensAuthenticateAndRevokedOnesDoNot() throws {

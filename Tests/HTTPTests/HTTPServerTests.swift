@@ -6,7 +6,7 @@ import TestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 final class HTTPServerTests: XCTestCase {
@@ -108,10 +108,12 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(malformed.status, 400)
         XCTAssertEqual(malformed.header("Content-Type"), "application/problem+json")
 
-        let wrongType = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a","count":"three"}"#, headers: ["Content-Type": "application/json"])
+        let wrongType = try await fetch(
+            "POST", "\(base)/greetings", body: #"{"name":"a","count":"three"}"#, headers: ["Content-Type": "application/json"])
         XCTAssertEqual(wrongType.status, 400)
         let problem: [String: AnyCodable] = try wrongType.json()
-        XCTAssertEqual(problem["errors"], .array([.object(["field": .string("count"), "message": .string("must be a whole number, not a string")])]))
+        XCTAssertEqual(
+            problem["errors"], .array([.object(["field": .string("count"), "message": .string("must be a whole number, not a string")])]))
 
         let missing = try await fetch("POST", "\(base)/greetings", body: #"{"name":"a"}"#, headers: ["Content-Type": "application/json"])
         XCTAssertEqual(missing.status, 400)
@@ -128,7 +130,7 @@ final class HTTPServerTests: XCTestCase {
             (#"{"name":"a","count":1e308}"#, "count", "must be a whole number from 0 to 1000"),
             (#"{"name":"a","count":9223372036854775808}"#, "count", "must be a whole number from 0 to 1000"),
             (#"{"name":"a","count":-1}"#, "count", "must be a whole number from 0 to 1000"),
-            (#"{"name":"a","count":[1,]}"#, "count", "trailing comma"),
+            (#"{"name":"a","count":[1,]}"#, "count", "trailing comma")
         ]
         for (body, field, message) in cases {
             let reply = try await fetch("POST", "\(base)/greetings", body: body, headers: ["Content-Type": "application/json"])
@@ -151,40 +153,66 @@ final class HTTPServerTests: XCTestCase {
     func testRequestsRefusedFromTheirHeadersAreProblemJSONWithARequestID() throws {
         let port = server.port
         let cases: [(String, String, Int)] = [
-            ("conflicting Content-Length",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n{\"a\":", 400),
-            ("two Authorization headers",
-             "GET /fast HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", 400),
-            ("Content-Length and Transfer-Encoding",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
-            ("declared body over the limit, not sent",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{", 413),
-            ("10 KB of headers",
-             "GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 10_000))\r\n\r\n", 431),
-            ("5 KB request target",
-             "GET /fast?q=\(String(repeating: "q", count: 5_000)) HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+            (
+                "conflicting Content-Length",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n{\"a\":",
+                400
+            ),
+            (
+                "two Authorization headers",
+                "GET /fast HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", 400
+            ),
+            (
+                "Content-Length and Transfer-Encoding",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400
+            ),
+            (
+                "declared body over the limit, not sent",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{", 413
+            ),
+            (
+                "10 KB of headers",
+                "GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 10_000))\r\n\r\n", 431
+            ),
+            (
+                "5 KB request target",
+                "GET /fast?q=\(String(repeating: "q", count: 5_000)) HTTP/1.1\r\nHost: x\r\n\r\n", 414
+            ),
             // RFC 9112: what a proxy in front may read the other way.
-            ("space before the colon (the body would run as a second request)",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 400),
-            ("space before the colon of Transfer-Encoding",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", 400),
+            (
+                "space before the colon (the body would run as a second request)",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 400
+            ),
+            (
+                "space before the colon of Transfer-Encoding",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", 400
+            ),
             ("tab before the colon", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A\t: b\r\n\r\n", 400),
-            ("obs-fold of Transfer-Encoding",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n\r\nabc", 400),
+            (
+                "obs-fold of Transfer-Encoding",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n\r\nabc", 400
+            ),
             ("bare CR inside a value", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A: b\rX-B: c\r\n\r\n", 400),
             ("HTTP/1.1 without Host", "GET /fast HTTP/1.1\r\nX-A: b\r\n\r\n", 400),
             ("two Host headers", "GET /fast HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
-            ("a transfer coding before chunked",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501),
-            ("a transfer coding without chunked last (the body's end is unknown)",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xyz\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400),
+            (
+                "a transfer coding before chunked",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 501
+            ),
+            (
+                "a transfer coding without chunked last (the body's end is unknown)",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xyz\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400
+            ),
             // libmicrohttpd frames by the first, a check of the last would pass: the
             // pipelined GET must not be read as a request of its own.
-            ("two Transfer-Encoding headers, identity then chunked",
-             "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (
+                "two Transfer-Encoding headers, identity then chunked",
+                "POST /greetings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n",
+                400
+            ),
             ("NUL inside a value", "GET /fast HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", 400),
             ("NUL before what looks like a field, bare LF", "GET /fast HTTP/1.1\nX-A: b\0X-B: c\nHost: x\n\n", 400),
-            ("NUL inside the last value", "GET /fast HTTP/1.1\r\nHost: x\0\r\nX-A: b\0 c\r\n\r\n", 400),
+            ("NUL inside the last value", "GET /fast HTTP/1.1\r\nHost: x\0\r\nX-A: b\0 c\r\n\r\n", 400)
         ]
         for (name, request, status) in cases {
             let started = Date()
@@ -193,7 +221,9 @@ final class HTTPServerTests: XCTestCase {
             XCTAssertTrue(answer.contains("Content-Type: application/problem+json"), "\(name): \(answer.prefix(300))")
             XCTAssertTrue(answer.lowercased().contains("x-request-id: "), "\(name): \(answer.prefix(300))")
             XCTAssertLessThan(Date().timeIntervalSince(started), 2, "\(name) was not answered at once")
-            XCTAssertEqual(answer.components(separatedBy: "\r\nDate: ").count - 1, 1, "\(name): more than one answer on the connection: \(answer.prefix(400))")
+            XCTAssertEqual(
+                answer.components(separatedBy: "\r\nDate: ").count - 1, 1,
+                "\(name): more than one answer on the connection: \(answer.prefix(400))")
         }
         // Bare LF line ends and white space after a value are no NUL.
         XCTAssertTrue(try rawExchange(port: port, "GET /fast HTTP/1.1\nHost: x\nX-A: b  \nX-B: c\t\n\n").hasPrefix("HTTP/1.1 200 "))
@@ -208,8 +238,11 @@ final class HTTPServerTests: XCTestCase {
         let others = { (range: ClosedRange<Int>) in range.map { "X-\($0): v\r\n" }.joined() }
         let cases: [(String, String)] = [
             ("GET /fast HTTP/1.1\r\nHost: x\r\n" + others(1...40) + "Host: y\r\n\r\n", "exactly one Host header, not 2"),
-            ("GET /fast HTTP/1.1\r\n" + others(1...20) + "Host: x\r\n" + others(21...40) + "Authorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n",
-             "send one Authorization header"),
+            (
+                "GET /fast HTTP/1.1\r\n" + others(1...20) + "Host: x\r\n" + others(21...40)
+                    + "Authorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n",
+                "send one Authorization header"
+            )
         ]
         for (request, reason) in cases {
             let answer = try rawExchange(port: server.port, request, timeout: 3)
@@ -224,7 +257,8 @@ final class HTTPServerTests: XCTestCase {
     private func connectionsServer() throws -> HTTPServer {
         var router = Router()
         router.get("/fast") { _ in .text("fast\n") }
-        let server = HTTPServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
+        let server = HTTPServer(
+            config: HTTPServerConfig(host: "127.0.0.1", port: 0), router: router, logger: Logger(component: "http-test", level: .error))
         try server.start()
         return server
     }
@@ -290,7 +324,8 @@ final class HTTPServerTests: XCTestCase {
     /// request deadline, as problem+json, not dropped in silence.
     func testABodyThatStopsArrivingIsAnswered408() throws {
         let connection = try RawConnection(port: server.port)
-        connection.send("POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\nabc")
+        connection.send(
+            "POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\nabc")
         let answer = connection.receive(timeout: 5)
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 408 "), answer)
         XCTAssertTrue(answer.contains("application/problem+json"), answer)
@@ -298,7 +333,8 @@ final class HTTPServerTests: XCTestCase {
 
     /// An escaped NUL cannot cut a path or query value short.
     func testAnEscapedNULStaysInTheValue() async throws {
-        let raw = try rawExchange(port: server.port, "GET /items/12%00abc/parts/%41?q=x%00y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let raw = try rawExchange(
+            port: server.port, "GET /items/12%00abc/parts/%41?q=x%00y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         XCTAssertTrue(raw.hasPrefix("HTTP/1.1 200 "), raw)
         let path = try await fetch("GET", "\(base)/items/12%00abc/parts/%41?q=x%00y")
         XCTAssertEqual(path.status, 200, path.text)
@@ -323,21 +359,25 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertTrue(closed, "a client trickling header bytes kept its connection")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         // A prompt client is served as before.
-        XCTAssertTrue(try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+        XCTAssertTrue(
+            try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
     }
 
     func testNonJSONBodyIs415() async throws {
-        let reply = try await fetch("POST", "\(base)/greetings", body: "name=a", headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        let reply = try await fetch(
+            "POST", "\(base)/greetings", body: "name=a", headers: ["Content-Type": "application/x-www-form-urlencoded"])
         XCTAssertEqual(reply.status, 415)
     }
 
     /// The in-place check answers as the media type, lowercased and trimmed, would.
     func testJSONContentTypesAreRecognisedAsTheirMediaType() {
         let types: [String?] = [
-            nil, "", "application/json", "Application/JSON", " application/json ; charset=utf-8", "application/json;", "\tapplication/json\t",
+            nil, "", "application/json", "Application/JSON", " application/json ; charset=utf-8", "application/json;",
+            "\tapplication/json\t",
             "application/problem+json", "application/+json", "APPLICATION/VND.API+JSON; q=1", "application/jsonx", "application/json+x",
             "text/json", "application/", "application", "json", ";application/json", "application/x-www-form-urlencoded",
-            "\u{a0}application/json", ";;application/json", "  ;application/json", "applicatİon/json", "application/ï+json", "application/json\u{301}",
+            "\u{a0}application/json", ";;application/json", "  ;application/json", "applicatİon/json", "application/ï+json",
+            "application/json\u{301}"
         ]
         for type in types {
             let media = Request.mediaType(type)

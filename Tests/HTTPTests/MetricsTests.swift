@@ -26,7 +26,7 @@ final class MetricsTests: XCTestCase {
             "latency_seconds_sum{route=\"/a\"} 0.555",
             "latency_seconds_count{route=\"/a\"} 3",
             "latency_seconds_bucket{route=\"/b\",le=\"0.01\"} 2",
-            "latency_seconds_count{route=\"/b\"} 2",
+            "latency_seconds_count{route=\"/b\"} 2"
         ] {
             XCTAssertTrue(text.split(separator: "\n").contains(Substring(line)), "missing line: \(line)\n\(text)")
         }
@@ -45,7 +45,7 @@ final class MetricsTests: XCTestCase {
             #"http_requests_total{route="/v1/a",method="POST",status="400"} 1"#,
             #"http_requests_total{route="unmatched",method="other",status="405"} 2"#,
             #"http_request_duration_seconds_bucket{route="/v1/a",le="0.01"} 3"#,
-            #"http_request_duration_seconds_count{route="/v1/a"} 4"#,
+            #"http_request_duration_seconds_count{route="/v1/a"} 4"#
         ] {
             XCTAssertTrue(lines.contains(Substring(line)), "missing line: \(line)\n\(lines.joined(separator: "\n"))")
         }

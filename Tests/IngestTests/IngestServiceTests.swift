@@ -86,22 +86,28 @@ final class IngestServiceTests: XCTestCase {
         return (Timestamp.format(instant + 9 * 3600).replacingOccurrences(of: "Z", with: "+09:00"), Timestamp.format(instant))
     }()
 
-    static let validBody = #"{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"spat gum on the road"},"recordedBy":"t-gate-01","occurredAt":"\#(occurredAt.seoul)"}"#
+    static let validBody =
+        #"{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"spat gum on the road"},"recordedBy":"t-gate-01","occurredAt":"\#(occurredAt.seoul)"}"#
 
     /// Every message on `topic`, read by a fresh consumer group.
     func messages(on topic: String, expecting count: Int) throws -> [ConsumedMessage] {
-        let consumer = try Consumer(config: consumerConfig(cluster, group: "check-\(UUID())", topics: [topic]), logger: quietLogger("check"))
+        let consumer = try Consumer(
+            config: consumerConfig(cluster, group: "check-\(UUID())", topics: [topic]), logger: quietLogger("check"))
         defer { consumer.close() }
         return consumeAll(consumer, count: count)
     }
 
     /// Messages ever written to `topics`, from the high watermarks.
     func messageCount(_ names: [String]) throws -> Int64 {
-        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "count", logger: quietLogger("count"))
+        let offsets = try OffsetsReader(
+            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "count", logger: quietLogger("count"))
         return try offsets.endOffsets(of: names).values.reduce(0, +)
     }
 
-    func expectStatus(_ expected: Int, _ reply: @autoclosure () async throws -> Reply, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) async throws {
+    func expectStatus(
+        _ expected: Int, _ reply: @autoclosure () async throws -> Reply, _ message: String = "", file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
         let received = try await reply()
         XCTAssertEqual(received.status, expected, "\(message) \(received.text)", file: file, line: line)
     }
@@ -183,7 +189,9 @@ final class IngestServiceTests: XCTestCase {
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\nsa,s10315,1,3,15,최유나,\n"
-        for (name, text) in [("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)] {
+        for (name, text) in [
+            ("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)
+        ] {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
@@ -192,7 +200,9 @@ final class IngestServiceTests: XCTestCase {
         let large = PNG.noisy(width: 600, height: 800)  // 1.4 MB: its writer does not compress
         try Data(large).write(to: folder.appendingPathComponent("photos/s10315.png"))
         // A link in the folder to another readable file is no photo.
-        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("photos/s10314.png").path, withDestinationPath: folder.appendingPathComponent("tokens.csv").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appendingPathComponent("photos/s10314.png").path,
+            withDestinationPath: folder.appendingPathComponent("tokens.csv").path)
         try await startService(authentication: true, folder: folder)
         let gate = ["Authorization": "Bearer gate-a"]
 
@@ -220,10 +230,13 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(JPEGSize(Array(small.body)).map { [$0.width, $0.height] }, [300, 400], "the face check's size")
         XCTAssertLessThan(small.body.count, large.count / 20)
         let smallTag = try XCTUnwrap(small.header("ETag"))
-        try await expectStatus(304, await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 }))
+        try await expectStatus(
+            304,
+            await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 }))
         // A new photo in the folder is a new image and a new ETag.
         try Data(PNG.noisy(width: 800, height: 600)).write(to: folder.appendingPathComponent("photos/s10315.png"))
-        let replaced = try await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 })
+        let replaced = try await fetch(
+            "GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 })
         XCTAssertEqual(replaced.status, 200)
         XCTAssertNotEqual(replaced.header("ETag"), smallTag)
         XCTAssertEqual(JPEGSize(Array(replaced.body)).map { [$0.width, $0.height] }, [300, 225])
@@ -232,7 +245,8 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(304, await fetch("GET", url, headers: gate.merging(["If-None-Match": etag]) { $1 }))
         try await expectStatus(401, await fetch("GET", url))
         try await expectStatus(403, await fetch("GET", url, headers: ["Authorization": "Bearer gate-b"]), "another school")
-        try await expectStatus(403, await fetch("GET", "\(base)/v1/schools/sb/students/b10101/photo", headers: gate), "another school's student")
+        try await expectStatus(
+            403, await fetch("GET", "\(base)/v1/schools/sb/students/b10101/photo", headers: gate), "another school's student")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/s20101/photo", headers: gate), "no photo")
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/nobody/photo", headers: gate))
         try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sa/students/s10314/photo", headers: gate), "a symbolic link")
@@ -250,49 +264,113 @@ final class IngestServiceTests: XCTestCase {
         let future = Timestamp.format(Timestamp.now() + 3600)
         let cases: [(name: String, method: String, path: String, body: String?, headers: [String: String], status: Int, field: String?)] = [
             ("malformed JSON", "POST", "/v1/schools/sa/guidances", #"{"student": {"grade": 1,"#, json, 400, nil),
-            ("missing student", "POST", "/v1/schools/sa/guidances", #"{"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#, json, 400, "student"),
+            (
+                "missing student", "POST", "/v1/schools/sa/guidances", #"{"reason":{"code":"noShoes"},"recordedBy":"t-gate-01"}"#, json,
+                400, "student"
+            ),
             ("wrong type", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":"1""#), json, 400, "student.grade"),
-            ("bad guidanceId", "POST", "/v1/schools/sa/guidances", replacing(#"{"student""#, #"{"guidanceId":"abc","student""#), json, 400, "guidanceId"),
-            ("bad occurredAt", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "this morning"), json, 400, "occurredAt"),
-            ("too large", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", String(repeating: "x", count: 17_000)), json, 413, nil),
+            (
+                "bad guidanceId", "POST", "/v1/schools/sa/guidances", replacing(#"{"student""#, #"{"guidanceId":"abc","student""#), json,
+                400, "guidanceId"
+            ),
+            (
+                "bad occurredAt", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "this morning"), json, 400,
+                "occurredAt"
+            ),
+            (
+                "too large", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", String(repeating: "x", count: 17_000)),
+                json, 413, nil
+            ),
             ("not JSON", "POST", "/v1/schools/sa/guidances", valid, ["Content-Type": "text/plain"], 415, nil),
             ("unknown school", "POST", "/v1/schools/nowhere/guidances", valid, json, 422, "schoolId"),
             ("unknown student", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":99"#), json, 422, "student"),
-            ("unknown reason", "POST", "/v1/schools/sa/guidances", replacing(#""code":"others""#, #""code":"rudeness""#), json, 422, "reason.code"),
-            ("others without detail", "POST", "/v1/schools/sa/guidances", replacing(#","detail":"spat gum on the road""#, ""), json, 422, "reason.detail"),
-            ("detail too long", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", String(repeating: "긴", count: 201)), json, 422, "reason.detail"),
-            ("occurredAt in the future", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, future), json, 422, "occurredAt"),
+            (
+                "unknown reason", "POST", "/v1/schools/sa/guidances", replacing(#""code":"others""#, #""code":"rudeness""#), json, 422,
+                "reason.code"
+            ),
+            (
+                "others without detail", "POST", "/v1/schools/sa/guidances", replacing(#","detail":"spat gum on the road""#, ""), json, 422,
+                "reason.detail"
+            ),
+            (
+                "detail too long", "POST", "/v1/schools/sa/guidances",
+                replacing("spat gum on the road", String(repeating: "긴", count: 201)), json, 422, "reason.detail"
+            ),
+            (
+                "occurredAt in the future", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, future), json, 422,
+                "occurredAt"
+            ),
             ("unknown recorder", "POST", "/v1/schools/sa/guidances", replacing("t-gate-01", "t-nobody"), json, 422, "recordedBy"),
             ("unknown route", "POST", "/v1/schools/sa/guidance", valid, json, 404, nil),
             ("wrong method", "PUT", "/v1/schools/sa/guidances", valid, json, 405, nil),
-            ("delete unknown grade", "DELETE", "/v1/schools/sa/grades/7/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "grade"),
-            ("delete unknown school", "DELETE", "/v1/schools/nowhere/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422, "schoolId"),
+            (
+                "delete unknown grade", "DELETE", "/v1/schools/sa/grades/7/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:], 422,
+                "grade"
+            ),
+            (
+                "delete unknown school", "DELETE", "/v1/schools/nowhere/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", nil, [:],
+                422, "schoolId"
+            ),
             ("delete bad id", "DELETE", "/v1/schools/sa/grades/1/guidances/not-a-uuid", nil, [:], 400, "guidanceId"),
             // Issue 9: each of these once crashed the ingest or slipped through.
-            ("negative number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":-1"#), json, 400, "student.number"),
-            ("negative class", "POST", "/v1/schools/sa/guidances", replacing(#""classNumber":3"#, #""classNumber":-3"#), json, 400, "student.classNumber"),
-            ("negative grade", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":-9223372036854775808"#), json, 400, "student.grade"),
+            (
+                "negative number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":-1"#), json, 400,
+                "student.number"
+            ),
+            (
+                "negative class", "POST", "/v1/schools/sa/guidances", replacing(#""classNumber":3"#, #""classNumber":-3"#), json, 400,
+                "student.classNumber"
+            ),
+            (
+                "negative grade", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":-9223372036854775808"#), json, 400,
+                "student.grade"
+            ),
             ("number zero", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":0"#), json, 400, "student.number"),
             ("fractional grade", "POST", "/v1/schools/sa/guidances", replacing(#""grade":1"#, #""grade":1.5"#), json, 400, "student.grade"),
-            ("huge number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":9223372036854775808"#), json, 400, "student.number"),
-            ("exponent number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":1e308"#), json, 400, "student.number"),
+            (
+                "huge number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":9223372036854775808"#), json, 400,
+                "student.number"
+            ),
+            (
+                "exponent number", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":1e308"#), json, 400,
+                "student.number"
+            ),
             ("trailing comma", "POST", "/v1/schools/sa/guidances", replacing(#""number":12}"#, #""number":12,}"#), json, 400, "student"),
-            ("duplicate key", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":12,"number":13"#), json, 400, "student.number"),
+            (
+                "duplicate key", "POST", "/v1/schools/sa/guidances", replacing(#""number":12"#, #""number":12,"number":13"#), json, 400,
+                "student.number"
+            ),
             ("NUL in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u0000gum"#), json, 422, "reason.detail"),
             ("ESC in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u001b[31mgum"#), json, 422, "reason.detail"),
             ("BEL in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u0007gum"#), json, 422, "reason.detail"),
             ("C1 in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", #"spat\u009bgum"#), json, 422, "reason.detail"),
-            ("bidi override in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", "spat \u{202E}mug"), json, 422, "reason.detail"),
-            ("5,000 combining marks", "POST", "/v1/schools/sa/guidances",
-             replacing("spat gum on the road", "a" + String(repeating: "\u{0301}", count: 5_000)), json, 422, "reason.detail"),
+            (
+                "bidi override in detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum", "spat \u{202E}mug"), json, 422,
+                "reason.detail"
+            ),
+            (
+                "5,000 combining marks", "POST", "/v1/schools/sa/guidances",
+                replacing("spat gum on the road", "a" + String(repeating: "\u{0301}", count: 5_000)), json, 422, "reason.detail"
+            ),
             ("blank detail", "POST", "/v1/schools/sa/guidances", replacing("spat gum on the road", "   "), json, 422, "reason.detail"),
-            ("empty detail on another reason", "POST", "/v1/schools/sa/guidances",
-             replacing(#"{"code":"others","detail":"spat gum on the road"}"#, #"{"code":"noShoes","detail":""}"#), json, 422, "reason.detail"),
-            ("occurredAt in year 1", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "0001-01-01T00:00:00Z"), json, 422, "occurredAt"),
-            ("occurredAt 401 days ago", "POST", "/v1/schools/sa/guidances",
-             replacing(Self.occurredAt.seoul, Timestamp.format(Timestamp.now() - 401 * 86_400)), json, 422, "occurredAt"),
-            ("null reason", "POST", "/v1/schools/sa/guidances", replacing(#"{"code":"others","detail":"spat gum on the road"}"#, "null"), json, 400, "reason"),
-            ("array body", "POST", "/v1/schools/sa/guidances", "[" + valid + "]", json, 400, nil),
+            (
+                "empty detail on another reason", "POST", "/v1/schools/sa/guidances",
+                replacing(#"{"code":"others","detail":"spat gum on the road"}"#, #"{"code":"noShoes","detail":""}"#), json, 422,
+                "reason.detail"
+            ),
+            (
+                "occurredAt in year 1", "POST", "/v1/schools/sa/guidances", replacing(Self.occurredAt.seoul, "0001-01-01T00:00:00Z"), json,
+                422, "occurredAt"
+            ),
+            (
+                "occurredAt 401 days ago", "POST", "/v1/schools/sa/guidances",
+                replacing(Self.occurredAt.seoul, Timestamp.format(Timestamp.now() - 401 * 86_400)), json, 422, "occurredAt"
+            ),
+            (
+                "null reason", "POST", "/v1/schools/sa/guidances", replacing(#"{"code":"others","detail":"spat gum on the road"}"#, "null"),
+                json, 400, "reason"
+            ),
+            ("array body", "POST", "/v1/schools/sa/guidances", "[" + valid + "]", json, 400, nil)
         ]
         for testCase in cases {
             let reply = try await fetch(testCase.method, base + testCase.path, body: testCase.body, headers: testCase.headers)
@@ -351,28 +429,38 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(unauthorized.header("WWW-Authenticate"), "Bearer")
         try await expectStatus(403, await register(body, token: "homeroom-a"), "a homeroom teacher may not register")
         try await expectStatus(403, await register(body, token: "gate-b"), "a gate teacher of school B acted on school A")
-        try await expectStatus(403, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-b"]))
-        try await expectStatus(403, await fetch("DELETE", "\(base)/v1/schools/sa/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", headers: ["Authorization": "Bearer gate-b"]))
+        try await expectStatus(
+            403, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-b"]))
+        try await expectStatus(
+            403,
+            await fetch(
+                "DELETE", "\(base)/v1/schools/sa/grades/1/guidances/0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a",
+                headers: ["Authorization": "Bearer gate-b"]))
         XCTAssertEqual(try messageCount([topics.registered, topics.deleted]), 0)
 
         // recordedBy defaults to the token's teacher.
         let withoutRecorder = body.replacingOccurrences(of: #","recordedBy":"t-gate-01""#, with: "")
         let accepted = try await register(withoutRecorder, token: "gate-a")
         XCTAssertEqual(accepted.status, 202, accepted.text)
-        let event = try JSONDecoder().decode(GuidanceRegistered.self, from: Data(try XCTUnwrap(messages(on: topics.registered, expecting: 1).first).value ?? []))
+        let event = try JSONDecoder().decode(
+            GuidanceRegistered.self, from: Data(try XCTUnwrap(messages(on: topics.registered, expecting: 1).first).value ?? []))
         XCTAssertEqual(event.recordedBy, "t-gate-01")
-        try await expectStatus(200, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a"]))
+        try await expectStatus(
+            200, await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a"]))
 
         // The event names the caller: an admin may not record as a gate teacher.
         let asGate = try await register(body, token: "admin-a")
         XCTAssertEqual(asGate.status, 422, asGate.text)
         XCTAssertTrue(asGate.text.contains("recordedBy"), asGate.text)
         try await expectStatus(202, await register(withoutRecorder, token: "admin-a"))
-        let events = try messages(on: topics.registered, expecting: 2).compactMap { try? JSONDecoder().decode(GuidanceRegistered.self, from: Data($0.value ?? [])) }
+        let events = try messages(on: topics.registered, expecting: 2).compactMap {
+            try? JSONDecoder().decode(GuidanceRegistered.self, from: Data($0.value ?? []))
+        }
         XCTAssertEqual(events.map(\.recordedBy).sorted(), ["t-admin-a", "t-gate-01"])
 
         // Another site's page is refused on every method, reads too.
-        let foreign = try await fetch("GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a", "Origin": "https://evil.example"])
+        let foreign = try await fetch(
+            "GET", "\(base)/v1/schools/sa/students/1/3/12", headers: ["Authorization": "Bearer gate-a", "Origin": "https://evil.example"])
         XCTAssertEqual(foreign.status, 403, foreign.text)
     }
 
@@ -415,7 +503,9 @@ final class IngestServiceTests: XCTestCase {
         _ = try await register(Self.validBody)
         let metrics = try await fetch("GET", "\(base)/metrics")
         XCTAssertEqual(metrics.status, 200)
-        XCTAssertTrue(metrics.text.contains(#"http_requests_total{route="/v1/schools/{schoolId}/guidances",method="POST",status="202"} 1"#), metrics.text)
+        XCTAssertTrue(
+            metrics.text.contains(#"http_requests_total{route="/v1/schools/{schoolId}/guidances",method="POST",status="202"} 1"#),
+            metrics.text)
         XCTAssertTrue(metrics.text.contains("http_request_duration_seconds_bucket"))
         XCTAssertTrue(metrics.text.contains("ingest_events_in_flight"))
     }

@@ -47,7 +47,8 @@ final class RosterReloadTests: XCTestCase {
     }
 
     private func lookUp(token: String = "demo-t-gate-01") async throws -> Reply {
-        try await fetch("GET", "http://127.0.0.1:\(service.port)/v1/schools/demo-hs/students/1/1/1", headers: ["Authorization": "Bearer \(token)"])
+        try await fetch(
+            "GET", "http://127.0.0.1:\(service.port)/v1/schools/demo-hs/students/1/1/1", headers: ["Authorization": "Bearer \(token)"])
     }
 
     private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {

@@ -4,12 +4,13 @@ import XCTest
 
 final class KafkaConfigTests: XCTestCase {
     func testPropertiesComeFromKafkaVariables() throws {
-        let config = try KafkaConfig.fromEnvironment(Environment([
-            "KAFKA_BOOTSTRAP_SERVERS": "kafka-1:9092,kafka-2:9092",
-            "KAFKA_SECURITY_PROTOCOL": "plaintext",
-            "KAFKA_SOCKET_KEEPALIVE_ENABLE": "true",
-            "PATH": "/usr/bin",
-        ]))
+        let config = try KafkaConfig.fromEnvironment(
+            Environment([
+                "KAFKA_BOOTSTRAP_SERVERS": "kafka-1:9092,kafka-2:9092",
+                "KAFKA_SECURITY_PROTOCOL": "plaintext",
+                "KAFKA_SOCKET_KEEPALIVE_ENABLE": "true",
+                "PATH": "/usr/bin"
+            ]))
         XCTAssertEqual(config.bootstrapServers, "kafka-1:9092,kafka-2:9092")
         XCTAssertEqual(config.properties, ["security.protocol": "plaintext", "socket.keepalive.enable": "true"])
     }

@@ -38,7 +38,9 @@ final class ProducerConsumerTests: MockClusterTestCase {
             XCTAssertTrue(String(decoding: message.value ?? [], as: UTF8.self).hasPrefix(key + "#"))
         }
         for key in keys {
-            let sequence = messages.filter { $0.keyString == key }.map { Int(String(decoding: $0.value ?? [], as: UTF8.self).split(separator: "#")[1])! }
+            let sequence = messages.filter { $0.keyString == key }.map {
+                Int(String(decoding: $0.value ?? [], as: UTF8.self).split(separator: "#")[1])!
+            }
             XCTAssertEqual(sequence, sequence.sorted(), "order lost for \(key)")
             XCTAssertEqual(sequence.count, 20)
         }
@@ -70,7 +72,8 @@ final class ProducerConsumerTests: MockClusterTestCase {
         var seen: [String] = []
         // What a full commit looks like: each partition's high watermark, or no
         // commit at all for a partition no key hashed to.
-        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: first.config.groupID, logger: quietLogger("offsets"))
+        let offsets = try OffsetsReader(
+            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: first.config.groupID, logger: quietLogger("offsets"))
         var watermarks: [TopicPartition: Int64?] = [:]
         for partition in partitions {
             let high = try offsets.highWatermark(of: partition)
@@ -113,7 +116,8 @@ final class ProducerConsumerTests: MockClusterTestCase {
         defer { producer.close() }
         let report = try await producer.send(OutgoingMessage(topic: topic, key: "one-key", value: [1, 2, 3]))
         let consumer = try Consumer(config: consumerConfig(cluster, group: "g-\(topic)", topics: [topic]), logger: quietLogger("consumer"))
-        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "g-\(topic)", logger: quietLogger("offsets"))
+        let offsets = try OffsetsReader(
+            kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "g-\(topic)", logger: quietLogger("offsets"))
         let partition = TopicPartition(topic: topic, partition: report.partition)
         XCTAssertEqual(try offsets.highWatermark(of: partition), report.offset + 1)
         XCTAssertEqual(try offsets.endOffsets(of: [topic, "missing-topic"])[partition], report.offset + 1)
@@ -140,7 +144,8 @@ final class ProducerConsumerTests: MockClusterTestCase {
     /// the failing init and again by deinit.
     func testARefusedSubscriptionThrowsAndFreesTheClientOnce() throws {
         for _ in 0..<3 {
-            XCTAssertThrowsError(try Consumer(config: ConsumerConfig(groupID: "refused-\(UUID())", topics: ["^(["]), logger: quietLogger("refused")))
+            XCTAssertThrowsError(
+                try Consumer(config: ConsumerConfig(groupID: "refused-\(UUID())", topics: ["^(["]), logger: quietLogger("refused")))
         }
     }
 }

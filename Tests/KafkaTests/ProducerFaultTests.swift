@@ -78,8 +78,9 @@ final class ProducerFaultTests: MockClusterTestCase {
         let outcomes = await withTaskGroup(of: Result<DeliveryReport, KafkaError>.self) { group in
             for index in 0..<200 {
                 group.addTask {
-                    do { return .success(try await producer.send(OutgoingMessage(topic: topic, key: "k\(index % 8)", value: [1]))) }
-                    catch { return .failure(error as! KafkaError) }
+                    do { return .success(try await producer.send(OutgoingMessage(topic: topic, key: "k\(index % 8)", value: [1]))) } catch {
+                        return .failure(error as! KafkaError)
+                    }
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }

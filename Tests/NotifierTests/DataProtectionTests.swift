@@ -78,7 +78,7 @@ final class DataProtectionTests: XCTestCase {
             process.arguments = ["purge"]
             process.environment = [
                 "STORE_URL": "sqlite:" + harness.directory.appendingPathComponent("notifier.db").path, "RETENTION_DAYS": "1",
-                "ROSTER_DIR": repositoryRoot.appendingPathComponent("examples/roster").path,
+                "ROSTER_DIR": repositoryRoot.appendingPathComponent("examples/roster").path
             ]
             let output = Pipe()
             process.standardOutput = output
@@ -127,22 +127,25 @@ final class DataProtectionTests: XCTestCase {
         let (ingest, notifier) = (harness.ingestBase, harness.notifierBase)
         let id = try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
         _ = try await harness.waitForList(count: 1, as: "t-admin")
-        try await harness.delete(grade: 1, guidanceID: try await harness.register(grade: 1, classNumber: 1, number: 2, as: "t-gate"), as: "t-gate")
+        try await harness.delete(
+            grade: 1, guidanceID: try await harness.register(grade: 1, classNumber: 1, number: 2, as: "t-gate"), as: "t-gate")
         try await assertEqualAsync(await harness.runDigests(as: "t-admin").status, 200)
         let reads: [(String, String, String)] = [
             ("t-gate", ingest, "/v1/schools/sa/students/1/1/1"),
             ("t-gate", ingest, "/v1/schools/sa/grades/1/classes/1/students"),
             ("t-hr-1-1", notifier, "/v1/schools/sa/guidances?date=2026-11-21"),
             ("t-hr-1-1", notifier, "/v1/teachers/t-hr-1-1/inbox"),
-            ("t-admin", notifier, "/v1/schools/sa/students/a111/records"),
+            ("t-admin", notifier, "/v1/schools/sa/students/a111/records")
         ]
         for (teacher, base, path) in reads {
             let reply = try await fetch("GET", base + path, headers: harness.headers(teacher))
             XCTAssertEqual(reply.status, 200, "\(path): \(reply.text)")
         }
         // The admin's own list reads (waiting for the registration) are reads too.
-        let expected: Set<String> = ["t-gate student a111", "t-gate class 1-1", "t-hr-1-1 list date=2026-11-21&grade=1&classNumber=1",
-                                     "t-hr-1-1 inbox t-hr-1-1", "t-admin export a111", "t-admin list date=2026-11-21"]
+        let expected: Set<String> = [
+            "t-gate student a111", "t-gate class 1-1", "t-hr-1-1 list date=2026-11-21&grade=1&classNumber=1",
+            "t-hr-1-1 inbox t-hr-1-1", "t-admin export a111", "t-admin list date=2026-11-21"
+        ]
         var seen: Set<String> = []
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
@@ -167,15 +170,19 @@ final class DataProtectionTests: XCTestCase {
         XCTAssertEqual(gateReads.count, 2)
         // By a student's name, over the period on the server: the student's look-up and export (not the class or lists);
         // the total counts past the page.
-        let byName = try await fetch("GET", notifier + "/v1/schools/sa/access-log?studentName=%EA%B0%80&limit=1", headers: harness.headers("t-admin"))
+        let byName = try await fetch(
+            "GET", notifier + "/v1/schools/sa/access-log?studentName=%EA%B0%80&limit=1", headers: harness.headers("t-admin"))
         guard case .array(let named)? = byName.object["items"] else { return XCTFail(byName.text) }
         XCTAssertEqual(named.count, 1, byName.text)
         XCTAssertEqual(named.first?["targetName"]?.string, "가가")
         XCTAssertEqual(byName.object["total"]?.int, 2, byName.text)
-        let nobody = try await fetch("GET", notifier + "/v1/schools/sa/access-log?studentName=%EC%97%86%EB%8A%94", headers: harness.headers("t-admin"))
+        let nobody = try await fetch(
+            "GET", notifier + "/v1/schools/sa/access-log?studentName=%EC%97%86%EB%8A%94", headers: harness.headers("t-admin"))
         XCTAssertEqual(nobody.object["total"]?.int, 0, nobody.text)
-        try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-hr-1-1")).status, 403)
-        try await assertEqualAsync(await fetch("GET", notifier + "/v1/schools/sa/access-log?from=soon", headers: harness.headers("t-admin")).status, 400)
+        try await assertEqualAsync(
+            await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-hr-1-1")).status, 403)
+        try await assertEqualAsync(
+            await fetch("GET", notifier + "/v1/schools/sa/access-log?from=soon", headers: harness.headers("t-admin")).status, 400)
     }
 
     /// The export holds every guidance of the student (a deleted one with who
@@ -199,7 +206,8 @@ final class DataProtectionTests: XCTestCase {
         guard case .array(let guidances)? = json.object["guidances"] else { return XCTFail(json.text) }
         XCTAssertEqual(Set(guidances.compactMap { $0["guidanceId"]?.string }), [kept, deleted])
         XCTAssertEqual(guidances.first { $0["guidanceId"]?.string == deleted }?["deletedBy"]?.string, "t-gate")
-        XCTAssertEqual(guidances.first { $0["guidanceId"]?.string == kept }?["digests"]?[0]?.string?.hasPrefix("sa.2026-11-21.t-hr-1-1"), true)
+        XCTAssertEqual(
+            guidances.first { $0["guidanceId"]?.string == kept }?["digests"]?[0]?.string?.hasPrefix("sa.2026-11-21.t-hr-1-1"), true)
 
         var headers = harness.headers("t-admin")
         headers["Accept"] = "text/csv"
@@ -210,7 +218,11 @@ final class DataProtectionTests: XCTestCase {
         try csv.body.write(to: file)
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = ["-c", "import csv, json, sys; print(json.dumps(list(csv.DictReader(open(sys.argv[1], encoding='utf-8-sig'))), ensure_ascii=False))", file.path]
+        python.arguments = [
+            "-c",
+            "import csv, json, sys; print(json.dumps(list(csv.DictReader(open(sys.argv[1], encoding='utf-8-sig'))), ensure_ascii=False))",
+            file.path
+        ]
         let out = Pipe()
         python.standardOutput = out
         try python.run()
@@ -226,7 +238,9 @@ final class DataProtectionTests: XCTestCase {
         let deadline = ContinuousClock.now + .seconds(20)
         var exportsRecorded = 0
         repeat {
-            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-admin&action=export", headers: harness.headers("t-admin"))
+            let log = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-admin&action=export",
+                headers: harness.headers("t-admin"))
             if case .array(let items)? = log.object["items"] { exportsRecorded = items.filter { $0["target"]?.string == "a111" }.count }
             if exportsRecorded < 2 { try await Task.sleep(for: .milliseconds(100)) }
         } while exportsRecorded < 2 && ContinuousClock.now < deadline
@@ -237,13 +251,16 @@ final class DataProtectionTests: XCTestCase {
         // Every table of the store, every value: neither the name nor the id.
         let dump = Process()
         dump.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        dump.arguments = ["-c", """
+        dump.arguments = [
+            "-c",
+            """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
             for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
                 for row in db.execute('SELECT * FROM "%s"' % table):
                     print(table, *row)
-            """, harness.directory.appendingPathComponent("notifier.db").path]
+            """, harness.directory.appendingPathComponent("notifier.db").path
+        ]
         let dumped = Pipe()
         dump.standardOutput = dumped
         try dump.run()
@@ -254,7 +271,8 @@ final class DataProtectionTests: XCTestCase {
         XCTAssertFalse(everything.contains("a111"), "the id is gone from every table")
         let digest = try await harness.inbox("t-hr-1-1", signedIn: true).first
         XCTAssertTrue((digest?["text"]?.string ?? "").contains(SQLStore.erasedName), digest?["text"]?.string ?? "")
-        try await assertEqualAsync(await fetch("GET", path, headers: harness.headers("t-admin")).status, 200, "the roster still lists the student")
+        try await assertEqualAsync(
+            await fetch("GET", path, headers: harness.headers("t-admin")).status, 200, "the roster still lists the student")
         try await assertEqualAsync(await fetch("DELETE", path, headers: harness.headers("t-hr-1-1")).status, 403)
     }
 
@@ -272,19 +290,27 @@ final class DataProtectionTests: XCTestCase {
         _ = try await harness.waitForList(count: 3, as: "t-admin")
         for (id, grade, classNumber, number) in students {
             let lookUps = (1...20).map { _ in
-                Task { try await fetch("GET", harness.ingestBase + "/v1/schools/sa/students/\(grade)/\(classNumber)/\(number)", headers: harness.headers("t-gate")).status }
+                Task {
+                    try await fetch(
+                        "GET", harness.ingestBase + "/v1/schools/sa/students/\(grade)/\(classNumber)/\(number)",
+                        headers: harness.headers("t-gate")
+                    ).status
+                }
             }
-            let export = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
+            let export = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
             XCTAssertEqual(export.status, 200, export.text)
             for lookUp in lookUps { try await assertEqualAsync(try await lookUp.value, 200) }
-            let erased = try await fetch("DELETE", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
+            let erased = try await fetch(
+                "DELETE", harness.notifierBase + "/v1/schools/sa/students/\(id)/records", headers: harness.headers("t-admin"))
             XCTAssertEqual(erased.status, 200, erased.text)
         }
         // Every record arrived: a look-up a student (20 of one face in a day are one read) and 3 exports; none names a student.
         var items: [AnyCodable] = []
         let deadline = ContinuousClock.now + .seconds(30)
         repeat {
-            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?limit=500", headers: harness.headers("t-admin"))
+            let log = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/access-log?limit=500", headers: harness.headers("t-admin"))
             guard case .array(let all)? = log.object["items"] else { return XCTFail(log.text) }
             items = all.filter { ["student", "export"].contains($0["action"]?.string ?? "") }
             if items.count >= 6 { break }
@@ -305,16 +331,20 @@ final class DataProtectionTests: XCTestCase {
         try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
         _ = try await harness.waitForList(count: 1, as: "t-admin")
         try await assertEqualAsync(await harness.runDigests(as: "t-admin").status, 200)
-        let count = try await fetch("GET", "http://127.0.0.1:\(gate.port)/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-1"))
+        let count = try await fetch(
+            "GET", "http://127.0.0.1:\(gate.port)/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-1"))
         XCTAssertEqual(count.status, 200, count.text)
         XCTAssertEqual(count.object["unreadCount"]?.int, 1, count.text)
-        try await assertEqualAsync(await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-2")).status, 403)
+        try await assertEqualAsync(
+            await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox/unread", headers: harness.headers("t-hr-1-2")).status,
+            403)
         let inbox = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
         XCTAssertEqual(inbox.object["unreadCount"]?.int, 1)
         var inboxReads = 0
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
-            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
+            let log = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
             if case .array(let items)? = log.object["items"] { inboxReads = items.filter { $0["action"]?.string == "inbox" }.count }
             if inboxReads > 0 { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -335,7 +365,9 @@ final class DataProtectionTests: XCTestCase {
         }
         let photos = URL(fileURLWithPath: harness.rosterFolder("ingest")).appendingPathComponent("photos")
         try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
-        for id in ["a111", "a112"] { try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).write(to: photos.appendingPathComponent(id + ".png")) }
+        for id in ["a111", "a112"] {
+            try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).write(to: photos.appendingPathComponent(id + ".png"))
+        }
         XCTAssertTrue(harness.ingest.roster.reload(because: "test: tokens"))
         XCTAssertTrue(try XCTUnwrap(harness.notifier).roster.reload(because: "test: tokens"))
         let gate = try await harness.startIngest(notifierURL: harness.notifierBase)
@@ -344,19 +376,25 @@ final class DataProtectionTests: XCTestCase {
         let teacher = harness.headers("t-gate")
 
         // A class opened twice, its two photos fetched ahead, one face shown twice, the day list refreshed five times.
-        for _ in 1...2 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/grades/1/classes/1/students", headers: teacher).status, 200) }
+        for _ in 1...2 {
+            try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/grades/1/classes/1/students", headers: teacher).status, 200)
+        }
         for id in ["a111", "a112"] {
-            let ahead = try await fetch("GET", app + "/v1/schools/sa/students/\(id)/photo", headers: teacher.merging(["X-Purpose": "prefetch"]) { $1 })
+            let ahead = try await fetch(
+                "GET", app + "/v1/schools/sa/students/\(id)/photo", headers: teacher.merging(["X-Purpose": "prefetch"]) { $1 })
             XCTAssertEqual(ahead.status, 200, ahead.text)
             XCTAssertEqual(ahead.header("Cache-Control"), "private, no-cache", "asked again when shown")
         }
-        for _ in 1...2 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/students/a111/photo", headers: teacher).status, 200) }
+        for _ in 1...2 {
+            try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/students/a111/photo", headers: teacher).status, 200)
+        }
         for _ in 1...5 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/today", headers: teacher).status, 200) }
 
         var reads: [String] = []
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
-            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
+            let log = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
             if case .array(let items)? = log.object["items"] {
                 reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
             }
@@ -364,10 +402,14 @@ final class DataProtectionTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(100))
         } while ContinuousClock.now < deadline
         try await Task.sleep(for: .milliseconds(500))
-        let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
-        if case .array(let items)? = log.object["items"] { reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted() }
+        let log = try await fetch(
+            "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
+        if case .array(let items)? = log.object["items"] {
+            reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
+        }
         // The day list's target is the school's today (`date=…`).
         let kinds = reads.map { $0.hasPrefix("list date=") ? "list (today)" : $0 }
-        XCTAssertEqual(kinds, ["class 1-1", "list (today)", "photo a111"], "one read each: the class, the face shown, the day list: \(reads)")
+        XCTAssertEqual(
+            kinds, ["class 1-1", "list (today)", "photo a111"], "one read each: the class, the face shown, the day list: \(reads)")
     }
 }

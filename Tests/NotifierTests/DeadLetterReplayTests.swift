@@ -25,13 +25,14 @@ final class DeadLetterReplayTests: XCTestCase {
             occurredAt: "2026-11-20T23:30:00Z", recordedAt: "2026-11-20T23:30:01Z")
         let headers = [
             ("event-type", "guidance.registered"), ("dlq-reason", reason), ("dlq-source-topic", harness.topics.registered),
-            ("dlq-source-partition", "0"), ("dlq-source-offset", "7"),
+            ("dlq-source-partition", "0"), ("dlq-source-offset", "7")
         ]
         return (event.guidanceId, OutgoingMessage(topic: harness.topics.deadLetters, key: "sa/1", value: event.json, headers: headers))
     }
 
     private func registeredCount() throws -> Int64 {
-        let offsets = try OffsetsReader(kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), groupID: "count", logger: quietLogger("count"))
+        let offsets = try OffsetsReader(
+            kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), groupID: "count", logger: quietLogger("count"))
         return try offsets.endOffsets(of: [harness.topics.registered]).values.reduce(0, +)
     }
 
@@ -39,12 +40,16 @@ final class DeadLetterReplayTests: XCTestCase {
         let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("dlq"))
         defer { producer.close() }
         // Dead-lettered while the roster lacked the student; fixed since.
-        let fixed = letter(student: StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가"), reason: "student no student at grade 1, class 1, number 1")
-        let other = letter(student: StudentRef(studentId: "a112", grade: 1, classNumber: 1, number: 2, name: "가나"), reason: "conflict: guidance x")
+        let fixed = letter(
+            student: StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가"),
+            reason: "student no student at grade 1, class 1, number 1")
+        let other = letter(
+            student: StudentRef(studentId: "a112", grade: 1, classNumber: 1, number: 2, name: "가나"), reason: "conflict: guidance x")
         _ = try await producer.send(fixed.message)
         _ = try await producer.send(other.message)
 
-        let replay = DeadLetterReplay(kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), topics: harness.topics, logger: quietLogger("replay"))
+        let replay = DeadLetterReplay(
+            kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), topics: harness.topics, logger: quietLogger("replay"))
         let selection = DeadLetterReplay.Selection(reasonContains: "no student")
         let shown = try await replay.run(selection, dryRun: true)
         XCTAssertEqual(shown.map(\.reason), ["student no student at grade 1, class 1, number 1"])
@@ -60,9 +65,14 @@ final class DeadLetterReplayTests: XCTestCase {
         XCTAssertEqual(try registeredCount(), 2)
         try await Task.sleep(for: .seconds(1))
         try await assertEqualAsync(await harness.waitForList(equalTo: [fixed.id]), [fixed.id])
-        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "check-\(UUID())", topics: [harness.topics.registered]), logger: quietLogger("check"))
+        let consumer = try Consumer(
+            config: consumerConfig(harness.cluster, group: "check-\(UUID())", topics: [harness.topics.registered]),
+            logger: quietLogger("check"))
         defer { consumer.close() }
         let republished = consumeAll(consumer, count: 2)
-        XCTAssertTrue(republished.allSatisfy { $0.header("dlq-reason") == nil && $0.header("dlq-replayed-from") != nil && $0.header("event-type") == "guidance.registered" })
+        XCTAssertTrue(
+            republished.allSatisfy {
+                $0.header("dlq-reason") == nil && $0.header("dlq-replayed-from") != nil && $0.header("event-type") == "guidance.registered"
+            })
     }
 }

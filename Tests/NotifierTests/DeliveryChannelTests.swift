@@ -27,7 +27,11 @@ final class NoteChannel: DeliveryChannel {
     }
 
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
-        if busy.withLock({ busy in busy[connection, default: 0] += 1; return busy[connection]! > 1 }) { overlapped.store(true, ordering: .relaxed) }
+        if busy.withLock({ busy in
+            busy[connection, default: 0] += 1; return busy[connection]! > 1
+        }) {
+            overlapped.store(true, ordering: .relaxed)
+        }
         defer { busy.withLock { $0[connection, default: 0] -= 1 } }
         let first = attempts.withLock { attempts in
             attempts.append((claim.delivery.deliveryId, connection))
@@ -42,16 +46,19 @@ final class DeliveryChannelTests: XCTestCase {
     private static let roster: Roster = {
         let schools = "school_id,name,timezone,digest_time\nsa,한빛고,Asia/Seoul,08:50\n"
         let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s111,1,1,1,김민지,\n"
-        let teachers = "school_id,teacher_id,name,email,role,grade,class\n"
+        let teachers =
+            "school_id,teacher_id,name,email,role,grade,class\n"
             + "sa,hr11,담임11,,homeroom,1,1\nsa,hr12,담임12,,homeroom,1,2\nsa,hr13,담임13,,homeroom,1,3\nsa,vd1,봉사1,,volunteer_duty,1,\n"
         return try! Roster.parse(schools: schools, students: students, teachers: teachers)
     }()
 
     private static func digest(_ teacher: String) -> Digest {
-        let recipient = Recipient(teacherId: teacher, scope: teacher == "vd1" ? .grade : .class, grade: 1, classNumber: teacher == "vd1" ? nil : 1)
+        let recipient = Recipient(
+            teacherId: teacher, scope: teacher == "vd1" ? .grade : .class, grade: 1, classNumber: teacher == "vd1" ? nil : 1)
         return Digest(
             digestId: Digest.id(school: "sa", date: "2026-11-30", recipient: recipient, revision: 1), teacherId: teacher, schoolId: "sa",
-            date: "2026-11-30", scope: recipient.scope, grade: 1, classNumber: recipient.classNumber, revision: 1, createdAt: Timestamp.format(Timestamp.now()),
+            date: "2026-11-30", scope: recipient.scope, grade: 1, classNumber: recipient.classNumber, revision: 1,
+            createdAt: Timestamp.format(Timestamp.now()),
             read: false, subject: "s", text: "t", entries: [], counts: [:])
     }
 
@@ -64,14 +71,19 @@ final class DeliveryChannelTests: XCTestCase {
         config.pollInterval = .milliseconds(100)
         let note = NoteChannel()
         let dispatcher = Dispatcher(
-            config: config, channels: [note], roster: LiveRoster(Self.roster), store: store, metrics: Metrics(), logger: quietLogger("dispatcher"))
+            config: config, channels: [note], roster: LiveRoster(Self.roster), store: store, metrics: Metrics(),
+            logger: quietLogger("dispatcher"))
 
-        let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { _ in
-            ["hr11", "hr12", "hr13", "vd1"].map(Self.digest)
-        }, targets: { dispatcher.targets(for: $0, roster: Self.roster) })
+        let digests = try store.writeDigests(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
+            plan: { _ in
+                ["hr11", "hr12", "hr13", "vd1"].map(Self.digest)
+            }, targets: { dispatcher.targets(for: $0, roster: Self.roster) })
         XCTAssertEqual(digests.count, 4)
         let queued = try store.deliveries(school: "sa", status: nil, limit: 10)
-        XCTAssertEqual(Set(queued.map(\.deliveryId)), Set(["hr11", "hr12", "hr13"].map { "\(Self.digest($0).digestId).note" }), "the volunteer teacher has no note")
+        XCTAssertEqual(
+            Set(queued.map(\.deliveryId)), Set(["hr11", "hr12", "hr13"].map { "\(Self.digest($0).digestId).note" }),
+            "the volunteer teacher has no note")
         XCTAssertEqual(Set(queued.map(\.target)), ["note:hr11", "note:hr12", "note:hr13"])
 
         dispatcher.start()

@@ -21,12 +21,16 @@ final class DeliveryTests: XCTestCase {
     }
 
     override func setUp() async throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.systemPython) else { throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd (scripts/setup)") }
+        guard FileManager.default.isExecutableFile(atPath: Self.systemPython) else {
+            throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd (scripts/setup)")
+        }
     }
 
     static func delivery(smtpPort: Int) -> DeliveryConfig {
         var config = DeliveryConfig(
-            mail: .init(transport: .smtp(.init(url: "smtp://127.0.0.1:\(smtpPort)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
+            mail: .init(
+                transport: .smtp(.init(url: "smtp://127.0.0.1:\(smtpPort)", timeout: .seconds(10))),
+                from: MailAddress("학생부 알림 <guidance@school.example>")!),
             publicAppURL: "https://app.school.example")
         config.retryBase = .seconds(1)
         config.maxBackoff = .seconds(2)
@@ -34,16 +38,21 @@ final class DeliveryTests: XCTestCase {
         return config
     }
 
-    func deliveries(_ harness: NotifierHarness, school: String = "sa", status: String? = nil, as teacher: String? = nil) async throws -> [[String: AnyCodable]] {
+    func deliveries(_ harness: NotifierHarness, school: String = "sa", status: String? = nil, as teacher: String? = nil) async throws
+        -> [[String: AnyCodable]]
+    {
         let query = status.map { "?status=\($0)" } ?? ""
-        let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/\(school)/deliveries\(query)", headers: harness.headers(teacher))
+        let reply = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/\(school)/deliveries\(query)", headers: harness.headers(teacher))
         XCTAssertEqual(reply.status, 200, reply.text)
         guard case .array(let items) = reply.object["items"] else { return [] }
         return items.compactMap { if case .object(let item) = $0 { item } else { nil } }
     }
 
     /// Polls the deliveries API until `done` holds (or 30 s).
-    func waitForDeliveries(_ harness: NotifierHarness, as teacher: String? = nil, _ done: ([[String: AnyCodable]]) -> Bool) async throws -> [[String: AnyCodable]] {
+    func waitForDeliveries(_ harness: NotifierHarness, as teacher: String? = nil, _ done: ([[String: AnyCodable]]) -> Bool) async throws
+        -> [[String: AnyCodable]]
+    {
         let deadline = ContinuousClock.now + .seconds(30)
         var items = try await deliveries(harness, as: teacher)
         while !done(items) && ContinuousClock.now < deadline {
@@ -82,8 +91,9 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(run.status, 200, run.text)
         let mails = try await sink.waitFor { $0.count >= 2 }
         let sent = try await waitForDeliveries(harness, as: "t-admin") { $0.filter { $0["status"]?.string == "sent" }.count >= 2 }
-        XCTAssertEqual(Set(mails.flatMap { $0["to"] as? [String] ?? [] }), ["t-hr-1-2@sa.school.example", "t-vd-1@sa.school.example"],
-                       "no e-mail to t-hr-1-1")
+        XCTAssertEqual(
+            Set(mails.flatMap { $0["to"] as? [String] ?? [] }), ["t-hr-1-2@sa.school.example", "t-vd-1@sa.school.example"],
+            "no e-mail to t-hr-1-1")
         XCTAssertFalse(sent.contains { $0["teacherId"]?.string == "t-hr-1-1" }, "no e-mail delivery queued for t-hr-1-1")
         let inbox = try await harness.inbox("t-hr-1-1", signedIn: true)
         XCTAssertEqual(inbox.count, 1, "the list is in the 알림함")
@@ -105,8 +115,9 @@ final class DeliveryTests: XCTestCase {
         // who has no address and is skipped.
         let mails = try await sink.waitFor { $0.count >= 4 }
         XCTAssertEqual(mails.count, 4)
-        XCTAssertEqual(Set(mails.flatMap { $0["to"] as? [String] ?? [] }),
-                       ["t-hr-1-1@sa.school.example", "t-hr-1-2@sa.school.example", "t-hr-2-1@sa.school.example", "t-vd-1@sa.school.example"])
+        XCTAssertEqual(
+            Set(mails.flatMap { $0["to"] as? [String] ?? [] }),
+            ["t-hr-1-1@sa.school.example", "t-hr-1-2@sa.school.example", "t-hr-2-1@sa.school.example", "t-vd-1@sa.school.example"])
         for mail in mails {
             let recipient = try XCTUnwrap((mail["to"] as? [String])?.first)
             let teacher = String(recipient.prefix { $0 != "@" })
@@ -182,7 +193,9 @@ final class DeliveryTests: XCTestCase {
         _ = try await harness.waitForList(count: 1)
         let run = try await harness.runDigests()
         XCTAssertEqual(run.status, 200, run.text)
-        let failing = try await waitForDeliveries(harness) { items in items.count == 2 && items.allSatisfy { ($0["attempts"]?.int ?? 0) >= 1 } }
+        let failing = try await waitForDeliveries(harness) { items in
+            items.count == 2 && items.allSatisfy { ($0["attempts"]?.int ?? 0) >= 1 }
+        }
         XCTAssertEqual(failing.compactMap { $0["status"]?.string }, ["pending", "pending"])
         XCTAssertTrue(failing.allSatisfy { $0["lastError"]?.string?.isEmpty == false && $0["nextAttemptAt"]?.string != nil }, "\(failing)")
         let status1 = try await fetch("GET", "\(harness.notifierBase)/readyz").status
@@ -198,7 +211,8 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(messageIDs(sink.records).sorted(), messageIDs(mails).sorted())
         XCTAssertEqual(Set(messageIDs(sink.records)).count, 2, "each message once")
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "sent")]), 2)
-        XCTAssertGreaterThanOrEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "retry")]) ?? 0, 4)
+        XCTAssertGreaterThanOrEqual(
+            harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "retry")]) ?? 0, 4)
     }
 
     func testA550FailsOnlyThatRecipientAndAnAdminQueuesItAgain() async throws {
@@ -218,7 +232,9 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(failed["teacherId"]?.string, "t-hr-1-2")
         XCTAssertEqual(failed["target"]?.string, "t-hr-1-2@sa.school.example")
         XCTAssertEqual(failed["attempts"]?.int, 1, "a 5xx is not retried")
-        XCTAssertTrue(failed["lastError"]?.string?.contains("550 5.1.1") == true && failed["lastError"]?.string?.contains("Recipient address rejected") == true, "\(failed)")
+        XCTAssertTrue(
+            failed["lastError"]?.string?.contains("550 5.1.1") == true
+                && failed["lastError"]?.string?.contains("Recipient address rejected") == true, "\(failed)")
         XCTAssertEqual(settled.filter { $0["status"]?.string == "sent" }.count, 2)
         XCTAssertEqual(Set(messageIDs(sink.records)).count, 2)
         XCTAssertEqual(messageIDs(sink.records).count, 2)
@@ -227,11 +243,16 @@ final class DeliveryTests: XCTestCase {
         let retryURL = "\(harness.notifierBase)/v1/schools/sa/deliveries/\(deliveryID)/retry"
         let status3 = try await fetch("POST", retryURL, headers: harness.headers("t-hr-1-2")).status
         XCTAssertEqual(status3, 403, "only an admin")
-        let status4 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries", headers: harness.headers("t-hr-1-1")).status
+        let status4 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries", headers: harness.headers("t-hr-1-1"))
+            .status
         XCTAssertEqual(status4, 403)
-        let status5 = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries?status=lost", headers: harness.headers("t-admin")).status
+        let status5 = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/deliveries?status=lost", headers: harness.headers("t-admin")
+        ).status
         XCTAssertEqual(status5, 400)
-        let status6 = try await fetch("POST", "\(harness.notifierBase)/v1/schools/sa/deliveries/nope/retry", headers: harness.headers("t-admin")).status
+        let status6 = try await fetch(
+            "POST", "\(harness.notifierBase)/v1/schools/sa/deliveries/nope/retry", headers: harness.headers("t-admin")
+        ).status
         XCTAssertEqual(status6, 404)
         // The mailbox exists now.
         sink.stop()
@@ -286,7 +307,8 @@ final class DeliveryTests: XCTestCase {
             XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [500, 204], id)
             XCTAssertEqual(attempts.last?["type"] as? String, "digest.created")
             XCTAssertEqual((attempts.last?["digestId"] as? String).map { $0 + ".webhook" }, id)
-            XCTAssertEqual(attempts.last?["frequencies"] as? [[String: Int]], [["last7Days": 1, "last30Days": 1]], "how often, in the payload")
+            XCTAssertEqual(
+                attempts.last?["frequencies"] as? [[String: Int]], [["last7Days": 1, "last30Days": 1]], "how often, in the payload")
             XCTAssertEqual(attempts.last?["photoUrls"] as? Int, 0, "photos stay in the school's services")
         }
         let inbox = try await harness.inbox("t-hr-1-1")
@@ -295,7 +317,8 @@ final class DeliveryTests: XCTestCase {
         // sb's receiver holds another secret: every signature fails its check.
         let forged = try await impostor.waitFor { $0.count >= 2 }
         XCTAssertEqual(forged.count, 2)
-        XCTAssertTrue(forged.allSatisfy { $0["verified"] as? Bool == false && ($0["error"] as? String ?? "").contains("signature") }, "\(forged)")
+        XCTAssertTrue(
+            forged.allSatisfy { $0["verified"] as? Bool == false && ($0["error"] as? String ?? "").contains("signature") }, "\(forged)")
         try await Task.sleep(for: .seconds(1))
         let sbItems = try await deliveries(harness, school: "sb")
         let failed = sbItems.filter { $0["status"]?.string == "failed" }

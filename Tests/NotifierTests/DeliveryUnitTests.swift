@@ -29,10 +29,15 @@ final class DeliveryUnitTests: XCTestCase {
     func testAddressesRefuseWhatCouldEndAHeader() {
         XCTAssertEqual(MailAddress("학생부 알림 <guidance@school.example>"), MailAddress(name: "학생부 알림", address: "guidance@school.example"))
         XCTAssertEqual(MailAddress("guidance@school.example"), MailAddress(name: nil, address: "guidance@school.example"))
-        for bad in ["", "no-at-sign", "a@b", "a@@b.example", "a b@c.example", "a@b.example\r\nBcc: x@y.example", "Na\r\nme <a@b.example>", "<a@b.example"] {
+        for bad in [
+            "", "no-at-sign", "a@b", "a@@b.example", "a b@c.example", "a@b.example\r\nBcc: x@y.example", "Na\r\nme <a@b.example>",
+            "<a@b.example"
+        ] {
             XCTAssertNil(MailAddress(bad), bad)
         }
-        XCTAssertEqual(DigestMail.messageID(digestId: "s.2026-11-30.t<1>..x.class.r1", domain: "school.example"), "<s.2026-11-30.t=3C1=3E.=2Ex.class.r1@school.example>")
+        XCTAssertEqual(
+            DigestMail.messageID(digestId: "s.2026-11-30.t<1>..x.class.r1", domain: "school.example"),
+            "<s.2026-11-30.t=3C1=3E.=2Ex.class.r1@school.example>")
     }
 
     func testBackoffDoublesWithJitterUpToTheCapHonoursRetryAfterAndStopsAtTheMaximumAge() {
@@ -63,11 +68,13 @@ final class DeliveryUnitTests: XCTestCase {
         XCTAssertEqual(problem(["SMTP_URL": "smtp://mail.school.example:25", "SMTP_FROM": "nobody"]), "SMTP_FROM")
         XCTAssertEqual(problem(["SMTP_URL": "http://mail.school.example", "SMTP_FROM": "g@school.example"]), "SMTP_URL")
         XCTAssertEqual(problem(["SMTP_URL": "smtp://user:pw@mail.school.example", "SMTP_FROM": "g@school.example"]), "SMTP_URL")
-        XCTAssertEqual(problem(["SMTP_URL": "smtp://mail.school.example", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "maybe"]), "SMTP_STARTTLS")
+        XCTAssertEqual(
+            problem(["SMTP_URL": "smtp://mail.school.example", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "maybe"]), "SMTP_STARTTLS")
         XCTAssertEqual(problem(["SMTP_FROM": "g@school.example"]), "SMTP_URL")
         XCTAssertEqual(problem(["PUBLIC_NOTIFIER_URL": "notifier"]), "PUBLIC_NOTIFIER_URL")
         XCTAssertEqual(problem(["DELIVERY_RETRY_BASE_SECONDS": "0"]), "DELIVERY_RETRY_BASE_SECONDS")
-        let config = try DeliveryConfig.fromEnvironment(Environment(["SMTP_URL": "smtp://m.example:2525", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "required"]))
+        let config = try DeliveryConfig.fromEnvironment(
+            Environment(["SMTP_URL": "smtp://m.example:2525", "SMTP_FROM": "g@school.example", "SMTP_STARTTLS": "required"]))
         guard case .smtp(let server) = config.mail?.transport else { return XCTFail("no SMTP") }
         XCTAssertEqual(server.startTLS, .required)
         XCTAssertEqual(config.retryBase, .seconds(30))

@@ -19,7 +19,7 @@ final class DevRunTests: XCTestCase {
         process.currentDirectoryURL = folder
         process.environment = [
             "ROSTER_DIR": root.appendingPathComponent("examples/roster").path, "LOG_LEVEL": "warning",
-            "INGEST_PORT": "0", "NOTIFIER_PORT": "0",
+            "INGEST_PORT": "0", "NOTIFIER_PORT": "0"
         ]
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
@@ -53,7 +53,9 @@ final class DevRunTests: XCTestCase {
         }
         XCTAssertTrue(ready, "guidance-dev did not come up on the old folder:\n\(firstLog.suffix(1500))")
         XCTAssertTrue(firstLog.contains("starts empty on every run"), firstLog.suffix(1500).description)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.appendingPathComponent("var/mail/old.eml").path), "var/mail starts empty with the store")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: folder.appendingPathComponent("var/mail/old.eml").path),
+            "var/mail starts empty with the store")
         // E-mails hold live sign-in links and the store students' names: the user's alone.
         for (path, mode) in [("var", 0o700), ("var/mail", 0o700), ("var/guidance-dev.db", 0o600), ("var/guidance-dev.lock", 0o600)] {
             let attributes = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(path).path)
@@ -77,7 +79,8 @@ final class DevRunTests: XCTestCase {
     /// The port `service` listens on, as guidance-dev printed it.
     private func port(of service: String, in log: String) -> Int? {
         guard let line = log.split(separator: "\n").first(where: { $0.hasPrefix("\(service) ") || $0.contains(" \(service) ") }),
-              let range = line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
+            let range = line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
+        else { return nil }
         return Int(line[range].dropFirst("127.0.0.1:".count))
     }
 }

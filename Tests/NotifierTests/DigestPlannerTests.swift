@@ -11,9 +11,11 @@ import XCTest
 final class DigestPlannerTests: XCTestCase {
     private static let roster: Roster = {
         let schools = "school_id,name,timezone,digest_time\nsa,한빛고,Asia/Seoul,08:50\n"
-        let students = "school_id,student_id,grade,class,number,name,photo_url\n"
+        let students =
+            "school_id,student_id,grade,class,number,name,photo_url\n"
             + "sa,s111,1,1,1,김민지,\nsa,s112,1,1,2,이서준,\nsa,s121,1,2,1,박지우,\nsa,s211,2,1,1,최하은,\n"
-        let teachers = "school_id,teacher_id,name,email,role,grade,class\n"
+        let teachers =
+            "school_id,teacher_id,name,email,role,grade,class\n"
             + "sa,hr11,담임11,,homeroom,1,1\nsa,hr12,담임12,,homeroom,1,2\nsa,hr21,담임21,,homeroom,2,1\n"
             + "sa,vd1,봉사1,,volunteer_duty,1,\nsa,g1,교문,,gate,,\n"
         return try! Roster.parse(schools: schools, students: students, teachers: teachers)
@@ -22,7 +24,9 @@ final class DigestPlannerTests: XCTestCase {
     private var school: School { DigestPlannerTests.roster.school("sa")! }
 
     /// A guidance of student `id` at `occurredAt` (UTC).
-    private func record(_ id: String, _ student: String, _ code: String, detail: String? = nil, at occurredAt: String = "2026-11-29T22:52:00Z") -> GuidanceRecord {
+    private func record(
+        _ id: String, _ student: String, _ code: String, detail: String? = nil, at occurredAt: String = "2026-11-29T22:52:00Z"
+    ) -> GuidanceRecord {
         let seat = ["s111": (1, 1, 1), "s112": (1, 1, 2), "s121": (1, 2, 1), "s211": (2, 1, 1)][student]!
         let resident = DigestPlannerTests.roster.student(school: "sa", grade: seat.0, classNumber: seat.1, number: seat.2)!
         let reason = school.reason(code)!
@@ -33,7 +37,8 @@ final class DigestPlannerTests: XCTestCase {
 
     /// A guidance as a digest told it.
     private func told(_ record: GuidanceRecord) -> DigestEntry {
-        DigestEntry(guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
+        DigestEntry(
+            guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt, change: .added)
     }
 
     private func plan(
@@ -42,7 +47,8 @@ final class DigestPlannerTests: XCTestCase {
     ) -> [String: Digest] {
         let digests = DigestPlanner(roster: DigestPlannerTests.roster).plan(
             school: school, date: "2026-11-30",
-            state: DeliveryState(active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions, frequencies: frequencies),
+            state: DeliveryState(
+                active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions, frequencies: frequencies),
             createdAt: "2026-11-30T00:00:00Z")
         return Dictionary(uniqueKeysWithValues: digests.map { ($0.teacherId, $0) })
     }
@@ -67,9 +73,12 @@ final class DigestPlannerTests: XCTestCase {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let grade = try XCTUnwrap(JSONSerialization.jsonObject(with: encoder.encode(DigestJSON(digests["vd1"]!))) as? [String: Any])
-        XCTAssertEqual(grade.keys.sorted(), [
-            "classNumber", "counts", "createdAt", "date", "digestId", "entries", "grade", "read", "revision", "schoolId", "scope", "subject", "teacherId", "text",
-        ])
+        XCTAssertEqual(
+            grade.keys.sorted(),
+            [
+                "classNumber", "counts", "createdAt", "date", "digestId", "entries", "grade", "read", "revision", "schoolId", "scope",
+                "subject", "teacherId", "text"
+            ])
         XCTAssertTrue(grade["classNumber"] is NSNull, "a grade digest writes classNumber: null, not nothing")
         XCTAssertEqual(grade["scope"] as? String, "grade")
         let homeroom = try XCTUnwrap(JSONSerialization.jsonObject(with: encoder.encode(DigestJSON(digests["hr11"]!))) as? [String: Any])
@@ -100,7 +109,9 @@ final class DigestPlannerTests: XCTestCase {
         let frequencies = ["s111": Frequency(last7Days: 2, last30Days: 4), "s121": Frequency(last7Days: 1, last30Days: 1)]
         let grade = plan(active: [a, c], frequencies: frequencies)["vd1"]!
         XCTAssertEqual(grade.subject, "[한빛고] 11월 30일(월) 1학년 교문 지도 명단 2건")
-        XCTAssertEqual(grade.text, """
+        XCTAssertEqual(
+            grade.text,
+            """
             11월 30일(월) 1학년 교문 지도 명단입니다.
             아래 학생들을 봉사활동 명단에 올려 주세요.
 
@@ -114,16 +125,22 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(grade.entries.map(\.frequency), [frequencies["s111"], frequencies["s121"]])
         let class11 = Recipient(teacherId: "hr11", scope: .class, grade: 1, classNumber: 1)
         // The guidance was deleted: the cancelled entry carries the counts without it.
-        let amendment = plan(active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(last7Days: 1, last30Days: 3)])["hr11"]!
+        let amendment = plan(
+            active: [], reported: [class11: [a]], revisions: [class11: 1], frequencies: ["s111": Frequency(last7Days: 1, last30Days: 3)])[
+                "hr11"]!
         XCTAssertEqual(amendment.subject, "[한빛고] 11월 30일(월) 1학년 1반 교문 지도 명단 1차 정정: 삭제 1건")
         XCTAssertTrue(amendment.text.hasPrefix("11월 30일(월) 1학년 1반 교문 지도 명단의 1차 정정입니다."), amendment.text)
-        XCTAssertTrue(amendment.text.contains("■ 삭제된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 1회 · 최근 30일 3회"), amendment.text)
+        XCTAssertTrue(
+            amendment.text.contains("■ 삭제된 기록 1건 (교문에서 지운 기록)\n• 1번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 1회 · 최근 30일 3회"), amendment.text)
         XCTAssertEqual(DigestText.amendmentName(revision: 3), "2차 정정")
     }
 
     func testClockTimesReadAsTeachersSayThem() throws {
         let seoul = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
-        let cases = ["2026-11-29T15:05:00Z": "오전 12:05", "2026-11-29T23:18:00Z": "오전 8:18", "2026-11-30T03:00:00Z": "오후 12:00", "2026-11-30T05:28:00Z": "오후 2:28"]
+        let cases = [
+            "2026-11-29T15:05:00Z": "오전 12:05", "2026-11-29T23:18:00Z": "오전 8:18", "2026-11-30T03:00:00Z": "오후 12:00",
+            "2026-11-30T05:28:00Z": "오후 2:28"
+        ]
         for (instant, expected) in cases {
             XCTAssertEqual(Timestamp.koreanTime(try XCTUnwrap(Timestamp.parse(instant)), in: seoul), expected, instant)
         }
@@ -144,7 +161,8 @@ final class DigestPlannerTests: XCTestCase {
             eventId: "0b0d4c1e-0000-4000-8000-000000000001", guidanceId: "0B0D4C1E-0000-4000-8000-00000000000A", schoolId: "sa",
             student: StudentRef(studentId: studentId, grade: 1, classNumber: 1, number: number, name: "김민지"),
             reason: ReasonRef(code: code, label: "기타", detail: detail), recordedBy: "g1",
-            occurredAt: "2026-11-29T22:52:00Z", recordedAt: "2026-11-29T22:52:01Z").json
+            occurredAt: "2026-11-29T22:52:00Z", recordedAt: "2026-11-29T22:52:01Z"
+        ).json
     }
 
     private func failure(_ message: ConsumedMessage) -> String? {
@@ -164,8 +182,10 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(record.reason, ReasonRef(code: "others", label: "기타", detail: "껌"), "the label comes from the roster")
         let deletion = GuidanceDeleted(
             eventId: "0b0d4c1e-0000-4000-8000-000000000002", guidanceId: "0b0d4c1e-0000-4000-8000-00000000000a", schoolId: "sa",
-            grade: 1, deletedBy: "g1", occurredAt: "2026-11-29T23:00:00+09:00").json
-        guard case .success(.deleted(_, _, let grade, _, let occurredAt)) = decoder.decode(message(deletion, topic: Topics().deleted)) else {
+            grade: 1, deletedBy: "g1", occurredAt: "2026-11-29T23:00:00+09:00"
+        ).json
+        guard case .success(.deleted(_, _, let grade, _, let occurredAt)) = decoder.decode(message(deletion, topic: Topics().deleted))
+        else {
             return XCTFail("deletion not decoded")
         }
         XCTAssertEqual(grade, 1)
@@ -176,14 +196,19 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(failure(message(nil)), "the message's value is null")
         XCTAssertEqual(failure(message([])), "the message's value is empty")
         XCTAssertTrue(failure(message(Array("{".utf8)))?.hasPrefix("not a guidance event") ?? false)
-        let future = Array(String(decoding: registration(), as: UTF8.self).replacingOccurrences(of: "\"schemaVersion\":1", with: "\"schemaVersion\":2").utf8)
+        let future = Array(
+            String(decoding: registration(), as: UTF8.self).replacingOccurrences(of: "\"schemaVersion\":1", with: "\"schemaVersion\":2")
+                .utf8)
         XCTAssertEqual(failure(message(future)), "unsupported schemaVersion 2")
-        XCTAssertEqual(failure(message(registration(), topic: Topics().deleted)), "event type 'guidance.registered' does not belong on guidance.deleted")
+        XCTAssertEqual(
+            failure(message(registration(), topic: Topics().deleted)),
+            "event type 'guidance.registered' does not belong on guidance.deleted")
         XCTAssertNotNil(failure(message(registration(code: "others", detail: nil))), "others needs a detail")
         XCTAssertFalse(awaitsRoster(message(registration(code: "others", detail: nil))), "a rule broken is not the roster's to mend")
         let deletion = GuidanceDeleted(
             eventId: "0b0d4c1e-0000-4000-8000-000000000002", guidanceId: "0b0d4c1e-0000-4000-8000-00000000000a", schoolId: "sa",
-            grade: 7, deletedBy: "g1", occurredAt: "2026-11-29T23:00:00Z").json
+            grade: 7, deletedBy: "g1", occurredAt: "2026-11-29T23:00:00Z"
+        ).json
         XCTAssertEqual(failure(message(deletion, topic: Topics().deleted)), "grade: school 'sa' has no grade 7")
     }
 

@@ -26,7 +26,8 @@ final class FuzzTests: XCTestCase {
         harness = nil
     }
 
-    static let validRegistration = #"{"guidanceId":"0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a","student":{"grade":1,"classNumber":1,"number":1},"reason":{"code":"others","detail":"체육복"},"recordedBy":"t-gate","occurredAt":"2026-11-20T23:30:00Z"}"#
+    static let validRegistration =
+        #"{"guidanceId":"0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a","student":{"grade":1,"classNumber":1,"number":1},"reason":{"code":"others","detail":"체육복"},"recordedBy":"t-gate","occurredAt":"2026-11-20T23:30:00Z"}"#
 
     /// JSON texts a client might send where one value belongs.
     static let oddValues = [
@@ -35,12 +36,12 @@ final class FuzzTests: XCTestCase {
         #""\u202Eevil""#, #""\ud800""#, #""\udc00\ud800""#, #""🎒🎒""#, #""e\u0301""#, #""\u001b[2J""#, #""<script>alert(1)</script>""#,
         #""' OR 1=1 --""#, #""%00""#, #""../../etc/passwd""#, "\"" + String(repeating: "가", count: 300) + "\"",
         "\"a" + String(repeating: "\\u0301", count: 2_000) + "\"", #""2026-11-30T07:52:10+09:00""#, #""0001-01-01T00:00:00Z""#,
-        #""9999-12-31T23:59:59Z""#, #""noShoes""#, #""others""#, #""t-gate""#, #""12121212-3434-4565-8787-909090909090""#,
+        #""9999-12-31T23:59:59Z""#, #""noShoes""#, #""others""#, #""t-gate""#, #""12121212-3434-4565-8787-909090909090""#
     ]
 
     static let fields = [
         #""grade":1"#, #""classNumber":1"#, #""number":1"#, #""code":"others""#, #""detail":"체육복""#,
-        #""guidanceId":"0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a""#, #""recordedBy":"t-gate""#, #""occurredAt":"2026-11-20T23:30:00Z""#,
+        #""guidanceId":"0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a""#, #""recordedBy":"t-gate""#, #""occurredAt":"2026-11-20T23:30:00Z""#
     ]
 
     /// The valid body with one thing broken.
@@ -66,7 +67,7 @@ final class FuzzTests: XCTestCase {
     func randomSegment() -> String {
         let raw = [
             "1", "0", "-1", "65536", "9223372036854775808", "abc", "%00", "%2F", "..", "가", "%ZZ", "1.5", " ", "%20",
-            "0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", "t-hr-1-1", "sa", "sb", String(repeating: "x", count: 300),
+            "0d5e8a52-3f51-4c0b-a7a1-1f2e3d4c5b6a", "t-hr-1-1", "sa", "sb", String(repeating: "x", count: 300)
         ].randomElement(using: &random)!
         return raw
     }
@@ -77,7 +78,9 @@ final class FuzzTests: XCTestCase {
         if (reply.header("X-Request-Id") ?? "").isEmpty { return "no X-Request-Id for \(request)" }
         guard reply.status >= 400 else { return nil }
         if reply.header("Content-Type") != "application/problem+json" { return "\(reply.status) without problem+json for \(request)" }
-        if reply.object["status"]?.int != reply.status { return "problem status differs from \(reply.status) for \(request): \(reply.text.prefix(200))" }
+        if reply.object["status"]?.int != reply.status {
+            return "problem status differs from \(reply.status) for \(request): \(reply.text.prefix(200))"
+        }
         return nil
     }
 
@@ -102,24 +105,34 @@ final class FuzzTests: XCTestCase {
                 method = "POST"
                 url = harness.ingestBase + "/v1/schools/sa/guidances"
                 body = String(decoding: randomBytes(Int.random(in: 0..<200, using: &random)), as: UTF8.self)
-                if Bool.random(using: &random) { headers["Content-Type"] = ["text/plain", "application/json; charset=latin1", ""].randomElement(using: &random)! }
+                if Bool.random(using: &random) {
+                    headers["Content-Type"] = ["text/plain", "application/json; charset=latin1", ""].randomElement(using: &random)!
+                }
             case 6:
                 method = ["GET", "DELETE", "PUT", "PATCH"].randomElement(using: &random)!
-                url = harness.ingestBase + "/v1/schools/\(randomSegment())/students/\(randomSegment())/\(randomSegment())/\(randomSegment())"
+                url =
+                    harness.ingestBase + "/v1/schools/\(randomSegment())/students/\(randomSegment())/\(randomSegment())/\(randomSegment())"
             case 7:
                 method = "DELETE"
                 url = harness.ingestBase + "/v1/schools/\(randomSegment())/grades/\(randomSegment())/guidances/\(randomSegment())"
             case 8:
                 method = "GET"
-                let query = ["grade", "classNumber", "date", "unread"].map { "\($0)=\(randomSegment())" }.filter { _ in Bool.random(using: &random) }
-                url = harness.notifierBase + "/v1/schools/\(["sa", "sb", randomSegment()].randomElement(using: &random)!)/guidances?" + query.joined(separator: "&")
+                let query = ["grade", "classNumber", "date", "unread"].map { "\($0)=\(randomSegment())" }.filter { _ in
+                    Bool.random(using: &random)
+                }
+                url =
+                    harness.notifierBase + "/v1/schools/\(["sa", "sb", randomSegment()].randomElement(using: &random)!)/guidances?"
+                    + query.joined(separator: "&")
             case 9:
                 method = ["GET", "POST"].randomElement(using: &random)!
-                url = harness.notifierBase + "/v1/teachers/\(randomSegment())/inbox" + (Bool.random(using: &random) ? "?unread=\(randomSegment())" : "")
+                url =
+                    harness.notifierBase + "/v1/teachers/\(randomSegment())/inbox"
+                    + (Bool.random(using: &random) ? "?unread=\(randomSegment())" : "")
             case 10:
                 method = "POST"
                 url = harness.notifierBase + "/v1/digests/run"
-                body = #"{"schoolId":\#(Self.oddValues.randomElement(using: &random)!),"date":\#(Self.oddValues.randomElement(using: &random)!)}"#
+                body =
+                    #"{"schoolId":\#(Self.oddValues.randomElement(using: &random)!),"date":\#(Self.oddValues.randomElement(using: &random)!)}"#
             default:
                 method = "POST"
                 url = harness.notifierBase + "/v1/teachers/\(randomSegment())/inbox/\(randomSegment())/read"
@@ -129,7 +142,9 @@ final class FuzzTests: XCTestCase {
             classes[reply.status / 100, default: 0] += 1
             if let failure = problem(with: reply, for: "\(method) \(url) \(body ?? "")") { failures.append(failure) }
         }
-        print("FuzzTests: \(sent) requests, answers by class: \(classes.sorted { $0.key < $1.key }.map { "\($0.key)xx \($0.value)" }.joined(separator: ", "))")
+        print(
+            "FuzzTests: \(sent) requests, answers by class: \(classes.sorted { $0.key < $1.key }.map { "\($0.key)xx \($0.value)" }.joined(separator: ", "))"
+        )
         XCTAssertEqual(failures, [], "seed \(random.seed)")
         XCTAssertGreaterThan(sent, 200, "the fuzz loop sent too little to mean anything")
         // Both still serve: a valid registration goes all the way to the list.
@@ -158,7 +173,7 @@ final class FuzzTests: XCTestCase {
             (#""schoolId":"sa""#, #""schoolId":"nowhere""#), (#""recordedBy":"t-gate""#, #""recordedBy":"t-gate-b""#),
             (#""occurredAt":"2026-11-20T23:30:00Z""#, #""occurredAt":"yesterday""#), (#""detail":null"#, #""detail":"\u202E""#),
             (#""detail":null"#, #""detail":"""#), (#""type":"guidance.registered""#, #""type":"guidance.deleted""#),
-            (#""eventId":""#, #""eventId":"x","e":""#), (#""name":"가가""#, #""name":"가가","name":"x""#),
+            (#""eventId":""#, #""eventId":"x","e":""#), (#""name":"가가""#, #""name":"가가","name":"x""#)
         ]
         var values: [[UInt8]] = []
         for _ in 0..<120 {
@@ -171,12 +186,16 @@ final class FuzzTests: XCTestCase {
             }
         }
         for value in values {
-            _ = try await producer.send(OutgoingMessage(topic: [harness.topics.registered, harness.topics.deleted].randomElement(using: &random)!, key: "sa/1", value: value))
+            _ = try await producer.send(
+                OutgoingMessage(
+                    topic: [harness.topics.registered, harness.topics.deleted].randomElement(using: &random)!, key: "sa/1", value: value))
         }
         let good = try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
         try await assertEqualAsync(await harness.waitForList(equalTo: [good], as: "t-admin"), [good])
 
-        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "fuzz-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        let consumer = try Consumer(
+            config: consumerConfig(harness.cluster, group: "fuzz-\(UUID())", topics: [harness.topics.deadLetters]),
+            logger: quietLogger("dlq"))
         defer { consumer.close() }
         let letters = consumeAll(consumer, count: values.count)
         XCTAssertEqual(letters.count, values.count, "seed \(random.seed): every broken message is dead-lettered once")

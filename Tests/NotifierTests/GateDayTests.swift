@@ -45,8 +45,9 @@ final class GateDayTests: XCTestCase {
         XCTAssertEqual(byToken.header("Cache-Control"), "no-store")
 
         // A gate phone signed in by cookie: its session is carried to the notifier.
-        let signIn = try await fetch("POST", base + "/session", body: "token=tok-t-gate",
-                                     headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
+        let signIn = try await fetch(
+            "POST", base + "/session", body: "token=tok-t-gate",
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
         let cookie = try XCTUnwrap(signIn.header("Set-Cookie")).components(separatedBy: ";")[0]
         let byCookie = try await fetch("GET", today, headers: ["Cookie": cookie])
         XCTAssertEqual(byCookie.status, 200, byCookie.text)
@@ -54,8 +55,11 @@ final class GateDayTests: XCTestCase {
 
         // Gate teachers read their own school's today, nothing else.
         try await assertEqualAsync(await fetch("GET", base + "/v1/schools/sb/today", headers: harness.headers("t-gate")).status, 403)
-        try await assertEqualAsync(await fetch("GET", today, headers: harness.headers("t-hr-1-1")).status, 403, "the gate's day list is for gate and admin teachers")
-        let otherDay = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/guidances?date=2026-11-20", headers: harness.headers("t-gate"))
+        try await assertEqualAsync(
+            await fetch("GET", today, headers: harness.headers("t-hr-1-1")).status, 403,
+            "the gate's day list is for gate and admin teachers")
+        let otherDay = try await fetch(
+            "GET", harness.notifierBase + "/v1/schools/sa/guidances?date=2026-11-20", headers: harness.headers("t-gate"))
         XCTAssertEqual(otherDay.status, 403, otherDay.text)
 
         // The notifier down: the list says so, registering goes on.
@@ -89,11 +93,15 @@ final class GateDayTests: XCTestCase {
         let cookie = try XCTUnwrap(signIn.header("Set-Cookie")).components(separatedBy: ";")[0]
         let page = try await fetch("GET", app + "/", headers: ["Cookie": cookie])
         let tabs = page.text.matches(of: /role="tab" id="tab-([a-z]+)"/).map { String($0.1) }
-        XCTAssertEqual(tabs, ["gate", "lists", "service", "inbox", "settings"], "a homeroom teacher on gate duty: the gate and a homeroom teacher's tabs")
+        XCTAssertEqual(
+            tabs, ["gate", "lists", "service", "inbox", "settings"],
+            "a homeroom teacher on gate duty: the gate and a homeroom teacher's tabs")
         XCTAssertTrue(page.text.contains("교문 지도 명단은 매일 08:50에 옵니다."), "the 알림함 says the school's time, not '정해진 시각'")
 
         let body = #"{"student":{"grade":1,"classNumber":2,"number":1},"reason":{"code":"noShoes"},"occurredAt":"2026-11-21T00:10:00Z"}"#
-        let registered = try await fetch("POST", app + "/v1/schools/sa/guidances", body: body, headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
+        let registered = try await fetch(
+            "POST", app + "/v1/schools/sa/guidances", body: body,
+            headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
         XCTAssertEqual(registered.status, 202, registered.text)
         _ = try await harness.waitForList(count: 1, as: "t-admin")
         let ourClass = try await fetch("GET", app + "/v1/schools/sa/guidances?grade=1&classNumber=2", headers: ["Cookie": cookie])
@@ -101,13 +109,19 @@ final class GateDayTests: XCTestCase {
         guard case .array(let items)? = ourClass.object["items"] else { return XCTFail(ourClass.text) }
         XCTAssertEqual(items.count, 1, "the record under 우리 반, read through the ingest")
         try await assertEqualAsync(await fetch("GET", app + "/v1/teachers/t-hr-1-2/inbox", headers: ["Cookie": cookie]).status, 200)
-        try await assertEqualAsync(await fetch("GET", app + "/v1/teachers/t-hr-1-1/inbox", headers: ["Cookie": cookie]).status, 403, "another's 알림함: the notifier refuses")
-        let off = try await fetch("POST", app + "/v1/teachers/t-hr-1-2/settings", body: #"{"emailLists":false}"#,
-                                  headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
+        try await assertEqualAsync(
+            await fetch("GET", app + "/v1/teachers/t-hr-1-1/inbox", headers: ["Cookie": cookie]).status, 403,
+            "another's 알림함: the notifier refuses")
+        let off = try await fetch(
+            "POST", app + "/v1/teachers/t-hr-1-2/settings", body: #"{"emailLists":false}"#,
+            headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
         XCTAssertEqual(off.status, 200, off.text)
         let settings = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-2/settings", headers: harness.headers("t-hr-1-2"))
         XCTAssertEqual(settings.object["emailLists"], .bool(false), "the change reached the notifier: \(settings.text)")
-        try await assertEqualAsync(await fetch("POST", app + "/v1/digests/run", body: "{}", headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"]).status, 403)
+        try await assertEqualAsync(
+            await fetch(
+                "POST", app + "/v1/digests/run", body: "{}", headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"]
+            ).status, 403)
 
         // The notifier's own pages send the browser to the app.
         let root = try await fetch("GET", harness.notifierBase + "/")
@@ -119,7 +133,9 @@ final class GateDayTests: XCTestCase {
         await harness.stopNotifier()
         let down = try await fetch("GET", app + "/v1/teachers/t-hr-1-2/inbox", headers: ["Cookie": cookie])
         XCTAssertEqual(down.status, 503, down.text)
-        let still = try await fetch("POST", app + "/v1/schools/sa/guidances", body: body, headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
+        let still = try await fetch(
+            "POST", app + "/v1/schools/sa/guidances", body: body,
+            headers: ["Cookie": cookie, "Origin": app, "Content-Type": "application/json"])
         XCTAssertEqual(still.status, 202, still.text)
     }
 
@@ -141,19 +157,25 @@ final class GateDayTests: XCTestCase {
         XCTAssertEqual(head.body.count, 0)
         XCTAssertEqual(head.header("Content-Type"), "application/json")
 
-        for path in ["/v1/teachers/t-hr-1-1/inbox/../read", "/v1/teachers/t-hr-1-1/inbox/./read", "/v1/teachers/t-hr-1-1/inbox/%2E%2E/read"] {
-            let reply = try rawExchange(port: gate.port, "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-t-hr-1-1\r\n"
-                                        + "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        for path in ["/v1/teachers/t-hr-1-1/inbox/../read", "/v1/teachers/t-hr-1-1/inbox/./read", "/v1/teachers/t-hr-1-1/inbox/%2E%2E/read"]
+        {
+            let reply = try rawExchange(
+                port: gate.port,
+                "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-t-hr-1-1\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
             XCTAssertTrue(reply.hasPrefix("HTTP/1.1 404"), "\(path): \(reply.prefix(300))")
         }
 
         // Behind a proxy the ingest trusts, the teacher is at 203.0.113.9.
-        let read = try await fetch("GET", app + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1").merging(["X-Forwarded-For": "203.0.113.9"]) { $1 })
+        let read = try await fetch(
+            "GET", app + "/v1/teachers/t-hr-1-1/inbox",
+            headers: harness.headers("t-hr-1-1").merging(["X-Forwarded-For": "203.0.113.9"]) { $1 })
         XCTAssertEqual(read.status, 200, read.text)
         var clients: Set<String> = []
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
-            let log = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
+            let log = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
             guard case .array(let items)? = log.object["items"] else { return XCTFail(log.text) }
             clients = Set(items.filter { $0["action"]?.string == "inbox" }.compactMap { $0["client"]?.string })
             if clients.contains("203.0.113.9") { break }
@@ -161,8 +183,9 @@ final class GateDayTests: XCTestCase {
         } while ContinuousClock.now < deadline
         XCTAssertTrue(clients.contains("203.0.113.9"), "the access record names the teacher's address: \(clients)")
         // Someone else's Forwarded-Client header is not believed.
-        let forged = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox",
-                                     headers: harness.headers("t-hr-1-1").merging(["Forwarded-Client": "198.51.100.7"]) { $1 })
+        let forged = try await fetch(
+            "GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox",
+            headers: harness.headers("t-hr-1-1").merging(["Forwarded-Client": "198.51.100.7"]) { $1 })
         XCTAssertEqual(forged.status, 200)
     }
 }

@@ -16,7 +16,7 @@ final class GuidanceListJSONTests: XCTestCase {
             GuidanceRecord(
                 guidanceId: "g2", schoolId: "sa", date: "2026-11-30",
                 student: StudentRef(studentId: "s2", grade: 1, classNumber: 2, number: 4, name: "이서준"),
-                reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:01:00Z", recordedBy: "t-gate"),
+                reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:01:00Z", recordedBy: "t-gate")
         ]
         let frequencies = ["s1": Frequency(last7Days: 2, last30Days: 5)]
         let body = NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", records, frequencies: frequencies) { _ in nil }
@@ -33,6 +33,8 @@ final class GuidanceListJSONTests: XCTestCase {
         XCTAssertEqual(items[1]["recordedBy"] as? String, "t-gate")
         XCTAssertEqual(items[1]["occurredAt"] as? String, "2026-11-29T23:01:00Z")
         XCTAssertEqual(items[0]["frequency"] as? [String: Int], ["last7Days": 2, "last30Days": 5])
-        XCTAssertEqual(NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", [], frequencies: [:]) { _ in nil }, Array(#"{"date":"2026-11-30","items":[],"schoolId":"sa"}"#.utf8))
+        XCTAssertEqual(
+            NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", [], frequencies: [:]) { _ in nil },
+            Array(#"{"date":"2026-11-30","items":[],"schoolId":"sa"}"#.utf8))
     }
 }

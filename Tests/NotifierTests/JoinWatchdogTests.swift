@@ -26,9 +26,19 @@ final class JoinWatchdogTests: XCTestCase {
         var asked = 0
         // A Kafka cluster id is a base64 UUID; unknown (nil) counts as real too.
         for clusterID in ["MkU3OEVBNTcwNTJENDM2Qk", nil] as [String?] {
-            XCTAssertEqual(watchdog.check(joined: false, now: start, clusterID: { asked += 1; return clusterID }), .wait)
+            XCTAssertEqual(
+                watchdog.check(
+                    joined: false, now: start,
+                    clusterID: {
+                        asked += 1; return clusterID
+                    }), .wait)
             for minute in 1...10 {
-                XCTAssertNotEqual(watchdog.check(joined: false, now: start + .seconds(60 * minute), clusterID: { asked += 1; return clusterID }), .replace)
+                XCTAssertNotEqual(
+                    watchdog.check(
+                        joined: false, now: start + .seconds(60 * minute),
+                        clusterID: {
+                            asked += 1; return clusterID
+                        }), .replace)
             }
             _ = watchdog.check(joined: true, now: start, clusterID: { clusterID })
         }

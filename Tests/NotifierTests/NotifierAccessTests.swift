@@ -25,20 +25,23 @@ final class NotifierAccessTests: XCTestCase {
     /// the gate, signs in on both pages, and reads their class, not more.
     func testAHomeroomTeacherOnGateDutyRecordsAtTheGateAndKeepsTheirClass() async throws {
         let body = #"{"student":{"grade":1,"classNumber":1,"number":1},"reason":{"code":"noShoes"},"occurredAt":"2026-11-20T23:30:00Z"}"#
-        let registered = try await fetch("POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-hr-1-2"))
+        let registered = try await fetch(
+            "POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-hr-1-2"))
         XCTAssertEqual(registered.status, 202, registered.text)
         let listed = try await harness.waitForList(count: 1, as: "t-admin")
         XCTAssertEqual(listed.count, 1)
         for base in [harness.ingestBase, harness.notifierBase] {
-            let signedIn = try await fetch("POST", base + "/session", body: "token=tok-t-hr-1-2",
-                                           headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
+            let signedIn = try await fetch(
+                "POST", base + "/session", body: "token=tok-t-hr-1-2",
+                headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base])
             XCTAssertEqual(signedIn.status, 303, "\(base): \(signedIn.text.prefix(300))")
         }
         let day = "/v1/schools/sa/guidances?date=2026-11-21"
         try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=2", as: "t-hr-1-2"), 200)
         try await assertEqualAsync(await status("GET", day + "&grade=1&classNumber=1", as: "t-hr-1-2"), 403, "another class on another day")
         try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=1&class=2", as: "t-hr-1-2"), 200)
-        try await assertEqualAsync(await status("GET", "/v1/schools/sa/service?grade=2", as: "t-hr-1-2"), 403, "gate duty gives no 봉사 명단 of the school")
+        try await assertEqualAsync(
+            await status("GET", "/v1/schools/sa/service?grade=2", as: "t-hr-1-2"), 403, "gate duty gives no 봉사 명단 of the school")
         try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-2", body: #"{"schoolId":"sa"}"#), 403)
     }
 
@@ -48,14 +51,17 @@ final class NotifierAccessTests: XCTestCase {
     func testEveryTeacherReadsTodaysSchoolListWithPhotosOnlyInTheirScope() async throws {
         let now = Timestamp.format(Timestamp.now())
         for (grade, classNumber) in [(1, 1), (2, 1)] {
-            let body = #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":1},"reason":{"code":"noShoes"},"occurredAt":"\#(now)"}"#
-            let reply = try await fetch("POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
+            let body =
+                #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":1},"reason":{"code":"noShoes"},"occurredAt":"\#(now)"}"#
+            let reply = try await fetch(
+                "POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
             XCTAssertEqual(reply.status, 202, reply.text)
         }
         var items: [AnyCodable] = []
         let deadline = ContinuousClock.now + .seconds(20)
         repeat {
-            let list = try await fetch("GET", harness.notifierBase + "/v1/schools/sa/guidances?scope=school", headers: harness.headers("t-hr-1-1"))
+            let list = try await fetch(
+                "GET", harness.notifierBase + "/v1/schools/sa/guidances?scope=school", headers: harness.headers("t-hr-1-1"))
             XCTAssertEqual(list.status, 200, list.text)
             if case .array(let found)? = list.object["items"] { items = found }
             if items.count == 2 { break }
@@ -102,7 +108,8 @@ final class NotifierAccessTests: XCTestCase {
 
         let run = #"{"schoolId":"sa","date":"2026-11-21"}"#
         try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-hr-1-1", body: run), 403)
-        try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-admin", body: #"{"schoolId":"sb","date":"2026-11-21"}"#), 403)
+        try await assertEqualAsync(
+            await status("POST", "/v1/digests/run", as: "t-admin", body: #"{"schoolId":"sb","date":"2026-11-21"}"#), 403)
         try await assertEqualAsync(await status("POST", "/v1/digests/run", as: "t-admin", body: run), 200)
 
         let inbox = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
@@ -113,7 +120,8 @@ final class NotifierAccessTests: XCTestCase {
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-2"), 403)
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-1"), 204)
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/missing/read", as: "t-hr-1-1"), 404)
-        let unread = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox?unread=true", headers: harness.headers("t-hr-1-1"))
+        let unread = try await fetch(
+            "GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox?unread=true", headers: harness.headers("t-hr-1-1"))
         XCTAssertEqual(unread.object["unreadCount"]?.int, 0)
         XCTAssertEqual(unread.object["items"], .array([]))
     }

@@ -17,7 +17,10 @@ final class NotifierConfigTests: XCTestCase {
     }
 
     func testBadValuesNameTheirVariable() {
-        for (variable, value) in [("STORE_URL", "mysql://db"), ("NOTIFIER_PORT", "eighty"), ("TOPIC_PARTITIONS", "0"), ("LOG_LEVEL", "loud"), ("AMENDMENT_INTERVAL_SECONDS", "-5")] {
+        for (variable, value) in [
+            ("STORE_URL", "mysql://db"), ("NOTIFIER_PORT", "eighty"), ("TOPIC_PARTITIONS", "0"), ("LOG_LEVEL", "loud"),
+            ("AMENDMENT_INTERVAL_SECONDS", "-5")
+        ] {
             XCTAssertThrowsError(try NotifierConfig.fromEnvironment(Environment([variable: value])), variable) { error in
                 XCTAssertEqual((error as? ConfigurationError)?.variable, variable)
             }
@@ -30,9 +33,12 @@ final class NotifierConfigTests: XCTestCase {
     func testAnyPasswordReachesLibpqThroughStorePassword() throws {
         var passwords = ["Ab3/x+y=", "p@ss:w/rd?#%2F", "한글 비밀번호", "\\'\""]
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<200 { passwords.append(Data((0..<18).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()) }
+        for _ in 0..<200 {
+            passwords.append(Data((0..<18).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString())
+        }
         for password in passwords {
-            let config = try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgres://guidance@postgres:5432/guidance", "STORE_PASSWORD": password]))
+            let config = try NotifierConfig.fromEnvironment(
+                Environment(["STORE_URL": "postgres://guidance@postgres:5432/guidance", "STORE_PASSWORD": password]))
             guard case .postgres(let url) = config.store else { return XCTFail("\(config.store)") }
             let options = try SQLStore.postgresOptions(url).get()
             XCTAssertEqual(options["password"], password)
@@ -42,13 +48,20 @@ final class NotifierConfigTests: XCTestCase {
             XCTAssertEqual(options["dbname"], "guidance")
             XCTAssertFalse(config.store.redacted.contains(password), "the password is never logged")
         }
-        XCTAssertThrowsError(try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgres://guidance:Ab3/xyz@postgres:5432/guidance"]))) { error in
+        XCTAssertThrowsError(
+            try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgres://guidance:Ab3/xyz@postgres:5432/guidance"]))
+        ) { error in
             let error = error as? ConfigurationError
             XCTAssertEqual(error?.variable, "STORE_URL")
-            XCTAssertTrue(error?.reason.contains("password") == true && error?.reason.contains("STORE_PASSWORD") == true, "\(String(describing: error))")
+            XCTAssertTrue(
+                error?.reason.contains("password") == true && error?.reason.contains("STORE_PASSWORD") == true,
+                "\(String(describing: error))")
             XCTAssertFalse("\(String(describing: error))".contains("xyz"), "the password is not echoed")
         }
-        XCTAssertThrowsError(try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgres://guidance:old@postgres/guidance", "STORE_PASSWORD": "new"]))) { error in
+        XCTAssertThrowsError(
+            try NotifierConfig.fromEnvironment(
+                Environment(["STORE_URL": "postgres://guidance:old@postgres/guidance", "STORE_PASSWORD": "new"]))
+        ) { error in
             XCTAssertEqual((error as? ConfigurationError)?.variable, "STORE_PASSWORD")
         }
     }

@@ -154,7 +154,8 @@ final class NotifierFlowTests: XCTestCase {
         let ids = try await withThrowingTaskGroup(of: String.self) { group in
             for index in 0..<12 {
                 group.addTask {
-                    try await harness.register(grade: 1, classNumber: 1 + index % 2, number: 1 + index / 2 % 2, at: "2026-11-20T23:\(10 + index):00Z")
+                    try await harness.register(
+                        grade: 1, classNumber: 1 + index % 2, number: 1 + index / 2 % 2, at: "2026-11-20T23:\(10 + index):00Z")
                 }
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }
@@ -182,7 +183,9 @@ final class NotifierFlowTests: XCTestCase {
         let good = try await harness.register(grade: 1, classNumber: 1, number: 1)
         try await assertEqualAsync(await harness.waitForList(count: 1), [good])
 
-        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        let consumer = try Consumer(
+            config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]),
+            logger: quietLogger("dlq"))
         defer { consumer.close() }
         let letters = consumeAll(consumer, count: 4)
         XCTAssertEqual(letters.count, 4)
@@ -197,8 +200,9 @@ final class NotifierFlowTests: XCTestCase {
         XCTAssertEqual(first.header("event-type"), "guidance.registered", "original headers are kept")
         XCTAssertTrue((first.header("dlq-reason") ?? "").contains("not a guidance event"), first.header("dlq-reason") ?? "")
         XCTAssertEqual(first.headers.filter { $0.name.lowercased() == "dlq-reason" }.count, 1, "the forged reason was kept")
-        XCTAssertEqual(first.headers.filter { $0.name.lowercased() == "dlq-source-topic" }.map { String(decoding: $0.value, as: UTF8.self) },
-                       [harness.topics.registered])
+        XCTAssertEqual(
+            first.headers.filter { $0.name.lowercased() == "dlq-source-topic" }.map { String(decoding: $0.value, as: UTF8.self) },
+            [harness.topics.registered])
         let second = try XCTUnwrap(letters.first { $0.value == Array(wrongVersion.utf8) })
         XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7")
     }
@@ -223,7 +227,9 @@ final class NotifierFlowTests: XCTestCase {
         // Events ingest would have refused, produced straight to the topics.
         let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("invalid"))
         defer { producer.close() }
-        func registered(guidanceId: String = RandomID.uuid(), school: String = "sa", student: StudentRef, code: String = "noShoes") -> OutgoingMessage {
+        func registered(guidanceId: String = RandomID.uuid(), school: String = "sa", student: StudentRef, code: String = "noShoes")
+            -> OutgoingMessage
+        {
             let event = GuidanceRegistered(
                 eventId: RandomID.uuid(), guidanceId: guidanceId, schoolId: school, student: student,
                 reason: ReasonRef(code: code, label: "x", detail: nil), recordedBy: "t-gate",
@@ -236,9 +242,12 @@ final class NotifierFlowTests: XCTestCase {
             registered(student: StudentRef(studentId: "a999", grade: 1, classNumber: 1, number: 1, name: "가가")),
             registered(guidanceId: "not-a-uuid", student: known),
             registered(student: known, code: "rudeness"),
-            OutgoingMessage(topic: harness.topics.deleted, key: "nowhere/1", value: GuidanceDeleted(
-                eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "nowhere", grade: 1,
-                deletedBy: "x", occurredAt: "2026-11-20T23:30:00Z").json),
+            OutgoingMessage(
+                topic: harness.topics.deleted, key: "nowhere/1",
+                value: GuidanceDeleted(
+                    eventId: RandomID.uuid(), guidanceId: RandomID.uuid(), schoolId: "nowhere", grade: 1,
+                    deletedBy: "x", occurredAt: "2026-11-20T23:30:00Z"
+                ).json)
         ]
         for message in invalid { _ = try await producer.send(message) }
         let good = try await harness.register(grade: 1, classNumber: 2, number: 1)
@@ -252,17 +261,22 @@ final class NotifierFlowTests: XCTestCase {
         let other = try await harness.list(school: "sb", date: "2026-11-20")
         XCTAssertEqual(other.object["items"], .array([]), other.text)
 
-        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        let consumer = try Consumer(
+            config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]),
+            logger: quietLogger("dlq"))
         defer { consumer.close() }
         let reasons = consumeAll(consumer, count: 8).compactMap { $0.header("dlq-reason") }.sorted()
         let expected = [
-            "conflict: guidance \(id)", "eventId", "foreign: guidance \(id)", "foreign: guidance \(id)", "guidanceId 'not-a-uuid' is not a UUID",
-            "reason.code unknown reason", "schoolId unknown school 'nowhere'", "student no student 'a199' at this school (not in the roster after",
-            "student no student 'a999' at this school (not in the roster after",
+            "conflict: guidance \(id)", "eventId", "foreign: guidance \(id)", "foreign: guidance \(id)",
+            "guidanceId 'not-a-uuid' is not a UUID",
+            "reason.code unknown reason", "schoolId unknown school 'nowhere'",
+            "student no student 'a199' at this school (not in the roster after",
+            "student no student 'a999' at this school (not in the roster after"
         ]
         XCTAssertEqual(reasons.count, 8, reasons.joined(separator: "\n"))
         for prefix in expected where prefix != "eventId" {
-            XCTAssertTrue(reasons.contains { $0.hasPrefix(prefix) }, "no dead letter starting '\(prefix)' in:\n" + reasons.joined(separator: "\n"))
+            XCTAssertTrue(
+                reasons.contains { $0.hasPrefix(prefix) }, "no dead letter starting '\(prefix)' in:\n" + reasons.joined(separator: "\n"))
         }
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_rejected_total", labels: [("reason", "foreign")]), 2)
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_rejected_total", labels: [("reason", "conflict")]), 1)
@@ -275,7 +289,7 @@ final class NotifierFlowTests: XCTestCase {
             (#"{"schoolId":null}"#, 400, "schoolId"), (#"{"schoolId":"sa","date":null}"#, 400, "date"),
             (#"{"schoolId":"sa","date":"0001-01-01"}"#, 422, "date"), (#"{"schoolId":"sa","date":"9999-12-31"}"#, 422, "date"),
             (#"{"schoolId":"sa","date":"2026-02-30"}"#, 422, "date"), (#"{"schoolId":7}"#, 400, "schoolId"),
-            (#"{"schoolId":"sa",}"#, 400, ""),
+            (#"{"schoolId":"sa",}"#, 400, "")
         ] {
             let reply = try await fetch("POST", run, body: body, headers: json)
             XCTAssertEqual(reply.status, status, "\(body): \(reply.text)")

@@ -49,9 +49,10 @@ final class NotifierHarness: @unchecked Sendable {
         """
 
     static func tokens() -> String {
-        "token_sha256,teacher_id\n" + ["t-hr-1-1", "t-hr-1-2", "t-vd-1", "t-gate", "t-admin", "t-gate-b", "t-hr-b"].map {
-            "\(SHA256.hex(SHA256.hash(Array("tok-\($0)".utf8)))),\($0)"
-        }.joined(separator: "\n") + "\n"
+        "token_sha256,teacher_id\n"
+            + ["t-hr-1-1", "t-hr-1-2", "t-vd-1", "t-gate", "t-admin", "t-gate-b", "t-hr-b"].map {
+                "\(SHA256.hex(SHA256.hash(Array("tok-\($0)".utf8)))),\($0)"
+            }.joined(separator: "\n") + "\n"
     }
 
     /// `TEST_KAFKA_DEBUG=cgrp` (with `TEST_LOG_LEVEL=debug`) traces the group protocol.
@@ -90,7 +91,8 @@ final class NotifierHarness: @unchecked Sendable {
 
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
-        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false, rosterGrace: Duration = .seconds(60),
+        delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false,
+        rosterGrace: Duration = .seconds(60),
         publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil
     ) async throws {
         self.retention = retention
@@ -162,7 +164,9 @@ final class NotifierHarness: @unchecked Sendable {
             let restarts = service.metrics.value("notifier_consumer_restarts_total")
             if restarts > 0 { print("harness: the notifier's join watchdog replaced its consumer \(Int(restarts)) time(s)") }
             if service.assignedPartitions > 0 { return }
-            print("harness: the notifier had no partitions after 60 s (attempt \(attempt), member id \(service.memberID ?? "none")); restarting it")
+            print(
+                "harness: the notifier had no partitions after 60 s (attempt \(attempt), member id \(service.memberID ?? "none")); restarting it"
+            )
             await stopNotifier()
         }
         XCTFail("the notifier never joined its consumer group")
@@ -185,7 +189,9 @@ final class NotifierHarness: @unchecked Sendable {
     /// store and consumer group of its own (so the first keeps its
     /// partitions); shut down with the harness.
     func startReplica() async throws -> NotifierService {
-        let replica = try makeNotifier(store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path), group: groupID + "-r\(replicas.count)")
+        let replica = try makeNotifier(
+            store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
+            group: groupID + "-r\(replicas.count)")
         try await replica.start()
         replicas.append(replica)
         let deadline = ContinuousClock.now + .seconds(60)
@@ -224,8 +230,9 @@ final class NotifierHarness: @unchecked Sendable {
         await ingest.shutdown()
         try? FileManager.default.removeItem(at: directory)
         if ProcessInfo.processInfo.environment["TEST_THREADS"] != nil,
-           let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) {
+            let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") })
+        {
             print("harness: \(line)")
         }
     }
@@ -238,8 +245,10 @@ final class NotifierHarness: @unchecked Sendable {
 
     /// Registers through guidance-ingest and returns the guidanceId.
     @discardableResult
-    func register(school: String = "sa", grade: Int, classNumber: Int, number: Int, code: String = "noShoes", detail: String? = nil,
-                  at occurredAt: String = "2026-11-20T23:30:00Z", guidanceID: String? = nil, as teacher: String? = nil) async throws -> String {
+    func register(
+        school: String = "sa", grade: Int, classNumber: Int, number: Int, code: String = "noShoes", detail: String? = nil,
+        at occurredAt: String = "2026-11-20T23:30:00Z", guidanceID: String? = nil, as teacher: String? = nil
+    ) async throws -> String {
         var body = #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":\#(number)},"reason":{"code":"\#(code)""#
         if let detail { body += #","detail":"\#(detail)""# }
         body += #"},"recordedBy":"\#(school == "sa" ? "t-gate" : "t-gate-b")","occurredAt":"\#(occurredAt)""#
@@ -251,7 +260,8 @@ final class NotifierHarness: @unchecked Sendable {
     }
 
     func delete(school: String = "sa", grade: Int, guidanceID: String, as teacher: String? = nil) async throws {
-        let reply = try await fetch("DELETE", "\(ingestBase)/v1/schools/\(school)/grades/\(grade)/guidances/\(guidanceID)", headers: teacher.map(headers) ?? [:])
+        let reply = try await fetch(
+            "DELETE", "\(ingestBase)/v1/schools/\(school)/grades/\(grade)/guidances/\(guidanceID)", headers: teacher.map(headers) ?? [:])
         XCTAssertEqual(reply.status, 202, reply.text)
     }
 
@@ -282,7 +292,9 @@ final class NotifierHarness: @unchecked Sendable {
 
     /// Guidance ids listed for the date, polled until they are `expected` (or
     /// 20 s): a deletion travels on its own topic and may land after.
-    func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>, as teacher: String? = nil) async throws -> Set<String> {
+    func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>, as teacher: String? = nil)
+        async throws -> Set<String>
+    {
         let deadline = ContinuousClock.now + .seconds(20)
         var ids: Set<String> = []
         repeat {

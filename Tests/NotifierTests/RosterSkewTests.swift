@@ -49,7 +49,8 @@ final class RosterSkewTests: XCTestCase {
         XCTAssertTrue(held.contains(movedID), "the moved student's event, ahead of the held one, is applied: \(held)")
         XCTAssertFalse(held.contains(addedID), "applied before the notifier's roster listed the student")
         let metrics = try await fetch("GET", harness.notifierBase + "/metrics").text
-        XCTAssertTrue(metrics.contains("notifier_events_held \(1 + behindTheHeld)\n"), "the held event and those behind it are counted:\n\(metrics)")
+        XCTAssertTrue(
+            metrics.contains("notifier_events_held \(1 + behindTheHeld)\n"), "the held event and those behind it are counted:\n\(metrics)")
 
         try harness.writeRoster(for: "notifier", students: added)
         XCTAssertTrue(notifier.roster.reload(because: "test: the notifier catches up"))
@@ -78,7 +79,9 @@ final class RosterSkewTests: XCTestCase {
         func record(_ student: String, grade: Int) async throws {
             let id = UUID().uuidString.lowercased()
             let body = #"{"serviceId":"\#(id)","date":"2026-11-21","sessions":1,"recordedBy":"t-vd-\#(grade)"}"#
-            let reply = try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/grades/\(grade)/students/\(student)/service", body: body, headers: harness.headers(nil))
+            let reply = try await fetch(
+                "POST", "\(harness.ingestBase)/v1/schools/sa/grades/\(grade)/students/\(student)/service", body: body,
+                headers: harness.headers(nil))
             XCTAssertEqual(reply.status, 202, reply.text)
             records[student, default: []].append(id)
         }
@@ -115,8 +118,9 @@ final class RosterSkewTests: XCTestCase {
         for student in ["a111", "a112"] {
             try await record(student, grade: 2)
             let old = try XCTUnwrap(records[student]?.first)
-            let taken = try await fetch("DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/2/students/\(student)/service/\(old)?withdrawnBy=t-vd-2",
-                                        headers: harness.headers(nil))
+            let taken = try await fetch(
+                "DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/2/students/\(student)/service/\(old)?withdrawnBy=t-vd-2",
+                headers: harness.headers(nil))
             XCTAssertEqual(taken.status, 202, taken.text)
             records[student]?.removeFirst()
         }
@@ -131,18 +135,21 @@ final class RosterSkewTests: XCTestCase {
         } while ContinuousClock.now < deadline
         for student in ["a111", "a112"] {
             XCTAssertEqual(seen[student]?.ids, expected[student]?.ids, "\(student)'s records in grade 2's 봉사 명단")
-            XCTAssertEqual(seen[student]?.served, expected[student]?.served, "\(student) served, each record once and the withdrawn one not")
+            XCTAssertEqual(
+                seen[student]?.served, expected[student]?.served, "\(student) served, each record once and the withdrawn one not")
         }
         let gradeOne = try await served(1)
         XCTAssertNil(gradeOne["a111"], "nothing of a111 left in grade 1's list")
         XCTAssertNil(gradeOne["a112"], "nothing of a112 left in grade 1's list")
-        XCTAssertEqual(try XCTUnwrap(harness.notifier).metrics.value("notifier_dead_letters_total"), 0, "an acknowledged record was dead-lettered")
+        XCTAssertEqual(
+            try XCTUnwrap(harness.notifier).metrics.value("notifier_dead_letters_total"), 0, "an acknowledged record was dead-lettered")
         await harness.shutdown()
     }
 
     /// Registers through ingest; the guidance id and the partition it went to.
     private func register(_ harness: NotifierHarness, grade: Int, classNumber: Int, number: Int) async throws -> (String, Int) {
-        let body = #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":\#(number)},"reason":{"code":"noShoes"},"#
+        let body =
+            #"{"student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":\#(number)},"reason":{"code":"noShoes"},"#
             + #""recordedBy":"t-gate","occurredAt":"2026-11-20T23:30:00Z"}"#
         let reply = try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/guidances", body: body, headers: harness.headers(nil))
         XCTAssertEqual(reply.status, 202, reply.text)

@@ -20,7 +20,9 @@ final class ServiceTests: XCTestCase {
     static let reasons = "school_id,code,label,requires_detail,service_sessions\nsa,trespassing,무단횡단,false,2\n"
 
     /// `{studentId: (owed, served, outstanding)}` of the list, polled until it equals `expected` (or 20 s).
-    func standings(_ harness: NotifierHarness, query: String = "", as teacher: String? = nil, equalTo expected: [String: [Int]]) async throws -> [String: [Int]] {
+    func standings(_ harness: NotifierHarness, query: String = "", as teacher: String? = nil, equalTo expected: [String: [Int]])
+        async throws -> [String: [Int]]
+    {
         let deadline = ContinuousClock.now + .seconds(20)
         var found: [String: [Int]] = [:]
         repeat {
@@ -29,7 +31,9 @@ final class ServiceTests: XCTestCase {
             found = [:]
             if case .array(let items) = reply.object["items"] {
                 for item in items {
-                    found[item["student"]?["studentId"]?.string ?? ""] = [item["owed"]?.int ?? -1, item["served"]?.int ?? -1, item["outstanding"]?.int ?? -1]
+                    found[item["student"]?["studentId"]?.string ?? ""] = [
+                        item["owed"]?.int ?? -1, item["served"]?.int ?? -1, item["outstanding"]?.int ?? -1
+                    ]
                 }
             }
             if found == expected { break }
@@ -38,7 +42,9 @@ final class ServiceTests: XCTestCase {
         return found
     }
 
-    func registered(_ id: String, student: String, seat: (Int, Int, Int), code: String = "noShoes", at: String = "2026-11-20T23:30:00Z") -> GuidanceRegistered {
+    func registered(_ id: String, student: String, seat: (Int, Int, Int), code: String = "noShoes", at: String = "2026-11-20T23:30:00Z")
+        -> GuidanceRegistered
+    {
         GuidanceRegistered(
             eventId: UUID().uuidString.lowercased(), guidanceId: id, schoolId: "sa",
             student: StudentRef(studentId: student, grade: seat.0, classNumber: seat.1, number: seat.2, name: "?"),
@@ -46,9 +52,11 @@ final class ServiceTests: XCTestCase {
     }
 
     func recorded(_ id: String, student: String, grade: Int = 1, sessions: Int = 1, date: String = "2026-11-21") -> ServiceRecorded {
-        ServiceRecorded(eventId: UUID().uuidString.lowercased(), record: ServiceRecord(
-            serviceId: id, schoolId: "sa", grade: grade, studentId: student, date: date,
-            sessions: sessions, note: nil, recordedBy: "t-vd-1", recordedAt: "2026-11-21T06:00:00Z"))
+        ServiceRecorded(
+            eventId: UUID().uuidString.lowercased(),
+            record: ServiceRecord(
+                serviceId: id, schoolId: "sa", grade: grade, studentId: student, date: date,
+                sessions: sessions, note: nil, recordedBy: "t-vd-1", recordedAt: "2026-11-21T06:00:00Z"))
     }
 
     func withdrawn(_ id: String, student: String, grade: Int = 1) -> ServiceWithdrawn {
@@ -64,8 +72,9 @@ final class ServiceTests: XCTestCase {
         defer { producer.close() }
         let ids = (0..<8).map { _ in UUID().uuidString.lowercased() }
         let topics = harness.topics
-        let deletion = GuidanceDeleted(eventId: UUID().uuidString.lowercased(), guidanceId: ids[2], schoolId: "sa", grade: 1,
-                                       deletedBy: "t-gate", occurredAt: "2026-11-21T00:00:00Z")
+        let deletion = GuidanceDeleted(
+            eventId: UUID().uuidString.lowercased(), guidanceId: ids[2], schoolId: "sa", grade: 1,
+            deletedBy: "t-gate", occurredAt: "2026-11-21T00:00:00Z")
         // Deliberately against the grain: a deletion before its registration,
         // a withdrawal before its record, each record and registration twice.
         let events: [(String, [UInt8])] = [
@@ -80,7 +89,7 @@ final class ServiceTests: XCTestCase {
             (topics.registered, registered(ids[0], student: "a111", seat: (1, 1, 1)).json),
             (topics.registered, registered(ids[3], student: "a112", seat: (1, 1, 2)).json),
             (topics.service, recorded(ids[6], student: "a112", sessions: 2).json),
-            (topics.registered, registered(ids[7], student: "a121", seat: (1, 2, 1), code: "trespassing").json),
+            (topics.registered, registered(ids[7], student: "a121", seat: (1, 2, 1), code: "trespassing").json)
         ]
         for (topic, value) in events {
             _ = try await producer.send(OutgoingMessage(topic: topic, key: "sa/1", value: value))
@@ -127,7 +136,8 @@ final class ServiceTests: XCTestCase {
 
         // Recording: volunteer duty of the grade and admins; a retry with the same id counts once.
         let record = { (teacher: String, grade: Int, student: String, body: String, base: String) async throws -> Reply in
-            try await fetch("POST", "\(base)/v1/schools/sa/grades/\(grade)/students/\(student)/service", body: body, headers: harness.headers(teacher))
+            try await fetch(
+                "POST", "\(base)/v1/schools/sa/grades/\(grade)/students/\(student)/service", body: body, headers: harness.headers(teacher))
         }
         let serviceID = UUID().uuidString.lowercased()
         let body = #"{"serviceId":"\#(serviceID)","date":"2026-11-21","sessions":1,"note":"  화단 정리  "}"#
@@ -155,14 +165,15 @@ final class ServiceTests: XCTestCase {
             (#"{"serviceId":"\#(UUID())","date":"2126-11-21","sessions":1}"#, 422, "date"),
             (#"{"serviceId":"\#(UUID())","date":"2026-11-31","sessions":1}"#, 422, "date"),
             (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":0}"#, 422, "sessions"),
-            (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":"1"}"#, 400, "sessions"),
+            (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":"1"}"#, 400, "sessions")
         ]
         for (text, status, field) in bad {
             let reply = try await record("t-vd-1", 1, "a111", text, harness.ingestBase)
             XCTAssertEqual(reply.status, status, "\(text): \(reply.text)")
             XCTAssertTrue(reply.text.contains(field), reply.text)
         }
-        let unknown = try await record("t-vd-1", 1, "a999", #"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":1}"#, harness.ingestBase)
+        let unknown = try await record(
+            "t-vd-1", 1, "a999", #"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":1}"#, harness.ingestBase)
         XCTAssertEqual(unknown.status, 422, unknown.text)
 
         // The path authorizes nothing by itself: grade 1's teacher cannot take
@@ -170,26 +181,31 @@ final class ServiceTests: XCTestCase {
         // student the roster does not list (no event either way).
         for student in ["a211", "a%01x", "%2E%2E", "a999"] {
             let foreign = try await fetch(
-                "DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/1/students/\(student)/service/\(serviceID)", headers: harness.headers("t-vd-1"))
+                "DELETE", "\(harness.ingestBase)/v1/schools/sa/grades/1/students/\(student)/service/\(serviceID)",
+                headers: harness.headers("t-vd-1"))
             XCTAssertEqual(foreign.status, 422, "\(student): \(foreign.text)")
             XCTAssertTrue(foreign.text.contains("studentId"), foreign.text)
         }
 
         // Taken back (through the teacher page's route): owed again.
         let withdraw = try await fetch(
-            "DELETE", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/a111/service/\(serviceID)", headers: harness.headers("t-vd-1"))
+            "DELETE", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/a111/service/\(serviceID)",
+            headers: harness.headers("t-vd-1"))
         XCTAssertEqual(withdraw.status, 202, withdraw.text)
         let back = try await standings(harness, as: "t-vd-1", equalTo: ["a111": [1, 0, 1], "a121": [1, 0, 1]])
         XCTAssertEqual(back, ["a111": [1, 0, 1], "a121": [1, 0, 1]])
 
         // An admin's export holds the record and who took it back; erasure removes the student's account.
-        let export = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        let export = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
         XCTAssertEqual(export.status, 200, export.text)
         XCTAssertEqual(export.object["services"]?[0]?["serviceId"]?.string, serviceID)
         XCTAssertEqual(export.object["services"]?[0]?["withdrawnBy"]?.string, "t-vd-1")
-        let erased = try await fetch("DELETE", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        let erased = try await fetch(
+            "DELETE", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
         XCTAssertEqual(erased.status, 200, erased.text)
-        let gone = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        let gone = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
         XCTAssertEqual(gone.object["services"], .array([]), gone.text)
         let remaining = try await standings(harness, as: "t-vd-1", equalTo: ["a121": [1, 0, 1]])
         XCTAssertEqual(remaining, ["a121": [1, 0, 1]])
@@ -212,7 +228,8 @@ final class ServiceTests: XCTestCase {
         let producer = try Producer(config: producerConfig(harness.cluster), logger: quietLogger("service"))
         defer { producer.close() }
         let served = UUID().uuidString.lowercased()
-        _ = try await producer.send(OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: recorded(served, student: "a121").json))
+        _ = try await producer.send(
+            OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: recorded(served, student: "a121").json))
         _ = try await standings(harness, equalTo: ["a111": [2, 0, 2], "a121": [1, 1, 0]])
 
         // Saturday's lists show what each student has left.
@@ -233,8 +250,9 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(list["subject"]?.string, "[서울고] 11월 23일(월) 1학년 봉사 명단 1명")
         XCTAssertEqual(list["entries"]?[0]?["student"]?["studentId"]?.string, "a111")
         XCTAssertEqual(list["entries"]?[0]?["service"]?["outstanding"]?.int, 2)
-        XCTAssertTrue(list["text"]?.string?.contains("1번 가가 — 남은 봉사 2회 (봉사 2회 중 0회 완료) · 최근 지도 11월 21일(토) 복장 불량") ?? false,
-                      list["text"]?.string ?? "")
+        XCTAssertTrue(
+            list["text"]?.string?.contains("1번 가가 — 남은 봉사 2회 (봉사 2회 중 0회 완료) · 최근 지도 11월 21일(토) 복장 불량") ?? false,
+            list["text"]?.string ?? "")
         let mails = try await sink.waitFor { $0.contains { ($0["digestId"] as? String) == "sa.2026-11-23.t-vd-1.service.r1" } }
         let mail = try XCTUnwrap(mails.first { ($0["digestId"] as? String) == "sa.2026-11-23.t-vd-1.service.r1" })
         XCTAssertEqual(mail["to"] as? [String], ["t-vd-1@sa.school.example"])
@@ -246,7 +264,8 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(once.count, 1, "written once")
 
         // The record taken back after the list went out: an amendment adds the student.
-        _ = try await producer.send(OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: withdrawn(served, student: "a121").json))
+        _ = try await producer.send(
+            OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: withdrawn(served, student: "a121").json))
         _ = try await standings(harness, equalTo: ["a111": [2, 0, 2], "a121": [1, 0, 1]])
         let amended = try await harness.runDigests(date: "2026-11-23")
         XCTAssertEqual(amended.status, 200, amended.text)

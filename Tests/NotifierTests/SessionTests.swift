@@ -88,13 +88,18 @@ final class SessionTests: XCTestCase {
         XCTAssertFalse(devices.text.contains(#"<option value="t-admin""#), "the admin is not offered")
         for teacher in ["t-hr-1-1", "t-gate"] {
             // Asked once, naming the teacher; nothing happens until confirmed.
-            let asked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
+            let asked = try await fetch(
+                "POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)", headers: form(notifier, cookie: admin))
             XCTAssertEqual(asked.status, 200, asked.text)
             XCTAssertTrue(asked.text.contains("모든 기기에서 로그아웃할까요?") && asked.text.contains(#"name="confirm" value="yes""#), asked.text)
             if teacher == "t-hr-1-1" {
-                for url in inboxes { try await assertEqualAsync(await status(url, cookie: homeroom), 200, "still signed in before the confirmation") }
+                for url in inboxes {
+                    try await assertEqualAsync(await status(url, cookie: homeroom), 200, "still signed in before the confirmation")
+                }
             }
-            let revoked = try await fetch("POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)&confirm=yes", headers: form(notifier, cookie: admin))
+            let revoked = try await fetch(
+                "POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)&confirm=yes", headers: form(notifier, cookie: admin)
+            )
             XCTAssertEqual(revoked.status, 303, revoked.text)
         }
         let onNotifiers = try await timeUntil(inboxes, answer: 401, cookie: homeroom)
@@ -110,19 +115,25 @@ final class SessionTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw XCTSkip("build guidance-admin first (swift build)") }
         let folder = harness.directory.appendingPathComponent("admin-roster")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for (name, text) in [("schools.csv", NotifierHarness.schools), ("students.csv", NotifierHarness.students), ("teachers.csv", NotifierHarness.teachers)] {
+        for (name, text) in [
+            ("schools.csv", NotifierHarness.schools), ("students.csv", NotifierHarness.students), ("teachers.csv", NotifierHarness.teachers)
+        ] {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         let process = Process()
         process.executableURL = binary
         process.arguments = ["session", "revoke", "t-hr-1-1"]
-        process.environment = ["ROSTER_DIR": folder.path, "KAFKA_BOOTSTRAP_SERVERS": harness.cluster.bootstrapServers, "SESSION_TOPIC": harness.web.topic]
+        process.environment = [
+            "ROSTER_DIR": folder.path, "KAFKA_BOOTSTRAP_SERVERS": harness.cluster.bootstrapServers, "SESSION_TOPIC": harness.web.topic
+        ]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)
-        XCTAssertTrue(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("signed t-hr-1-1 out on every device"))
+        XCTAssertTrue(
+            String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(
+                "signed t-hr-1-1 out on every device"))
         let byCommand = try await timeUntil(inboxes, answer: 401, cookie: again)
         XCTAssertLessThan(byCommand, .seconds(5), "guidance-admin session revoke reached both replicas")
     }
@@ -136,7 +147,8 @@ final class SessionTests: XCTestCase {
         let admin = try await signIn(notifier, "token=tok-t-admin")
         let page = try await fetch("POST", notifier + "/session/devices/code", headers: form(notifier, cookie: admin))
         XCTAssertEqual(page.status, 200, page.text)
-        let code = try XCTUnwrap(page.text.range(of: #"[A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4}(?=</p>)"#, options: .regularExpression).map { String(page.text[$0]) })
+        let code = try XCTUnwrap(
+            page.text.range(of: #"[A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4}(?=</p>)"#, options: .regularExpression).map { String(page.text[$0]) })
         let phone = try await signIn(ingest, path: "/session/code", "code=\(code)")
         try await assertEqualAsync(await status(ingest + "/v1/schools/sa/students/1/1/1", cookie: phone), 200)
         let again = try await fetch("POST", ingest + "/session/code", body: "code=\(code)", headers: form(ingest))
@@ -148,12 +160,16 @@ final class SessionTests: XCTestCase {
     /// 로그인 링크: the same answer for a known and an unknown address; the
     /// e-mail reaches a real SMTP server; its link signs in once.
     func testTheSignInLinkArrivesByMailAndSignsInOnce() async throws {
-        guard FileManager.default.isExecutableFile(atPath: DeliveryTests.systemPython) else { throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd") }
+        guard FileManager.default.isExecutableFile(atPath: DeliveryTests.systemPython) else {
+            throw XCTSkip("needs /usr/bin/python3 with python3-aiosmtpd")
+        }
         let sink = try Counterpart(interpreter: DeliveryTests.systemPython, script: "smtp-sink.py")
         try sink.start()
         self.sink = sink
         var delivery = DeliveryConfig(
-            mail: MailSettings(transport: .smtp(.init(url: "smtp://127.0.0.1:\(sink.port)", timeout: .seconds(10))), from: MailAddress("학생부 알림 <guidance@school.example>")!),
+            mail: MailSettings(
+                transport: .smtp(.init(url: "smtp://127.0.0.1:\(sink.port)", timeout: .seconds(10))),
+                from: MailAddress("학생부 알림 <guidance@school.example>")!),
             publicAppURL: "https://app.school.example")
         delivery.pollInterval = .milliseconds(200)
         let harness = try await NotifierHarness(authentication: true, delivery: delivery, publicIngestURL: "https://app.school.example")
@@ -167,14 +183,18 @@ final class SessionTests: XCTestCase {
         let known = try await fetch("POST", app + "/session/link", body: "email=T-HR-1-1%40sa.school.example", headers: form(app))
         XCTAssertEqual(known.status, 200)
         XCTAssertEqual(unknown.status, 200)
-        XCTAssertEqual(known.text.replacingOccurrences(of: "T-HR-1-1", with: "nobody"), unknown.text, "the same answer whether the address is known")
+        XCTAssertEqual(
+            known.text.replacingOccurrences(of: "T-HR-1-1", with: "nobody"), unknown.text, "the same answer whether the address is known")
         let mails = try await sink.waitFor(10) { $0.count >= 1 }
         XCTAssertEqual(mails.count, 1, "one mail, to the known address: \(mails)")
         let mail = try XCTUnwrap(mails.first)
         XCTAssertEqual(mail["to"] as? [String], ["t-hr-1-1@sa.school.example"])
         XCTAssertEqual(mail["subject"] as? String, "[교문 지도] 로그인 링크")
         let plain = mail["plain"] as? String ?? ""
-        let link = try XCTUnwrap(plain.range(of: #"https://app\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map { String(plain[$0]) }, plain)
+        let link = try XCTUnwrap(
+            plain.range(of: #"https://app\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map {
+                String(plain[$0])
+            }, plain)
         let path = String(link.dropFirst("https://app.school.example".count))
 
         // Opening the link only shows a button (mail scanners open links); the button signs in.
@@ -184,7 +204,9 @@ final class SessionTests: XCTestCase {
         let token = String(path.dropFirst("/session/link?t=".count))
         let cookie = try await signIn(app, path: "/session/link/use", "t=\(token)")
         let signedIn = try await fetch("GET", app + "/", headers: ["Cookie": cookie])
-        XCTAssertTrue(signedIn.text.contains("id=\"tab-inbox\"") && !signedIn.text.contains("id=\"tab-gate\""), "the homeroom teacher's app: 알림함, no gate")
+        XCTAssertTrue(
+            signedIn.text.contains("id=\"tab-inbox\"") && !signedIn.text.contains("id=\"tab-gate\""),
+            "the homeroom teacher's app: 알림함, no gate")
         let second = try await fetch("POST", app + "/session/link/use", body: "t=\(token)", headers: form(app))
         XCTAssertEqual(second.status, 410)
         XCTAssertTrue(second.text.contains("이미 쓴 로그인 링크"), second.text)

@@ -23,15 +23,22 @@ final class StartupTests: XCTestCase {
             let message = failure { _ = try IngestConfig.fromEnvironment(Environment(["KAFKA_BOOTSTRAP_SERVERS": value])) }
             XCTAssertTrue(message.hasPrefix("KAFKA_BOOTSTRAP_SERVERS: "), "\(value): \(message)")
         }
-        XCTAssertEqual(failure { _ = try IngestConfig.fromEnvironment(Environment(["KAFKA_BOOTSTRAP_SERVERS": "a:9092, PLAINTEXT://[::1]:9093"])) }, "no error")
+        XCTAssertEqual(
+            failure { _ = try IngestConfig.fromEnvironment(Environment(["KAFKA_BOOTSTRAP_SERVERS": "a:9092, PLAINTEXT://[::1]:9093"])) },
+            "no error")
     }
 
     func testAStoreURLIsNeverEchoedWithItsPassword() {
-        let mistyped = failure { _ = try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgress://guidance:s3cret@db:5432/guidance"])) }
+        let mistyped = failure {
+            _ = try NotifierConfig.fromEnvironment(Environment(["STORE_URL": "postgress://guidance:s3cret@db:5432/guidance"]))
+        }
         XCTAssertTrue(mistyped.hasPrefix("STORE_URL: "), mistyped)
         XCTAssertFalse(mistyped.contains("s3cret"), mistyped)
         XCTAssertTrue(mistyped.contains("guidance:***@db"), mistyped)
-        let unreachable = failure { _ = try NotifierService.openStore(.postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2")) }
+        let unreachable = failure {
+            _ = try NotifierService.openStore(
+                .postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2"))
+        }
         XCTAssertTrue(unreachable.hasPrefix("STORE_URL: "), unreachable)
         XCTAssertFalse(unreachable.contains("s3cret"), unreachable)
     }
@@ -70,23 +77,38 @@ final class StartupTests: XCTestCase {
         let tokens = folder.appendingPathComponent("tokens.csv")
         let kept = try Data(contentsOf: tokens)
         try FileManager.default.removeItem(at: tokens)
-        let environment = ["ROSTER_DIR": folder.path, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
-                           "STORE_URL": "sqlite:" + folder.appendingPathComponent("n.db").path, "INGEST_PORT": "0", "NOTIFIER_PORT": "0"]
+        let environment = [
+            "ROSTER_DIR": folder.path, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+            "STORE_URL": "sqlite:" + folder.appendingPathComponent("n.db").path, "INGEST_PORT": "0", "NOTIFIER_PORT": "0"
+        ]
 
-        let ingest = failure { _ = try IngestService(config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error)) }
+        let ingest = failure {
+            _ = try IngestService(
+                config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error))
+        }
         XCTAssertTrue(ingest.hasPrefix("ROSTER_DIR: "), ingest)
-        XCTAssertTrue(ingest.contains("no tokens.csv") && ingest.contains("guidance-admin token issue") && ingest.contains("AUTHENTICATION=optional"), ingest)
-        let notifier = failure { _ = try NotifierService(config: try NotifierConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error)) }
+        XCTAssertTrue(
+            ingest.contains("no tokens.csv") && ingest.contains("guidance-admin token issue") && ingest.contains("AUTHENTICATION=optional"),
+            ingest)
+        let notifier = failure {
+            _ = try NotifierService(
+                config: try NotifierConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error))
+        }
         XCTAssertTrue(notifier.hasPrefix("ROSTER_DIR: ") && notifier.contains("no tokens.csv"), notifier)
         let typo = failure { _ = try IngestConfig.fromEnvironment(Environment(environment.merging(["AUTHENTICATION": "off"]) { $1 })) }
         XCTAssertTrue(typo.hasPrefix("AUTHENTICATION: "), typo)
 
         let open = environment.merging(["AUTHENTICATION": "optional"]) { $1 }
-        XCTAssertEqual(failure { _ = try IngestService(config: try IngestConfig.fromEnvironment(Environment(open)), logger: Logger(component: "t", level: .error)) }, "no error")
+        XCTAssertEqual(
+            failure {
+                _ = try IngestService(
+                    config: try IngestConfig.fromEnvironment(Environment(open)), logger: Logger(component: "t", level: .error))
+            }, "no error")
 
         // Running with tokens, a change that removes them is refused.
         try kept.write(to: tokens)
-        let service = try IngestService(config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error))
+        let service = try IngestService(
+            config: try IngestConfig.fromEnvironment(Environment(environment)), logger: Logger(component: "t", level: .error))
         XCTAssertTrue(service.roster.current.authenticationEnabled)
         try FileManager.default.removeItem(at: tokens)
         XCTAssertFalse(service.roster.reload(because: "test"), "a roster without tokens.csv is not served")

@@ -16,13 +16,15 @@ final class StoreFaultTests: XCTestCase {
 
     override func setUp() async throws {
         guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"],
-              let directory = ProcessInfo.processInfo.environment["TEST_POSTGRES_DIR"] else {
+            let directory = ProcessInfo.processInfo.environment["TEST_POSTGRES_DIR"]
+        else {
             throw XCTSkip("TEST_POSTGRES_URL and TEST_POSTGRES_DIR are not set (scripts/test sets them)")
         }
         dataDirectory = directory
         let schema = "fault_\(UUID().uuidString.prefix(8).lowercased())"
         try postgres(["psql", base, "-qc", "CREATE SCHEMA \(schema)"], direct: true)
-        harness = try await NotifierHarness(store: .postgres(url: base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"))
+        harness = try await NotifierHarness(
+            store: .postgres(url: base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"))
     }
 
     override func tearDown() async throws {
@@ -106,7 +108,9 @@ final class StoreFaultTests: XCTestCase {
         try await harness.startNotifier()
         try await assertEqualAsync(await harness.waitForList(equalTo: [good, after]), [good, after])
 
-        let consumer = try Consumer(config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]), logger: quietLogger("dlq"))
+        let consumer = try Consumer(
+            config: consumerConfig(harness.cluster, group: "dlq-\(UUID())", topics: [harness.topics.deadLetters]),
+            logger: quietLogger("dlq"))
         defer { consumer.close() }
         let letters = consumeAll(consumer, count: 1)
         XCTAssertEqual(letters.count, 1)

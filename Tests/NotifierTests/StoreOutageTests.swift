@@ -62,7 +62,9 @@ final class StoreOutageTests: XCTestCase {
         }
         let failedAt = try XCTUnwrap(failingSince, "the store never refused a write: the disk was not full")
         let notReady = try XCTUnwrap(notReadyAfter, "/readyz never answered 503 while writes failed")
-        print("StoreOutageTests: SQLite writes failed \(failedAt - filled) after the disk filled; /readyz said 503 \(notReady) after the first failure")
+        print(
+            "StoreOutageTests: SQLite writes failed \(failedAt - filled) after the disk filled; /readyz said 503 \(notReady) after the first failure"
+        )
         XCTAssertLessThan(notReady, .seconds(2))
 
         let ready = try await fetch("GET", harness.notifierBase + "/readyz")
@@ -80,7 +82,9 @@ final class StoreOutageTests: XCTestCase {
         try FileManager.default.removeItem(at: filler)
         let recovered = ContinuousClock.now
         try await assertEqualAsync(await waitForListed(acknowledged, in: harness), acknowledged)
-        print("StoreOutageTests: \(acknowledged.count) acknowledged events all listed \(ContinuousClock.now - recovered) after space was freed")
+        print(
+            "StoreOutageTests: \(acknowledged.count) acknowledged events all listed \(ContinuousClock.now - recovered) after space was freed"
+        )
         let readyAgain = try await fetch("GET", harness.notifierBase + "/readyz")
         XCTAssertEqual(readyAgain.status, 200, readyAgain.text)
         XCTAssertEqual(notifier.metrics.value("notifier_dead_letters_total"), 0)
@@ -96,11 +100,12 @@ final class StoreOutageTests: XCTestCase {
         }
         let database = "outage_\(UUID().uuidString.prefix(8).lowercased())"
         psql(base, "CREATE DATABASE \(database)")
-        let url = try XCTUnwrap(URLComponents(string: base).map { components in
-            var copy = components
-            copy.path = "/" + database
-            return copy.string ?? base
-        })
+        let url = try XCTUnwrap(
+            URLComponents(string: base).map { components in
+                var copy = components
+                copy.path = "/" + database
+                return copy.string ?? base
+            })
         postgres = (base, database)
         let harness = try await NotifierHarness(store: .postgres(url: url))
         self.harness = harness
@@ -171,7 +176,9 @@ final class StoreOutageTests: XCTestCase {
     /// Run from the server's own database: a read-only one cannot alter itself back.
     private func readOnly(_ on: Bool, _ postgres: (base: String, database: String)) {
         psql(postgres.base, "ALTER DATABASE \(postgres.database) SET default_transaction_read_only = \(on ? "on" : "off")")
-        psql(postgres.base, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(postgres.database)' AND pid <> pg_backend_pid()")
+        psql(
+            postgres.base,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(postgres.database)' AND pid <> pg_backend_pid()")
     }
 
     private func psql(_ url: String, _ sql: String) {

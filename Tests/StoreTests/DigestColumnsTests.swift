@@ -16,7 +16,7 @@ final class DigestColumnsTests: XCTestCase {
             frequency: Frequency(last7Days: 2, last30Days: 5)),
         DigestEntry(
             guidanceId: "b", student: StudentRef(studentId: "s2", grade: 1, classNumber: 3, number: 13, name: "이서준"),
-            reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-30T07:53:00Z", change: .removed),
+            reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-30T07:53:00Z", change: .removed)
     ]
     private let counts = ["others": 1, "noShoes": 2, "wrong\"Clothes": 0]
 
@@ -41,9 +41,10 @@ final class DigestColumnsTests: XCTestCase {
     /// Counts stored before they were the last 7 and 30 days (a calendar
     /// week's and month's) read back under the new names.
     func testAnEntryStoredWithTheWeekAndMonthReadsBack() throws {
-        let old = #"[{"guidanceId":"a","student":{"studentId":"s1","grade":1,"classNumber":3,"number":12,"name":"김민지"},"# +
-            #""reason":{"code":"noShoes","label":"실내화 없음","detail":null},"occurredAt":"2026-11-30T07:52:10Z","change":"added","# +
-            #""frequency":{"thisWeek":2,"thisMonth":3}}]"#
+        let old =
+            #"[{"guidanceId":"a","student":{"studentId":"s1","grade":1,"classNumber":3,"number":12,"name":"김민지"},"#
+            + #""reason":{"code":"noShoes","label":"실내화 없음","detail":null},"occurredAt":"2026-11-30T07:52:10Z","change":"added","#
+            + #""frequency":{"thisWeek":2,"thisMonth":3}}]"#
         XCTAssertEqual(try DigestColumns.entries(from: old).first?.frequency, Frequency(last7Days: 2, last30Days: 3))
     }
 

@@ -11,10 +11,14 @@ import XCTest
 struct StoreSuite: Sendable {
     let makeStore: @Sendable () throws -> any GuidanceStore
 
-    func record(_ id: String, school: String = "sa", grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30", code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z") -> GuidanceRecord {
+    func record(
+        _ id: String, school: String = "sa", grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30",
+        code: String = "noShoes", at time: String = "2026-11-29T22:52:10Z"
+    ) -> GuidanceRecord {
         GuidanceRecord(
             guidanceId: id, schoolId: school, date: date,
-            student: StudentRef(studentId: "s\(grade)\(classNumber)\(number)", grade: grade, classNumber: classNumber, number: number, name: "학생\(number)"),
+            student: StudentRef(
+                studentId: "s\(grade)\(classNumber)\(number)", grade: grade, classNumber: classNumber, number: number, name: "학생\(number)"),
             reason: ReasonRef(code: code, label: code, detail: nil), occurredAt: time, recordedBy: "t-gate-01")
     }
 
@@ -28,17 +32,21 @@ struct StoreSuite: Sendable {
         let reported = Set((state.reported[recipient] ?? []).map(\.guidanceId))
         let active = state.active.filter { $0.student.grade == 1 && $0.student.classNumber == 3 }
         let activeIDs = Set(active.map(\.guidanceId))
-        let entries = active.filter { !reported.contains($0.guidanceId) }.map {
-            DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .added)
-        } + (state.reported[recipient] ?? []).filter { !activeIDs.contains($0.guidanceId) }.map {
-            DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .removed)
-        }
+        let entries =
+            active.filter { !reported.contains($0.guidanceId) }.map {
+                DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .added)
+            }
+            + (state.reported[recipient] ?? []).filter { !activeIDs.contains($0.guidanceId) }.map {
+                DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .removed)
+            }
         guard !entries.isEmpty else { return [] }
         let revision = (state.revisions[recipient] ?? 0) + 1
-        return [Digest(
-            digestId: "d-\(teacher)-r\(revision)", teacherId: teacher, schoolId: school, date: "2026-11-30", scope: .class, grade: 1,
-            classNumber: 3, revision: revision, createdAt: "2026-11-29T23:50:0\(revision)Z", read: false, subject: "s\(revision)",
-            text: "t", entries: entries, counts: [:])]
+        return [
+            Digest(
+                digestId: "d-\(teacher)-r\(revision)", teacherId: teacher, schoolId: school, date: "2026-11-30", scope: .class, grade: 1,
+                classNumber: 3, revision: revision, createdAt: "2026-11-29T23:50:0\(revision)Z", read: false, subject: "s\(revision)",
+                text: "t", entries: entries, counts: [:])
+        ]
     }
 
     func registrationsUpsertAndReplaysChangeNothing() throws {
@@ -58,33 +66,54 @@ struct StoreSuite: Sendable {
     func frequenciesCountTheLastSevenAndThirtyDays() throws {
         let store = try makeStore()
         // As of 2026-12-02: the 7 days from 11-26, the 30 from 11-03; 10-30 is in neither, 12-03 is after.
-        let days = ["g0": "2026-10-30", "g1": "2026-11-20", "g2": "2026-11-27", "g3": "2026-11-30", "g4": "2026-12-02", "g5": "2026-12-02", "g6": "2026-12-03"]
+        let days = [
+            "g0": "2026-10-30", "g1": "2026-11-20", "g2": "2026-11-27", "g3": "2026-11-30", "g4": "2026-12-02", "g5": "2026-12-02",
+            "g6": "2026-12-03"
+        ]
         _ = try store.apply(days.map { .registered(record($0.key, date: $0.value)) })
-        _ = try store.apply([.registered(record("o1", number: 7, date: "2026-12-02")), .registered(record("x1", school: "sb", date: "2026-12-02"))])
+        _ = try store.apply([
+            .registered(record("o1", number: 7, date: "2026-12-02")), .registered(record("x1", school: "sb", date: "2026-12-02"))
+        ])
         let student = "s1312"
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(last7Days: 4, last30Days: 5))
+        XCTAssertEqual(
+            try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student],
+            Frequency(last7Days: 4, last30Days: 5))
         // As of 11-26: the 7 days from 11-20, the 30 from 10-28.
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-11-26", grade: 1, classNumber: 3)[student], Frequency(last7Days: 1, last30Days: 2))
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)["s137"], Frequency(last7Days: 1, last30Days: 1))
-        XCTAssertNil(try store.frequencies(school: "sa", date: "2026-12-02", grade: 2, classNumber: nil)[student], "outside the scope asked")
+        XCTAssertEqual(
+            try store.frequencies(school: "sa", date: "2026-11-26", grade: 1, classNumber: 3)[student],
+            Frequency(last7Days: 1, last30Days: 2))
+        XCTAssertEqual(
+            try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)["s137"],
+            Frequency(last7Days: 1, last30Days: 1))
+        XCTAssertNil(
+            try store.frequencies(school: "sa", date: "2026-12-02", grade: 2, classNumber: nil)[student], "outside the scope asked")
         _ = try store.apply([deletion("g4")])
-        XCTAssertEqual(try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student], Frequency(last7Days: 3, last30Days: 4), "a deletion lowers both")
+        XCTAssertEqual(
+            try store.frequencies(school: "sa", date: "2026-12-02", grade: nil, classNumber: nil)[student],
+            Frequency(last7Days: 3, last30Days: 4), "a deletion lowers both")
         let seen = Mutex<[String: Frequency]>([:])
-        _ = try store.writeDigests(school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z", plan: { state in
-            seen.withLock { $0 = state.frequencies }
-            return []
-        }, targets: { _ in [] })
-        XCTAssertEqual(seen.withLock { $0 }, [student: Frequency(last7Days: 3, last30Days: 4), "s137": Frequency(last7Days: 1, last30Days: 1)])
+        _ = try store.writeDigests(
+            school: "sa", date: "2026-12-02", completedAt: "2026-12-02T00:00:00Z",
+            plan: { state in
+                seen.withLock { $0 = state.frequencies }
+                return []
+            }, targets: { _ in [] })
+        XCTAssertEqual(
+            seen.withLock { $0 }, [student: Frequency(last7Days: 3, last30Days: 4), "s137": Frequency(last7Days: 1, last30Days: 1)])
     }
 
-    func service(_ id: String, student: String = "s1312", date: String = "2026-11-30", sessions: Int = 1, school: String = "sa") -> StoredEvent {
-        .serviceRecorded(ServiceRecord(
-            serviceId: id, schoolId: school, grade: 1, studentId: student, date: date, sessions: sessions, note: nil,
-            recordedBy: "t-vd", recordedAt: "2026-11-30T06:00:00Z"))
+    func service(_ id: String, student: String = "s1312", date: String = "2026-11-30", sessions: Int = 1, school: String = "sa")
+        -> StoredEvent
+    {
+        .serviceRecorded(
+            ServiceRecord(
+                serviceId: id, schoolId: school, grade: 1, studentId: student, date: date, sessions: sessions, note: nil,
+                recordedBy: "t-vd", recordedAt: "2026-11-30T06:00:00Z"))
     }
 
     func withdrawal(_ id: String, student: String = "s1312", school: String = "sa", grade: Int = 1) -> StoredEvent {
-        .serviceWithdrawn(serviceId: id, schoolId: school, grade: grade, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
+        .serviceWithdrawn(
+            serviceId: id, schoolId: school, grade: grade, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
     }
 
     /// Volunteer service: owed by active guidances (their sessions), served
@@ -97,8 +126,11 @@ struct StoreSuite: Sendable {
         var two = record("g2", code: "trespassing")
         two.serviceSessions = 2
         XCTAssertEqual(try store.apply([withdrawal("v2"), .registered(record("g1")), service("v1"), deletion("g3")]), [])
-        XCTAssertEqual(try store.apply([.registered(two), service("v2"), service("v1"), .registered(record("g3")), .registered(record("g1"))]), [])
-        XCTAssertEqual(try store.apply([service("v1", sessions: 3)]).map { String($0.reason.prefix(8)) }, ["conflict"], "other content under a record's id")
+        XCTAssertEqual(
+            try store.apply([.registered(two), service("v2"), service("v1"), .registered(record("g3")), .registered(record("g1"))]), [])
+        XCTAssertEqual(
+            try store.apply([service("v1", sessions: 3)]).map { String($0.reason.prefix(8)) }, ["conflict"],
+            "other content under a record's id")
         XCTAssertEqual(try store.apply([service("v1", school: "sb")]).map { String($0.reason.prefix(7)) }, ["foreign"])
         let accounts = try store.serviceAccounts(school: "sa", asOf: nil)
         XCTAssertEqual(accounts.map(\.studentId), ["s1312"])
@@ -108,15 +140,18 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.serviceAccounts(school: "sa", asOf: "2026-11-29"), [], "nothing before the day")
         // Monday 2026-11-30: its run is a weekly one; a later record of that day marks it.
         let seen = Mutex<[String: ServiceAccount]>([:])
-        _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z", plan: { state in
-            seen.withLock { $0 = state.accounts }
-            return []
-        }, targets: { _ in [] })
+        _ = try store.writeDigests(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z",
+            plan: { state in
+                seen.withLock { $0 = state.accounts }
+                return []
+            }, targets: { _ in [] })
         XCTAssertEqual(seen.withLock { $0 }["s1312"]?.standing, ServiceStanding(owed: 3, served: 1))
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
         XCTAssertEqual(try store.apply([service("v3", date: "2026-11-27")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "an earlier day's record amends Monday's list")
-        _ = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z", plan: { _ in [] }, targets: { _ in [] })
+        _ = try store.writeDigests(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-30T01:00:00Z", plan: { _ in [] }, targets: { _ in [] })
         XCTAssertEqual(try store.apply([service("v4", date: "2026-12-01")]), [])
         XCTAssertTrue(try store.pendingAmendments().isEmpty, "a later day's record leaves Monday's list alone")
         XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
@@ -142,7 +177,7 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.apply([.registered(record("g1")), .registered(record("g1", at: "2026-11-29T23:10:00Z"))]), [])
         let rejected = try store.apply([
             .registered(record("g1", number: 13)), .registered(record("g1", code: "wrongClothes")),
-            .registered(record("g1", school: "sb")), deletion("g1", school: "sb"), .registered(record("g2")),
+            .registered(record("g1", school: "sb")), deletion("g1", school: "sb"), .registered(record("g2"))
         ])
         XCTAssertEqual(rejected.map(\.index), [0, 1, 2, 3])
         XCTAssertEqual(rejected.map { String($0.reason.prefix { $0 != ":" }) }, ["conflict", "conflict", "foreign", "foreign"])
@@ -156,7 +191,8 @@ struct StoreSuite: Sendable {
         // the id against the school that registers it.
         XCTAssertEqual(try store.apply([deletion("g3", school: "sb")]), [])
         XCTAssertEqual(try store.apply([.registered(record("g3", number: 5))]), [])
-        XCTAssertEqual(try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g3", "g1", "g2"])
+        XCTAssertEqual(
+            try store.guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g3", "g1", "g2"])
     }
 
     /// Numbered steps, each applied once, in order, and a schema newer than
@@ -172,9 +208,13 @@ struct StoreSuite: Sendable {
         let next = migrations + ["CREATE TABLE migration_test (id INTEGER PRIMARY KEY)"]
         try SQLStore.migrate(database, migrations: next)
         try SQLStore.migrate(try connect(), migrations: next)
-        XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions + [versions.count + 1])
+        XCTAssertEqual(
+            try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int },
+            versions + [versions.count + 1])
         XCTAssertThrowsError(try SQLStore.migrate(try connect())) { error in
-            XCTAssertTrue("\(error)".contains("schema is version \(versions.count + 1), newer than this release knows (\(versions.count))"), "\(error)")
+            XCTAssertTrue(
+                "\(error)".contains("schema is version \(versions.count + 1), newer than this release knows (\(versions.count))"),
+                "\(error)")
         }
     }
 
@@ -188,12 +228,15 @@ struct StoreSuite: Sendable {
         let database = try connect()
         try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(5)))
         let told = DigestEntry(
-            guidanceId: "g1", student: record("g1").student, reason: record("g1").reason, occurredAt: record("g1").occurredAt, change: .added)
-        try database.run("""
+            guidanceId: "g1", student: record("g1").student, reason: record("g1").reason, occurredAt: record("g1").occurredAt,
+            change: .added)
+        try database.run(
+            """
             INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
             VALUES ('d-t-hr-r1', 't-hr', 'sa', '2026-11-30', 'class', 1, 3, 1, '2026-11-29T23:50:01Z', 0, 's1', 't', $1, '{}')
             """, [.text(DigestColumns.entries([told]))])
-        try database.run("""
+        try database.run(
+            """
             INSERT INTO digest_items (school_id, date, teacher_id, scope, guidance_id, active)
             VALUES ('sa', '2026-11-30', 't-hr', 'class', 'g1', 1)
             """)
@@ -201,9 +244,14 @@ struct StoreSuite: Sendable {
         XCTAssertThrowsError(try database.query("SELECT 1 FROM digest_items", []), "the items are gone")
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
         _ = try store.apply([deletion("g1")])
-        let after = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
-        XCTAssertEqual(after.first?.entries.map { "\($0.guidanceId) \($0.change.rawValue)" }.sorted(), ["g1 removed", "g2 added"],
-                       "g1 was told before the upgrade")
+        let after = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") {
+            simplePlan($0)
+        } targets: { _ in
+            []
+        }
+        XCTAssertEqual(
+            after.first?.entries.map { "\($0.guidanceId) \($0.change.rawValue)" }.sorted(), ["g1 removed", "g2 added"],
+            "g1 was told before the upgrade")
         XCTAssertEqual(after.first?.revision, 2)
     }
 
@@ -233,7 +281,10 @@ struct StoreSuite: Sendable {
             XCTAssertEqual(error?.isDataError, true)
         }
         try refuseWrites(database)
-        XCTAssertThrowsError(try database.run("INSERT INTO retriable_check (k, v) VALUES ($1, $2)", [.text("b"), .text(String(repeating: "v", count: 200_000))])) { error in
+        XCTAssertThrowsError(
+            try database.run(
+                "INSERT INTO retriable_check (k, v) VALUES ($1, $2)", [.text("b"), .text(String(repeating: "v", count: 200_000))])
+        ) { error in
             let error = error as? StoreError
             XCTAssertEqual(error?.code, .unavailable, "\(String(describing: error))")
             XCTAssertEqual(error?.isRetriable, true)
@@ -244,18 +295,30 @@ struct StoreSuite: Sendable {
     func digestRunsWriteOnceAndAmendOnlyChanges() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", number: 4))])
-        let first = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }
+        let first = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") {
+            simplePlan($0)
+        } targets: { _ in
+            []
+        }
         XCTAssertEqual(first.map(\.revision), [1])
         XCTAssertEqual(Set(first[0].entries.map(\.guidanceId)), ["g1", "g2"])
         XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-30"))
 
-        let again = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") { simplePlan($0) } targets: { _ in [] }
+        let again = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z") {
+            simplePlan($0)
+        } targets: { _ in
+            []
+        }
         XCTAssertEqual(again, [], "a second run repeated a digest")
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
 
         _ = try store.apply([.registered(record("g3", number: 7)), deletion("g1")])
         XCTAssertEqual(try store.pendingAmendments().map { "\($0.school) \($0.date)" }, ["sa 2026-11-30"])
-        let amendment = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") { simplePlan($0) } targets: { _ in [] }
+        let amendment = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:52:00Z") {
+            simplePlan($0)
+        } targets: { _ in
+            []
+        }
         XCTAssertEqual(amendment.map(\.revision), [2])
         XCTAssertEqual(amendment[0].entries.map { "\($0.guidanceId) \($0.change)" }.sorted(), ["g1 removed", "g3 added"])
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
@@ -271,14 +334,18 @@ struct StoreSuite: Sendable {
         // Two digests with the same identity: the second write fails after the
         // first succeeded, as a crash between writing and recording would.
         let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
-        XCTAssertThrowsError(try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
-            let digests = self.simplePlan(state)
-            return digests + digests
-        }, targets: email))
+        XCTAssertThrowsError(
+            try store.writeDigests(
+                school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
+                plan: { state in
+                    let digests = self.simplePlan(state)
+                    return digests + digests
+                }, targets: email))
         XCTAssertEqual(try store.inbox(teacher: "t-hr"), [])
         XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 10), [], "a delivery outlived its digest's failed write")
         XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
-        let rerun = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
+        let rerun = try store.writeDigests(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z", plan: { simplePlan($0) }, targets: email)
         XCTAssertEqual(rerun.count, 1)
         XCTAssertEqual(try store.inbox(teacher: "t-hr").count, 1)
         XCTAssertEqual(try store.deliveries(school: "sa", status: .pending, limit: 10).map(\.digestId), [rerun[0].digestId])
@@ -287,13 +354,22 @@ struct StoreSuite: Sendable {
     func outboxLeasesRetriesAndRequeues() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
-        let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in
-            [DeliveryTarget(channel: .email, target: "hr@school.example"), DeliveryTarget(channel: .webhook, target: "https://hooks.example/x")]
+        let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") {
+            simplePlan($0)
+        } targets: { _ in
+            [
+                DeliveryTarget(channel: .email, target: "hr@school.example"),
+                DeliveryTarget(channel: .webhook, target: "https://hooks.example/x")
+            ]
         }
         let digest = try XCTUnwrap(digests.first)
         let created = try XCTUnwrap(Timestamp.parse(digest.createdAt))
-        XCTAssertEqual(try store.deliveryBacklog(of: [.email, .webhook]).sorted { $0.channel.rawValue < $1.channel.rawValue },
-                       [DeliveryBacklog(channel: .email, pending: 1, oldestCreatedAt: created), DeliveryBacklog(channel: .webhook, pending: 1, oldestCreatedAt: created)])
+        XCTAssertEqual(
+            try store.deliveryBacklog(of: [.email, .webhook]).sorted { $0.channel.rawValue < $1.channel.rawValue },
+            [
+                DeliveryBacklog(channel: .email, pending: 1, oldestCreatedAt: created),
+                DeliveryBacklog(channel: .webhook, pending: 1, oldestCreatedAt: created)
+            ])
         let now = created + 1
 
         // One claim at a time: B finds nothing while A holds the lease.
@@ -333,8 +409,10 @@ struct StoreSuite: Sendable {
         // A failure stays until an admin queues it again.
         try store.record([("\(digest.digestId).webhook", .failed(error: "HTTP 410: gone"))], owner: "B", now: now + 1)
         XCTAssertEqual(try store.deliveries(school: "sa", status: .failed, limit: 10).map(\.lastError), ["HTTP 410: gone"])
-        XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 3600, leaseUntil: now + 3660).count, 0)
-        XCTAssertEqual(try store.requeue(school: "sb", deliveryId: "\(digest.digestId).webhook", now: now + 2), .notFound, "another school's delivery")
+        XCTAssertEqual(
+            try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 3600, leaseUntil: now + 3660).count, 0)
+        XCTAssertEqual(
+            try store.requeue(school: "sb", deliveryId: "\(digest.digestId).webhook", now: now + 2), .notFound, "another school's delivery")
         XCTAssertEqual(try store.requeue(school: "sa", deliveryId: "missing", now: now + 2), .notFound)
         XCTAssertEqual(try store.requeue(school: "sa", deliveryId: "\(digest.digestId).webhook", now: now + 2), .requeued)
         XCTAssertEqual(try store.claimDeliveries(channel: .webhook, limit: 10, owner: "B", now: now + 2, leaseUntil: now + 62).count, 1)
@@ -349,12 +427,16 @@ struct StoreSuite: Sendable {
         _ = try store.apply([.registered(record("g1")), .registered(record("g2", school: "sb"))])
         let email: @Sendable (Digest) -> [DeliveryTarget] = { _ in [DeliveryTarget(channel: .email, target: "hr@school.example")] }
         let results = try store.writeDigests([
-            DeliveryRun(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { state in
-                let digests = self.simplePlan(state)
-                return digests + digests
-            }, targets: email),
-            DeliveryRun(school: "sb", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z", plan: { self.simplePlan($0, teacher: "t-hr-b", school: "sb") },
-                        targets: email),
+            DeliveryRun(
+                school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
+                plan: { state in
+                    let digests = self.simplePlan(state)
+                    return digests + digests
+                }, targets: email),
+            DeliveryRun(
+                school: "sb", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
+                plan: { self.simplePlan($0, teacher: "t-hr-b", school: "sb") },
+                targets: email)
         ])
         XCTAssertEqual(results.count, 2)
         XCTAssertThrowsError(try results[0].get())
@@ -370,7 +452,12 @@ struct StoreSuite: Sendable {
     func inboxReadState() throws {
         let store = try makeStore()
         _ = try store.apply([.registered(record("g1"))])
-        let digest = try XCTUnwrap(try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { simplePlan($0) } targets: { _ in [] }.first)
+        let digest = try XCTUnwrap(
+            try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") {
+                simplePlan($0)
+            } targets: { _ in
+                []
+            }.first)
         XCTAssertEqual(try store.inbox(teacher: "t-hr").filter { !$0.read }.count, 1)
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId))
         XCTAssertTrue(try store.markRead(teacher: "t-hr", digestId: digest.digestId), "marking twice is fine")
@@ -446,7 +533,9 @@ final class SQLiteStoreTests: XCTestCase {
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
-    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
+        try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce()
+    }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheLastSevenAndThirtyDays() throws { try suite.frequenciesCountTheLastSevenAndThirtyDays() }
@@ -463,7 +552,7 @@ final class SQLiteStoreTests: XCTestCase {
         let database = try SQLiteConnection(path: directory.appendingPathComponent("test.db").path)
         let lookups: [(String, [SQLValue])] = [
             (SQLStore.toldOfDay, [.text("sa"), .text("2026-11-30")]),
-            (SQLStore.pendingOfChannel, [.text(Channel.email.rawValue)]),
+            (SQLStore.pendingOfChannel, [.text(Channel.email.rawValue)])
         ]
         for (sql, parameters) in lookups {
             let plan = try database.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0.last?.string }
@@ -480,7 +569,8 @@ final class SQLiteStoreTests: XCTestCase {
 
     func testDataSurvivesReopening() throws {
         _ = try suite.makeStore().apply([.registered(suite.record("g1"))])
-        XCTAssertEqual(try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
+        XCTAssertEqual(
+            try suite.makeStore().guidances(school: "sa", date: "2026-11-30", grade: nil, classNumber: nil).map(\.guidanceId), ["g1"])
     }
 }
 
@@ -554,9 +644,11 @@ final class PostgresStoreTests: XCTestCase {
         try StoreSuite.onlyTheStoresOwnFailuresAreRetriable(try PostgresConnection(url: url)) { database in
             try database.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         }
-        for (state, code) in [("23505", StoreError.Code.conflict), ("22021", .invalidValue), ("53100", .unavailable), ("25006", .unavailable),
-                              ("57P01", .unavailable), ("08006", .unavailable), ("40001", .unavailable), ("58030", .unavailable),
-                              ("42P01", .failed)] {
+        for (state, code) in [
+            ("23505", StoreError.Code.conflict), ("22021", .invalidValue), ("53100", .unavailable), ("25006", .unavailable),
+            ("57P01", .unavailable), ("08006", .unavailable), ("40001", .unavailable), ("58030", .unavailable),
+            ("42P01", .failed)
+        ] {
             XCTAssertEqual(PostgresConnection.code(ofState: state), code, state)
         }
     }
@@ -565,7 +657,9 @@ final class PostgresStoreTests: XCTestCase {
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
-    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws { try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() }
+    func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
+        try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce()
+    }
     func testAFailedRunInABatchLeavesTheOthersWritten() throws { try suite.aFailedRunInABatchLeavesTheOthersWritten() }
     func testInboxReadState() throws { try suite.inboxReadState() }
     func testFrequenciesCountTheLastSevenAndThirtyDays() throws { try suite.frequenciesCountTheLastSevenAndThirtyDays() }
@@ -624,7 +718,11 @@ final class PostgresStoreTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do {
                 let store = try SQLStore.postgres(url: url)
-                let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") { suite.simplePlan($0) } targets: { _ in [] }
+                let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") {
+                    suite.simplePlan($0)
+                } targets: { _ in
+                    []
+                }
                 written.withLock { $0.append(digests.count) }
             } catch {
                 written.withLock { $0.append(-1) }

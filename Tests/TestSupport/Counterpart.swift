@@ -2,7 +2,8 @@ import Foundation
 import XCTest
 
 /// The repository's root, for scripts and binaries.
-package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// A port nobody listens on now, for a counterpart that must keep its port
 /// across restarts (prefer binding port 0 where a process can report its
@@ -48,7 +49,8 @@ package final class Counterpart: @unchecked Sendable {
     package func start(_ arguments: [String] = []) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: interpreter)
-        process.arguments = [repositoryRoot.appendingPathComponent("scripts/testing/\(script)").path, "--port", String(port), "--log", log.path] + arguments
+        process.arguments =
+            [repositoryRoot.appendingPathComponent("scripts/testing/\(script)").path, "--port", String(port), "--log", log.path] + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         self.process = process

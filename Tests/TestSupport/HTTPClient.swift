@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 package struct Reply: Sendable {
@@ -65,13 +65,21 @@ package enum AnyCodable: Codable, Equatable, Sendable {
 
     package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Int.self) { self = .int(value) }
-        else if let value = try? container.decode(Double.self) { self = .double(value) }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([AnyCodable].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: AnyCodable].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([AnyCodable].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: AnyCodable].self))
+        }
     }
 
     package func encode(to encoder: Encoder) throws {

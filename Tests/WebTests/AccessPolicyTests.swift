@@ -15,9 +15,12 @@ import XCTest
 final class AccessPolicyTests: XCTestCase {
     private func roster() throws -> Roster {
         let schools = "school_id,name,timezone,digest_time\nsa,<b>School A</b>,Asia/Seoul,08:50\nsb,School B,Asia/Seoul,08:50\n"
-        let teachers = "school_id,teacher_id,name,email,role,grade,class\n"
+        let teachers =
+            "school_id,teacher_id,name,email,role,grade,class\n"
             + "sa,g1,<script>alert(1)</script>,g1@a.example,gate,,\nsa,t1,Kim,t1@a.example,homeroom,1,2\nsb,g2,Park,g2@b.example,gate,,\n"
-        let tokens = "token_sha256,teacher_id\n" + [("gate-a", "g1"), ("hr-a", "t1"), ("gate-b", "g2")]
+        let tokens =
+            "token_sha256,teacher_id\n"
+            + [("gate-a", "g1"), ("hr-a", "t1"), ("gate-b", "g2")]
             .map { "\(SHA256.hex(SHA256.hash(Array($0.0.utf8)))),\($0.1)\n" }.joined()
         return try Roster.parse(
             schools: schools, students: "school_id,student_id,grade,class,number,name,photo_url\n", teachers: teachers, tokens: tokens)
@@ -28,19 +31,27 @@ final class AccessPolicyTests: XCTestCase {
 
     /// A router with one guarded route per access kind and the sign-in routes
     /// of a gate page; sessions live in this process (`SessionLog.local`).
-    private func router(publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil, mail: MailSettings? = nil) throws -> Router {
+    private func router(
+        publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil, mail: MailSettings? = nil
+    ) throws -> Router {
         self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
         sessions = Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local())
-        let policy = AccessPolicy(rosters: self.rosters, cookie: cookie, sessions: sessions, publicURL: publicURL, attempts: attempts, logger: Logger(component: "test", level: .error))
+        let policy = AccessPolicy(
+            rosters: self.rosters, cookie: cookie, sessions: sessions, publicURL: publicURL, attempts: attempts,
+            logger: Logger(component: "test", level: .error))
         var routes = GuardedRouter(router: Router(), policy: policy)
         routes.post("/v1/schools/{schoolId}/things", .school(roles: [.gate])) { _, caller in .text(caller.teacher?.id ?? "-") }
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
-        let signIn = SignIn(title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL, logger: Logger(component: "test", level: .error))
+        let signIn = SignIn(
+            title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL,
+            logger: Logger(component: "test", level: .error))
         signIn.routes(into: &routes, scripts: [Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';")])
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
-                Page.signedIn(title: "교문 지도", teacher: teacher, school: caller.roster.school(teacher.schoolID), main: "<main></main>", scripts: ["gate.js"])
+                Page.signedIn(
+                    title: "교문 지도", teacher: teacher, school: caller.roster.school(teacher.schoolID), main: "<main></main>",
+                    scripts: ["gate.js"])
             }
         }
         return routes.router
@@ -49,7 +60,8 @@ final class AccessPolicyTests: XCTestCase {
     /// A `Cookie` header signing `teacher` in as if by `token`, renewed `age` ago.
     private func cookie(_ teacher: String, token: String, age: Duration = .zero) -> String {
         let fresh = sessions.new(teacher: teacher, credential: "token:" + Roster.fingerprint(token: token))
-        let session = Session(id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - age.milliseconds, credential: fresh.credential, seen: fresh.seen)
+        let session = Session(
+            id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - age.milliseconds, credential: fresh.credential, seen: fresh.seen)
         return "gate_session=" + sessions.cookieValue(session, name: "gate_session")
     }
 
@@ -60,8 +72,12 @@ final class AccessPolicyTests: XCTestCase {
 
     private let form = ["content-type": "application/x-www-form-urlencoded", "host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"]
 
-    private func send(_ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "", from peer: String = "127.0.0.1") async -> Response {
-        await router.respond(to: Request(method: method, path: path, headers: headers, body: Array(body.utf8), requestID: "test", peer: peer))
+    private func send(
+        _ router: Router, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "",
+        from peer: String = "127.0.0.1"
+    ) async -> Response {
+        await router.respond(
+            to: Request(method: method, path: path, headers: headers, body: Array(body.utf8), requestID: "test", peer: peer))
     }
 
     private func expect(
@@ -92,7 +108,9 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(text(me), "t1", "a GET signed in by cookie needs no Origin")
         await expect(401, router, "GET", "/v1/me", headers: ["cookie": "gate_session=nope"])
         await expect(401, router, "GET", "/v1/me", headers: ["cookie": "gate_session=hr-a"], message: "a token is not a session")
-        await expect(403, router, "GET", "/v1/me", headers: ["cookie": cookie("t1", token: "hr-a"), "origin": "https://evil.example"], message: "a foreign Origin, even on a read")
+        await expect(
+            403, router, "GET", "/v1/me", headers: ["cookie": cookie("t1", token: "hr-a"), "origin": "https://evil.example"],
+            message: "a foreign Origin, even on a read")
     }
 
     func testACookieSignedChangeMustComeFromThisSite() async throws {
@@ -102,12 +120,14 @@ final class AccessPolicyTests: XCTestCase {
         let missing = await send(router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080"])
         XCTAssertEqual(missing.status, 403)
         XCTAssertTrue(text(missing).contains("Origin"))
-        let foreign = await send(router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "https://evil.example"])
+        let foreign = await send(
+            router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "https://evil.example"])
         XCTAssertEqual(foreign.status, 403)
         XCTAssertTrue(text(foreign).contains("another site"))
         let nullOrigin = await send(router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "null"])
         XCTAssertEqual(nullOrigin.status, 403)
-        await expect(200, router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "https://gate.school.example"])
+        await expect(
+            200, router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "https://gate.school.example"])
         await expect(200, router, "POST", path, headers: ["cookie": cookie, "host": "10.0.0.5:8080", "origin": "http://10.0.0.5:8080"])
         // An API client with a bearer token sends no Origin; a browser page of another site that sends one is refused anyway.
         await expect(200, router, "POST", path, headers: ["authorization": "Bearer gate-a"])
@@ -138,8 +158,10 @@ final class AccessPolicyTests: XCTestCase {
         let homeroom = await send(router, "POST", "/session", headers: form, body: "token=hr-a")
         XCTAssertEqual(homeroom.status, 403, "a page for gate teachers refuses others")
         XCTAssertNil(header(homeroom, "Set-Cookie"))
-        await expect(415, router, "POST", "/session", headers: ["host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"], body: "token=gate-a")
-        let foreign = await send(router, "POST", "/session", headers: form.merging(["origin": "https://evil.example"]) { $1 }, body: "token=gate-a")
+        await expect(
+            415, router, "POST", "/session", headers: ["host": "127.0.0.1:8080", "origin": "http://127.0.0.1:8080"], body: "token=gate-a")
+        let foreign = await send(
+            router, "POST", "/session", headers: form.merging(["origin": "https://evil.example"]) { $1 }, body: "token=gate-a")
         XCTAssertEqual(foreign.status, 403, "another site cannot sign a browser in")
 
         // Signing out ends the session on the server: the cookie replayed is refused.
@@ -149,7 +171,8 @@ final class AccessPolicyTests: XCTestCase {
         await expect(401, router, "GET", "/v1/me", headers: ["cookie": cookie], message: "a cookie replayed after sign-out")
 
         let secure = try self.router(publicURL: "https://gate.school.example")
-        let overTLS = await send(secure, "POST", "/session", headers: form.merging(["origin": "https://gate.school.example"]) { $1 }, body: "token=gate-a")
+        let overTLS = await send(
+            secure, "POST", "/session", headers: form.merging(["origin": "https://gate.school.example"]) { $1 }, body: "token=gate-a")
         XCTAssertTrue(try XCTUnwrap(header(overTLS, "Set-Cookie")).hasSuffix("; HttpOnly; SameSite=Strict; Secure"))
     }
 
@@ -158,7 +181,9 @@ final class AccessPolicyTests: XCTestCase {
     /// or when the teacher signs out everywhere else.
     func testSessionsExpireRenewAndEnd() async throws {
         let router = try router()
-        await expect(401, router, "GET", "/v1/me", headers: ["cookie": cookie("g1", token: "gate-a", age: .seconds(30 * 86_400 + 60))], message: "expired")
+        await expect(
+            401, router, "GET", "/v1/me", headers: ["cookie": cookie("g1", token: "gate-a", age: .seconds(30 * 86_400 + 60))],
+            message: "expired")
         let old = await send(router, "GET", "/v1/me", headers: ["cookie": cookie("g1", token: "gate-a", age: .seconds(7200))])
         XCTAssertEqual(old.status, 200)
         let renewed = try XCTUnwrap(setCookie(old), "a session used after an hour gets a new cookie")
@@ -181,14 +206,22 @@ final class AccessPolicyTests: XCTestCase {
             for (name, text) in [
                 ("schools.csv", "school_id,name,timezone,digest_time\nsa,A,Asia/Seoul,08:50\n"),
                 ("students.csv", "school_id,student_id,grade,class,number,name,photo_url\n"),
-                ("teachers.csv", "school_id,teacher_id,name,email,role,grade,class\nsa,g1,G,g1@a.example,gate,,\nsa,t1,Kim,t1@a.example,homeroom,1,2\n"),
-                ("tokens.csv", "token_sha256,teacher_id\n" + tokens.map { "\(SHA256.hex(SHA256.hash(Array($0.0.utf8)))),\($0.1)\n" }.joined()),
+                (
+                    "teachers.csv",
+                    "school_id,teacher_id,name,email,role,grade,class\nsa,g1,G,g1@a.example,gate,,\nsa,t1,Kim,t1@a.example,homeroom,1,2\n"
+                ),
+                (
+                    "tokens.csv",
+                    "token_sha256,teacher_id\n" + tokens.map { "\(SHA256.hex(SHA256.hash(Array($0.0.utf8)))),\($0.1)\n" }.joined()
+                )
             ] {
                 try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
             }
         }
         try write(tokens: [("gate-a", "g1"), ("hr-a", "t1")])
-        let live = LiveRoster(directory: folder.path, roster: try Roster.load(from: folder.path), logger: Logger(component: "test", level: .error), metrics: Metrics())
+        let live = LiveRoster(
+            directory: folder.path, roster: try Roster.load(from: folder.path), logger: Logger(component: "test", level: .error),
+            metrics: Metrics())
         let fromFolder = try self.router(rosters: live)
         let withToken = cookie("t1", token: "hr-a"), gate = cookie("g1", token: "gate-a")
         await expect(200, fromFolder, "GET", "/v1/me", headers: ["cookie": withToken])
@@ -208,9 +241,13 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertTrue(text(page).contains("연결 코드 만들기") && text(page).contains("다른 기기 모두 로그아웃"), text(page))
         let made = await send(router, "POST", "/session/devices/code", headers: form.merging(["cookie": here]) { $1 })
         let html = text(made)
-        let code = try XCTUnwrap(html.range(of: #"id="device-code"[^>]*>([A-Z2-9]{4}-[A-Z2-9]{4})<"#, options: .regularExpression).map { String(html[$0].suffix(10).prefix(9)) })
+        let code = try XCTUnwrap(
+            html.range(of: #"id="device-code"[^>]*>([A-Z2-9]{4}-[A-Z2-9]{4})<"#, options: .regularExpression).map {
+                String(html[$0].suffix(10).prefix(9))
+            })
         XCTAssertFalse(code.contains { "01OIL".contains($0) }, code)
-        let paired = await send(router, "POST", "/session/code", headers: form, body: "code=\(code.lowercased().replacingOccurrences(of: "-", with: "+"))")
+        let paired = await send(
+            router, "POST", "/session/code", headers: form, body: "code=\(code.lowercased().replacingOccurrences(of: "-", with: "+"))")
         XCTAssertEqual(paired.status, 303, text(paired))
         let pairedCookie = try XCTUnwrap(setCookie(paired))
         let me = await send(router, "GET", "/v1/me", headers: ["cookie": pairedCookie])
@@ -258,7 +295,8 @@ final class AccessPolicyTests: XCTestCase {
 
         let here = cookie("g1", token: "gate-a")
         let made = text(await send(router, "POST", "/session/devices/code", headers: self.form.merging(["cookie": here]) { $1 }))
-        let code = try XCTUnwrap(made.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(made[$0]) }, made)
+        let code = try XCTUnwrap(
+            made.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(made[$0]) }, made)
         let paired = await send(router, "POST", "/session/code", headers: self.form, body: "code=\(code)", from: "10.3.3.3")
         XCTAssertEqual(paired.status, 303, "a device code shown a moment ago: \(text(paired).prefix(200))")
         let link = sessions.linkToken(for: try XCTUnwrap(rosters.current.teachers["g1"]))
@@ -278,7 +316,8 @@ final class AccessPolicyTests: XCTestCase {
             let again = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(link)", from: "10.4.4.\(replay)")
             XCTAssertNotEqual(again.status, 303, "replay \(replay)")
         }
-        let next = await send(router, "POST", "/session/link/use", headers: form, body: "t=\(sessions.linkToken(for: teacher))", from: "10.4.5.5")
+        let next = await send(
+            router, "POST", "/session/link/use", headers: form, body: "t=\(sessions.linkToken(for: teacher))", from: "10.4.5.5")
         XCTAssertEqual(next.status, 303, "the teacher's next link: \(text(next).prefix(200))")
     }
 
@@ -291,7 +330,8 @@ final class AccessPolicyTests: XCTestCase {
         let here = cookie("g1", token: "gate-a")
         func newCode(_ cookie: String) async throws -> String {
             let html = text(await send(router, "POST", "/session/devices/code", headers: form.merging(["cookie": cookie]) { $1 }))
-            return try XCTUnwrap(html.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(html[$0]) }, html)
+            return try XCTUnwrap(
+                html.range(of: #"[A-Z2-9]{4}-[A-Z2-9]{4}(?=<)"#, options: .regularExpression).map { String(html[$0]) }, html)
         }
         let code = try await newCode(here)
         let link = sessions.linkToken(for: try XCTUnwrap(rosters.current.teachers["g1"]))
@@ -326,7 +366,8 @@ final class AccessPolicyTests: XCTestCase {
 
         let limiter = AttemptLimiter(limit: 10, addressLimit: 100)
         for _ in 1...10 { limiter.fail(AccessPolicy.attemptKeys(client: "10.9.\(Int.random(in: 0...255)).1", teacher: "g1")) }
-        XCTAssertNotNil(limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "g1")), "ten failures naming g1, from anywhere")
+        XCTAssertNotNil(
+            limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "g1")), "ten failures naming g1, from anywhere")
         XCTAssertNil(limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "t1")), "another teacher of the school")
     }
 
@@ -358,7 +399,8 @@ final class AccessPolicyTests: XCTestCase {
         let router = try router(publicURL: "https://gate.a.example", mail: mail)
         let headers = form.merging(["host": "gate.a.example", "origin": "https://gate.a.example"]) { $1 }
         for address in 1...11 {
-            let asked = await send(router, "POST", "/session/link", headers: headers, body: "email=g1%40a.example", from: "10.5.5.\(address)")
+            let asked = await send(
+                router, "POST", "/session/link", headers: headers, body: "email=g1%40a.example", from: "10.5.5.\(address)")
             XCTAssertEqual(asked.status, 200, "request \(address): \(text(asked).prefix(300))")
         }
         var mails: [String] = []
@@ -375,7 +417,8 @@ final class AccessPolicyTests: XCTestCase {
         let raw = try String(contentsOf: folder.appendingPathComponent(try XCTUnwrap(mails.first)), encoding: .utf8)
         let body = try XCTUnwrap(raw.components(separatedBy: "\r\n\r\n").dropFirst().first)
         let message = String(decoding: try XCTUnwrap(Data(base64Encoded: body, options: .ignoreUnknownCharacters)), as: UTF8.self)
-        let token = try XCTUnwrap(message.range(of: #"link\?t=[A-Za-z0-9_.=-]+"#, options: .regularExpression).map { String(message[$0].dropFirst(7)) })
+        let token = try XCTUnwrap(
+            message.range(of: #"link\?t=[A-Za-z0-9_.=-]+"#, options: .regularExpression).map { String(message[$0].dropFirst(7)) })
         let signedIn = await send(router, "POST", "/session/link/use", headers: headers, body: "t=\(token)", from: "10.6.6.6")
         XCTAssertEqual(signedIn.status, 303, "a link from the mailbox still signs in: \(text(signedIn).prefix(300))")
     }
@@ -384,7 +427,9 @@ final class AccessPolicyTests: XCTestCase {
     func testTheClientAddressComesFromTrustedProxiesOnly() {
         let clients = ClientAddresses(trusted: ["10.0.0.0/8", "192.168.1.1"])
         func client(_ peer: String, _ forwarded: String?) -> String {
-            clients.client(of: Request(method: "GET", path: "/", headers: forwarded.map { ["x-forwarded-for": $0] } ?? [:], requestID: "test", peer: peer))
+            clients.client(
+                of: Request(
+                    method: "GET", path: "/", headers: forwarded.map { ["x-forwarded-for": $0] } ?? [:], requestID: "test", peer: peer))
         }
         XCTAssertEqual(client("203.0.113.7", "1.2.3.4"), "203.0.113.7", "an untrusted peer's header is ignored")
         XCTAssertEqual(client("10.1.2.3", "1.2.3.4, 198.51.100.9"), "198.51.100.9", "the nearest untrusted hop")
@@ -409,7 +454,8 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertFalse(html.contains("gate-a"), "the token never appears in the page")
         XCTAssertTrue(html.contains("data-time-zone=\"Asia/Seoul\""))
         let policy = try XCTUnwrap(header(page, "Content-Security-Policy"))
-        XCTAssertTrue(policy.contains("script-src 'self'") && policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"))
+        XCTAssertTrue(
+            policy.contains("script-src 'self'") && policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"))
         XCTAssertFalse(policy.contains("unsafe-inline"))
         XCTAssertFalse(html.contains("<script>"), "no inline script")
         let revoked = await send(router, "GET", "/", headers: ["cookie": "gate_session=revoked"])
@@ -439,7 +485,9 @@ final class AccessPolicyTests: XCTestCase {
             method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded; charset=UTF-8"],
             body: Array("token=a+b%2Bc%26&next=%2F%ED%86%A0&token=second&empty=".utf8), requestID: "test", peer: "127.0.0.1")
         XCTAssertEqual(try request.form(), ["token": "a b+c&", "next": "/토", "empty": ""])
-        let broken = Request(method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded"], body: Array("token=%ZZ".utf8), requestID: "test", peer: "127.0.0.1")
+        let broken = Request(
+            method: "POST", path: "/", headers: ["content-type": "application/x-www-form-urlencoded"], body: Array("token=%ZZ".utf8),
+            requestID: "test", peer: "127.0.0.1")
         XCTAssertThrowsError(try broken.form()) { XCTAssertEqual(($0 as? HTTPError)?.status, 400) }
     }
 }

@@ -19,7 +19,8 @@ final class RevocationRaceTests: XCTestCase {
         try Roster.parse(
             schools: "school_id,name,timezone,digest_time\nsa,School A,Asia/Seoul,08:50\n",
             students: "school_id,student_id,grade,class,number,name,photo_url\n",
-            teachers: "school_id,teacher_id,name,email,role,grade,class\n" + (1...20).map { "sa,g\($0),Kim,g\($0)@a.example,gate+admin,,\n" }.joined())
+            teachers: "school_id,teacher_id,name,email,role,grade,class\n"
+                + (1...20).map { "sa,g\($0),Kim,g\($0)@a.example,gate+admin,,\n" }.joined())
     }
 
     /// A replica: its own producer and its own reader of the session log.
@@ -60,7 +61,8 @@ final class RevocationRaceTests: XCTestCase {
             // Signed in on A an hour and a half ago: its next use renews it.
             let teacher = "g\(run)"
             let fresh = a.sessions.new(teacher: teacher, credential: "link")
-            let session = Session(id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - 5_400_000, credential: "link", seen: fresh.seen)
+            let session = Session(
+                id: fresh.id, teacherID: teacher, renewedAt: fresh.renewedAt - 5_400_000, credential: "link", seen: fresh.seen)
             let cookie = a.sessions.cookieValue(session, name: "app_session")
             XCTAssertTrue(Self.valid(a.sessions, cookie, roster))
 
@@ -92,7 +94,8 @@ final class RevocationRaceTests: XCTestCase {
                 }
             }
             for value in renewed + [cookie] {
-                XCTAssertFalse(Self.valid(a.sessions, value, roster), "run \(run): a cookie of the revoked session (renewed or not) is accepted on A")
+                XCTAssertFalse(
+                    Self.valid(a.sessions, value, roster), "run \(run): a cookie of the revoked session (renewed or not) is accepted on A")
                 XCTAssertFalse(Self.valid(b.sessions, value, roster), "run \(run): ... on B")
             }
         }
