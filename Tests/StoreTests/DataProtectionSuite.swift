@@ -112,7 +112,7 @@ extension StoreSuite {
             access("4", at: "2026-11-30T03:00:00Z", teacher: "t-hr", action: .student, target: "s1313")
         ])
         let two = try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: ["s1312", "s1313"], limit: 2)
-        XCTAssertEqual(two.records.map(\.accessId), ["4", "3"], "the newest two")
+        XCTAssertEqual(two.records.map(\.action), [.student, .photo], "the newest two")
         XCTAssertEqual(two.total, 3, "of three in the period")
         XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: [], limit: 10).total, 0)
         XCTAssertEqual(try store.accessLog(school: "sa", from: 0, to: 2e9, teacher: nil, action: nil, students: nil, limit: 10).total, 4)
