@@ -24,7 +24,7 @@ protocol DeliveryChannel: Sendable {
     /// Where `digest` goes over this channel (an address, a URL), or nil when
     /// it does not go this way.
     func target(of digest: Digest, in roster: Roster) -> String?
-    /// One attempt. Blocks (it runs on a thread of its own).
+    /// One attempt. Blocks (the dispatcher calls it on a thread of Dispatch's global queue, never a task's).
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt
     /// After digest runs wrote `digests`: a channel that leaves some out may
     /// count and log them.

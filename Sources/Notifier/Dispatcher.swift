@@ -184,7 +184,8 @@ final class Dispatcher: Sendable {
     }
 
     /// Sends claimed deliveries one after another over one connection. Runs
-    /// on a thread of its own (libcurl blocks).
+    /// through `blocking`, on a thread of Dispatch's global queue (libcurl
+    /// blocks), one for each connection in use.
     private func send(_ claims: [ClaimedDelivery], through channel: any DeliveryChannel, over connection: Int, lease: BatchLease) {
         // A send must end inside the lease, or another replica could send the
         // same delivery at the same time.
