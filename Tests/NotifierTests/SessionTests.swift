@@ -189,7 +189,7 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(mails.count, 1, "one mail, to the known address: \(mails)")
         let mail = try XCTUnwrap(mails.first)
         XCTAssertEqual(mail["to"] as? [String], ["t-hr-1-1@sa.school.example"])
-        XCTAssertEqual(mail["subject"] as? String, "[교문 지도] 로그인 링크")
+        XCTAssertEqual(mail["subject"] as? String, "[생활지도] 로그인 링크")
         let plain = mail["plain"] as? String ?? ""
         let link = try XCTUnwrap(
             plain.range(of: #"https://app\.school\.example/session/link\?t=[A-Za-z0-9_.-]+"#, options: .regularExpression).map {
