@@ -117,7 +117,7 @@ package struct StudentPhotos: Sendable {
         if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
             throw HTTPError.notFound("no student '\(studentID)' at this school")
         }
-        guard let (path, _) = file(for: student.id), let photo = served(path) else {
+        guard let (path, _) = file(for: student.id), let photo = await served(path) else {
             throw HTTPError.notFound("no photo of student '\(studentID)'")
         }
         let etag = "\"\(photo.version)\""
@@ -139,29 +139,34 @@ package struct StudentPhotos: Sendable {
     /// The photo at `path` as served, and which version of the file it was
     /// made from: the smaller JPEG, or the file as it is when libvips cannot
     /// read it (the browser may; a warning names the file, once per version).
-    func served(_ path: String) -> Smaller.Photo? {
+    func served(_ path: String) async -> Smaller.Photo? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         if let kept = smaller.kept(path, version: StudentPhotos.version(info)) { return kept }
+        // Made on Dispatch's threads, not the HTTP server's: a school's photo takes ~15 ms of CPU to decode.
+        let (smaller, logger) = (self.smaller, self.logger)
+        return try? await blocking { StudentPhotos.make(path, keptIn: smaller, logger: logger) }
+    }
+
+    private static func make(_ path: String, keptIn smaller: Smaller, logger: Logger) -> Smaller.Photo? {
         guard let (bytes, opened) = StudentPhotos.read(path) else { return nil }
         // The file read may be newer than the one looked at a moment ago: name what was read.
         let version = StudentPhotos.version(opened)
         let photo: Smaller.Photo
         do {
-            let made = try Images.smallerJPEG(
-                bytes, width: StudentPhotos.shown.width, height: StudentPhotos.shown.height, quality: StudentPhotos.quality)
+            let made = try Images.smallerJPEG(bytes, width: shown.width, height: shown.height, quality: quality)
             photo = Smaller.Photo(type: "image/jpeg", bytes: made, version: version)
-            // Decoding took about a megabyte a photo, freed now; resident memory reflects what is kept.
-            Memory.releaseFreePages()
         } catch {
             logger.warning(
                 "photo served as it is: libvips cannot read it", ["file": URL(fileURLWithPath: path).lastPathComponent, "error": "\(error)"]
             )
             photo = Smaller.Photo(
-                type: StudentPhotos.types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes,
-                version: version)
+                type: types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes, version: version)
         }
         smaller.keep(path, photo)
+        // Decoding took about a megabyte, freed now: the pages go back, so resident
+        // memory reflects what is kept (a photo is made once per process).
+        Memory.releaseFreePages()
         return photo
     }
 
@@ -174,7 +179,7 @@ package struct StudentPhotos: Sendable {
     /// in all (the oldest made go first). Memory only: gone with the
     /// process, never written anywhere.
     final class Smaller: Sendable {
-        struct Photo {
+        struct Photo: Sendable {
             let type: String
             let bytes: [UInt8]
             let version: String
