@@ -43,11 +43,16 @@ package final class Doorbell: Sendable {
     /// until it rings after `seen` rings (at once if it rang since) or
     /// `limit` passed.
     package func block(after seen: Int, atMost limit: Duration) {
-        let deadline = Date(timeIntervalSinceNow: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18)
+        // The limit on the monotonic clock: the condition's own wait takes a
+        // wall-clock date, which an adjusted clock can end early (it did, by
+        // 0.7 ms of 200) or late; an early end waits again for what is left.
+        let end = ContinuousClock.now + limit
         threads.lock()
         defer { threads.unlock() }
         while rings == seen {
-            if !threads.wait(until: deadline) { return }
+            let left = end - ContinuousClock.now
+            if left <= .zero { return }
+            _ = threads.wait(until: Date(timeIntervalSinceNow: left.seconds))
         }
     }
 
