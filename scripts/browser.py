@@ -154,6 +154,10 @@ class Page:
         self.button("로그아웃").click()
         self.wait(lambda: self.driver.find_elements(By.ID, "token"), "the sign-in form after signing out")
 
+    def photo_state(self):
+        """The face check's photo as the teacher sees it: its words, or 'photo shown'."""
+        return self.text("#photo-state") if self.find("#photo-state").is_displayed() else "photo shown"
+
     def cookie(self, name):
         return next((c for c in self.driver.get_cookies() if c["name"] == name), None)
 
@@ -176,6 +180,15 @@ class Page:
         else:
             self.driver.save_screenshot(path)
         return path
+
+
+def kept(driver):
+    """What the page's origin keeps in Cache Storage, as 'cache /path' lines."""
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "caches.keys().then(async (names) => { const all = [];"
+        " for (const name of names) { for (const r of await (await caches.open(name)).keys()) all.push(name + ' ' + new URL(r.url).pathname); }"
+        " done(all); }, () => done([]));")
 
 
 def wait_for(what, condition, seconds=30):
