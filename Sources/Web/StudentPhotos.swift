@@ -69,8 +69,9 @@ package struct StudentPhotos: Sendable {
         return url(for: student)
     }
 
-    /// The student's photo file and its media type, if the folder has one.
-    func file(for studentID: String) -> (path: String, type: String)? {
+    /// The student's photo file, its media type and what `lstat` says of
+    /// it, if the folder has one.
+    func file(for studentID: String) -> (path: String, type: String, info: stat)? {
         // Roster ids hold no '/'; control characters would cut a C path short.
         guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else {
             return nil
@@ -79,7 +80,7 @@ package struct StudentPhotos: Sendable {
             let path = directory + "/" + studentID + "." + suffix
             var info = stat()
             // A regular file of the folder only: lstat does not follow a link.
-            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (path, type) }
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (path, type, info) }
         }
         return nil
     }
@@ -117,7 +118,7 @@ package struct StudentPhotos: Sendable {
         if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
             throw HTTPError.notFound("no student '\(studentID)' at this school")
         }
-        guard let (path, _) = file(for: student.id), let photo = await served(path) else {
+        guard let file = file(for: student.id), let photo = await served(file) else {
             throw HTTPError.notFound("no photo of student '\(studentID)'")
         }
         let etag = "\"\(photo.version)\""
@@ -136,19 +137,17 @@ package struct StudentPhotos: Sendable {
         return Response(status: 200, headers: [("Content-Type", photo.type)] + headers, body: photo.bytes)
     }
 
-    /// The photo at `path` as served, and which version of the file it was
-    /// made from: the smaller JPEG, or the file as it is when libvips cannot
-    /// read it (the browser may; a warning names the file, once per version).
-    func served(_ path: String) async -> Smaller.Photo? {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
-        if let kept = smaller.kept(path, version: StudentPhotos.version(info)) { return kept }
+    /// The photo `file(for:)` found as served, and which version of the file
+    /// it was made from: the smaller JPEG, or the file as it is when libvips
+    /// cannot read it (the browser may; a warning names the file, once per version).
+    func served(_ file: (path: String, type: String, info: stat)) async -> Smaller.Photo? {
+        if let kept = smaller.kept(file.path, version: StudentPhotos.version(file.info)) { return kept }
         // Made on Dispatch's threads, not the HTTP server's: a school's photo takes ~15 ms of CPU to decode.
-        let (smaller, logger) = (self.smaller, self.logger)
-        return try? await blocking { StudentPhotos.make(path, keptIn: smaller, logger: logger) }
+        let (smaller, logger, path, type) = (self.smaller, self.logger, file.path, file.type)
+        return try? await blocking { StudentPhotos.make(path, type: type, keptIn: smaller, logger: logger) }
     }
 
-    private static func make(_ path: String, keptIn smaller: Smaller, logger: Logger) -> Smaller.Photo? {
+    private static func make(_ path: String, type: String, keptIn smaller: Smaller, logger: Logger) -> Smaller.Photo? {
         guard let (bytes, opened) = StudentPhotos.read(path) else { return nil }
         // The file read may be newer than the one looked at a moment ago: name what was read.
         let version = StudentPhotos.version(opened)
@@ -160,8 +159,7 @@ package struct StudentPhotos: Sendable {
             logger.warning(
                 "photo served as it is: libvips cannot read it", ["file": URL(fileURLWithPath: path).lastPathComponent, "error": "\(error)"]
             )
-            photo = Smaller.Photo(
-                type: types.first { path.hasSuffix("." + $0.0) }?.1 ?? "application/octet-stream", bytes: bytes, version: version)
+            photo = Smaller.Photo(type: type, bytes: bytes, version: version)
         }
         smaller.keep(path, photo)
         // Decoding took about a megabyte, freed now: the pages go back, so resident
