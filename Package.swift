@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "Common"]),
         .target(name: "Crypto", dependencies: ["CCrypto"]),
         .target(name: "Curl", dependencies: ["CCurl", "Common"]),
-        .target(name: "Images", dependencies: ["CVips"]),
+        .target(name: "Images", dependencies: ["CVips", "Common"]),
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),

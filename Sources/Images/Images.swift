@@ -1,4 +1,5 @@
 import CVips
+import Common
 
 /// Images, through libvips (Debian's libvips), the only module that touches it.
 package enum Images {
@@ -20,7 +21,7 @@ package enum Images {
         guard failed == 0, let output else {
             let message = guidance_vips_take_error()
             defer { g_free(message) }
-            let reason = message.map { String(cString: $0) }?.trimmingSuffixNewlines ?? ""
+            let reason = message.map { String(cString: $0) }?.trimmingWhitespace() ?? ""
             throw ImageError(reason: reason.isEmpty ? "the image cannot be read" : reason)
         }
         defer { g_free(output) }
@@ -39,12 +40,4 @@ extension Images {
 package struct ImageError: Error, CustomStringConvertible {
     package let reason: String
     package var description: String { "libvips: \(reason)" }
-}
-
-extension String {
-    fileprivate var trimmingSuffixNewlines: String {
-        var text = Substring(self)
-        while text.last?.isNewline == true { text = text.dropLast() }
-        return String(text)
-    }
 }
