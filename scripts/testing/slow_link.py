@@ -62,7 +62,15 @@ class SlowLink:
         self._call(close())
 
     def close(self):
+        """Cuts the link and ends its connections' tasks before the loop stops (none left pending at exit)."""
         self.cut()
+
+        async def finish():
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._call(finish())
         self.loop.call_soon_threadsafe(self.loop.stop)
 
     async def _serve(self, client_reader, client_writer):
