@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
-        .testTarget(name: "CommonTests", dependencies: ["Common"]),
+        .testTarget(name: "CommonTests", dependencies: ["Common", "TestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),

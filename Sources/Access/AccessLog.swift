@@ -23,9 +23,8 @@ package final class AccessLog: Sendable {
     private let metrics: Metrics
     private let logger: Logger
     private let buffer = Mutex<[Pending]>([])
-    private let flusher = Mutex<Task<Void, Never>?>(nil)
-    /// Rung by `stop`: the flusher's wait between sends ends at once.
-    private let stopping = Doorbell()
+    /// What the flusher's period is measured on.
+    private let clock: any Clock<Duration>
     /// Record ids: one random UUID per process, its last 48 bits counted up
     /// (a UUID per record cost two `getrandom` calls on the request path).
     private let idPrefix: String
@@ -68,8 +67,9 @@ package final class AccessLog: Sendable {
     static let batch = 100
     static let interval: Duration = .milliseconds(200)
 
-    package init(producer: Producer, topic: String, metrics: Metrics, logger: Logger) {
+    package init(producer: Producer, topic: String, metrics: Metrics, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) {
         self.producer = producer
+        self.clock = clock
         self.topic = topic
         self.metrics = metrics
         self.logger = logger
@@ -78,30 +78,19 @@ package final class AccessLog: Sendable {
         idBase = UInt64(base.suffix(12), radix: 16) ?? 0
     }
 
-    /// Starts sending the buffer every 200 ms.
-    package func start() {
-        flusher.withLock { task in
-            guard task == nil else { return }
-            let stopping = self.stopping
-            task = Task { [weak self] in
-                while !Task.isCancelled {
-                    await stopping.wait(after: stopping.rings, atMost: AccessLog.interval)
-                    self?.flush()
-                }
-            }
-        }
-    }
-
-    /// Sends what is buffered and stops the timer; call before the producer closes.
-    package func stop() async {
-        let task = flusher.withLock { task in
-            defer { task = nil }
-            return task
-        }
-        task?.cancel()
-        stopping.ring()
-        await task?.value
-        flush()
+    /// The part that sends the buffer every 200 ms, and what is left at
+    /// `stop` (which comes before the producer closes).
+    package var part: Part {
+        let flusher = Loop(
+            "access log", every: AccessLog.interval, wokenBy: "`stop`; the period is its batch (a full batch of 100 goes from the request)",
+            clock: clock, waitsFirst: true
+        ) { [weak self] in self?.flush() }
+        return Part(
+            "access log", waits: flusher.waits, start: { flusher.start() },
+            stop: {
+                await flusher.stop()
+                self.flush()
+            })
     }
 
     /// Records `action` on `target` by the caller, once per school day for a

@@ -5,8 +5,9 @@ import Synchronization
 /// polling for it: `ring` resumes every `wait` (a task) and `block` (a part's
 /// own thread) under way. A waiter reads `rings` before it looks at what it
 /// waits for and passes it, so a ring in between is not missed. Every wait
-/// has a limit: the one timer of the services' waiting (`docs/design.md`,
-/// "How each part waits").
+/// has a limit, measured on the clock it is given (a task's wait: the
+/// continuous clock in service, a `ManualClock` a test moves): the one timer
+/// of the services' waiting (`docs/design.md`, "How each part waits").
 package final class Doorbell: Sendable {
     private struct State {
         var rings = 0
@@ -57,8 +58,8 @@ package final class Doorbell: Sendable {
     }
 
     /// Returns once it rings after `seen` rings (at once if it rang since),
-    /// or after `limit`, or when the task is cancelled.
-    package func wait(after seen: Int, atMost limit: Duration) async {
+    /// or after `limit` on `clock`, or when the task is cancelled.
+    package func wait(after seen: Int, atMost limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async {
         let id: Int? = state.withLock { state in
             guard state.rings == seen else { return nil }
             state.lastWaiter += 1
@@ -68,7 +69,7 @@ package final class Doorbell: Sendable {
         guard let id else { return }
         // The limit: the services' one timed sleep in a task.
         let timer = Task { [self] in
-            try? await Task.sleep(for: limit)
+            try? await clock.sleep(for: limit)
             wake(id)
         }
         await withTaskCancellationHandler {
@@ -87,20 +88,37 @@ package final class Doorbell: Sendable {
     }
 
     /// Returns once `holds` is true — looked at first, then again after each
-    /// ring — or after `limit`, or when the task is cancelled; whether it held.
-    package func wait(until holds: () -> Bool, atMost limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
+    /// ring — or after `limit` on `clock`, or when the task is cancelled;
+    /// whether it held.
+    package func wait(until holds: () -> Bool, atMost limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async -> Bool {
+        let elapsed = Elapsed(clock)
         while true {
             let seen = rings
             if holds() { return true }
-            let now = ContinuousClock.now
-            guard now < deadline, !Task.isCancelled else { return false }
-            await wait(after: seen, atMost: deadline - now)
+            let left = limit - elapsed()
+            guard left > .zero, !Task.isCancelled else { return false }
+            await wait(after: seen, atMost: left, clock: clock)
         }
     }
 
     private func wake(_ id: Int) {
         let continuation = state.withLock { $0.waiting.removeValue(forKey: id) }
         continuation??.resume()
+    }
+}
+
+/// The time since it was made, on a clock known only as `any Clock<Duration>`.
+package struct Elapsed: Sendable {
+    private let read: @Sendable () -> Duration
+
+    package init(_ clock: any Clock<Duration>) {
+        read = Elapsed.reader(clock)
+    }
+
+    package func callAsFunction() -> Duration { read() }
+
+    private static func reader<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
     }
 }

@@ -12,3 +12,13 @@ extension Duration {
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
+
+extension Duration {
+    /// As people write it in docs and logs: "200 ms", "15 s", "10 min".
+    package var described: String {
+        let ms = milliseconds
+        if ms % 60_000 == 0 && ms >= 60_000 { return "\(ms / 60_000) min" }
+        if ms % 1000 == 0 && ms > 0 { return "\(ms / 1000) s" }
+        return "\(ms) ms"
+    }
+}

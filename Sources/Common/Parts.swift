@@ -8,11 +8,50 @@ import Synchronization
 /// shape and one place, `Parts`, that says in which order they start and stop.
 package struct Part: Sendable {
     package let name: String
+    /// How it waits, a row of `docs/design.md`'s table each (a part made of
+    /// several loops has several).
+    package let waits: [Waits]
     let start: @Sendable () async throws -> Void
     let stop: @Sendable () async -> Void
 
-    package init(_ name: String, start: @escaping @Sendable () async throws -> Void = {}, stop: @escaping @Sendable () async -> Void = {}) {
+    /// A row of the design table: what a part waits in, and what wakes it.
+    package struct Waits: Sendable, Equatable {
+        package let name: String
+        package let waitsIn: String
+        package let wokenBy: String
+
+        package init(_ name: String, waitsIn: String, wokenBy: String) {
+            self.name = name
+            self.waitsIn = waitsIn
+            self.wokenBy = wokenBy
+        }
+
+        /// The row of a `Loop` (or of loops of one shape).
+        package static func loop(_ name: String, place: Loop.Place, period: Duration?, wokenBy: String) -> Waits {
+            let every = period.map { ", \($0.described)" } ?? ""
+            let waitsIn =
+                switch (place, period) {
+                case (.task, _): "a task: `Doorbell.wait`\(every)"
+                case (.thread, nil): "its own thread: the turn's blocking call"
+                case (.thread, _): "its own thread: `Doorbell.block`\(every)"
+                }
+            return Waits(name, waitsIn: waitsIn, wokenBy: wokenBy)
+        }
+    }
+
+    package init(
+        _ name: String, waits: Waits..., start: @escaping @Sendable () async throws -> Void = {},
+        stop: @escaping @Sendable () async -> Void = {}
+    ) {
+        self.init(name, waits: waits, start: start, stop: stop)
+    }
+
+    package init(
+        _ name: String, waits: [Waits], start: @escaping @Sendable () async throws -> Void = {},
+        stop: @escaping @Sendable () async -> Void = {}
+    ) {
         self.name = name
+        self.waits = waits
         self.start = start
         self.stop = stop
     }
@@ -29,6 +68,9 @@ package final class Parts: Sendable {
     private let stages: [[Part]]
     private let logger: Logger
     private let state = Mutex<(started: Int, stopping: Bool)>((0, false))
+
+    /// Every part's rows of the design table, in the order they start.
+    package var waits: [Part.Waits] { stages.flatMap { $0.flatMap(\.waits) } }
 
     package init(_ stages: [[Part]], logger: Logger) {
         self.stages = stages

@@ -26,8 +26,6 @@ package final class LiveRoster: Sendable {
     private let lastSeen = Mutex<[String]>([])
     private let logger: Logger
     private let metrics: Metrics?
-    /// The checking task, while watching.
-    private let watcher = Mutex<Task<Void, Never>?>(nil)
     /// `Signals.count(SIGHUP)` when last read: the hangups already answered.
     private let hangupsSeen = Atomic<Int>(0)
 
@@ -54,10 +52,6 @@ package final class LiveRoster: Sendable {
         metrics.gauge("roster_loaded_timestamp_seconds", help: "When the roster in service was read (Unix seconds).") { [weak self] in
             [([], self?.loaded.withLock { $0.loadedAt } ?? 0)]
         }
-    }
-
-    deinit {
-        watcher.withLock { $0?.cancel() }
     }
 
     package var current: Roster { loaded.withLock { $0.roster } }
@@ -96,51 +90,29 @@ package final class LiveRoster: Sendable {
         }
     }
 
-    /// Checks the folder every `interval` and reloads on SIGHUP (waiting on
-    /// `Signals.bell`, so a hangup is answered at once). Once, until
-    /// `stopWatching`. Reading and parsing the files blocks: it runs off the
-    /// cooperative pool.
-    package func watch(every interval: Duration) {
-        guard directory != nil else { return }
-        watcher.withLock { watcher in
-            guard watcher == nil else { return }
-            hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
-            // Weak between turns: a roster nobody holds any more ends its watch.
-            watcher = Task { [weak self] in
-                var nextCheck = ContinuousClock.now + interval
-                while !Task.isCancelled {
-                    let seen = Signals.bell.rings
-                    let checkFiles = ContinuousClock.now >= nextCheck
-                    if checkFiles { nextCheck = ContinuousClock.now + interval }
-                    guard let acted = await self?.answer(checkFiles: checkFiles) else { return }
-                    if !acted { await Signals.bell.wait(after: seen, atMost: nextCheck - ContinuousClock.now) }
-                }
-            }
-        }
+    /// The part that checks the folder every `interval` and reloads on
+    /// SIGHUP: its loop waits on `Signals.bell`, so a hangup is answered at
+    /// once. Reading and parsing the files blocks: it runs off the
+    /// cooperative pool. Nil for a roster given whole.
+    package func watching(every interval: Duration, clock: any Clock<Duration> = ContinuousClock()) -> Part? {
+        guard directory != nil else { return nil }
+        hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
+        let loop = Loop(
+            "roster watch", every: interval, bell: Signals.bell,
+            wokenBy: "SIGHUP (`Signals.bell`); the period is the folder check: files change without telling anyone", clock: clock,
+            waitsFirst: true
+        ) { [weak self] in await self?.answer() }
+        return loop.part
     }
 
-    /// Reloads for a SIGHUP not answered yet, and checks the folder when
-    /// asked; whether it did either.
-    private func answer(checkFiles: Bool) async -> Bool {
+    /// Reloads for a SIGHUP not answered yet, and checks the folder.
+    private func answer() async {
         let count = Signals.count(SIGHUP)
         let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
-        guard hangup || checkFiles else { return false }
         _ = try? await blocking { [self] in
             if hangup { _ = reload(because: "SIGHUP") }
-            if checkFiles { check() }
+            check()
         }
-        return true
-    }
-
-    /// Stops the checks `watch` started; returns once they have stopped (a
-    /// reload under way finishes first).
-    package func stopWatching() async {
-        let task = watcher.withLock { watcher in
-            defer { watcher = nil }
-            return watcher
-        }
-        task?.cancel()
-        await task?.value
     }
 
     private func check() {

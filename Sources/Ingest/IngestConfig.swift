@@ -16,6 +16,9 @@ package struct IngestConfig: Sendable {
     package var partitions: Int
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
     package var rosterCheckInterval: Duration = .seconds(5)
+    /// What the loops' periods are measured on: the continuous clock; a
+    /// test's `ManualClock`, moved instead of slept.
+    package var timer: any Clock<Duration> = ContinuousClock()
     /// How long SIGTERM waits for in-flight requests.
     package var drainPeriod: Duration = .seconds(10)
     /// `PUBLIC_INGEST_URL`: where teachers open the gate page; https makes

@@ -56,7 +56,8 @@ package final class IngestService: Sendable {
         }
         var routes = GuardedRouter(router: router, policy: policy)
         let accessLog = AccessLog(
-            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
+            clock: config.timer)
         IngestHandlers(
             producer: producer, topics: config.topics,
             photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
@@ -79,12 +80,10 @@ package final class IngestService: Sendable {
         parts = Parts(
             [
                 [.producer(producer, timeout: config.producer.deliveryTimeout)],
-                [.accessLog(accessLog)],
+                [accessLog.part],
                 [.sessionLog(sessions)],
-                [
-                    .http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod),
-                    .rosterWatch(roster, every: config.rosterCheckInterval)
-                ]
+                [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod)]
+                    + [roster.watching(every: config.rosterCheckInterval, clock: config.timer)].compactMap { $0 }
             ], logger: logger)
         let loaded = roster.current
         logger.info(

@@ -41,7 +41,7 @@ package final class NotifierService: Sendable {
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
         dispatcher = Dispatcher(
             config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store,
-            metrics: metrics, logger: logger, clock: config.clock)
+            metrics: metrics, logger: logger, clock: config.clock, timer: config.timer)
         runner = try DigestRunner(
             config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics,
             logger: logger)
@@ -80,7 +80,8 @@ package final class NotifierService: Sendable {
             }
         }
         let accessLog = AccessLog(
-            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]))
+            producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
+            clock: config.timer)
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger)
             .routes(into: &routes)
@@ -191,64 +192,38 @@ package final class NotifierService: Sendable {
         Parts(
             [
                 [.producer(producer, timeout: .seconds(10))],
-                [.accessLog(accessLog)],
+                [accessLog.part],
                 [.sessionLog(sessions)],
                 [
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
                     Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),
                     .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
-                    .rosterWatch(roster, every: config.rosterCheckInterval),
-                    Part("dispatcher", start: { dispatcher.start() }, stop: { await dispatcher.stop(within: config.drainPeriod) })
-                ] + (schedule.map { [$0] } ?? [])
+                    dispatcher.part(stoppingWithin: config.drainPeriod)
+                ] + [roster.watching(every: config.rosterCheckInterval, clock: config.timer), schedule].compactMap { $0 }
             ], logger: logger)
     }
 
-    /// Runs due digests, the purge and amendments every `scheduleInterval`.
+    /// Runs due digests and the purge every `scheduleInterval`, and
+    /// amendments every `amendmentInterval` (every so many turns).
     private static func schedule(config: NotifierConfig, runner: DigestRunner, store: any GuidanceStore, roster: LiveRoster, logger: Logger)
         -> Part?
     {
         guard let interval = config.scheduleInterval else { return nil }
-        let task = ScheduleTask()
-        let amendmentInterval = config.amendmentInterval
+        let amendEvery = max(1, Int((config.amendmentInterval / interval).rounded(.up)))
         let purger = Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"]))
-        return Part(
-            "schedule",
-            start: {
-                task.start {
-                    var lastAmendment = ContinuousClock.now
-                    var purgeChecked: Int?
-                    while !Task.isCancelled {
-                        await runner.runDueSchools()
-                        purgeChecked = await purger.runIfDue(roster: roster.current, checked: purgeChecked)
-                        if ContinuousClock.now - lastAmendment >= amendmentInterval {
-                            lastAmendment = .now
-                            await runner.runAmendments()
-                        }
-                        await task.pause(interval)
-                    }
-                }
-            }, stop: { await task.cancel() })
-    }
-}
-
-/// The schedule's task, cancelled and awaited at shutdown.
-final class ScheduleTask: Sendable {
-    private let task = Mutex<Task<Void, Never>?>(nil)
-    private let stopping = Doorbell()
-
-    /// The pause between two rounds: `interval`, or until `cancel`.
-    func pause(_ interval: Duration) async {
-        await stopping.wait(after: stopping.rings, atMost: interval)
-    }
-
-    func start(_ body: @escaping @Sendable () async -> Void) {
-        task.withLock { $0 = Task(operation: body) }
-    }
-
-    func cancel() async {
-        let running = task.withLock { $0 }
-        running?.cancel()
-        stopping.ring()
-        await running?.value
+        let state = Mutex<(turns: Int, purgeChecked: Int?)>((0, nil))
+        return Loop(
+            "schedule", every: interval, wokenBy: "`stop`; the period: what is due follows the wall clock and other replicas' runs",
+            clock: config.timer
+        ) {
+            await runner.runDueSchools()
+            let checked = await purger.runIfDue(roster: roster.current, checked: state.withLock { $0.purgeChecked })
+            let amend = state.withLock { state in
+                state.purgeChecked = checked
+                state.turns += 1
+                return state.turns % amendEvery == 0
+            }
+            if amend { await runner.runAmendments() }
+        }.part
     }
 }

@@ -81,10 +81,6 @@ extension Part {
         Part("producer", stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
     }
 
-    package static func accessLog(_ log: AccessLog) -> Part {
-        Part("access log", start: { log.start() }, stop: { await log.stop() })
-    }
-
     package static func sessionLog(_ sessions: Sessions) -> Part {
         Part("session log", start: { sessions.log.start() }, stop: { await sessions.log.stop() })
     }
@@ -94,9 +90,5 @@ extension Part {
         Part(
             "http", start: { try Startup.listen(server, portVariable: variable, service: service) },
             stop: { await server.shutdown(gracePeriod: drain) })
-    }
-
-    package static func rosterWatch(_ roster: LiveRoster, every interval: Duration) -> Part {
-        Part("roster watch", start: { roster.watch(every: interval) }, stop: { await roster.stopWatching() })
     }
 }

@@ -1,49 +1,52 @@
 import Common
 import Foundation
 import Synchronization
+import TestSupport
 import XCTest
 
 final class DoorbellTests: XCTestCase {
     func testARingWakesTheWaiterAndNoRingIsMissed() async throws {
         let doorbell = Doorbell()
+        let clock = ManualClock()
         let seen = doorbell.rings
-        let started = ContinuousClock.now
-        async let woken: Duration = {
-            await doorbell.wait(after: seen, atMost: .seconds(10))
-            return ContinuousClock.now - started
-        }()
-        try await Task.sleep(for: .milliseconds(100))
+        let waiting = Task { await doorbell.wait(after: seen, atMost: .seconds(10), clock: clock) }
+        await clock.sleeps(atLeast: 1)
         doorbell.ring()
-        let took = await woken
-        XCTAssertLessThan(took, .seconds(2), "the ring did not wake the waiter")
-        XCTAssertGreaterThanOrEqual(took, .milliseconds(100))
+        await waiting.value
+        XCTAssertEqual(clock.sleeping, 0, "the ring ended the wait and its timer; the clock never moved")
 
-        // Rung between reading `rings` and waiting: returns at once.
+        // Rung between reading `rings` and waiting: returns at once, without a timer.
         let before = doorbell.rings
         doorbell.ring()
-        let again = ContinuousClock.now
-        await doorbell.wait(after: before, atMost: .seconds(60))
-        XCTAssertLessThan(ContinuousClock.now - again, .seconds(30), "waited for the limit though it had rung")
+        await doorbell.wait(after: before, atMost: .seconds(60), clock: clock)
+        XCTAssertEqual(clock.sleepsBegun, 1)
     }
 
     func testAWaitEndsAtItsLimitOrWhenCancelled() async throws {
         let doorbell = Doorbell()
-        var started = ContinuousClock.now
-        await doorbell.wait(after: doorbell.rings, atMost: .milliseconds(200))
-        let took = ContinuousClock.now - started
-        XCTAssertGreaterThanOrEqual(took, .milliseconds(200))
-        XCTAssertLessThan(took, .seconds(2))
-
-        started = .now
-        let waiting = Task { await doorbell.wait(after: doorbell.rings, atMost: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(100))
-        waiting.cancel()
+        let clock = ManualClock()
+        let ended = Atomic<Bool>(false)
+        let waiting = Task {
+            await doorbell.wait(after: doorbell.rings, atMost: .milliseconds(200), clock: clock)
+            ended.store(true, ordering: .releasing)
+        }
+        await clock.sleeps(atLeast: 1)
+        clock.advance(by: .milliseconds(199))
+        XCTAssertEqual(clock.sleeping, 1, "ended before its limit")
+        clock.advance(by: .milliseconds(1))
         await waiting.value
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "cancelling did not end the wait")
+        XCTAssertTrue(ended.load(ordering: .acquiring))
+
+        let cancelled = Task { await doorbell.wait(after: doorbell.rings, atMost: .seconds(30), clock: clock) }
+        await clock.sleeps(atLeast: 2)
+        cancelled.cancel()
+        await cancelled.value
+        XCTAssertEqual(clock.sleeping, 0, "cancelling ended the wait and its timer")
     }
 
-    /// A part's own thread blocks on it the same way: a ring wakes it, a ring
-    /// before it blocked returns at once, and the limit ends the wait.
+    /// A part's own thread blocks on it the same way, on the continuous
+    /// clock: a ring wakes it, a ring before it blocked returns at once, and
+    /// the limit ends the wait.
     func testAThreadBlocksUntilARingOrItsLimit() async throws {
         let doorbell = Doorbell()
         let seen = doorbell.rings
@@ -53,7 +56,6 @@ final class DoorbellTests: XCTestCase {
             doorbell.block(after: seen, atMost: .seconds(30))
             woke.signal()
         }
-        try await Task.sleep(for: .milliseconds(100))
         doorbell.ring()
         let woken = await Task.detached { woke.wait(timeout: .now() + 10) == .success }.value
         XCTAssertTrue(woken, "the ring did not wake the thread")
@@ -70,17 +72,22 @@ final class DoorbellTests: XCTestCase {
     /// false at the limit.
     func testAWaitUntilAConditionHoldsOrItsLimit() async throws {
         let doorbell = Doorbell()
+        let clock = ManualClock()
         let flag = Atomic<Bool>(false)
-        async let held = doorbell.wait(until: { flag.load(ordering: .acquiring) }, atMost: .seconds(30))
-        try await Task.sleep(for: .milliseconds(100))
+        let held = Task { await doorbell.wait(until: { flag.load(ordering: .acquiring) }, atMost: .seconds(30), clock: clock) }
+        await clock.sleeps(atLeast: 1)
         doorbell.ring()
+        await clock.sleeps(atLeast: 2)
+        XCTAssertEqual(clock.sleeping, 1, "a ring without the condition: waiting again")
         flag.store(true, ordering: .releasing)
         doorbell.ring()
-        let heldValue = await held
+        let heldValue = await held.value
         XCTAssertTrue(heldValue)
-        let started = ContinuousClock.now
-        let never = await doorbell.wait(until: { false }, atMost: .milliseconds(200))
-        XCTAssertFalse(never)
-        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(200), "waited for the limit")
+
+        let never = Task { await doorbell.wait(until: { false }, atMost: .milliseconds(200), clock: clock) }
+        await clock.sleeps(atLeast: 3)
+        clock.advance(by: .milliseconds(200))
+        let neverValue = await never.value
+        XCTAssertFalse(neverValue, "the limit")
     }
 }

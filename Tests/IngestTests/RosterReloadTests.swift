@@ -51,15 +51,6 @@ final class RosterReloadTests: XCTestCase {
             "GET", "http://127.0.0.1:\(service.port)/v1/schools/demo-hs/students/1/1/1", headers: ["Authorization": "Bearer \(token)"])
     }
 
-    private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
-    }
-
     func testChangesAreServedWithoutARestartAndABrokenChangeIsNot() async throws {
         let students = try String(contentsOf: directory.appendingPathComponent("students.csv"), encoding: .utf8)
         let original = try await lookUp().object["name"]?.string ?? ""
@@ -86,7 +77,8 @@ final class RosterReloadTests: XCTestCase {
     func testSIGHUPReloadsAtOnce() async throws {
         let roster = LiveRoster(
             directory: directory.path, roster: try Roster.load(from: directory.path), logger: quietLogger("roster"), metrics: Metrics())
-        roster.watch(every: .seconds(3600))
+        let watch = Parts([[try XCTUnwrap(roster.watching(every: .seconds(3600)))]], logger: quietLogger("parts"))
+        try await watch.start()
         let teachers = try String(contentsOf: directory.appendingPathComponent("teachers.csv"), encoding: .utf8)
         try write("teachers.csv", teachers + "demo-hs,t-new-01,새선생,t-new-01@demo-hs.school.example,gate,,\n")
         XCTAssertNil(roster.current.teachers["t-new-01"])
@@ -95,5 +87,6 @@ final class RosterReloadTests: XCTestCase {
         kill(getpid(), SIGHUP)
         let reloaded = try await eventually { roster.current.teachers["t-new-01"] != nil }
         XCTAssertTrue(reloaded, "SIGHUP did not reload the roster")
+        await watch.stop()
     }
 }

@@ -86,14 +86,14 @@ final class DeliveryChannelTests: XCTestCase {
             "the volunteer teacher has no note")
         XCTAssertEqual(Set(queued.map(\.target)), ["note:hr11", "note:hr12", "note:hr13"])
 
-        dispatcher.start()
-        let deadline = ContinuousClock.now + .seconds(15)
-        var sent: [Delivery] = []
-        while sent.count < 3, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            sent = try store.deliveries(school: "sa", status: .sent, limit: 10)
+        let sending = Parts([[dispatcher.part(stoppingWithin: .seconds(5))]], logger: quietLogger("parts"))
+        try await sending.start()
+        let sent = try await eventually(within: .seconds(15)) {
+            try store.deliveries(school: "sa", status: .sent, limit: 10)
+        } until: {
+            $0.count >= 3
         }
-        await dispatcher.stop(within: .seconds(5))
+        await sending.stop()
 
         XCTAssertEqual(sent.count, 3, "every note sent after one retry")
         XCTAssertEqual(Set(sent.map(\.attempts)), [2], "one retriable answer, then sent")

@@ -17,6 +17,8 @@ final class Dispatcher: Sendable {
     private let metrics: Metrics
     private let logger: Logger
     private let clock: @Sendable () -> Double
+    /// What the loops' poll and the leases' renewals wait on.
+    private let timer: any Clock<Duration>
     /// This process's name on its leases.
     private let owner = "\(ProcessInfo.processInfo.hostName)-\(RandomID.uuid().prefix(8))"
     /// The channels on this replica, each sending its own deliveries.
@@ -28,10 +30,8 @@ final class Dispatcher: Sendable {
     /// claims would write too, on the same database: new claims wait for
     /// the runs to end (sends already claimed go on).
     private let runs = Atomic<Int>(0)
+    /// Set at stop: sends under way give back what they have not sent.
     private let stopping = Atomic<Bool>(false)
-    /// Loops that have ended, and a ring as each ends.
-    private let endedLoops = Atomic<Int>(0)
-    private let ended = Doorbell()
     /// Channels whose last attempt failed, retriably: logged once per change.
     private let failing = Mutex<Set<Channel>>([])
     private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
@@ -42,7 +42,7 @@ final class Dispatcher: Sendable {
     init(
         config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: any GuidanceStore, metrics: Metrics,
         logger: Logger,
-        clock: @escaping @Sendable () -> Double = Timestamp.now
+        clock: @escaping @Sendable () -> Double = Timestamp.now, timer: any Clock<Duration> = ContinuousClock()
     ) {
         self.config = config
         self.channels = channels
@@ -51,6 +51,7 @@ final class Dispatcher: Sendable {
         self.metrics = metrics
         self.logger = logger.with(["part": "dispatcher"])
         self.clock = clock
+        self.timer = timer
         registerGauges()
     }
 
@@ -66,40 +67,38 @@ final class Dispatcher: Sendable {
         doorbell.ring()
     }
 
-    func start() {
-        for channel in channels {
-            Task { [self] in
-                await run(channel)
-                endedLoops.add(1, ordering: .acquiringAndReleasing)
-                ended.ring()
+    /// The part: a loop per channel, woken by `doorbell` or the poll
+    /// interval. Stopping stops claiming and gives back what was not sent:
+    /// another replica sends it. The messages under way have half of
+    /// `limit` to finish (a reply that comes saves a copy sent twice); then
+    /// they are cancelled, so that a server that does not answer cannot hold
+    /// the replica. It waits at most `limit`.
+    func part(stoppingWithin limit: Duration) -> Part {
+        let wokenBy = "a digest run on this replica; other replicas' runs write the same outbox unseen, so the period"
+        let loops = channels.map { channel in
+            Loop("dispatcher (\(channel.id.rawValue))", every: config.pollInterval, bell: doorbell, wokenBy: wokenBy, clock: timer) {
+                [weak self] in await self?.turn(channel)
             }
         }
-        var described = ["email": "off (SMTP_URL not set)"]
-        for channel in channels { described[channel.id.rawValue] = channel.summary }
-        described["connections"] = String(config.concurrency)
-        logger.info("dispatcher started", described)
-    }
-
-    /// Stops claiming and gives back what was not sent: another replica
-    /// sends it. The messages under way have half of `limit` to finish (a
-    /// reply that comes saves a copy sent twice); then they are cancelled,
-    /// so that a server that does not answer cannot hold the replica. Waits
-    /// at most `limit`.
-    func stop(within limit: Duration) async {
-        stopping.store(true, ordering: .releasing)
-        doorbell.ring()
-        if await loopsEnded(within: limit / 2) { return }
-        logger.warning(
-            "messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
-            ["seconds": String(Int((limit / 2).seconds))])
-        for channel in channels { channel.cancelSends() }
-        _ = await loopsEnded(within: limit / 2)
-    }
-
-    /// Whether every channel's loop has ended, waiting up to `limit` (a
-    /// loop stuck in a send is not waited for beyond it).
-    private func loopsEnded(within limit: Duration) async -> Bool {
-        await ended.wait(until: { endedLoops.load(ordering: .acquiring) == channels.count }, atMost: limit)
+        let waits = Part.Waits.loop("dispatcher (a loop per channel)", place: .task, period: config.pollInterval, wokenBy: wokenBy)
+        return Part(
+            "dispatcher", waits: waits,
+            start: { [self] in
+                for loop in loops { loop.start() }
+                var described = ["email": "off (SMTP_URL not set)"]
+                for channel in channels { described[channel.id.rawValue] = channel.summary }
+                described["connections"] = String(config.concurrency)
+                logger.info("dispatcher started", described)
+            },
+            stop: { [self] in
+                stopping.store(true, ordering: .releasing)
+                if await Loop.stop(loops, within: limit / 2) { return }
+                logger.warning(
+                    "messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
+                    ["seconds": String(Int((limit / 2).seconds))])
+                for channel in channels { channel.cancelSends() }
+                _ = await Loop.stop(loops, within: limit / 2)
+            })
     }
 
     // MARK: - The loop of one channel
@@ -115,71 +114,53 @@ final class Dispatcher: Sendable {
         return try await body()
     }
 
-    private func run(_ channel: any DeliveryChannel) async {
+    /// One turn of a channel's loop: claims what is due (unless digest runs
+    /// are writing) and sends it.
+    private func turn(_ channel: any DeliveryChannel) async {
+        guard runs.load(ordering: .acquiring) == 0 else { return }
+        await refreshBacklog()
         let connections = channel.connections
-        while !stopping.load(ordering: .acquiring) {
-            // Read before looking: a ring from here on wakes the wait below.
-            let seen = doorbell.rings
-            if runs.load(ordering: .acquiring) > 0 {
-                await doorbell.wait(after: seen, atMost: config.pollInterval)
-                continue
+        let now = clock()
+        let leaseUntil = now + config.lease.seconds
+        let (store, owner) = (self.store, self.owner)
+        let claims: [ClaimedDelivery]
+        do {
+            claims = try await blocking {
+                try store.claimDeliveries(
+                    channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
             }
-            await refreshBacklog()
-            let now = clock()
-            let leaseUntil = now + config.lease.seconds
-            let store = self.store
-            let owner = self.owner
-            let claims: [ClaimedDelivery]
-            do {
-                claims = try await blocking {
-                    try store.claimDeliveries(
-                        channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now,
-                        leaseUntil: leaseUntil)
+        } catch {
+            logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
+            return
+        }
+        guard !claims.isEmpty else { return }
+        let lease = BatchLease(until: leaseUntil)
+        // Renewed every third of its length while the sends run: a message
+        // waiting for its answer (SMTP allows 10 minutes) keeps its claim,
+        // and no other replica sends it meanwhile.
+        let keeper = Loop("lease renewal", every: config.lease / 3, wokenBy: "the batch's end", clock: timer, waitsFirst: true) {
+            [self] in await renew(lease, of: claims.map(\.delivery.deliveryId))
+        }
+        keeper.start()
+        await withTaskGroup(of: Void.self) { sends in
+            for connection in 0..<min(connections, claims.count) {
+                let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
+                sends.addTask { [self] in
+                    _ = try? await blocking { self.send(share, through: channel, over: connection, lease: lease) }
                 }
-            } catch {
-                logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
-                await doorbell.wait(after: seen, atMost: config.pollInterval)
-                continue
-            }
-            guard !claims.isEmpty else {
-                // Idle: the next poll, or sooner when a digest run here rings.
-                await doorbell.wait(after: seen, atMost: config.pollInterval)
-                continue
-            }
-            let lease = BatchLease(until: leaseUntil)
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { [self] in await keep(lease, of: claims.map(\.delivery.deliveryId)) }
-                await withTaskGroup(of: Void.self) { sends in
-                    for connection in 0..<min(connections, claims.count) {
-                        let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
-                        sends.addTask { [self] in
-                            _ = try? await blocking { self.send(share, through: channel, over: connection, lease: lease) }
-                        }
-                    }
-                }
-                lease.end()
             }
         }
+        await keeper.stop()
     }
 
-    /// Renews a batch's lease every third of its length while its sends run:
-    /// a message waiting for its answer (SMTP allows 10 minutes) keeps its
-    /// claim, and no other replica sends it meanwhile. Ends with the batch.
-    private func keep(_ lease: BatchLease, of deliveryIds: [String]) async {
-        let (store, owner, length) = (self.store, self.owner, config.lease)
-        while true {
-            let seen = lease.ended.rings
-            guard lease.isRunning else { return }
-            await lease.ended.wait(after: seen, atMost: length / 3)
-            guard lease.isRunning else { return }
-            let until = clock() + length.seconds
-            do {
-                try await blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
-                lease.extend(to: until)
-            } catch {
-                logger.warning(
-                    "could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
-            }
+    private func renew(_ lease: BatchLease, of deliveryIds: [String]) async {
+        let (store, owner) = (self.store, self.owner)
+        let until = clock() + config.lease.seconds
+        do {
+            try await blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
+            lease.extend(to: until)
+        } catch {
+            logger.warning("could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
         }
     }
 
@@ -335,26 +316,18 @@ final class Dispatcher: Sendable {
 }
 
 /// The lease of one claimed batch: when it ends, moved later while the
-/// batch's sends run (`Dispatcher.keep`), and whether they still run.
+/// batch's sends run.
 private final class BatchLease: Sendable {
-    private let state: Mutex<(until: Double, running: Bool)>
-    /// Rung when the batch's sends are done.
-    let ended = Doorbell()
+    private let end: Mutex<Double>
 
     init(until: Double) {
-        state = Mutex((until, true))
+        end = Mutex(until)
     }
 
-    var until: Double { state.withLock { $0.until } }
-    var isRunning: Bool { state.withLock { $0.running } }
+    var until: Double { end.withLock { $0 } }
 
     func extend(to until: Double) {
-        state.withLock { $0.until = max($0.until, until) }
-    }
-
-    func end() {
-        state.withLock { $0.running = false }
-        ended.ring()
+        end.withLock { $0 = max($0, until) }
     }
 }
 

@@ -35,6 +35,8 @@ final class DigestRunner: Sendable {
     private let commits: Doorbell
     /// Seconds since the epoch now; tests move it across days and DST.
     private let clock: @Sendable () -> Double
+    /// What the cutoff's wait is measured on.
+    private let timer: any Clock<Duration>
     private let metrics: Metrics
     private let logger: Logger
 
@@ -51,6 +53,7 @@ final class DigestRunner: Sendable {
         topics = config.topics
         cutoffTimeout = config.cutoffTimeout
         clock = config.clock
+        timer = config.timer
         offsets = try OffsetsReader(
             kafka: config.kafka, groupID: config.groupID, clientID: "guidance-notifier-cutoff", logger: logger.with(["part": "cutoff"]))
     }
@@ -231,7 +234,7 @@ final class DigestRunner: Sendable {
         let offsets = self.offsets
         let topics = self.topics.events
         let cutoff = try await blocking { try offsets.endOffsets(of: topics) }
-        let deadline = ContinuousClock.now + cutoffTimeout
+        let elapsed = Elapsed(timer)
         while true {
             let seen = commits.rings
             let committed = try await blocking { try offsets.committedOffsets(Array(cutoff.keys)) }
@@ -241,11 +244,11 @@ final class DigestRunner: Sendable {
                 if done < mark { behind[partition] = mark - done }
             }
             if behind.isEmpty { return }
-            guard ContinuousClock.now < deadline else { throw CutoffTimeout(behind: behind) }
+            guard elapsed() < cutoffTimeout else { throw CutoffTimeout(behind: behind) }
             // Again after this replica's next commit; other replicas'
             // commits ring nothing here (the group's offsets are read from
             // the broker), so at least every 100 ms.
-            await commits.wait(after: seen, atMost: .milliseconds(100))
+            await commits.wait(after: seen, atMost: .milliseconds(100), clock: timer)
             try Task.checkCancellation()
         }
     }

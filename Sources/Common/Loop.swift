@@ -1,0 +1,174 @@
+import Foundation
+import Synchronization
+
+/// The one shape of a long-lived part that repeats something: it says where
+/// its turns run (`place`), what wakes it between them (`bell`, rung by
+/// whatever changes what it looks at, and `period`, the longest wait), what
+/// one turn does, and it stops one way (`stop`). Each service's `Parts`
+/// lists its loops; `docs/design.md` ("How each part waits") is their table,
+/// and a test checks it against them.
+///
+/// A loop takes turns until it is stopped: a turn, then a wait for a ring
+/// after the turn began (at once if one came during it) or the period. The
+/// period and its waits are measured on `clock`: the continuous clock in
+/// service, a `ManualClock` that a test moves instead of sleeping.
+package final class Loop: Sendable {
+    /// Where the turns run.
+    package enum Place: Sendable, Equatable {
+        /// A task: a turn that awaits (the store through `blocking`, a doorbell).
+        case task
+        /// A thread of its own, named after the loop: a turn that blocks in a
+        /// C library's call (librdkafka's poll), which must not hold a thread
+        /// of the cooperative pool. Its waits are on the continuous clock.
+        case thread
+    }
+
+    private enum Turn {
+        case task(@Sendable () async -> Void)
+        case thread(@Sendable () -> Void)
+    }
+
+    private struct State {
+        var started = false
+        var stopping = false
+        var task: Task<Void, Never>?
+    }
+
+    package let name: String
+    package let place: Place
+    /// Rung by what changes what the loop looks at, and by `stop`.
+    package let bell: Doorbell
+    /// The longest wait between turns; nil when only the bell wakes it, and
+    /// for a turn that waits in its own blocking call (`bell` nil too).
+    package let period: Duration?
+    /// Who rings the bell, and why the loop must still look on a period if
+    /// it does: for the design table and the logs.
+    package let wokenBy: String
+    private let clock: any Clock<Duration>
+    private let turn: Turn
+    private let waitsFirst: Bool
+    private let state = Mutex(State())
+    /// Rung as the loop ends.
+    private let ended = Doorbell()
+    private let finished = Atomic<Bool>(false)
+
+    /// A loop of turns in a task.
+    /// - `waitsFirst`: a wait comes before the first turn (a lease renewed a
+    ///   third of its length after it was taken).
+    package init(
+        _ name: String, every period: Duration? = nil, bell: Doorbell = Doorbell(), wokenBy: String,
+        clock: any Clock<Duration> = ContinuousClock(),
+        waitsFirst: Bool = false, turn: @escaping @Sendable () async -> Void
+    ) {
+        self.name = name
+        place = .task
+        self.period = period
+        self.bell = bell
+        self.wokenBy = wokenBy
+        self.clock = clock
+        self.waitsFirst = waitsFirst
+        self.turn = .task(turn)
+    }
+
+    /// A loop of turns on a thread of its own. Without a period the turns
+    /// follow one another at once: each waits in its own blocking call,
+    /// which returns within a bound (`rd_kafka_consumer_poll`'s timeout).
+    package init(
+        _ name: String, onThreadEvery period: Duration?, bell: Doorbell = Doorbell(), wokenBy: String, turn: @escaping @Sendable () -> Void
+    ) {
+        self.name = name
+        place = .thread
+        self.period = period
+        self.bell = bell
+        self.wokenBy = wokenBy
+        clock = ContinuousClock()
+        waitsFirst = false
+        self.turn = .thread(turn)
+    }
+
+    /// Whether `stop` was called: a long turn may end early.
+    package var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Starts the turns. Once: a second call, or one after `stop`, does nothing.
+    package func start() {
+        let starts = state.withLock { state in
+            defer { state.started = true }
+            return !state.started && !state.stopping
+        }
+        guard starts else { return }
+        switch turn {
+        case .task(let turn):
+            let task = Task { [self] in
+                if waitsFirst { await pause(after: bell.rings) }
+                while !isStopping {
+                    let seen = bell.rings
+                    await turn()
+                    if isStopping { break }
+                    await pause(after: seen)
+                }
+                end()
+            }
+            state.withLock { $0.task = task }
+        case .thread(let turn):
+            let thread = Thread { [self] in
+                // Named from inside: Foundation names a thread not yet
+                // running only in its own records, and the kernel's name
+                // (what `top -H` and a core dump show) stays the creator's.
+                Thread.current.name = name
+                while !isStopping {
+                    let seen = bell.rings
+                    turn()
+                    if isStopping { break }
+                    if let period { bell.block(after: seen, atMost: period) }
+                }
+                end()
+            }
+            thread.start()
+        }
+    }
+
+    /// Asks the loop to end after the turn in hand, wakes its wait, and
+    /// returns once it ended (at once if it never started).
+    package func stop() async {
+        _ = await stop(within: nil)
+    }
+
+    /// `stop`, waiting at most `limit` (on the continuous clock: shutdown is
+    /// real time); whether it ended. Called again, it waits again: a part
+    /// that cancels what its turn is stuck in waits for the rest.
+    package func stop(within limit: Duration?) async -> Bool {
+        let started = state.withLock { state in
+            state.stopping = true
+            return state.started
+        }
+        guard started else { return true }
+        bell.ring()
+        return await ended.wait(until: { finished.load(ordering: .acquiring) }, atMost: limit ?? .seconds(86_400 * 365))
+    }
+
+    /// This loop as a part of its service: `start` starts it, `stop` stops it.
+    package var part: Part {
+        Part(name, waits: waits, start: { self.start() }, stop: { await self.stop() })
+    }
+
+    /// Its row of the design table.
+    package var waits: Part.Waits { .loop(name, place: place, period: period, wokenBy: wokenBy) }
+
+    /// Stops `loops` at once, waiting at most `limit` for all of them to
+    /// end; whether they did.
+    package static func stop(_ loops: [Loop], within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            for loop in loops { group.addTask { await loop.stop(within: limit) } }
+            return await group.allSatisfy { $0 }
+        }
+    }
+
+    private func pause(after seen: Int) async {
+        await bell.wait(after: seen, atMost: period ?? .seconds(86_400), clock: clock)
+    }
+
+    private func end() {
+        finished.store(true, ordering: .releasing)
+        ended.ring()
+    }
+}
