@@ -1,3 +1,4 @@
+import Common
 import Synchronization
 
 extension HTTPServer {
@@ -6,10 +7,12 @@ extension HTTPServer {
     /// no flag can disagree with another and a second `shutdown` (or one
     /// before `start`) does nothing. Pure: tested without sockets.
     struct Lifecycle: Sendable {
-        /// libmicrohttpd's daemon handle. Unchecked: a C pointer, whose quiesce
-        /// and stop calls may come from any thread.
+        /// libmicrohttpd's daemon handle, and the loop that closes its
+        /// connections too slow to send a request. Unchecked: a C pointer,
+        /// whose quiesce and stop calls may come from any thread.
         struct Daemon: @unchecked Sendable {
             let pointer: OpaquePointer
+            let reaper: Loop
         }
 
         enum State: Sendable {

@@ -86,8 +86,6 @@ package final class HTTPServer: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Rung each time the last request in flight completes.
     let drained = Doorbell()
-    /// Rung when shutdown begins: the reaper ends at once.
-    private let stopping = Doorbell()
     /// Open connections by connection: the reaper shuts down those that
     /// take longer than `receiveTimeout` to send a request, and a new one
     /// past the fair share closes an idle one of the address holding most.
@@ -140,18 +138,20 @@ package final class HTTPServer: Sendable {
             let code = errno
             throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(code)))", code: code)
         }
-        let daemon = Lifecycle.Daemon(pointer: started)
-        lifecycle.withLock { $0.started(daemon) }
+        let reaper = Loop(HTTPServer.reaper.name, every: HTTPServer.reaper.period, wokenBy: HTTPServer.reaper.wokenBy) { [weak self] in
+            self?.reap()
+        }
+        lifecycle.withLock { $0.started(Lifecycle.Daemon(pointer: started, reaper: reaper)) }
         boundPort.store(Int(guidance_mhd_bound_port(started)), ordering: .releasing)
-        startReaper()
+        reaper.start()
         logger.info("listening", ["port": String(port), "threads": String(config.threads)])
     }
 
     /// Stops accepting connections, lets in-flight requests finish for up to
     /// `gracePeriod`, answers the rest 503 and cancels their handlers, and stops.
     package func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard let daemon = lifecycle.withLock({ $0.shutdown() })?.pointer else { return }
-        stopping.ring()
+        guard let (daemon, reaper) = lifecycle.withLock({ $0.shutdown() }).map({ ($0.pointer, $0.reaper) }) else { return }
+        await reaper.stop()
         let listener = MHD_quiesce_daemon(daemon)
         await idle(by: .now + gracePeriod)
         let abandoned = unanswered.withLock { exchanges in
@@ -179,44 +179,47 @@ package final class HTTPServer: Sendable {
         _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: deadline - .now)
     }
 
-    /// Once a second, shuts down the sockets of connections that took longer
-    /// than `receiveTimeout` to send their request; libmicrohttpd then sees
-    /// the connection fail and closes it.
-    private func startReaper() {
-        let thread = Thread { [weak self] in
-            while let server = self {
-                let seen = server.stopping.rings
-                guard server.lifecycle.withLock({ $0.serving }) else { return }
-                let now = ContinuousClock.now
-                let limit = server.config.receiveTimeout
-                let late = server.connections.withLock { $0.late(at: now, limit: limit) }
-                for (socket, headersIn) in late where socket >= 0 {
-                    // A request whose body is late gets a 408: libmicrohttpd
-                    // is waiting to read this socket, never writing it. An
-                    // idle keep-alive connection is just closed.
-                    if headersIn {
-                        let answer = HTTPServer.timeoutAnswer(after: limit)
-                        _ = answer.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                    }
-                    Glibc.shutdown(socket, Int32(SHUT_RDWR))
-                }
-                if !late.isEmpty {
-                    server.logger.info("closed connections too slow to send their request", ["count": String(late.count)])
-                }
-                let closed = server.closedForRoom.exchange(0, ordering: .acquiringAndReleasing)
-                if closed > 0 {
-                    server.logger.warning(
-                        "connections near the limit: closed idle ones of the addresses holding the most",
-                        [
-                            "count": String(closed), "open": String(server.connections.withLock { $0.count }),
-                            "limit": String(server.config.connectionLimit)
-                        ])
-                }
-                server.stopping.block(after: seen, atMost: .seconds(1))
+    /// The reaper's loop: a look once a second.
+    static let reaper = (
+        name: "http reaper", period: Duration.seconds(1),
+        wokenBy: "`shutdown`; the period is its look: a client too slow to send its request rings nothing"
+    )
+
+    /// The HTTP part's rows of the design table.
+    package static let waits = [
+        Part.Waits(
+            "http", waitsIn: "libmicrohttpd's threads (`epoll`)", wokenBy: "a request; `drained` rung as the last one in flight ends"),
+        Part.Waits.loop(reaper.name, place: .task, period: reaper.period, wokenBy: reaper.wokenBy)
+    ]
+
+    /// Shuts down the sockets of connections that took longer than
+    /// `receiveTimeout` to send their request; libmicrohttpd then sees the
+    /// connection fail and closes it.
+    private func reap() {
+        let limit = config.receiveTimeout
+        let late = connections.withLock { $0.late(at: .now, limit: limit) }
+        for (socket, headersIn) in late where socket >= 0 {
+            // A request whose body is late gets a 408: libmicrohttpd is
+            // waiting to read this socket, never writing it. An idle
+            // keep-alive connection is just closed.
+            if headersIn {
+                let answer = HTTPServer.timeoutAnswer(after: limit)
+                _ = answer.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             }
+            Glibc.shutdown(socket, Int32(SHUT_RDWR))
         }
-        thread.name = "http-reaper"
-        thread.start()
+        if !late.isEmpty {
+            logger.info("closed connections too slow to send their request", ["count": String(late.count)])
+        }
+        let closed = closedForRoom.exchange(0, ordering: .acquiringAndReleasing)
+        if closed > 0 {
+            logger.warning(
+                "connections near the limit: closed idle ones of the addresses holding the most",
+                [
+                    "count": String(closed), "open": String(connections.withLock { $0.count }),
+                    "limit": String(config.connectionLimit)
+                ])
+        }
     }
 
     /// The 408 a connection too slow to send its request gets, written to

@@ -81,7 +81,7 @@ package final class IngestService: Sendable {
             [
                 [.producer(producer, timeout: config.producer.deliveryTimeout)],
                 [accessLog.part],
-                [.sessionLog(sessions)],
+                [sessions.log.part],
                 [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod)]
                     + [roster.watching(every: config.rosterCheckInterval, clock: config.timer)].compactMap { $0 }
             ], logger: logger)

@@ -193,7 +193,7 @@ package final class NotifierService: Sendable {
             [
                 [.producer(producer, timeout: .seconds(10))],
                 [accessLog.part],
-                [.sessionLog(sessions)],
+                [sessions.log.part],
                 [
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
                     Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),

@@ -81,14 +81,10 @@ extension Part {
         Part("producer", stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
     }
 
-    package static func sessionLog(_ sessions: Sessions) -> Part {
-        Part("session log", start: { sessions.log.start() }, stop: { await sessions.log.stop() })
-    }
-
     /// Listens on the port `variable` names; stopping drains requests in flight.
     package static func http(_ server: HTTPServer, portVariable variable: String, service: String, drain: Duration) -> Part {
         Part(
-            "http", start: { try Startup.listen(server, portVariable: variable, service: service) },
+            "http", waits: HTTPServer.waits, start: { try Startup.listen(server, portVariable: variable, service: service) },
             stop: { await server.shutdown(gracePeriod: drain) })
     }
 }

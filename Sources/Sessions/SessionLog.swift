@@ -120,12 +120,6 @@ package final class SessionLog: Sendable {
     private let producer: Producer?
     private let logger: Logger
     private let state = Mutex(State())
-    /// The reading thread's life: running (0), asked to stop (1), ended (2).
-    private let phase = Atomic<Int>(0)
-    private let started = Atomic<Bool>(false)
-    /// Rung when the thread is asked to stop (it may be waiting to retry)
-    /// and when it ended.
-    private let stopBell = Doorbell()
     /// When the reading thread last went round its loop (monotonic ns).
     private let heartbeat = Atomic<UInt64>(0)
     /// Rung each time the reading thread went round its loop.
@@ -180,27 +174,29 @@ package final class SessionLog: Sendable {
     /// Returns once `holds` is true — looked at again after each turn of the
     /// reading thread, which is when it can change — or after `limit`;
     /// whether it held.
-    func until(atMost limit: Duration, _ holds: () -> Bool) async -> Bool {
+    package func until(atMost limit: Duration, _ holds: () -> Bool) async -> Bool {
         await wentRound.wait(until: holds, atMost: limit)
     }
 
-    /// Creates the topic when missing and starts reading it on a thread of
-    /// its own. A broker that is down only delays this.
-    package func start() {
-        guard producer != nil, !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "session-log"
-        thread.start()
-    }
-
-    /// Returns once the reading thread has closed its consumer and ended
-    /// (within a poll, 100 ms, of being asked).
-    package func stop() async {
-        guard producer != nil, started.load(ordering: .acquiring) else { return }
-        _ = phase.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing)
-        stopBell.ring()
-        // No limit: the thread ends within a poll of being asked.
-        while await !stopBell.wait(until: { phase.load(ordering: .acquiring) == 2 }, atMost: .seconds(1)) {}
+    /// The part that reads the log on a thread of its own, creating the
+    /// topic when missing (a broker that is down only delays this); its
+    /// stop returns within a poll, 100 ms, and closes the consumer. Made
+    /// once, by the service's `Parts`; nothing for a `local` log.
+    package var part: Part {
+        guard producer != nil else { return Part("session log") }
+        let reader = Mutex(Reader())
+        let bell = Doorbell()
+        let loop = Loop(
+            "session log", onThreadEvery: .seconds(1), bell: bell,
+            wokenBy:
+                "its own turn while it reads (each waits in a poll of 100 ms, then rings `wentRound` for waiters `until` a condition); a broker not reachable yet: the period"
+        ) { [self] in turn(reader, bell: bell) }
+        return Part(
+            "session log", waits: loop.waits, start: { loop.start() },
+            stop: {
+                await loop.stop()
+                reader.withLock { $0.consumer?.close() }
+            })
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this
@@ -228,89 +224,100 @@ package final class SessionLog: Sendable {
     /// Reads the state under the lock.
     func read<T>(_ body: (State) -> T) -> T { state.withLock { body($0) } }
 
-    private func run() {
-        let specs = [TopicSpec(name: topic, partitions: 1, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)])]
+    /// What the reading thread keeps from one turn to the next.
+    private struct Reader {
         var consumer: Consumer?
         var lastPrune = ContinuousClock.now
         let started = ContinuousClock.now
         var reported = false
-        defer {
-            phase.store(2, ordering: .releasing)
-            stopBell.ring()
+    }
+
+    /// One turn of the reading thread: a poll of the log (then it rings
+    /// `bell` for the next at once), or, before it can read, an attempt to
+    /// (again after the loop's period, a second).
+    private func turn(_ reader: borrowing Mutex<Reader>, bell: Doorbell) {
+        guard let consumer = reader.withLock({ $0.consumer }) else {
+            if let consumer = connect() {
+                reader.withLock { $0.consumer = consumer }
+                bell.ring()
+            }
+            return
         }
-        while phase.load(ordering: .acquiring) == 0 {
-            guard let reader = consumer else {
-                do {
-                    var config = ConsumerConfig(
-                        kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
-                    config.readsWholeTopics = true
-                    let reader: Consumer
-                    do {
-                        reader = try Consumer(config: config, logger: logger)
-                    } catch {
-                        // Missing: created with its retention (a cluster that will
-                        // not create topics, the mock, has it made beforehand).
-                        try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
-                        reader = try Consumer(config: config, logger: logger)
-                    }
-                    // One client: the consumer itself asks where the log starts
-                    // (retention deletes what no longer matters) and ends.
-                    let (start, end) = try reader.watermarks(of: TopicPartition(topic: topic, partition: 0))
-                    consumer = reader
-                    state.withLock { state in
-                        state.position = max(state.position, start)
-                        state.startEnd = end
-                    }
-                    logger.info("reading the session log", ["topic": topic, "records": String(end - start)])
-                } catch {
-                    logger.warning("cannot read the session log yet; cookie sign-ins wait for it", ["error": "\(error)"])
-                    // Again in a second, or at once when asked to stop.
-                    let seen = stopBell.rings
-                    if phase.load(ordering: .acquiring) == 0 { stopBell.block(after: seen, atMost: .seconds(1)) }
+        defer { bell.ring() }
+        // A turn that comes late means this thread was not running: what it
+        // holds is trusted again only once read up to the end as it is now.
+        let beat = DispatchTime.now().uptimeNanoseconds
+        let previous = heartbeat.load(ordering: .acquiring)
+        var end: Int64?
+        if previous != 0, beat - previous > SessionLog.staleAfterNanoseconds {
+            state.withLock { $0.behind = true }
+            logger.warning(
+                "the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
+                ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
+        }
+        if state.withLock({ $0.behind }) {
+            end = try? consumer.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
+        }
+        // After the look-up: its wait (a slow broker) is no freeze.
+        heartbeat.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
+        let messages = consumer.poll(maxMessages: 500, timeout: .milliseconds(100))
+        let now = SessionLog.now()
+        let (started, reported, prune) = reader.withLock { reader in
+            let prune = ContinuousClock.now - reader.lastPrune > .seconds(60)
+            if prune { reader.lastPrune = .now }
+            return (reader.started, reader.reported, prune)
+        }
+        let caughtUp = state.withLock { state in
+            for message in messages {
+                if let value = message.value, let record = SessionLog.decode(value) {
+                    state.apply(record, offset: message.offset)
+                } else {
+                    logger.warning("session log record not understood; skipped", ["offset": String(message.offset)])
                 }
-                continue
+                state.position = max(state.position, message.offset + 1)
             }
-            // A turn that comes late means this thread was not running: what it
-            // holds is trusted again only once read up to the end as it is now.
-            let beat = DispatchTime.now().uptimeNanoseconds
-            let previous = heartbeat.load(ordering: .acquiring)
-            var end: Int64?
-            if previous != 0, beat - previous > SessionLog.staleAfterNanoseconds {
-                state.withLock { $0.behind = true }
-                logger.warning(
-                    "the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
-                    ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
+            if let end, state.position >= end { state.behind = false }
+            if prune { state.prune(now: now, lifetime: lifetime.milliseconds) }
+            return state.caughtUp
+        }
+        if !reported && caughtUp {
+            reader.withLock { $0.reported = true }
+            logger.info("session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
+        }
+        wentRound.ring()
+    }
+
+    /// A consumer reading the whole log, its topic created when missing,
+    /// and where the log starts and ends noted; nil (logged) when the broker
+    /// cannot be reached yet.
+    private func connect() -> Consumer? {
+        let specs = [TopicSpec(name: topic, partitions: 1, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)])]
+        do {
+            var config = ConsumerConfig(
+                kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
+            config.readsWholeTopics = true
+            let reader: Consumer
+            do {
+                reader = try Consumer(config: config, logger: logger)
+            } catch {
+                // Missing: created with its retention (a cluster that will
+                // not create topics, the mock, has it made beforehand).
+                try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+                reader = try Consumer(config: config, logger: logger)
             }
-            if state.withLock({ $0.behind }) {
-                end = try? reader.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
-            }
-            // After the look-up: its wait (a slow broker) is no freeze.
-            heartbeat.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
-            let messages = reader.poll(maxMessages: 500, timeout: .milliseconds(100))
-            let now = SessionLog.now()
+            // One client: the consumer itself asks where the log starts
+            // (retention deletes what no longer matters) and ends.
+            let (start, end) = try reader.watermarks(of: TopicPartition(topic: topic, partition: 0))
             state.withLock { state in
-                for message in messages {
-                    if let value = message.value, let record = SessionLog.decode(value) {
-                        state.apply(record, offset: message.offset)
-                    } else {
-                        logger.warning("session log record not understood; skipped", ["offset": String(message.offset)])
-                    }
-                    state.position = max(state.position, message.offset + 1)
-                }
-                if let end, state.position >= end { state.behind = false }
-                if !reported && state.caughtUp {
-                    reported = true
-                    logger.info(
-                        "session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
-                }
-                if ContinuousClock.now - lastPrune > .seconds(60) {
-                    state.prune(now: now, lifetime: lifetime.milliseconds)
-                    lastPrune = ContinuousClock.now
-                }
+                state.position = max(state.position, start)
+                state.startEnd = end
             }
-            wentRound.ring()
+            logger.info("reading the session log", ["topic": topic, "records": String(end - start)])
+            return reader
+        } catch {
+            logger.warning("cannot read the session log yet; cookie sign-ins wait for it", ["error": "\(error)"])
+            return nil
         }
-        consumer?.close()
     }
 
     /// Milliseconds since 1970, the log's clock.

@@ -1,9 +1,11 @@
+import Common
 @testable import HTTP
 import XCTest
 
 /// The server's lifecycle transitions, without a socket.
 final class HTTPServerLifecycleTests: XCTestCase {
-    private let daemon = HTTPServer.Lifecycle.Daemon(pointer: OpaquePointer(bitPattern: 0x1000)!)
+    private let daemon = HTTPServer.Lifecycle.Daemon(
+        pointer: OpaquePointer(bitPattern: 0x1000)!, reaper: Loop("reaper", every: .seconds(1), wokenBy: "never started") {})
 
     func testShutdownDrainsTheDaemonOnceAndOnlyAfterItStarted() {
         var lifecycle = HTTPServer.Lifecycle()

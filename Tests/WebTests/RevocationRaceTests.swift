@@ -27,17 +27,18 @@ final class RevocationRaceTests: XCTestCase {
     private struct Replica {
         let producer: Producer
         let sessions: Sessions
+        let reading: Parts
     }
 
     private func replica(_ cluster: MockCluster, topic: String) async throws -> Replica {
         let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
         let producer = try Producer(config: ProducerConfig(kafka: kafka, deliveryTimeout: .seconds(5)), logger: quietLogger("producer"))
         let log = SessionLog(topic: topic, kafka: kafka, producer: producer, lifetime: .seconds(86_400), logger: quietLogger("sessions"))
-        log.start()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !(log.caughtUp && log.isCurrent) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertTrue(log.caughtUp, "the session log was not read")
-        return Replica(producer: producer, sessions: Sessions(secret: secret, days: 30, log: log))
+        let reading = Parts([[log.part]], logger: quietLogger("parts"))
+        try await reading.start()
+        let read = await log.until(atMost: .seconds(20)) { log.caughtUp && log.isCurrent }
+        XCTAssertTrue(read, "the session log was not read")
+        return Replica(producer: producer, sessions: Sessions(secret: secret, days: 30, log: log), reading: reading)
     }
 
     private static func valid(_ sessions: Sessions, _ cookie: String, _ roster: Roster) -> Bool {
@@ -101,8 +102,8 @@ final class RevocationRaceTests: XCTestCase {
         }
         // The race was run, not missed: A minted after B's revocation returned.
         XCTAssertGreaterThan(raced, 0, "no run minted a code after the revocation was published (\(minted) codes)")
-        await a.sessions.log.stop()
-        await b.sessions.log.stop()
+        await a.reading.stop()
+        await b.reading.stop()
         a.producer.close()
         b.producer.close()
     }
