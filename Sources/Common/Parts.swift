@@ -33,7 +33,7 @@ package struct Part: Sendable {
                 switch (place, period) {
                 case (.task, _): "a task: `Doorbell.wait`\(every)"
                 case (.thread, nil): "its own thread: the turn's blocking call"
-                case (.thread, _): "its own thread: `Doorbell.block`\(every)"
+                case (.thread, _): "its own thread: the turn's blocking call, then `Doorbell.block`\(every)"
                 }
             return Waits(name, waitsIn: waitsIn, wokenBy: wokenBy)
         }

@@ -94,6 +94,9 @@ package final class IngestService: Sendable {
     /// The bound HTTP port (useful with port 0).
     package var port: Int { server.port }
 
+    /// How each of its parts waits: `docs/design.md`'s table.
+    package var waits: [Part.Waits] { parts.waits }
+
     /// Creates missing topics, then starts serving.
     package func start() async throws {
         await ensureTopics()

@@ -158,6 +158,9 @@ package final class NotifierService: Sendable {
 
     package var port: Int { server.port }
 
+    /// How each of its parts waits: `docs/design.md`'s table.
+    package var waits: [Part.Waits] { parts.waits }
+
     /// Partitions of the events topics this replica consumes now (0 before it
     /// joined the group, or when other replicas hold them all).
     package var assignedPartitions: Int { materializer.assignedPartitions }
@@ -196,7 +199,9 @@ package final class NotifierService: Sendable {
                 [sessions.log.part],
                 [
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
-                    Part("consumer", start: { materializer.start() }, stop: { _ = try? await blocking { materializer.stop() } }),
+                    Part(
+                        "consumer", waits: Materializer.waits, start: { materializer.start() },
+                        stop: { _ = try? await blocking { materializer.stop() } }),
                     .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
                     dispatcher.part(stoppingWithin: config.drainPeriod)
                 ] + [roster.watching(every: config.rosterCheckInterval, clock: config.timer), schedule].compactMap { $0 }

@@ -78,7 +78,12 @@ extension Part {
     /// Closing flushes what the other parts sent and waits for the
     /// acknowledgements, at most `timeout`: off the cooperative pool.
     package static func producer(_ producer: Producer, timeout: Duration) -> Part {
-        Part("producer", stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
+        Part(
+            "producer",
+            waits: Part.Waits(
+                "producer", waitsIn: "its own thread: `rd_kafka_poll`, 50 ms (delivery reports)",
+                wokenBy: "librdkafka as a report comes; at close, `usesEnded` as the last use of the handle ends"),
+            stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
     }
 
     /// Listens on the port `variable` names; stopping drains requests in flight.

@@ -88,6 +88,11 @@ final class Materializer: Sendable {
         }
     }
 
+    /// The consumer part's row of the design table.
+    static let waits = Part.Waits(
+        "consumer (materializer)", waitsIn: "its own thread: `rd_kafka_consumer_poll`; the store's write on a serial queue",
+        wokenBy: "librdkafka; `wake` at `stop` (the roster hold full: 200 ms; a dead letter to retry: its backoff)")
+
     /// Since when, and why, store writes fail; nil while they succeed.
     var storeOutage: StoreOutage? { outage.withLock { $0 } }
 
