@@ -62,10 +62,8 @@ final class IngestServiceTests: XCTestCase {
         try await service.start()
         base = "http://127.0.0.1:\(service.port)"
         // Ready once it has read the session log (about 150 ms), as a load balancer would wait.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await fetch("GET", "\(base)/readyz").status != 200 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let base = self.base
+        _ = try await eventually { try await fetch("GET", "\(base)/readyz").status == 200 }
     }
 
     override func tearDown() async throws {
@@ -470,11 +468,11 @@ final class IngestServiceTests: XCTestCase {
         try await startService()
         try await expectStatus(200, await fetch("GET", "\(base)/readyz"))
         cluster.setPartitionLeader(topic: topics.deleted, partition: 2, broker: -1)
-        var ready = try await fetch("GET", "\(base)/readyz")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ready.status != 503 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = try await fetch("GET", "\(base)/readyz")
+        let base = self.base
+        let ready = try await eventually(within: .seconds(10)) {
+            try await fetch("GET", "\(base)/readyz")
+        } until: {
+            $0.status == 503
         }
         XCTAssertEqual(ready.status, 503, ready.text)
         XCTAssertTrue(ready.text.contains("\(topics.deleted)[2]"), ready.text)

@@ -111,10 +111,7 @@ final class DataProtectionTests: XCTestCase {
             reason: ReasonRef(code: "noShoes", label: "실내화", detail: nil), recordedBy: "t-gate", occurredAt: old.at, recordedAt: old.at)
         _ = try await producer.send(OutgoingMessage(topic: strict.topics.registered, key: Array("sa/1".utf8), value: event.json))
         producer.close()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while (strict.notifier?.metrics.value("notifier_dead_letters_total") ?? 0) < 1 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await eventually { (strict.notifier?.metrics.value("notifier_dead_letters_total") ?? 0) >= 1 }
         XCTAssertEqual(strict.notifier?.metrics.value("notifier_dead_letters_total"), 1)
         try await assertEqualAsync(ids(await strict.list(date: old.date, as: "t-admin")), [])
     }
@@ -146,24 +143,19 @@ final class DataProtectionTests: XCTestCase {
             "t-gate student a111", "t-gate class 1-1", "t-hr-1-1 list date=2026-11-21&grade=1&classNumber=1",
             "t-hr-1-1 inbox t-hr-1-1", "t-admin export a111", "t-admin list date=2026-11-21"
         ]
-        var seen: Set<String> = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        repeat {
-            let log = try await fetch("GET", notifier + "/v1/schools/sa/access-log", headers: harness.headers("t-admin"))
-            XCTAssertEqual(log.status, 200, log.text)
-            guard case .array(let items)? = log.object["items"] else { return XCTFail(log.text) }
-            let reads = items.filter { $0["action"]?.string != "access-log" }
-            seen = Set(reads.map { "\($0["teacherId"]?.string ?? "") \($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" })
-            XCTAssertTrue(items.filter { $0["action"]?.string == "access-log" }.allSatisfy { $0["teacherId"]?.string == "t-admin" })
-            XCTAssertTrue(reads.allSatisfy { $0["client"]?.string == "127.0.0.1" && $0["teacherName"]?.string != nil }, log.text)
-            // Each record has its own id, a UUID (the process's, its last 48 bits counted up).
-            let ids = items.compactMap { $0["accessId"]?.string }
-            XCTAssertEqual(Set(ids).count, items.count, log.text)
-            XCTAssertTrue(ids.allSatisfy(RandomID.isUUID), log.text)
-            if seen.count >= expected.count { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
-        XCTAssertEqual(seen, expected)
+        func readsOf(_ items: [AnyCodable]) -> [AnyCodable] { items.filter { $0["action"]?.string != "access-log" } }
+        func described(_ reads: [AnyCodable]) -> Set<String> {
+            Set(reads.map { "\($0["teacherId"]?.string ?? "") \($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" })
+        }
+        let items = try await harness.accessLog { described(readsOf($0)).count >= expected.count }
+        let recorded = readsOf(items)
+        XCTAssertEqual(described(recorded), expected)
+        XCTAssertTrue(items.filter { $0["action"]?.string == "access-log" }.allSatisfy { $0["teacherId"]?.string == "t-admin" })
+        XCTAssertTrue(recorded.allSatisfy { $0["client"]?.string == "127.0.0.1" && $0["teacherName"]?.string != nil }, "\(recorded)")
+        // Each record has its own id, a UUID (the process's, its last 48 bits counted up).
+        let ids = items.compactMap { $0["accessId"]?.string }
+        XCTAssertEqual(Set(ids).count, items.count, "\(items)")
+        XCTAssertTrue(ids.allSatisfy(RandomID.isUUID), "\(ids)")
         XCTAssertFalse(id.isEmpty)
         let filtered = try await fetch("GET", notifier + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
         guard case .array(let gateReads)? = filtered.object["items"] else { return XCTFail(filtered.text) }
@@ -235,15 +227,9 @@ final class DataProtectionTests: XCTestCase {
         // The two exports' access records travel through Kafka: erase once they
         // are stored, or one arriving after the erasure would keep the id (the
         // read names the teacher and the kind, never the student).
-        let deadline = ContinuousClock.now + .seconds(20)
-        var exportsRecorded = 0
-        repeat {
-            let log = try await fetch(
-                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-admin&action=export",
-                headers: harness.headers("t-admin"))
-            if case .array(let items)? = log.object["items"] { exportsRecorded = items.filter { $0["target"]?.string == "a111" }.count }
-            if exportsRecorded < 2 { try await Task.sleep(for: .milliseconds(100)) }
-        } while exportsRecorded < 2 && ContinuousClock.now < deadline
+        let exportsRecorded = try await harness.accessLog("?teacherId=t-admin&action=export") {
+            $0.filter { $0["target"]?.string == "a111" }.count >= 2
+        }.filter { $0["target"]?.string == "a111" }.count
         XCTAssertEqual(exportsRecorded, 2, "both exports in the access log before the erasure")
         let erased = try await fetch("DELETE", path, headers: harness.headers("t-admin"))
         XCTAssertEqual(erased.status, 200, erased.text)
@@ -306,16 +292,10 @@ final class DataProtectionTests: XCTestCase {
             XCTAssertEqual(erased.status, 200, erased.text)
         }
         // Every record arrived: a look-up a student (20 of one face in a day are one read) and 3 exports; none names a student.
-        var items: [AnyCodable] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        repeat {
-            let log = try await fetch(
-                "GET", harness.notifierBase + "/v1/schools/sa/access-log?limit=500", headers: harness.headers("t-admin"))
-            guard case .array(let all)? = log.object["items"] else { return XCTFail(log.text) }
-            items = all.filter { ["student", "export"].contains($0["action"]?.string ?? "") }
-            if items.count >= 6 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        } while ContinuousClock.now < deadline
+        func lookUpsAndExports(_ all: [AnyCodable]) -> [AnyCodable] {
+            all.filter { ["student", "export"].contains($0["action"]?.string ?? "") }
+        }
+        let items = lookUpsAndExports(try await harness.accessLog("?limit=500", within: .seconds(30)) { lookUpsAndExports($0).count >= 6 })
         XCTAssertEqual(items.count, 6, "every look-up and export recorded")
         let named = items.filter { students.map(\.0).contains($0["target"]?.string ?? "") }
         XCTAssertEqual(named.count, 0, "records naming an erased student: \(named.prefix(3))")
@@ -340,15 +320,8 @@ final class DataProtectionTests: XCTestCase {
             403)
         let inbox = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
         XCTAssertEqual(inbox.object["unreadCount"]?.int, 1)
-        var inboxReads = 0
-        let deadline = ContinuousClock.now + .seconds(20)
-        repeat {
-            let log = try await fetch(
-                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-hr-1-1", headers: harness.headers("t-admin"))
-            if case .array(let items)? = log.object["items"] { inboxReads = items.filter { $0["action"]?.string == "inbox" }.count }
-            if inboxReads > 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
+        let inboxReads = try await harness.accessLog("?teacherId=t-hr-1-1") { $0.contains { $0["action"]?.string == "inbox" } }
+            .filter { $0["action"]?.string == "inbox" }.count
         XCTAssertEqual(inboxReads, 1, "the inbox opened once is one read; the count is none")
     }
 
@@ -389,27 +362,18 @@ final class DataProtectionTests: XCTestCase {
             try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/students/a111/photo", headers: teacher).status, 200)
         }
         for _ in 1...5 { try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/today", headers: teacher).status, 200) }
+        // Last, another face shown: its record comes after every one above
+        // (one process, one key, one partition), so once it is in, all are.
+        try await assertEqualAsync(await fetch("GET", app + "/v1/schools/sa/students/a112/photo", headers: teacher).status, 200)
 
-        var reads: [String] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        repeat {
-            let log = try await fetch(
-                "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
-            if case .array(let items)? = log.object["items"] {
-                reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
-            }
-            if reads.count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
-        try await Task.sleep(for: .milliseconds(500))
-        let log = try await fetch(
-            "GET", harness.notifierBase + "/v1/schools/sa/access-log?teacherId=t-gate", headers: harness.headers("t-admin"))
-        if case .array(let items)? = log.object["items"] {
-            reads = items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
+        func described(_ items: [AnyCodable]) -> [String] {
+            items.map { "\($0["action"]?.string ?? "") \($0["target"]?.string ?? "")" }.sorted()
         }
+        let reads = described(try await harness.accessLog("?teacherId=t-gate") { described($0).contains("photo a112") })
         // The day list's target is the school's today (`date=…`).
         let kinds = reads.map { $0.hasPrefix("list date=") ? "list (today)" : $0 }
         XCTAssertEqual(
-            kinds, ["class 1-1", "list (today)", "photo a111"], "one read each: the class, the face shown, the day list: \(reads)")
+            kinds, ["class 1-1", "list (today)", "photo a111", "photo a112"],
+            "one read each: the class, the face shown, the day list (and the last face): \(reads)")
     }
 }

@@ -61,9 +61,11 @@ final class DeadLetterReplayTests: XCTestCase {
         try await assertEqualAsync(await harness.waitForList(equalTo: [fixed.id]), [fixed.id])
 
         // Twice is harmless: one guidance, and the other letter stays put.
+        let applied = harness.notifier?.metrics.value("notifier_events_applied_total") ?? 0
         _ = try await replay.run(selection, dryRun: false)
         XCTAssertEqual(try registeredCount(), 2)
-        try await Task.sleep(for: .seconds(1))
+        try await harness.waitUntilApplied(applied + 1)
+        XCTAssertEqual(harness.notifier?.metrics.value("notifier_events_applied_total"), applied + 1, "the copy was not applied")
         try await assertEqualAsync(await harness.waitForList(equalTo: [fixed.id]), [fixed.id])
         let consumer = try Consumer(
             config: consumerConfig(harness.cluster, group: "check-\(UUID())", topics: [harness.topics.registered]),

@@ -53,13 +53,11 @@ final class DeliveryTests: XCTestCase {
     func waitForDeliveries(_ harness: NotifierHarness, as teacher: String? = nil, _ done: ([[String: AnyCodable]]) -> Bool) async throws
         -> [[String: AnyCodable]]
     {
-        let deadline = ContinuousClock.now + .seconds(30)
-        var items = try await deliveries(harness, as: teacher)
-        while !done(items) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-            items = try await deliveries(harness, as: teacher)
+        try await eventually(within: .seconds(30)) {
+            try await self.deliveries(harness, as: teacher)
+        } until: {
+            done($0)
         }
-        return items
     }
 
     func messageIDs(_ records: [[String: Any]]) -> [String] { records.compactMap { $0["messageId"] as? String } }
@@ -165,7 +163,8 @@ final class DeliveryTests: XCTestCase {
     func testNoDeliveryIsClaimedWhileDigestRunsWrite() async throws {
         let sink = try Counterpart(interpreter: Self.systemPython, script: "smtp-sink.py")
         try sink.start()
-        let harness = try await NotifierHarness(delivery: Self.delivery(smtpPort: sink.port))
+        let clock = ManualClock()
+        let harness = try await NotifierHarness(timer: clock, delivery: Self.delivery(smtpPort: sink.port))
         running = harness
         try await harness.register(grade: 1, classNumber: 1, number: 1)
         _ = try await harness.waitForList(count: 1)
@@ -174,7 +173,15 @@ final class DeliveryTests: XCTestCase {
             // A run inside a longer batch: its deliveries wait for the batch.
             let run = try await harness.runDigests()
             XCTAssertEqual(run.status, 200, run.text)
-            try await Task.sleep(for: .seconds(1))  // five poll intervals
+            // Five poll intervals, the clock moved: after each the e-mail
+            // loop takes a turn and waits again. A turn that claimed would
+            // have sent before it waited again.
+            for _ in 1...5 {
+                let begun = clock.sleepsBegun
+                clock.advance(by: Self.delivery(smtpPort: sink.port).pollInterval)
+                let waitsAgain = await clock.sleeps(atLeast: begun + 1)
+                XCTAssertTrue(waitsAgain, "the e-mail loop did not take its turn")
+            }
             XCTAssertEqual(sink.records.count, 0, "an e-mail went out while digest runs were writing")
             let pending = try await deliveries(harness)
             XCTAssertEqual(pending.count, 2, "t-hr-1-1 and t-vd-1")
@@ -207,7 +214,7 @@ final class DeliveryTests: XCTestCase {
         let sent = try await waitForDeliveries(harness) { $0.allSatisfy { $0["status"]?.string == "sent" } }
         XCTAssertEqual(sent.count, 2)
         XCTAssertTrue(sent.allSatisfy { ($0["attempts"]?.int ?? 0) >= 3 }, "refused connection, 451, then accepted: \(sent)")
-        try await Task.sleep(for: .seconds(2))
+        // Every delivery is recorded sent: none is claimed, so none is sent, again.
         XCTAssertEqual(messageIDs(sink.records).sorted(), messageIDs(mails).sorted())
         XCTAssertEqual(Set(messageIDs(sink.records)).count, 2, "each message once")
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_deliveries_total", labels: [("channel", "email"), ("outcome", "sent")]), 2)
@@ -319,8 +326,12 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(forged.count, 2)
         XCTAssertTrue(
             forged.allSatisfy { $0["verified"] as? Bool == false && ($0["error"] as? String ?? "").contains("signature") }, "\(forged)")
-        try await Task.sleep(for: .seconds(1))
-        let sbItems = try await deliveries(harness, school: "sb")
+        // The outcomes are recorded as the batch's sends end.
+        let sbItems = try await eventually {
+            try await self.deliveries(harness, school: "sb")
+        } until: {
+            $0.filter { $0["status"]?.string == "failed" }.count >= 2
+        }
         let failed = sbItems.filter { $0["status"]?.string == "failed" }
         XCTAssertEqual(failed.count, 2, "a 400 fails at once: \(sbItems)")
         XCTAssertTrue(failed.allSatisfy { $0["lastError"]?.string?.hasPrefix("HTTP 400") == true })

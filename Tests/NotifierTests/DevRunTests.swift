@@ -41,16 +41,14 @@ final class DevRunTests: XCTestCase {
 
         let first = try start(in: folder, log: folder.appendingPathComponent("first.log"))
         defer { if first.isRunning { first.interrupt(); first.waitUntilExit() } }
-        let deadline = Date().addingTimeInterval(60)
-        var ready = false
-        var firstLog = ""
-        while !ready && Date() < deadline && first.isRunning {
-            firstLog = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
-            if let port = port(of: "guidance-notifier", in: firstLog) {
-                ready = (try? await fetch("GET", "http://127.0.0.1:\(port)/readyz").status) == 200
-            }
-            if !ready { try await Task.sleep(for: .milliseconds(200)) }
-        }
+        let ready =
+            try await eventually(within: .seconds(60), every: .milliseconds(200)) {
+                guard first.isRunning else { return true }
+                let log = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
+                guard let port = self.port(of: "guidance-notifier", in: log) else { return false }
+                return (try? await fetch("GET", "http://127.0.0.1:\(port)/readyz").status) == 200
+            } && first.isRunning
+        let firstLog = (try? String(contentsOf: folder.appendingPathComponent("first.log"), encoding: .utf8)) ?? ""
         XCTAssertTrue(ready, "guidance-dev did not come up on the old folder:\n\(firstLog.suffix(1500))")
         XCTAssertTrue(firstLog.contains("starts empty on every run"), firstLog.suffix(1500).description)
         XCTAssertFalse(
@@ -63,8 +61,7 @@ final class DevRunTests: XCTestCase {
         }
 
         let second = try start(in: folder, log: folder.appendingPathComponent("second.log"))
-        let refusal = Date().addingTimeInterval(30)
-        while second.isRunning && Date() < refusal { try await Task.sleep(for: .milliseconds(100)) }
+        _ = try await eventually(within: .seconds(30)) { !second.isRunning }
         if second.isRunning {
             second.interrupt()
             second.waitUntilExit()

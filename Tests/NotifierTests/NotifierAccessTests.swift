@@ -57,16 +57,15 @@ final class NotifierAccessTests: XCTestCase {
                 "POST", harness.ingestBase + "/v1/schools/sa/guidances", body: body, headers: harness.headers("t-gate"))
             XCTAssertEqual(reply.status, 202, reply.text)
         }
-        var items: [AnyCodable] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        repeat {
+        let items = try await eventually {
             let list = try await fetch(
                 "GET", harness.notifierBase + "/v1/schools/sa/guidances?scope=school", headers: harness.headers("t-hr-1-1"))
             XCTAssertEqual(list.status, 200, list.text)
-            if case .array(let found)? = list.object["items"] { items = found }
-            if items.count == 2 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
+            guard case .array(let found)? = list.object["items"] else { return [] }
+            return found
+        } until: {
+            $0.count == 2
+        }
         XCTAssertEqual(items.count, 2, "the whole school today for a homeroom teacher")
         try await assertEqualAsync(await status("GET", "/v1/schools/sa/guidances?grade=2", as: "t-vd-1"), 200, "another grade today")
         try await assertEqualAsync(await status("GET", "/v1/schools/sa/guidances?scope=everything", as: "t-vd-1"), 400)

@@ -76,6 +76,8 @@ final class NotifierHarness: @unchecked Sendable {
     let store: StoreLocation?
     /// The notifier's clock; the real one when nil.
     let clock: (@Sendable () -> Double)?
+    /// What the notifier's loops wait on: a `ManualClock` the test moves.
+    let timer: (any Clock<Duration>)?
     /// E-mail and webhooks; both off by default.
     let delivery: DeliveryConfig
     /// With `rosterFolders`, each service reads its own folder (`ingest-roster/`,
@@ -91,6 +93,7 @@ final class NotifierHarness: @unchecked Sendable {
 
     init(
         authentication: Bool = false, store: StoreLocation? = nil, clock: (@Sendable () -> Double)? = nil,
+        timer: (any Clock<Duration>)? = nil,
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false,
         rosterGrace: Duration = .seconds(60),
         publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil
@@ -99,6 +102,7 @@ final class NotifierHarness: @unchecked Sendable {
         self.publicIngestURL = publicIngestURL
         self.store = store
         self.clock = clock
+        self.timer = timer
         self.delivery = delivery
         self.rosterFolders = rosterFolders
         self.rosterGrace = rosterGrace
@@ -157,10 +161,7 @@ final class NotifierHarness: @unchecked Sendable {
             try await service.start()
             notifier = service
             notifierBase = "http://127.0.0.1:\(service.port)"
-            let joined = ContinuousClock.now + .seconds(60)
-            while service.assignedPartitions == 0 && ContinuousClock.now < joined {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            _ = try await eventually(within: .seconds(60)) { service.assignedPartitions > 0 }
             let restarts = service.metrics.value("notifier_consumer_restarts_total")
             if restarts > 0 { print("harness: the notifier's join watchdog replaced its consumer \(Int(restarts)) time(s)") }
             if service.assignedPartitions > 0 { return }
@@ -194,10 +195,7 @@ final class NotifierHarness: @unchecked Sendable {
             group: groupID + "-r\(replicas.count)")
         try await replica.start()
         replicas.append(replica)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await fetch("GET", "http://127.0.0.1:\(replica.port)/readyz").status != 200 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = try await eventually(within: .seconds(60)) { try await fetch("GET", "http://127.0.0.1:\(replica.port)/readyz").status == 200 }
         return replica
     }
 
@@ -215,6 +213,7 @@ final class NotifierHarness: @unchecked Sendable {
         config.retention = retention
         if !ingestBase.isEmpty { config.ingestURL = ingestBase }
         if let clock { config.clock = clock }
+        if let timer { config.timer = timer }
         return try NotifierService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("notifier"))
     }
 
@@ -282,12 +281,23 @@ final class NotifierHarness: @unchecked Sendable {
         try await fetch("GET", "\(notifierBase)/v1/schools/\(school)/guidances?date=\(date)\(query)", headers: headers(teacher))
     }
 
+    /// The access log's items (`query` its filters, as `t-admin`), read
+    /// again until `done` holds (or `within`): records travel through Kafka.
+    func accessLog(_ query: String = "", within: Duration = .seconds(20), until done: @escaping ([AnyCodable]) -> Bool) async throws
+        -> [AnyCodable]
+    {
+        try await eventually(within: within) {
+            let log = try await fetch("GET", self.notifierBase + "/v1/schools/sa/access-log" + query, headers: self.headers("t-admin"))
+            guard case .array(let items)? = log.object["items"] else { return [] }
+            return items
+        } until: {
+            done($0)
+        }
+    }
+
     /// Waits until the notifier applied `count` events (or `within`).
     func waitUntilApplied(_ count: Double, within: Duration = .seconds(20)) async throws {
-        let deadline = ContinuousClock.now + within
-        while (notifier?.metrics.value("notifier_events_applied_total") ?? 0) < count && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await eventually(within: within) { (self.notifier?.metrics.value("notifier_events_applied_total") ?? 0) >= count }
     }
 
     /// Guidance ids listed for the date, polled until they are `expected` (or
@@ -295,27 +305,22 @@ final class NotifierHarness: @unchecked Sendable {
     func waitForList(school: String = "sa", date: String = "2026-11-21", equalTo expected: Set<String>, as teacher: String? = nil)
         async throws -> Set<String>
     {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var ids: Set<String> = []
-        repeat {
-            ids = Set(try await waitForList(school: school, date: date, count: expected.count, as: teacher))
-            if ids == expected { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while ContinuousClock.now < deadline
-        return ids
+        try await eventually {
+            Set(try await self.waitForList(school: school, date: date, count: expected.count, as: teacher))
+        } until: {
+            $0 == expected
+        }
     }
 
     /// Guidance ids listed for the date, polled until `count` appear (or 20 s).
     func waitForList(school: String = "sa", date: String = "2026-11-21", count: Int, as teacher: String? = nil) async throws -> [String] {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var ids: [String] = []
-        repeat {
-            let reply = try await list(school: school, date: date, as: teacher)
-            if case .array(let items) = reply.object["items"] { ids = items.compactMap { $0["guidanceId"]?.string } }
-            if ids.count >= count { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while ContinuousClock.now < deadline
-        return ids
+        try await eventually {
+            let reply = try await self.list(school: school, date: date, as: teacher)
+            guard case .array(let items) = reply.object["items"] else { return [] }
+            return items.compactMap { $0["guidanceId"]?.string }
+        } until: {
+            $0.count >= count
+        }
     }
 }
 

@@ -126,13 +126,11 @@ final class RosterSkewTests: XCTestCase {
         }
 
         let expected = records.mapValues { (served: $0.count, ids: Set($0)) }
-        var seen: [String: (served: Int, ids: Set<String>)] = [:]
-        let deadline = ContinuousClock.now + .seconds(30)
-        repeat {
-            seen = try await served(2)
-            if seen["a111"]?.ids == expected["a111"]?.ids && seen["a112"]?.ids == expected["a112"]?.ids { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
+        let seen = try await eventually(within: .seconds(30)) {
+            try await served(2)
+        } until: { seen in
+            seen["a111"]?.ids == expected["a111"]?.ids && seen["a112"]?.ids == expected["a112"]?.ids
+        }
         for student in ["a111", "a112"] {
             XCTAssertEqual(seen[student]?.ids, expected[student]?.ids, "\(student)'s records in grade 2's 봉사 명단")
             XCTAssertEqual(

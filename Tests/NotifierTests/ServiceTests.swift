@@ -23,12 +23,10 @@ final class ServiceTests: XCTestCase {
     func standings(_ harness: NotifierHarness, query: String = "", as teacher: String? = nil, equalTo expected: [String: [Int]])
         async throws -> [String: [Int]]
     {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var found: [String: [Int]] = [:]
-        repeat {
+        try await eventually {
             let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service\(query)", headers: harness.headers(teacher))
             XCTAssertEqual(reply.status, 200, reply.text)
-            found = [:]
+            var found: [String: [Int]] = [:]
             if case .array(let items) = reply.object["items"] {
                 for item in items {
                     found[item["student"]?["studentId"]?.string ?? ""] = [
@@ -36,10 +34,10 @@ final class ServiceTests: XCTestCase {
                     ]
                 }
             }
-            if found == expected { break }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
-        return found
+            return found
+        } until: {
+            $0 == expected
+        }
     }
 
     func registered(_ id: String, student: String, seat: (Int, Int, Int), code: String = "noShoes", at: String = "2026-11-20T23:30:00Z")

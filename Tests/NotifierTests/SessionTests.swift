@@ -43,11 +43,9 @@ final class SessionTests: XCTestCase {
     /// Waits until every URL answers `expected` with `cookie`; how long it took.
     func timeUntil(_ urls: [String], answer expected: Int, cookie: String, within limit: Duration = .seconds(5)) async throws -> Duration {
         let started = ContinuousClock.now
-        while ContinuousClock.now - started < limit + .seconds(5) {
-            var all = true
-            for url in urls where try await status(url, cookie: cookie) != expected { all = false }
-            if all { return ContinuousClock.now - started }
-            try await Task.sleep(for: .milliseconds(50))
+        _ = try await eventually(within: limit + .seconds(5)) {
+            for url in urls where try await self.status(url, cookie: cookie) != expected { return false }
+            return true
         }
         return ContinuousClock.now - started
     }

@@ -69,11 +69,10 @@ final class StoreFaultTests: XCTestCase {
 
         // Back: the connections come back by themselves.
         try freeze(false)
-        let deadline = ContinuousClock.now + .seconds(20)
-        var status = 0
-        while status != 200 && ContinuousClock.now < deadline {
-            status = try await harness.list().status
-            if status != 200 { try await Task.sleep(for: .milliseconds(200)) }
+        let status = try await eventually {
+            try await harness.list().status
+        } until: {
+            $0 == 200
         }
         XCTAssertEqual(status, 200, "the notifier did not recover after the database answered again")
         try await assertEqualAsync(await harness.waitForList(equalTo: [id]), [id])
@@ -81,6 +80,8 @@ final class StoreFaultTests: XCTestCase {
         // Frozen while it shuts down, with a read in flight.
         try freeze(true)
         let reader = Task { try? await harness.list() }
+        // The read reaches the frozen database (a real server, stopped):
+        // nothing in the notifier says so, so a moment.
         try await Task.sleep(for: .milliseconds(300))
         started = ContinuousClock.now
         await harness.stopNotifier()

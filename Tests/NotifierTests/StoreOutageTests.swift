@@ -58,7 +58,6 @@ final class StoreOutageTests: XCTestCase {
                 notReadyAfter = ContinuousClock.now - failingSince
             }
             if let failingSince, ContinuousClock.now - failingSince > .seconds(3) { break }
-            try await Task.sleep(for: .milliseconds(20))
         }
         let failedAt = try XCTUnwrap(failingSince, "the store never refused a write: the disk was not full")
         let notReady = try XCTUnwrap(notReadyAfter, "/readyz never answered 503 while writes failed")
@@ -117,11 +116,10 @@ final class StoreOutageTests: XCTestCase {
         for seat in [(1, 1, 2), (1, 2, 1), (1, 2, 2), (2, 1, 1), (3, 1, 1)] {
             acknowledged.insert(try await harness.register(grade: seat.0, classNumber: seat.1, number: seat.2))
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        var ready = try await fetch("GET", harness.notifierBase + "/readyz")
-        while ready.status != 503 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = try await fetch("GET", harness.notifierBase + "/readyz")
+        let ready = try await eventually(within: .seconds(10)) {
+            try await fetch("GET", harness.notifierBase + "/readyz")
+        } until: {
+            $0.status == 503
         }
         XCTAssertEqual(ready.status, 503, ready.text)
         XCTAssertTrue(ready.text.contains("25006"), "readiness names the cause: \(ready.text)")
@@ -140,28 +138,22 @@ final class StoreOutageTests: XCTestCase {
     /// terminated come back one by one (a reconnect that raced the
     /// termination is tried again 5 s later).
     private func waitForReady(_ harness: NotifierHarness) async throws -> Reply {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var reply = try await fetch("GET", harness.notifierBase + "/readyz")
-        while reply.status != 200 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-            reply = try await fetch("GET", harness.notifierBase + "/readyz")
+        try await eventually {
+            try await fetch("GET", harness.notifierBase + "/readyz")
+        } until: {
+            $0.status == 200
         }
-        return reply
     }
 
     /// The list once it answers again, polled until it holds `expected` (60 s).
     private func waitForListed(_ expected: Set<String>, in harness: NotifierHarness) async throws -> Set<String> {
-        let deadline = ContinuousClock.now + .seconds(60)
-        var listed: Set<String> = []
-        while ContinuousClock.now < deadline {
+        try await eventually(within: .seconds(60)) {
             let reply = try await harness.list()
-            if reply.status == 200, case .array(let items) = reply.object["items"] {
-                listed = Set(items.compactMap { $0["guidanceId"]?.string })
-                if listed == expected { break }
-            }
-            try await Task.sleep(for: .milliseconds(200))
+            guard reply.status == 200, case .array(let items) = reply.object["items"] else { return [] }
+            return Set(items.compactMap { $0["guidanceId"]?.string })
+        } until: {
+            $0 == expected
         }
-        return listed
     }
 
     /// Writes 4 KiB blocks until the file system has no room left.

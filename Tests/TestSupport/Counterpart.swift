@@ -83,13 +83,11 @@ package final class Counterpart: @unchecked Sendable {
 
     /// Polls `records` until `done` holds, or `timeout` passes.
     package func waitFor(_ timeout: TimeInterval = 30, _ done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(timeout)
-        var seen = records
-        while !done(seen) && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            seen = records
+        try await eventually(within: .seconds(timeout), every: .milliseconds(100)) {
+            self.records
+        } until: {
+            done($0)
         }
-        return seen
     }
 
     private func accepts() -> Bool {

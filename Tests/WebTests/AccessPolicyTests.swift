@@ -6,6 +6,7 @@ import HTTP
 import Kafka
 import ServiceSupport
 import Sessions
+import TestSupport
 import Web
 import XCTest
 
@@ -403,16 +404,15 @@ final class AccessPolicyTests: XCTestCase {
                 router, "POST", "/session/link", headers: headers, body: "email=g1%40a.example", from: "10.5.5.\(address)")
             XCTAssertEqual(asked.status, 200, "request \(address): \(text(asked).prefix(300))")
         }
-        var mails: [String] = []
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            mails = (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
-            if mails.count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(20))
+        func written() -> [String] {
+            (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
         }
-        // Whatever else was going to be sent has been by now: the requests' tasks run at once.
+        _ = try await eventually(within: .seconds(10)) { written().count >= 3 }
+        // Whatever else was going to be written has been by now: the
+        // requests' tasks run at once (a sleep: nothing rings when a mail
+        // is not written).
         try await Task.sleep(for: .milliseconds(500))
-        mails = (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
+        let mails = written()
         XCTAssertEqual(mails.count, 3, "\(mails)")
         let raw = try String(contentsOf: folder.appendingPathComponent(try XCTUnwrap(mails.first)), encoding: .utf8)
         let body = try XCTUnwrap(raw.components(separatedBy: "\r\n\r\n").dropFirst().first)
