@@ -42,21 +42,22 @@ let package = Package(
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),
-        // Sessions in the session log on Kafka; who may call a route, attempts and the access record; what is left both services share.
+        // Sessions in the session log on Kafka; who may call a route, attempts and the access record; what a service is wired
+        // from (its start-up steps and parts, its mail, its calls to the other service).
         .target(name: "Sessions", dependencies: ["Crypto", "Kafka", "Guidance", "Common"]),
         .target(name: "Access", dependencies: ["Sessions", "HTTP", "Kafka", "Guidance", "Common"]),
-        .target(name: "ServiceSupport", dependencies: ["Access", "Sessions", "HTTP", "Curl", "Kafka", "Guidance", "Common"]),
+        .target(name: "Wiring", dependencies: ["Access", "Sessions", "HTTP", "Curl", "Kafka", "Guidance", "Common"]),
         // The pages' scripts, style sheets and icons are real files in each
         // target's Assets/ folder, built into the binary by EmbedFiles.
         .target(
-            name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "ServiceSupport", "Common"],
+            name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "Wiring", "Common"],
             exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(
-            name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "ServiceSupport", "Web", "Common"],
+            name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "Wiring", "Web", "Common"],
             exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(
             name: "Notifier",
-            dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "ServiceSupport", "Web", "Common"]),
+            dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "Wiring", "Web", "Common"]),
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 
@@ -77,7 +78,7 @@ let package = Package(
         .testTarget(
             name: "WebTests",
             dependencies: [
-                "Web", "Access", "Sessions", "ServiceSupport", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"
+                "Web", "Access", "Sessions", "Wiring", "HTTP", "Guidance", "Crypto", "Common", "Kafka", "KafkaMock", "TestSupport"
             ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
@@ -86,7 +87,7 @@ let package = Package(
         .testTarget(
             name: "NotifierTests",
             dependencies: [
-                "Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "ServiceSupport",
+                "Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "Wiring",
                 "TestSupport"
             ])
     ],

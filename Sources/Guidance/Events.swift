@@ -5,8 +5,8 @@ import Common
 package enum EventType: String, Sendable, Codable {
     case registered = "guidance.registered"
     case deleted = "guidance.deleted"
-    case serviceRecorded = "guidance.service.recorded"
-    case serviceWithdrawn = "guidance.service.withdrawn"
+    case communityServiceRecorded = "guidance.service.recorded"
+    case communityServiceWithdrawn = "guidance.service.withdrawn"
 }
 
 package enum EventHeader {
@@ -22,15 +22,15 @@ extension EventType {
         switch self {
         case .registered: EventType.registeredHeaders
         case .deleted: EventType.deletedHeaders
-        case .serviceRecorded: EventType.serviceRecordedHeaders
-        case .serviceWithdrawn: EventType.serviceWithdrawnHeaders
+        case .communityServiceRecorded: EventType.communityServiceRecordedHeaders
+        case .communityServiceWithdrawn: EventType.communityServiceWithdrawnHeaders
         }
     }
 
     private static let registeredHeaders = EventType.registered.madeHeaders
     private static let deletedHeaders = EventType.deleted.madeHeaders
-    private static let serviceRecordedHeaders = EventType.serviceRecorded.madeHeaders
-    private static let serviceWithdrawnHeaders = EventType.serviceWithdrawn.madeHeaders
+    private static let communityServiceRecordedHeaders = EventType.communityServiceRecorded.madeHeaders
+    private static let communityServiceWithdrawnHeaders = EventType.communityServiceWithdrawn.madeHeaders
 
     private var madeHeaders: [(name: String, value: [UInt8])] {
         [

@@ -2,19 +2,19 @@
 package struct Topics: Sendable, Equatable {
     package var registered: String
     package var deleted: String
-    /// Volunteer service recorded and withdrawn (`ServiceRecorded`, `ServiceWithdrawn`).
-    package var service: String
+    /// 봉사 (community service) recorded and withdrawn (`CommunityServiceRecorded`, `CommunityServiceWithdrawn`).
+    package var communityService: String
     package var deadLetters: String
     /// Who read which student data (`AccessRecord`), for the notifier to store.
     package var access: String
 
     package init(
-        registered: String = "guidance.registered", deleted: String = "guidance.deleted", service: String = "guidance.service",
+        registered: String = "guidance.registered", deleted: String = "guidance.deleted", communityService: String = "guidance.service",
         deadLetters: String = "guidance.dlq", access: String = "guidance.access"
     ) {
         self.registered = registered
         self.deleted = deleted
-        self.service = service
+        self.communityService = communityService
         self.deadLetters = deadLetters
         self.access = access
     }
@@ -22,7 +22,7 @@ package struct Topics: Sendable, Equatable {
     /// Topics named with a prefix, so tests can share nothing.
     package init(prefix: String) {
         self.init(
-            registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", service: prefix + "guidance.service",
+            registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", communityService: prefix + "guidance.service",
             deadLetters: prefix + "guidance.dlq",
             access: prefix + "guidance.access")
     }
@@ -31,5 +31,5 @@ package struct Topics: Sendable, Equatable {
 
     /// The topics of events about students, keyed `school/grade`: what the
     /// ingest produces, the notifier stores, and a cutoff waits for.
-    package var events: [String] { [registered, deleted, service] }
+    package var events: [String] { [registered, deleted, communityService] }
 }

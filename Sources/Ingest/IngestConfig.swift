@@ -3,7 +3,7 @@ import Common
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
+import Wiring
 import Sessions
 
 /// Everything guidance-ingest needs, read once from the environment.

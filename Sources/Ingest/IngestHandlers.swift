@@ -30,7 +30,7 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
-        let service = Access.school(roles: IngestHandlers.serviceRoles)
+        let service = Access.school(roles: IngestHandlers.communityServiceRoles)
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, recordService)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, withdrawService)
         photos.routes(into: &router)
@@ -226,8 +226,8 @@ struct IngestHandlers: Sendable {
         switch type {
         case .registered: "guidance registered"
         case .deleted: "guidance deleted"
-        case .serviceRecorded: "service recorded"
-        case .serviceWithdrawn: "service withdrawn"
+        case .communityServiceRecorded: "service recorded"
+        case .communityServiceWithdrawn: "service withdrawn"
         }
     }
 

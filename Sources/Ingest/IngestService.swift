@@ -4,7 +4,7 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
+import Wiring
 import Web
 
 /// guidance-ingest, assembled from its configuration: roster, producer and

@@ -2,7 +2,7 @@ import Access
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
+import Wiring
 
 /// What the app reads from the notifier (lists, the 알림함, the 봉사 명단,
 /// settings, runs, deliveries, the access record), passed on with the

@@ -4,7 +4,7 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
+import Wiring
 import Sessions
 import Store
 import Synchronization
@@ -87,7 +87,7 @@ package final class NotifierService: Sendable {
             .routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
-        ServiceHandlers(
+        CommunityServiceHandlers(
             store: store, photos: photos, accessLog: accessLog, clock: config.clock,
             ingest: config.ingestURL.map {
                 Forwarding(base: $0, cookieName: SessionCookie.app, sessions: sessions, logger: logger.with(["part": "service"]))

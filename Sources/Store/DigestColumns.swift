@@ -43,7 +43,7 @@ enum DigestColumns {
                 throw FieldError(field: "change", message: "'\(changeName)' is neither added nor removed")
             }
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
-            let service = fields.object["service"] == nil ? nil : try ServiceStanding(json: fields.object("service"))
+            let service = fields.object["service"] == nil ? nil : try CommunityServiceStanding(json: fields.object("service"))
             entries.append(
                 DigestEntry(
                     guidanceId: try fields.string("guidanceId"), student: student, reason: reason,
@@ -79,7 +79,7 @@ extension Frequency {
     }
 }
 
-extension ServiceStanding {
+extension CommunityServiceStanding {
     /// As the digests' stored entries, the inbox API and the 봉사 명단 write it.
     package func write(to writer: inout JSONWriter) {
         writer.field("owed", owed)

@@ -33,7 +33,7 @@ package protocol GuidanceStore: AnyObject, Sendable {
     /// days), whatever grade its records name (the caller places the
     /// student by the roster), with their active service records; students
     /// with neither guidances nor service are absent.
-    func serviceAccounts(school: String, asOf date: String?) throws(StoreError) -> [ServiceAccount]
+    func communityServiceAccounts(school: String, asOf date: String?) throws(StoreError) -> [CommunityServiceAccount]
 
     /// Whether a digest run for `school` and `date` completed.
     func runCompleted(school: String, date: String) throws(StoreError) -> Bool

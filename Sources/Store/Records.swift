@@ -33,7 +33,7 @@ package struct GuidanceRecord: Sendable, Equatable, Codable {
 
 /// Sessions of volunteer service a student owes (one per active guidance,
 /// or its reason's number) and has served.
-package struct ServiceStanding: Sendable, Equatable, Codable {
+package struct CommunityServiceStanding: Sendable, Equatable, Codable {
     package let owed: Int
     package let served: Int
     /// What is left to serve; service beyond what is owed (a guidance
@@ -61,18 +61,18 @@ package struct ServiceStanding: Sendable, Equatable, Codable {
 }
 
 /// One student's volunteer-service account as of a day.
-package struct ServiceAccount: Sendable, Equatable {
+package struct CommunityServiceAccount: Sendable, Equatable {
     package let studentId: String
-    package let standing: ServiceStanding
+    package let standing: CommunityServiceStanding
     /// The newest active guidance: its id, time and reason code.
     package let lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?
     /// The newest day service was served.
     package let lastService: String?
     /// The active service records, oldest first (only where asked for).
-    package var records: [ServiceRecord] = []
+    package var records: [CommunityServiceRecord] = []
 
     package init(
-        studentId: String, standing: ServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?,
+        studentId: String, standing: CommunityServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?,
         lastService: String?
     ) {
         self.studentId = studentId
@@ -81,7 +81,7 @@ package struct ServiceAccount: Sendable, Equatable {
         self.lastService = lastService
     }
 
-    package static func == (a: ServiceAccount, b: ServiceAccount) -> Bool {
+    package static func == (a: CommunityServiceAccount, b: CommunityServiceAccount) -> Bool {
         a.studentId == b.studentId && a.standing == b.standing && a.lastGuidance?.guidanceId == b.lastGuidance?.guidanceId
             && a.lastService == b.lastService && a.records == b.records
     }
@@ -107,9 +107,10 @@ package enum StoredEvent: Sendable, Equatable {
     /// Reads of student data, for the access log (each stored once per `accessId`).
     case accessed([AccessRecord])
     /// Service served; the first record of a `serviceId` wins.
-    case serviceRecorded(ServiceRecord)
+    case communityServiceRecorded(CommunityServiceRecord)
     /// A service record taken back: a tombstone that wins whatever the order.
-    case serviceWithdrawn(serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
+    case communityServiceWithdrawn(
+        serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
 }
 
 package enum DigestScope: String, Sendable, Codable, Hashable {
@@ -181,11 +182,11 @@ package struct DigestEntry: Sendable, Equatable, Codable {
     package let frequency: Frequency?
     /// The student's volunteer service as of the digest's day, when it was
     /// written; nil in digests written before it was kept.
-    package let service: ServiceStanding?
+    package let service: CommunityServiceStanding?
 
     package init(
         guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
-        service: ServiceStanding? = nil
+        service: CommunityServiceStanding? = nil
     ) {
         self.guidanceId = guidanceId
         self.student = student
@@ -258,11 +259,11 @@ package struct DeliveryState: Sendable {
     /// Each student's volunteer service as of the date, by student id: the
     /// date's students (a Monday: the school's), those with neither
     /// guidances nor service absent.
-    package let accounts: [String: ServiceAccount]
+    package let accounts: [String: CommunityServiceAccount]
 
     package init(
         active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:],
-        accounts: [String: ServiceAccount] = [:]
+        accounts: [String: CommunityServiceAccount] = [:]
     ) {
         self.active = active
         self.reported = reported

@@ -49,15 +49,15 @@ package struct StudentRecords: Sendable, Equatable {
     }
 
     /// A service record (봉사), withdrawn ones with who took them back.
-    package struct Service: Sendable, Equatable {
-        package let record: ServiceRecord
+    package struct CommunityService: Sendable, Equatable {
+        package let record: CommunityServiceRecord
         package let withdrawnBy: String?
         package let withdrawnAt: String?
     }
 
     package let guidances: [Guidance]
     package let digests: [Appearance]
-    package var services: [Service] = []
+    package var services: [CommunityService] = []
 }
 
 extension SQLStore {
@@ -327,11 +327,12 @@ extension SQLStore {
                 }
                 let services = try database.query(
                     """
-                    SELECT \(SQLStore.serviceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
+                    SELECT \(SQLStore.communityServiceRecordColumns), withdrawn_by, withdrawn_at FROM service_records
                     WHERE school_id = $1 AND student_id = $2 AND recorded = 1 ORDER BY local_date, recorded_at, service_id
                     """, [.text(school), .text(student)]
                 ) { row in
-                    StudentRecords.Service(record: SQLStore.serviceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
+                    StudentRecords.CommunityService(
+                        record: SQLStore.communityServiceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
                 }
                 return StudentRecords(guidances: guidances, digests: appearances, services: services)
             }

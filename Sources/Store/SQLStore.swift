@@ -261,13 +261,13 @@ package final class SQLStore: GuidanceStore {
                         case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
                         }
-                    case .serviceRecorded(let service):
+                    case .communityServiceRecorded(let service):
                         if let reason = try SQLStore.record(service, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))
                         } else {
                             changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
                         }
-                    case .serviceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
+                    case .communityServiceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
                         switch try SQLStore.withdraw(
                             serviceId: serviceId, schoolId: schoolId, grade: grade, studentId: studentId, by: by, at: at, in: database)
                         {
@@ -555,7 +555,7 @@ package final class SQLStore: GuidanceStore {
         }
         // A Monday's weekly lists count every earlier day: its run holds the
         // schools' service lock too (after the day's, as event batches take them).
-        let keys = [SQLStore.dayKey(school, date)] + (Frequency.isWeekStart(date) ? [serviceKey(school)] : [])
+        let keys = [SQLStore.dayKey(school, date)] + (Frequency.isWeekStart(date) ? [communityServiceKey(school)] : [])
         let locked = database.lockStatement(keys, exclusive: true)
         if let locked { statements.insert(locked, at: 0) }
         let first = locked == nil ? 0 : 1
@@ -563,7 +563,7 @@ package final class SQLStore: GuidanceStore {
         var told: [Recipient: [String: DigestEntry]] = [:]
         var revisions: [Recipient: Int] = [:]
         var frequencies: [String: Frequency] = [:]
-        var accounts: [String: ServiceAccount] = [:]
+        var accounts: [String: CommunityServiceAccount] = [:]
         try database.savepoint(statements) { (index: Int, row: [SQLValue]) throws(StoreError) in
             switch index - first {
             case 0:

@@ -3,7 +3,7 @@ import Common
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
+import Wiring
 import Sessions
 
 /// Signing in to a service's page and out of it. Three ways in, each ending

@@ -7,7 +7,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
-import ServiceSupport
+import Wiring
 
 /// The local default: a mock Kafka cluster with the topics created.
 /// `--broker-only` runs only the cluster (for tests that start the services as

@@ -28,6 +28,7 @@ final class ForEachTransformedTests: XCTestCase {
         XCTAssertThrowsError(
             try (0..<200).map { $0 }.forEach(transformedBy: { number -> Int in
                 calls.withLock { $0 += 1 }
+                // Work that takes time, so that a helper that did not stop shows.
                 usleep(1000)
                 return number * 2
             }) { (doubled: Int) throws(Stop) in
@@ -36,7 +37,8 @@ final class ForEachTransformedTests: XCTestCase {
             }
         ) { XCTAssertTrue($0 is Stop) }
         XCTAssertEqual(handed, (0...10).map { $0 * 2 })
-        // Long enough for a helper that did not stop to transform them all.
+        // Long enough for a helper that did not stop to transform them all
+        // (about 200 ms): nothing rings when a helper goes on.
         usleep(400_000)
         XCTAssertLessThan(calls.withLock { $0 }, 200)
     }

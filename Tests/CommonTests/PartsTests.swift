@@ -10,10 +10,16 @@ final class PartsTests: XCTestCase {
     /// What happened, in order.
     final class Journal: Sendable {
         private let lines = Mutex<[String]>([])
-        func write(_ line: String) { lines.withLock { $0.append(line) } }
+        private let written = Doorbell()
+        func write(_ line: String) {
+            lines.withLock { $0.append(line) }
+            written.ring()
+        }
         var read: [String] { lines.withLock { $0 } }
 
-        func part(_ name: String, stopTaking: Duration = .zero, failing: Bool = false) -> Part {
+        /// A part whose stop ends only once `waitsFor` were written (10 s at
+        /// most): stops of one stage must run side by side to end at once.
+        func part(_ name: String, waitsFor: [String] = [], failing: Bool = false) -> Part {
             Part(
                 name,
                 start: {
@@ -22,7 +28,7 @@ final class PartsTests: XCTestCase {
                 },
                 stop: {
                     self.write("stopping \(name)")
-                    try? await Task.sleep(for: stopTaking)
+                    _ = await self.written.wait(until: { Set(self.read).isSuperset(of: waitsFor) }, atMost: .seconds(10))
                     self.write("stopped \(name)")
                 })
         }
@@ -34,7 +40,10 @@ final class PartsTests: XCTestCase {
             [
                 [journal.part("producer")],
                 [journal.part("log")],
-                [journal.part("consumer", stopTaking: .milliseconds(300)), journal.part("http", stopTaking: .milliseconds(300))]
+                [
+                    journal.part("consumer", waitsFor: ["stopping consumer", "stopping http"]),
+                    journal.part("http", waitsFor: ["stopping consumer", "stopping http"])
+                ]
             ], logger: Logger(component: "test", level: .error))
         try await parts.start()
         XCTAssertEqual(journal.read, ["start producer", "start log", "start consumer", "start http"])

@@ -24,21 +24,21 @@ final class EventJSONTests: XCTestCase {
     /// Service events are read back by the notifier's own reader: every field, `note` as null when absent.
     func testServiceEventsReadBackAsWritten() throws {
         for note in [nil, awkward] {
-            let recorded = ServiceRecorded(
+            let recorded = CommunityServiceRecorded(
                 eventId: RandomID.uuid(),
-                record: ServiceRecord(
+                record: CommunityServiceRecord(
                     serviceId: RandomID.uuid(), schoolId: "demo-hs", grade: 1, studentId: "s10312", date: "2026-12-01", sessions: 2,
                     note: note, recordedBy: "t-vd-1", recordedAt: "2026-12-01T06:00:00Z"))
-            XCTAssertEqual(try ServiceRecorded(json: JSONFields(JSONReader.object(recorded.json))), recorded)
+            XCTAssertEqual(try CommunityServiceRecorded(json: JSONFields(JSONReader.object(recorded.json))), recorded)
             if note == nil { XCTAssertTrue(String(decoding: recorded.json, as: UTF8.self).contains("\"note\":null")) }
         }
-        let withdrawn = ServiceWithdrawn(
+        let withdrawn = CommunityServiceWithdrawn(
             eventId: RandomID.uuid(), serviceId: RandomID.uuid(), schoolId: "demo-hs", grade: 1, studentId: awkward,
             withdrawnBy: "t-vd-1", occurredAt: "2026-12-01T07:00:00Z")
-        XCTAssertEqual(try ServiceWithdrawn(json: JSONFields(JSONReader.object(withdrawn.json))), withdrawn)
+        XCTAssertEqual(try CommunityServiceWithdrawn(json: JSONFields(JSONReader.object(withdrawn.json))), withdrawn)
         XCTAssertTrue(String(decoding: withdrawn.json, as: UTF8.self).contains("\"type\":\"guidance.service.withdrawn\""))
         XCTAssertThrowsError(
-            try ServiceRecorded(
+            try CommunityServiceRecorded(
                 json: JSONFields(
                     JSONReader.object(
                         Array(

@@ -432,13 +432,11 @@ final class HTTPServerTests: XCTestCase {
         let server = self.server!
         async let stuck = fetch("GET", "\(base)/stuck")
         _ = try await eventually { server.inFlight.load(ordering: .acquiring) == 1 }
-        let stopping = ContinuousClock.now
         await server.shutdown(gracePeriod: .milliseconds(300))
         let reply = try await stuck
         XCTAssertEqual(reply.status, 503)
         let stuckCancelledAt = self.stuckCancelledAt
-        _ = try await eventually(within: .seconds(2)) { stuckCancelledAt.value != nil }
-        let cancelled = try XCTUnwrap(stuckCancelledAt.value, "the handler still runs after its request was answered 503")
-        XCTAssertLessThan(cancelled - stopping, .seconds(2))
+        let cancelled = try await eventually(within: .seconds(2)) { stuckCancelledAt.value != nil }
+        XCTAssertTrue(cancelled, "the handler still runs after its request was answered 503")
     }
 }

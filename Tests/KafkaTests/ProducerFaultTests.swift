@@ -38,7 +38,7 @@ final class ProducerFaultTests: MockClusterTestCase {
         cluster.setAllBrokers(up: false)
         let topic = self.topic
         let waiting = Task { try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [1])) }
-        try await Task.sleep(for: .milliseconds(300))
+        _ = try await eventually { producer.inFlight == 1 }
         let cancelled = ContinuousClock.now
         waiting.cancel()
         do {
@@ -91,10 +91,7 @@ final class ProducerFaultTests: MockClusterTestCase {
             XCTAssertTrue(failure.isRetriable, "\(failure)")
         }
         // The replacement follows the failed reports on the polling thread.
-        let replacedBy = ContinuousClock.now + .seconds(5)
-        while producer.replacements == 0 && ContinuousClock.now < replacedBy {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = try await eventually(within: .seconds(5)) { producer.replacements > 0 }
         XCTAssertGreaterThanOrEqual(producer.replacements, 1, "the fatal producer was not replaced")
 
         cluster.clearRequestErrors(.produce)
@@ -123,7 +120,7 @@ final class ProducerFaultTests: MockClusterTestCase {
         cluster.setAllBrokers(up: false)
         let message = OutgoingMessage(topic: topic, key: "k", value: [1])
         async let pending = producer.send(message)
-        try await Task.sleep(for: .milliseconds(200))
+        _ = try await eventually { producer.inFlight == 1 }
         let started = ContinuousClock.now
         producer.close(timeout: .milliseconds(500))
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))

@@ -37,6 +37,7 @@ final class NoteChannel: DeliveryChannel {
             attempts.append((claim.delivery.deliveryId, connection))
             return attempts.filter { $0.deliveryId == claim.delivery.deliveryId }.count == 1
         }
+        // A send that takes time on the wire: two sends on one connection at once would overlap.
         Thread.sleep(forTimeInterval: 0.02)
         return first ? .retriable("busy", retryAfter: 1) : .sent
     }

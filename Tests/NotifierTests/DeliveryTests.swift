@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Guidance
 @testable import Notifier
-import ServiceSupport
+import Wiring
 import TestSupport
 import XCTest
 

@@ -1,7 +1,7 @@
 import Common
 import Foundation
 @testable import Notifier
-import ServiceSupport
+import Wiring
 import XCTest
 
 /// The pure parts of delivery: header encoding, backoff, configuration.

@@ -1,7 +1,7 @@
 import Foundation
 import Guidance
 @testable import Notifier
-import ServiceSupport
+import Wiring
 import Sessions
 import TestSupport
 import XCTest

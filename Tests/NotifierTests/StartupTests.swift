@@ -3,7 +3,7 @@ import Foundation
 import HTTP
 import Ingest
 @testable import Notifier
-import ServiceSupport
+import Wiring
 import XCTest
 
 /// Every start-up failure names the variable to fix, says how, and never

@@ -23,6 +23,7 @@ final class PurgeLoadTests: XCTestCase {
         let stop = Atomic<Bool>(false)
         let latencies = Mutex<[Double]>([])
         let done = DispatchSemaphore(value: 0)
+        let warmedUp = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             var batch = 0
             while !stop.load(ordering: .relaxed) {
@@ -34,11 +35,13 @@ final class PurgeLoadTests: XCTestCase {
                 let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
                 latencies.withLock { $0.append(milliseconds) }
                 batch += 1
+                if batch == 20 { warmedUp.signal() }
+                // The pace of a busy morning's batches: the load under test.
                 usleep(5_000)
             }
             done.signal()
         }
-        usleep(200_000)
+        warmedUp.wait()
         let baseline = latencies.withLock { $0 }
         let started = DispatchTime.now().uptimeNanoseconds
         let report = try store.purge([PurgeCut(school: "sa", firstKeptDay: "2026-01-01", before: 0, accessLogBefore: 0)], dryRun: false)

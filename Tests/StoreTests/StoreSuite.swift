@@ -105,14 +105,14 @@ struct StoreSuite: Sendable {
     func service(_ id: String, student: String = "s1312", date: String = "2026-11-30", sessions: Int = 1, school: String = "sa")
         -> StoredEvent
     {
-        .serviceRecorded(
-            ServiceRecord(
+        .communityServiceRecorded(
+            CommunityServiceRecord(
                 serviceId: id, schoolId: school, grade: 1, studentId: student, date: date, sessions: sessions, note: nil,
                 recordedBy: "t-vd", recordedAt: "2026-11-30T06:00:00Z"))
     }
 
     func withdrawal(_ id: String, student: String = "s1312", school: String = "sa", grade: Int = 1) -> StoredEvent {
-        .serviceWithdrawn(
+        .communityServiceWithdrawn(
             serviceId: id, schoolId: school, grade: grade, studentId: student, withdrawnBy: "t-vd", occurredAt: "2026-11-30T07:00:00Z")
     }
 
@@ -132,21 +132,21 @@ struct StoreSuite: Sendable {
             try store.apply([service("v1", sessions: 3)]).map { String($0.reason.prefix(8)) }, ["conflict"],
             "other content under a record's id")
         XCTAssertEqual(try store.apply([service("v1", school: "sb")]).map { String($0.reason.prefix(7)) }, ["foreign"])
-        let accounts = try store.serviceAccounts(school: "sa", asOf: nil)
+        let accounts = try store.communityServiceAccounts(school: "sa", asOf: nil)
         XCTAssertEqual(accounts.map(\.studentId), ["s1312"])
-        XCTAssertEqual(accounts.first?.standing, ServiceStanding(owed: 3, served: 1))
+        XCTAssertEqual(accounts.first?.standing, CommunityServiceStanding(owed: 3, served: 1))
         XCTAssertEqual(accounts.first?.records.map(\.serviceId), ["v1"])
         XCTAssertEqual(accounts.first?.lastService, "2026-11-30")
-        XCTAssertEqual(try store.serviceAccounts(school: "sa", asOf: "2026-11-29"), [], "nothing before the day")
+        XCTAssertEqual(try store.communityServiceAccounts(school: "sa", asOf: "2026-11-29"), [], "nothing before the day")
         // Monday 2026-11-30: its run is a weekly one; a later record of that day marks it.
-        let seen = Mutex<[String: ServiceAccount]>([:])
+        let seen = Mutex<[String: CommunityServiceAccount]>([:])
         _ = try store.writeDigests(
             school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z",
             plan: { state in
                 seen.withLock { $0 = state.accounts }
                 return []
             }, targets: { _ in [] })
-        XCTAssertEqual(seen.withLock { $0 }["s1312"]?.standing, ServiceStanding(owed: 3, served: 1))
+        XCTAssertEqual(seen.withLock { $0 }["s1312"]?.standing, CommunityServiceStanding(owed: 3, served: 1))
         XCTAssertTrue(try store.pendingAmendments().isEmpty)
         XCTAssertEqual(try store.apply([service("v3", date: "2026-11-27")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "an earlier day's record amends Monday's list")
@@ -156,7 +156,8 @@ struct StoreSuite: Sendable {
         XCTAssertTrue(try store.pendingAmendments().isEmpty, "a later day's record leaves Monday's list alone")
         XCTAssertEqual(try store.apply([withdrawal("v3")]), [])
         XCTAssertEqual(try store.pendingAmendments().map(\.date), ["2026-11-30"], "so does taking an earlier one back")
-        XCTAssertEqual(try store.serviceAccounts(school: "sa", asOf: nil).first?.standing, ServiceStanding(owed: 3, served: 2))
+        XCTAssertEqual(
+            try store.communityServiceAccounts(school: "sa", asOf: nil).first?.standing, CommunityServiceStanding(owed: 3, served: 2))
 
         // A record belongs to its student, whatever grade each event names:
         // a withdrawal sent after a grade change (naming grade 2) takes back
@@ -165,8 +166,8 @@ struct StoreSuite: Sendable {
         XCTAssertEqual(try store.apply([withdrawal("v4", grade: 2)]), [])
         XCTAssertEqual(try store.apply([withdrawal("v5", grade: 2), service("v5", date: "2026-12-01")]), [])
         XCTAssertEqual(try store.apply([withdrawal("v1", student: "s9999")]).map { String($0.reason.prefix(7)) }, ["foreign"])
-        let held = try store.serviceAccounts(school: "sa", asOf: nil).first
-        XCTAssertEqual(held?.standing, ServiceStanding(owed: 3, served: 1), "v4 and v5 taken back")
+        let held = try store.communityServiceAccounts(school: "sa", asOf: nil).first
+        XCTAssertEqual(held?.standing, CommunityServiceStanding(owed: 3, served: 1), "v4 and v5 taken back")
         XCTAssertEqual(Set(held?.records.map(\.serviceId) ?? []), ["v1"])
     }
 

@@ -58,6 +58,7 @@ package final class Counterpart: @unchecked Sendable {
         while Date() < deadline {
             if accepts() { return }
             guard process.isRunning else { throw CounterpartError("\(script) exited with \(process.terminationStatus)") }
+            // A real process starting: nothing says when it listens.
             Thread.sleep(forTimeInterval: 0.05)
         }
         throw CounterpartError("\(script) did not listen on \(port) within 15 s")

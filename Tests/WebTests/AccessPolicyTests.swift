@@ -4,7 +4,7 @@ import Crypto
 import Guidance
 import HTTP
 import Kafka
-import ServiceSupport
+import Wiring
 import Sessions
 import TestSupport
 import Web

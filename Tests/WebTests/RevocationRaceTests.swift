@@ -80,6 +80,7 @@ final class RevocationRaceTests: XCTestCase {
                 }
                 return (codes, renewed, last)
             }
+            // A random moment of A's minting against the real (mock) broker: the race under test.
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...40)))
             _ = try await b.sessions.signOutEverywhere(teacher: teacher)
             let revoked = ContinuousClock.now

@@ -3,7 +3,7 @@ import Common
 import Foundation
 import Guidance
 import HTTP
-import ServiceSupport
+import Wiring
 import Store
 
 /// What a school's data-protection officer asks for, admins of the school
@@ -166,9 +166,9 @@ struct DataProtectionHandlers: Sendable {
         let guidances: [Guidance]
         let digests: [Appearance]
         /// Volunteer service recorded (봉사), in the JSON only: the CSV is one row per guidance.
-        let services: [Service]
+        let services: [CommunityService]
 
-        struct Service: Encodable, Sendable {
+        struct CommunityService: Encodable, Sendable {
             let serviceId: String
             let date: String
             let sessions: Int
@@ -224,7 +224,7 @@ struct DataProtectionHandlers: Sendable {
                     change: $0.change.rawValue)
             },
             services: records.services.map {
-                Export.Service(
+                Export.CommunityService(
                     serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
                     recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
                     withdrawnAt: $0.withdrawnAt)

@@ -31,10 +31,10 @@ struct EventDecoder: Sendable {
                 return registered(try GuidanceRegistered(json: fields))
             case topics.deleted where type == EventType.deleted.rawValue:
                 return deleted(try GuidanceDeleted(json: fields))
-            case topics.service where type == EventType.serviceRecorded.rawValue:
-                return serviceRecorded(try ServiceRecorded(json: fields))
-            case topics.service where type == EventType.serviceWithdrawn.rawValue:
-                return serviceWithdrawn(try ServiceWithdrawn(json: fields))
+            case topics.communityService where type == EventType.communityServiceRecorded.rawValue:
+                return communityServiceRecorded(try CommunityServiceRecorded(json: fields))
+            case topics.communityService where type == EventType.communityServiceWithdrawn.rawValue:
+                return communityServiceWithdrawn(try CommunityServiceWithdrawn(json: fields))
             case topics.access where type == AccessRecord.type:
                 return accessed(try AccessRecord.records(json: fields))
             default:
@@ -79,10 +79,10 @@ struct EventDecoder: Sendable {
                     serviceSessions: registration.reason.serviceSessions)))
     }
 
-    /// A service record, held to the ingest's rules (`Roster.serviceProblems`)
+    /// A service record, held to the ingest's rules (`Roster.communityServiceProblems`)
     /// on the notifier's clock: a day after the school's today, or before
     /// what `RETENTION_DAYS` keeps, is refused.
-    private func serviceRecorded(_ event: ServiceRecorded) -> Result<StoredEvent, DecodeFailure> {
+    private func communityServiceRecorded(_ event: CommunityServiceRecorded) -> Result<StoredEvent, DecodeFailure> {
         if let problem = idProblem(event.eventId, event.record.serviceId, name: "serviceId") { return .failure(problem) }
         let today = roster.school(event.record.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         // A day's worth of clock skew between the ingest and this replica is not an error.
@@ -93,7 +93,7 @@ struct EventDecoder: Sendable {
         do {
             // By identity, as registrations are: the grade is the one the ingest saw.
             return .success(
-                .serviceRecorded(
+                .communityServiceRecorded(
                     try roster.checkedService(
                         event.record, today: tomorrow, firstDay: retention.firstKeptDay(today: today), sameGrade: false)))
         } catch {
@@ -101,7 +101,7 @@ struct EventDecoder: Sendable {
         }
     }
 
-    private func serviceWithdrawn(_ event: ServiceWithdrawn) -> Result<StoredEvent, DecodeFailure> {
+    private func communityServiceWithdrawn(_ event: CommunityServiceWithdrawn) -> Result<StoredEvent, DecodeFailure> {
         if let problem = idProblem(event.eventId, event.serviceId, name: "serviceId") ?? gradeProblem(event.schoolId, event.grade) {
             return .failure(problem)
         }
@@ -109,7 +109,7 @@ struct EventDecoder: Sendable {
             return .failure(DecodeFailure(reason: "occurredAt '\(event.occurredAt)' is not RFC 3339"))
         }
         return .success(
-            .serviceWithdrawn(
+            .communityServiceWithdrawn(
                 serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
                 withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
     }

@@ -1,7 +1,7 @@
 import Common
 import Curl
 import Foundation
-import ServiceSupport
+import Wiring
 import Store
 
 /// Where digests are sent besides the inbox, read from the environment.

@@ -2,7 +2,7 @@ import Common
 import Curl
 import Foundation
 import Guidance
-import ServiceSupport
+import Wiring
 import Store
 
 /// Digests e-mailed to each teacher's address in teachers.csv (`SMTP_URL`),

@@ -1,6 +1,6 @@
 import Foundation
 import Guidance
-import ServiceSupport
+import Wiring
 import Store
 import Web
 

@@ -102,7 +102,7 @@ struct DigestPlanner: Sendable {
         DigestEntry(
             guidanceId: told.guidanceId, student: told.student, reason: told.reason, occurredAt: told.occurredAt, change: .removed,
             frequency: scope == .service ? nil : frequency(told.student, state),
-            service: state.accounts[told.student.studentId]?.standing ?? ServiceStanding(owed: 0, served: 0))
+            service: state.accounts[told.student.studentId]?.standing ?? CommunityServiceStanding(owed: 0, served: 0))
     }
 
     static func order(_ a: DigestEntry, _ b: DigestEntry) -> Bool {

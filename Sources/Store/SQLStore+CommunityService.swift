@@ -38,7 +38,7 @@ extension SQLStore {
     /// Monday's run exclusively: a weekly list counts every earlier day, so
     /// an event of any day either is in it or, committed after it, finds
     /// the run and marks an amendment.
-    static func serviceKey(_ school: String) -> String { "service/\(school)" }
+    static func communityServiceKey(_ school: String) -> String { "service/\(school)" }
 
     // MARK: - Events
 
@@ -46,7 +46,7 @@ extension SQLStore {
     /// that arrived first (of the same school and student: the grade may
     /// differ, a withdrawal sent after a grade change names the new one).
     /// Returns why it was kept out, or nil.
-    static func record(_ service: ServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
+    static func record(_ service: CommunityServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
         let written = try database.run(
             """
             INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
@@ -105,7 +105,7 @@ extension SQLStore {
     static func markWeeklyAmendments(_ earliest: [String: String], in database: any SQLDatabase) throws(StoreError) {
         guard !earliest.isEmpty else { return }
         let schools = earliest.keys.sorted()
-        try database.lock(schools.map(serviceKey), exclusive: false)
+        try database.lock(schools.map(communityServiceKey), exclusive: false)
         for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
             let pairs = (0..<chunk.count).map { "(school_id = $\($0 * 2 + 1) AND date >= $\($0 * 2 + 2))" }.joined(separator: " OR ")
             try database.run(
@@ -162,25 +162,25 @@ extension SQLStore {
             """, parameters)
     }
 
-    static func account(_ row: [SQLValue]) -> ServiceAccount {
+    static func account(_ row: [SQLValue]) -> CommunityServiceAccount {
         let last = (row[3].string ?? "").split(separator: " ").map(String.init)
-        return ServiceAccount(
-            studentId: row[0].string ?? "", standing: ServiceStanding(owed: row[1].int ?? 0, served: row[2].int ?? 0),
+        return CommunityServiceAccount(
+            studentId: row[0].string ?? "", standing: CommunityServiceStanding(owed: row[1].int ?? 0, served: row[2].int ?? 0),
             lastGuidance: last.count == 3 ? (guidanceId: last[2], occurredAt: last[0], reasonCode: last[1]) : nil,
             lastService: row[4].string)
     }
 
-    package func serviceAccounts(school: String, asOf date: String?) throws(StoreError) -> [ServiceAccount] {
+    package func communityServiceAccounts(school: String, asOf date: String?) throws(StoreError) -> [CommunityServiceAccount] {
         // Totals and records from one snapshot: a withdrawal applied between
         // the two reads showed a record gone and still counted.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try database.snapshot { () throws(StoreError) -> [ServiceAccount] in
+            try database.snapshot { () throws(StoreError) -> [CommunityServiceAccount] in
                 let statement = SQLStore.accountsStatement(school: school, asOf: date)
                 var accounts = try database.query(statement.sql, statement.parameters) { SQLStore.account($0) }
-                var records: [String: [ServiceRecord]] = [:]
+                var records: [String: [CommunityServiceRecord]] = [:]
                 let listed = SQLStore.recordsStatement(school: school, asOf: date)
                 try database.forEachRow(listed.sql, listed.parameters) { row in
-                    let record = SQLStore.serviceRecord(row)
+                    let record = SQLStore.communityServiceRecord(row)
                     records[record.studentId, default: []].append(record)
                 }
                 for index in accounts.indices { accounts[index].records = records[accounts[index].studentId] ?? [] }
@@ -199,14 +199,15 @@ extension SQLStore {
             conditions += " AND local_date <= $\(parameters.count)"
         }
         return SQLStatement(
-            "SELECT \(serviceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id",
+            "SELECT \(communityServiceRecordColumns) FROM service_records WHERE \(conditions) ORDER BY local_date, recorded_at, service_id",
             parameters)
     }
 
-    static let serviceRecordColumns = "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"
+    static let communityServiceRecordColumns =
+        "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"
 
-    static func serviceRecord(_ row: [SQLValue]) -> ServiceRecord {
-        ServiceRecord(
+    static func communityServiceRecord(_ row: [SQLValue]) -> CommunityServiceRecord {
+        CommunityServiceRecord(
             serviceId: row[0].string ?? "", schoolId: row[1].string ?? "", grade: row[2].int ?? 0, studentId: row[3].string ?? "",
             date: row[4].string ?? "", sessions: row[5].int ?? 0, note: row[6].string, recordedBy: row[7].string ?? "",
             recordedAt: row[8].string ?? "")

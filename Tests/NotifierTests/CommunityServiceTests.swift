@@ -8,7 +8,7 @@ import XCTest
 /// The 봉사 명단: what each stopped student owes, has served and has left,
 /// from events in any order, across a replay; who may read and record it;
 /// the weekly list on Mondays.
-final class ServiceTests: XCTestCase {
+final class CommunityServiceTests: XCTestCase {
     var running: NotifierHarness?
 
     override func tearDown() async throws {
@@ -49,16 +49,17 @@ final class ServiceTests: XCTestCase {
             reason: ReasonRef(code: code, label: code, detail: nil), recordedBy: "t-gate", occurredAt: at, recordedAt: at)
     }
 
-    func recorded(_ id: String, student: String, grade: Int = 1, sessions: Int = 1, date: String = "2026-11-21") -> ServiceRecorded {
-        ServiceRecorded(
+    func recorded(_ id: String, student: String, grade: Int = 1, sessions: Int = 1, date: String = "2026-11-21") -> CommunityServiceRecorded
+    {
+        CommunityServiceRecorded(
             eventId: UUID().uuidString.lowercased(),
-            record: ServiceRecord(
+            record: CommunityServiceRecord(
                 serviceId: id, schoolId: "sa", grade: grade, studentId: student, date: date,
                 sessions: sessions, note: nil, recordedBy: "t-vd-1", recordedAt: "2026-11-21T06:00:00Z"))
     }
 
-    func withdrawn(_ id: String, student: String, grade: Int = 1) -> ServiceWithdrawn {
-        ServiceWithdrawn(
+    func withdrawn(_ id: String, student: String, grade: Int = 1) -> CommunityServiceWithdrawn {
+        CommunityServiceWithdrawn(
             eventId: UUID().uuidString.lowercased(), serviceId: id, schoolId: "sa", grade: grade, studentId: student,
             withdrawnBy: "t-vd-1", occurredAt: "2026-11-21T07:00:00Z")
     }
@@ -77,16 +78,16 @@ final class ServiceTests: XCTestCase {
         // a withdrawal before its record, each record and registration twice.
         let events: [(String, [UInt8])] = [
             (topics.deleted, deletion.json),
-            (topics.service, withdrawn(ids[5], student: "a111").json),
+            (topics.communityService, withdrawn(ids[5], student: "a111").json),
             (topics.registered, registered(ids[0], student: "a111", seat: (1, 1, 1)).json),
-            (topics.service, recorded(ids[4], student: "a111").json),
+            (topics.communityService, recorded(ids[4], student: "a111").json),
             (topics.registered, registered(ids[1], student: "a111", seat: (1, 1, 1)).json),
             (topics.registered, registered(ids[2], student: "a111", seat: (1, 1, 1)).json),
-            (topics.service, recorded(ids[5], student: "a111").json),
-            (topics.service, recorded(ids[4], student: "a111").json),
+            (topics.communityService, recorded(ids[5], student: "a111").json),
+            (topics.communityService, recorded(ids[4], student: "a111").json),
             (topics.registered, registered(ids[0], student: "a111", seat: (1, 1, 1)).json),
             (topics.registered, registered(ids[3], student: "a112", seat: (1, 1, 2)).json),
-            (topics.service, recorded(ids[6], student: "a112", sessions: 2).json),
+            (topics.communityService, recorded(ids[6], student: "a112", sessions: 2).json),
             (topics.registered, registered(ids[7], student: "a121", seat: (1, 2, 1), code: "trespassing").json)
         ]
         for (topic, value) in events {
@@ -227,7 +228,7 @@ final class ServiceTests: XCTestCase {
         defer { producer.close() }
         let served = UUID().uuidString.lowercased()
         _ = try await producer.send(
-            OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: recorded(served, student: "a121").json))
+            OutgoingMessage(topic: harness.topics.communityService, key: "sa/1", value: recorded(served, student: "a121").json))
         _ = try await standings(harness, equalTo: ["a111": [2, 0, 2], "a121": [1, 1, 0]])
 
         // Saturday's lists show what each student has left.
@@ -263,7 +264,7 @@ final class ServiceTests: XCTestCase {
 
         // The record taken back after the list went out: an amendment adds the student.
         _ = try await producer.send(
-            OutgoingMessage(topic: harness.topics.service, key: "sa/1", value: withdrawn(served, student: "a121").json))
+            OutgoingMessage(topic: harness.topics.communityService, key: "sa/1", value: withdrawn(served, student: "a121").json))
         _ = try await standings(harness, equalTo: ["a111": [2, 0, 2], "a121": [1, 0, 1]])
         let amended = try await harness.runDigests(date: "2026-11-23")
         XCTAssertEqual(amended.status, 200, amended.text)

@@ -1,9 +1,9 @@
 import Common
 
 /// Volunteer service a student served (봉사 완료), recorded by the grade's
-/// volunteer-duty teacher or an admin: what a `ServiceRecorded` event says
+/// volunteer-duty teacher or an admin: what a `CommunityServiceRecorded` event says
 /// and the notifier stores.
-package struct ServiceRecord: Sendable, Equatable {
+package struct CommunityServiceRecord: Sendable, Equatable {
     package let serviceId: String
     package let schoolId: String
     package let grade: Int
@@ -35,11 +35,11 @@ package struct ServiceRecord: Sendable, Equatable {
 /// The `guidance.service.recorded` event on `Topics.service`, keyed
 /// `school/grade` like the student's guidances. The first event of a
 /// `serviceId` wins; a withdrawal wins over it whatever the order.
-package struct ServiceRecorded: Sendable, Equatable {
+package struct CommunityServiceRecorded: Sendable, Equatable {
     package let eventId: String
-    package var record: ServiceRecord
+    package var record: CommunityServiceRecord
 
-    package init(eventId: String, record: ServiceRecord) {
+    package init(eventId: String, record: CommunityServiceRecord) {
         self.eventId = eventId
         self.record = record
     }
@@ -50,7 +50,7 @@ package struct ServiceRecorded: Sendable, Equatable {
     package var json: [UInt8] {
         var writer = JSONWriter(capacity: 384)
         writer.field("schemaVersion", 1)
-        writer.field("type", EventType.serviceRecorded.rawValue)
+        writer.field("type", EventType.communityServiceRecorded.rawValue)
         writer.field("eventId", eventId)
         writer.field("serviceId", record.serviceId)
         writer.field("schoolId", record.schoolId)
@@ -67,17 +67,17 @@ package struct ServiceRecorded: Sendable, Equatable {
     package init(json fields: JSONFields) throws(FieldError) {
         self.init(
             eventId: try fields.string("eventId"),
-            record: ServiceRecord(
+            record: CommunityServiceRecord(
                 serviceId: try fields.string("serviceId"), schoolId: try fields.string("schoolId"),
                 grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
-                date: try fields.string("date"), sessions: try fields.integer("sessions", in: ServiceRecorded.sessionsRange),
+                date: try fields.string("date"), sessions: try fields.integer("sessions", in: CommunityServiceRecorded.sessionsRange),
                 note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"),
                 recordedAt: try fields.string("recordedAt")))
     }
 }
 
 /// A service record taken back (`guidance.service.withdrawn`).
-package struct ServiceWithdrawn: Sendable, Equatable {
+package struct CommunityServiceWithdrawn: Sendable, Equatable {
     package let eventId: String
     package let serviceId: String
     package let schoolId: String
@@ -101,7 +101,7 @@ package struct ServiceWithdrawn: Sendable, Equatable {
     package var json: [UInt8] {
         var writer = JSONWriter(capacity: 256)
         writer.field("schemaVersion", 1)
-        writer.field("type", EventType.serviceWithdrawn.rawValue)
+        writer.field("type", EventType.communityServiceWithdrawn.rawValue)
         writer.field("eventId", eventId)
         writer.field("serviceId", serviceId)
         writer.field("schoolId", schoolId)
@@ -128,8 +128,9 @@ extension Roster {
     /// (the ingest, where a teacher picked it); the notifier takes the grade
     /// as it was when the record was made (a record belongs to the student,
     /// and a grade change in March is no reason to drop it).
-    package func checkedService(_ event: ServiceRecord, today: String, firstDay: String?, sameGrade: Bool = true) throws(Registration
-        .Invalid) -> ServiceRecord
+    package func checkedService(_ event: CommunityServiceRecord, today: String, firstDay: String?, sameGrade: Bool = true)
+        throws(Registration
+        .Invalid) -> CommunityServiceRecord
     {
         guard school(event.schoolId) != nil else {
             throw Registration.Invalid(
@@ -160,9 +161,10 @@ extension Roster {
         } else if let firstDay, event.date < firstDay {
             problems.append(FieldError(field: "date", message: "must not be before \(firstDay) (RETENTION_DAYS)"))
         }
-        if !ServiceRecorded.sessionsRange.contains(event.sessions) {
+        if !CommunityServiceRecorded.sessionsRange.contains(event.sessions) {
             problems.append(
-                FieldError(field: "sessions", message: "must be a whole number from 1 to \(ServiceRecorded.sessionsRange.upperBound)"))
+                FieldError(
+                    field: "sessions", message: "must be a whole number from 1 to \(CommunityServiceRecorded.sessionsRange.upperBound)"))
         }
         var note: String?
         do {
@@ -171,7 +173,7 @@ extension Roster {
             problems.append(FieldError(field: "note", message: error.description))
         }
         guard problems.isEmpty else { throw Registration.Invalid(problems: problems, awaitingRoster: unknown == problems.count) }
-        return ServiceRecord(
+        return CommunityServiceRecord(
             serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
             date: event.date,
             sessions: event.sessions, note: note, recordedBy: event.recordedBy, recordedAt: event.recordedAt)

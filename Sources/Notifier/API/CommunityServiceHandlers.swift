@@ -2,14 +2,14 @@ import Access
 import Common
 import Guidance
 import HTTP
-import ServiceSupport
+import Wiring
 import Store
 import Web
 
 /// The 봉사 명단: what each student owes, has served and has left, in the
 /// caller's scope; and recording service (`봉사 완료`) from the teacher page,
 /// passed on to the ingest, which publishes it.
-struct ServiceHandlers: Sendable {
+struct CommunityServiceHandlers: Sendable {
     let store: any GuidanceStore
     let photos: StudentPhotos
     let accessLog: AccessLog
@@ -56,9 +56,9 @@ struct ServiceHandlers: Sendable {
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
         let store = self.store
-        let accounts = try await blocking { try store.serviceAccounts(school: school.id, asOf: nil) }
+        let accounts = try await blocking { try store.communityServiceAccounts(school: school.id, asOf: nil) }
         let roster = caller.roster
-        var items: [(Student, ServiceAccount)] = accounts.compactMap { account in
+        var items: [(Student, CommunityServiceAccount)] = accounts.compactMap { account in
             // The student's whole account, under the grade and class the roster
             // has now (records made before a grade change included). Students
             // who left the roster owe nothing anyone can run.
@@ -77,12 +77,13 @@ struct ServiceHandlers: Sendable {
             caller, .service, school: school.id,
             target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
         return .json(
-            written: ServiceHandlers.json(
+            written: CommunityServiceHandlers.json(
                 school: school, today: today, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
     }
 
     static func json(
-        school: School, today: String, _ items: [(Student, ServiceAccount)], photo: (Student) -> String?, teacherName: (String) -> String?
+        school: School, today: String, _ items: [(Student, CommunityServiceAccount)], photo: (Student) -> String?,
+        teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + items.count * 400)
         writer.field("schoolId", school.id)

@@ -9,30 +9,30 @@ import HTTP
 /// them, like registrations.
 extension IngestHandlers {
     /// The grade's volunteer-duty teacher runs the sessions; admins may record too.
-    static let serviceRoles: Set<Teacher.Role> = [.volunteerDuty, .admin]
+    static let communityServiceRoles: Set<Teacher.Role> = [.volunteerDuty, .admin]
 
     /// `POST /v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service`
     /// `{"serviceId": "<uuid>", "date": "YYYY-MM-DD", "sessions": 1, "note": "…"}`.
     @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
-        let event = try serviceRecorded(request, caller)
+        let event = try communityServiceRecorded(request, caller)
         return try await publish(
-            event.json, type: .serviceRecorded, topic: topics.service,
+            event.json, type: .communityServiceRecorded, topic: topics.communityService,
             key: eventKey(school: event.record.schoolId, grade: event.record.grade),
             id: ("serviceId", event.record.serviceId), eventID: event.eventId, request: request)
     }
 
     /// `DELETE …/students/{studentId}/service/{serviceId}`: the record taken back.
     @Sendable func withdrawService(_ request: Request, _ caller: Caller) async throws -> Response {
-        let (schoolID, grade, studentID) = try serviceTarget(request, caller)
+        let (schoolID, grade, studentID) = try communityServiceTarget(request, caller)
         guard RandomID.isUUID(request.parameter("serviceId")) else {
             throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID"))
         }
-        let event = ServiceWithdrawn(
+        let event = CommunityServiceWithdrawn(
             eventId: RandomID.uuid(), serviceId: request.parameter("serviceId").lowercased(), schoolId: schoolID, grade: grade,
             studentId: studentID, withdrawnBy: caller.teacher?.id ?? request.query["withdrawnBy"] ?? "unknown",
             occurredAt: Timestamp.format(Timestamp.now()))
         return try await publish(
-            event.json, type: .serviceWithdrawn, topic: topics.service, key: eventKey(school: schoolID, grade: grade),
+            event.json, type: .communityServiceWithdrawn, topic: topics.communityService, key: eventKey(school: schoolID, grade: grade),
             id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
     }
 
@@ -41,7 +41,9 @@ extension IngestHandlers {
     /// and a student the roster does not list in that grade 422: the path
     /// alone authorizes nothing (the notifier also holds a withdrawal to the
     /// record's own school, student and grade).
-    private func serviceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (school: String, grade: Int, student: String) {
+    private func communityServiceTarget(_ request: Request, _ caller: Caller) throws(HTTPError) -> (
+        school: String, grade: Int, student: String
+    ) {
         let (schoolID, grade) = try caller.grade(of: request)
         if let teacher = caller.teacher, !teacher.has(.admin), teacher.grade != grade {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher records service for their own grade (\(teacher.grade ?? 0))")
@@ -53,9 +55,9 @@ extension IngestHandlers {
         return (schoolID, grade, student.id)
     }
 
-    private func serviceRecorded(_ request: Request, _ caller: Caller) throws(HTTPError) -> ServiceRecorded {
-        let (schoolID, grade, studentID) = try serviceTarget(request, caller)
-        let body = try request.json(ServiceRequest.init(json:))
+    private func communityServiceRecorded(_ request: Request, _ caller: Caller) throws(HTTPError) -> CommunityServiceRecorded {
+        let (schoolID, grade, studentID) = try communityServiceTarget(request, caller)
+        let body = try request.json(CommunityServiceRequest.init(json:))
         guard RandomID.isUUID(body.serviceId) else { throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID")) }
         guard let recordedBy = body.recordedBy ?? caller.teacher?.id else {
             throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
@@ -65,12 +67,12 @@ extension IngestHandlers {
                 FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
         let now = Timestamp.now()
-        let asked = ServiceRecord(
+        let asked = CommunityServiceRecord(
             serviceId: body.serviceId, schoolId: schoolID, grade: grade, studentId: studentID,
             date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
         let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         do {
-            return ServiceRecorded(
+            return CommunityServiceRecorded(
                 eventId: RandomID.uuid(),
                 record: try caller.roster.checkedService(asked, today: today, firstDay: retention.firstKeptDay(today: today)))
         } catch {
@@ -80,7 +82,7 @@ extension IngestHandlers {
 }
 
 /// The body of a service record.
-struct ServiceRequest: Sendable {
+struct CommunityServiceRequest: Sendable {
     let serviceId: String
     let date: String
     let sessions: Int
