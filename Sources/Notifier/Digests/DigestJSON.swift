@@ -1,3 +1,4 @@
+import Guidance
 import Common
 import Store
 

@@ -1,0 +1,228 @@
+// What a digest is: to whom (`Recipient`), of what scope, with which entries;
+// the notifier plans them and the store keeps them.
+import Common
+
+/// A guidance as materialised from the events, with its school-local date.
+package struct GuidanceRecord: Sendable, Equatable, Codable {
+    package let guidanceId: String
+    package let schoolId: String
+    /// `YYYY-MM-DD` in the school's time zone.
+    package let date: String
+    package let student: StudentRef
+    package let reason: ReasonRef
+    /// RFC 3339, UTC.
+    package let occurredAt: String
+    package let recordedBy: String
+    /// Sessions of volunteer service it puts on the student's account (its
+    /// reason's `serviceSessions` when it was stored).
+    package var serviceSessions = 1
+
+    package init(
+        guidanceId: String, schoolId: String, date: String, student: StudentRef, reason: ReasonRef, occurredAt: String, recordedBy: String,
+        serviceSessions: Int = 1
+    ) {
+        self.guidanceId = guidanceId
+        self.schoolId = schoolId
+        self.date = date
+        self.student = student
+        self.reason = reason
+        self.occurredAt = occurredAt
+        self.recordedBy = recordedBy
+        self.serviceSessions = serviceSessions
+    }
+}
+
+/// Sessions of volunteer service a student owes (one per active guidance,
+/// or its reason's number) and has served.
+package struct CommunityServiceStanding: Sendable, Equatable, Codable {
+    package let owed: Int
+    package let served: Int
+    /// What is left to serve; service beyond what is owed (a guidance
+    /// deleted after it was served) is not carried over as credit.
+    package var outstanding: Int { max(0, owed - served) }
+
+    package init(owed: Int, served: Int) {
+        self.owed = owed
+        self.served = served
+    }
+
+    private enum CodingKeys: String, CodingKey { case owed, served, outstanding }
+
+    package init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(owed: try container.decode(Int.self, forKey: .owed), served: try container.decode(Int.self, forKey: .served))
+    }
+
+    package func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(owed, forKey: .owed)
+        try container.encode(served, forKey: .served)
+        try container.encode(outstanding, forKey: .outstanding)
+    }
+}
+
+/// One student's volunteer-service account as of a day.
+package struct CommunityServiceAccount: Sendable, Equatable {
+    package let studentId: String
+    package let standing: CommunityServiceStanding
+    /// The newest active guidance: its id, time and reason code.
+    package let lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?
+    /// The newest day service was served.
+    package let lastService: String?
+    /// The active service records, oldest first (only where asked for).
+    package var records: [CommunityServiceRecord] = []
+
+    package init(
+        studentId: String, standing: CommunityServiceStanding, lastGuidance: (guidanceId: String, occurredAt: String, reasonCode: String)?,
+        lastService: String?
+    ) {
+        self.studentId = studentId
+        self.standing = standing
+        self.lastGuidance = lastGuidance
+        self.lastService = lastService
+    }
+
+    package static func == (a: CommunityServiceAccount, b: CommunityServiceAccount) -> Bool {
+        a.studentId == b.studentId && a.standing == b.standing && a.lastGuidance?.guidanceId == b.lastGuidance?.guidanceId
+            && a.lastService == b.lastService && a.records == b.records
+    }
+}
+
+package enum DigestScope: String, Sendable, Codable, Hashable {
+    case `class`
+    case grade
+    /// The weekly 봉사 명단: a grade's students who still owe service, on Mondays.
+    case service
+}
+
+/// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty
+/// teacher for a grade.
+package struct Recipient: Sendable, Hashable {
+    package let teacherId: String
+    package let scope: DigestScope
+    package let grade: Int
+    package let classNumber: Int?
+
+    package init(teacherId: String, scope: DigestScope, grade: Int, classNumber: Int?) {
+        self.teacherId = teacherId
+        self.scope = scope
+        self.grade = grade
+        self.classNumber = classNumber
+    }
+}
+
+/// How often a student was stopped: the active guidances of the last 7 and
+/// of the last 30 school-local days up to and including a date. The 7 lie
+/// within the 30, so the two counts never contradict each other (a calendar
+/// week's and month's did at a month's start: 3 this week, 2 this month). A
+/// deletion lowers both.
+package struct Frequency: Sendable, Equatable, Codable {
+    package let last7Days: Int
+    package let last30Days: Int
+
+    package init(last7Days: Int, last30Days: Int) {
+        self.last7Days = last7Days
+        self.last30Days = last30Days
+    }
+
+    /// The first day of each count for `date` (`YYYY-MM-DD`): 6 and 29 days
+    /// before it; nil for a malformed date.
+    package static func window(of date: String) -> (last7Start: String, last30Start: String)? {
+        guard let (year, month, day) = Timestamp.parseDate(date) else { return nil }
+        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        return (Timestamp.dateString(civil: days - 6), Timestamp.dateString(civil: days - 29))
+    }
+
+    /// Whether `date` is a Monday, the day the weekly 봉사 명단 goes out.
+    package static func isWeekStart(_ date: String) -> Bool {
+        guard let (year, month, day) = Timestamp.parseDate(date) else { return false }
+        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
+        return ((days + 3) % 7 + 7) % 7 == 0
+    }
+}
+
+package struct DigestEntry: Sendable, Equatable, Codable {
+    package enum Change: String, Sendable, Codable {
+        case added, removed
+    }
+
+    package let guidanceId: String
+    package let student: StudentRef
+    package let reason: ReasonRef
+    package let occurredAt: String
+    package let change: Change
+    /// The student's guidances this week and month as of the digest's day,
+    /// when it was written; nil in digests written before it was counted.
+    package let frequency: Frequency?
+    /// The student's volunteer service as of the digest's day, when it was
+    /// written; nil in digests written before it was kept.
+    package let service: CommunityServiceStanding?
+
+    package init(
+        guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
+        service: CommunityServiceStanding? = nil
+    ) {
+        self.guidanceId = guidanceId
+        self.student = student
+        self.reason = reason
+        self.occurredAt = occurredAt
+        self.change = change
+        self.frequency = frequency
+        self.service = service
+    }
+
+    /// What a recipient's revisions tell apart: a guidance in a day's list,
+    /// a student in the weekly 봉사 명단 (whose newest guidance may change).
+    package func key(in scope: DigestScope) -> String { scope == .service ? student.studentId : guidanceId }
+}
+
+/// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,
+/// revision)` is unique in the store. Its JSON (the inbox API, webhooks) is
+/// the notifier's business: `DigestJSON`.
+package struct Digest: Sendable, Equatable {
+    package let digestId: String
+    package let teacherId: String
+    package let schoolId: String
+    package let date: String
+    package let scope: DigestScope
+    package let grade: Int
+    package let classNumber: Int?
+    package let revision: Int
+    package let createdAt: String
+    package var read: Bool
+    package let subject: String
+    package let text: String
+    package let entries: [DigestEntry]
+    package let counts: [String: Int]
+
+    package init(
+        digestId: String, teacherId: String, schoolId: String, date: String, scope: DigestScope, grade: Int, classNumber: Int?,
+        revision: Int, createdAt: String, read: Bool, subject: String, text: String, entries: [DigestEntry], counts: [String: Int]
+    ) {
+        self.digestId = digestId
+        self.teacherId = teacherId
+        self.schoolId = schoolId
+        self.date = date
+        self.scope = scope
+        self.grade = grade
+        self.classNumber = classNumber
+        self.revision = revision
+        self.createdAt = createdAt
+        self.read = read
+        self.subject = subject
+        self.text = text
+        self.entries = entries
+        self.counts = counts
+    }
+
+    package var recipient: Recipient { Recipient(teacherId: teacherId, scope: scope, grade: grade, classNumber: classNumber) }
+}
+
+extension Digest {
+    /// The id of a recipient's revision of a day: the same on every replica
+    /// and every rerun, so the store's uniqueness decides between them.
+    package static func id(school: String, date: String, recipient: Recipient, revision: Int) -> String {
+        "\(school).\(date).\(recipient.teacherId).\(recipient.scope.rawValue).r\(revision)"
+    }
+}
