@@ -42,6 +42,8 @@ let package = Package(
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),
+        // Dead letters: what the notifier adds to a message it cannot apply, and the replay `guidance-admin` runs.
+        .target(name: "DeadLetters", dependencies: ["Kafka", "Guidance", "Common"]),
         // Sessions in the session log on Kafka; who may call a route, attempts and the access record; what a service is wired
         // from (its start-up steps and parts, its mail, its calls to the other service).
         .target(name: "Sessions", dependencies: ["Crypto", "Kafka", "Guidance", "Common"]),
@@ -57,16 +59,19 @@ let package = Package(
             exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(
             name: "Notifier",
-            dependencies: ["Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "Access", "Sessions", "Wiring", "Web", "Common"]),
+            dependencies: [
+                "Kafka", "HTTP", "Curl", "Crypto", "Guidance", "Store", "DeadLetters", "Access", "Sessions", "Wiring", "Web", "Common"
+            ]),
         .executableTarget(name: "embed-files"),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
 
         .executableTarget(name: "guidance-ingest", dependencies: ["Ingest", "Common"]),
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(
-            name: "guidance-bench", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
+            name: "guidance-bench",
+            dependencies: ["Ingest", "Notifier", "Store", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
         .executableTarget(
-            name: "guidance-admin", dependencies: ["Notifier", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
+            name: "guidance-admin", dependencies: ["Store", "DeadLetters", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
@@ -87,7 +92,8 @@ let package = Package(
         .testTarget(
             name: "NotifierTests",
             dependencies: [
-                "Notifier", "Ingest", "Store", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions", "Wiring",
+                "Notifier", "Ingest", "Store", "DeadLetters", "Kafka", "KafkaMock", "Guidance", "Crypto", "HTTP", "Access", "Sessions",
+                "Wiring",
                 "TestSupport"
             ])
     ],

@@ -1,3 +1,5 @@
+import Foundation
+
 extension StringProtocol {
     /// Without leading and trailing white space (Unicode's White_Space: spaces,
     /// tabs, line breaks). Foundation's `trimmingCharacters(in:)` bridges to
@@ -48,4 +50,12 @@ extension String {
         guard text.withUTF8({ $0.elementsEqual(bytes) }) else { return nil }
         self = text
     }
+}
+
+extension String {
+    /// Percent-encoded as a URL path segment or query value: only RFC 3986's
+    /// unreserved characters stay (`.alphanumerics` would keep 한글 as is).
+    package var percentEncoded: String { addingPercentEncoding(withAllowedCharacters: String.unreserved) ?? self }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

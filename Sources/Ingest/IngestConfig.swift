@@ -3,8 +3,8 @@ import Common
 import Guidance
 import HTTP
 import Kafka
-import Wiring
 import Sessions
+import Wiring
 
 /// Everything guidance-ingest needs, read once from the environment.
 package struct IngestConfig: Sendable {

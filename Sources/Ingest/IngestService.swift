@@ -4,8 +4,8 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
-import Wiring
 import Web
+import Wiring
 
 /// guidance-ingest, assembled from its configuration: roster, producer and
 /// HTTP server. `main` only wires signals; tests start it on port 0.

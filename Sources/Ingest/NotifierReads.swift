@@ -39,7 +39,7 @@ struct NotifierReads: Sendable {
         }
         // The gate's day list, as before the app (gate and admin teachers).
         router.get("/v1/schools/{schoolId}/today", .school(roles: [.gate, .admin])) { request, caller in
-            try await pass(request, caller, to: "/v1/schools/" + Forwarding.segment(request.parameter("schoolId")) + "/guidances")
+            try await pass(request, caller, to: "/v1/schools/" + request.parameter("schoolId").percentEncoded + "/guidances")
         }
     }
 
@@ -55,11 +55,11 @@ struct NotifierReads: Sendable {
     /// The request's path and query as sent on: each segment and value
     /// percent-encoded again (the server hands them over decoded).
     static func target(_ path: String, query: [String: String]) -> String {
-        let encodedPath = path.split(separator: "/", omittingEmptySubsequences: false).map { Forwarding.segment(String($0)) }.joined(
+        let encodedPath = path.split(separator: "/", omittingEmptySubsequences: false).map { String($0).percentEncoded }.joined(
             separator: "/")
         guard !query.isEmpty else { return encodedPath }
         return encodedPath + "?"
-            + query.sorted { $0.key < $1.key }.map { Forwarding.segment($0.key) + "=" + Forwarding.segment($0.value) }.joined(
+            + query.sorted { $0.key < $1.key }.map { $0.key.percentEncoded + "=" + $0.value.percentEncoded }.joined(
                 separator: "&")
     }
 }

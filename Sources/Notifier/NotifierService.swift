@@ -4,11 +4,11 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
-import Wiring
 import Sessions
 import Store
 import Synchronization
 import Web
+import Wiring
 
 /// guidance-notifier, assembled from its configuration: roster, store,
 /// materializer, digest runner and HTTP server. `main` only wires signals;
@@ -35,7 +35,7 @@ package final class NotifierService: Sendable {
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
         self.roster = roster
-        store = try NotifierService.openStore(config.store)
+        store = try config.store.open()
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
@@ -130,30 +130,6 @@ package final class NotifierService: Sendable {
         }
         router.get("/", .open) { _, _ in answer("/") }
         router.get("/digests/{digestId}", .open) { request, _ in answer(Page.digestPath(of: request.parameter("digestId"))) }
-    }
-
-    /// Opens the store, failing with `STORE_URL` named and its password
-    /// never shown.
-    package static func openStore(_ location: StoreLocation) throws(ConfigurationError) -> any GuidanceStore {
-        do {
-            switch location {
-            case .sqlite(let path):
-                let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
-                    throw ConfigurationError(
-                        variable: "STORE_URL",
-                        reason: "the folder '\(folder)' of \(location.redacted) does not exist; create it or point STORE_URL elsewhere")
-                }
-                return try SQLStore.sqlite(path: path)
-            case .postgres(let url):
-                return try SQLStore.postgres(url: url)
-            }
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError(variable: "STORE_URL", reason: "\(location.redacted): \(error)")
-        }
     }
 
     package var port: Int { server.port }

@@ -3,8 +3,8 @@ import Common
 import Foundation
 import Guidance
 import HTTP
-import Wiring
 import Sessions
+import Wiring
 
 /// Signing in to a service's page and out of it. Three ways in, each ending
 /// in a session cookie (`Sessions`), never a token: an e-mailed link (to

@@ -41,7 +41,7 @@ package struct StudentPhotos: Sendable {
 
     /// The path `GET` serves a student's photo at.
     package static func path(_ student: Student) -> String {
-        "/v1/schools/\(percentEncoded(student.schoolID))/students/\(percentEncoded(student.id))/photo"
+        "/v1/schools/\(student.schoolID.percentEncoded)/students/\(student.id.percentEncoded)/photo"
     }
 
     /// Where a page loads the student's photo from: this service when the
@@ -209,9 +209,5 @@ package struct StudentPhotos: Sendable {
                 state.bytes += photo.bytes.count
             }
         }
-    }
-
-    private static func percentEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? text
     }
 }

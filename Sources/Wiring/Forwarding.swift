@@ -1,9 +1,9 @@
 import Access
-import Sessions
 import Common
 import Curl
 import Foundation
 import HTTP
+import Sessions
 
 /// A request passed on to the other service with the caller's own
 /// credential: their bearer token, or their session re-sealed for the other
@@ -79,12 +79,4 @@ package struct Forwarding: Sendable {
         }
         throw HTTPError.unavailable(unavailable, retryAfterSeconds: 10)
     }
-
-    /// A path segment or query value, percent-encoded: only RFC 3986's
-    /// unreserved characters stay (`.alphanumerics` would keep 한글 as is).
-    package static func segment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-    }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

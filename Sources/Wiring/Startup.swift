@@ -1,10 +1,10 @@
 import Access
-import Sessions
 import Common
 import Foundation
 import Guidance
 import HTTP
 import Kafka
+import Sessions
 
 /// Start-up steps both services share, each failing with the variable to
 /// fix and how, never with a bare file or socket error.

@@ -1,11 +1,12 @@
 import Access
 import Common
 import Crypto
+import DeadLetters
 import Foundation
 import Guidance
 import Kafka
-import Notifier
 import Sessions
+import Store
 
 /// Operator commands:
 ///
@@ -178,7 +179,7 @@ func purge(_ arguments: [String]) {
     do {
         let roster = try Roster.load(from: directory)
         let location = try StoreLocation.fromEnvironment(environment)
-        let store = try NotifierService.openStore(location)
+        let store = try location.open()
         let purger = Purger(
             store: store, retention: try Retention.fromEnvironment(environment), clock: Timestamp.now,
             logger: Logger(component: "guidance-admin", level: .warning))

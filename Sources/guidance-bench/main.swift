@@ -7,6 +7,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
+import Store
 import Synchronization
 
 /// Benchmarks that print their numbers. Each starts its own mock cluster on

@@ -1,3 +1,4 @@
+import DeadLetters
 import Foundation
 import Guidance
 import Kafka

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import Guidance
 @testable import Notifier
-import Wiring
 import TestSupport
+import Wiring
 import XCTest
 
 /// Digests leave the store by e-mail and webhook, against real servers: an

@@ -8,6 +8,7 @@ import Kafka
 import KafkaMock
 import Notifier
 import Sessions
+import Store
 import TestSupport
 import XCTest
 

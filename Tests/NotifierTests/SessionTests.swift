@@ -1,9 +1,9 @@
 import Foundation
 import Guidance
 @testable import Notifier
-import Wiring
 import Sessions
 import TestSupport
+import Wiring
 import XCTest
 
 /// Sessions across both services and several replicas, through the session

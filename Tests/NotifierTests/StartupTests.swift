@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import Ingest
 @testable import Notifier
+import Store
 import Wiring
 import XCTest
 
@@ -36,15 +37,14 @@ final class StartupTests: XCTestCase {
         XCTAssertFalse(mistyped.contains("s3cret"), mistyped)
         XCTAssertTrue(mistyped.contains("guidance:***@db"), mistyped)
         let unreachable = failure {
-            _ = try NotifierService.openStore(
-                .postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2"))
+            _ = try StoreLocation.postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2").open()
         }
         XCTAssertTrue(unreachable.hasPrefix("STORE_URL: "), unreachable)
         XCTAssertFalse(unreachable.contains("s3cret"), unreachable)
     }
 
     func testAMissingSQLiteFolderOrRosterNamesTheVariable() {
-        let store = failure { _ = try NotifierService.openStore(.sqlite(path: "/nonexistent-\(UUID())/notifier.db")) }
+        let store = failure { _ = try StoreLocation.sqlite(path: "/nonexistent-\(UUID())/notifier.db").open() }
         XCTAssertTrue(store.hasPrefix("STORE_URL: the folder '/nonexistent-"), store)
         XCTAssertTrue(store.contains("create it"), store)
         let roster = failure { _ = try Startup.roster(from: "/nonexistent-roster") }

@@ -4,10 +4,10 @@ import Crypto
 import Guidance
 import HTTP
 import Kafka
-import Wiring
 import Sessions
 import TestSupport
 import Web
+import Wiring
 import XCTest
 
 /// The access policy and the sign-in routes, through the router as the

@@ -2,9 +2,9 @@ import Access
 import Common
 import Guidance
 import HTTP
-import Wiring
 import Store
 import Web
+import Wiring
 
 /// The 봉사 명단: what each student owes, has served and has left, in the
 /// caller's scope; and recording service (`봉사 완료`) from the teacher page,
@@ -128,9 +128,9 @@ struct CommunityServiceHandlers: Sendable {
         }
         // The path again from its decoded parts, each encoded: an id holding `/` or `?` stays one segment.
         var path =
-            "/v1/schools/" + Forwarding.segment(request.parameter("schoolId")) + "/grades/" + Forwarding.segment(request.parameter("grade"))
-            + "/students/" + Forwarding.segment(request.parameter("studentId")) + "/service"
-        if let serviceID = request.optionalParameter("serviceId") { path += "/" + Forwarding.segment(serviceID) }
+            "/v1/schools/" + request.parameter("schoolId").percentEncoded + "/grades/" + request.parameter("grade").percentEncoded
+            + "/students/" + request.parameter("studentId").percentEncoded + "/service"
+        if let serviceID = request.optionalParameter("serviceId") { path += "/" + serviceID.percentEncoded }
         return try await ingest.send(
             request.method, path, body: request.body, request: request, caller: caller,
             unavailable: "service cannot be recorded now (the ingest does not answer); retry with the same serviceId")

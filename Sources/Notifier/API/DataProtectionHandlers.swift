@@ -3,8 +3,8 @@ import Common
 import Foundation
 import Guidance
 import HTTP
-import Wiring
 import Store
+import Wiring
 
 /// What a school's data-protection officer asks for, admins of the school
 /// only: the access log (접속 기록), and one student's records exported (JSON,

@@ -1,4 +1,5 @@
 import Common
+import DeadLetters
 import Foundation
 import Guidance
 import Kafka
@@ -325,15 +326,7 @@ final class Materializer: Sendable {
     /// to the dead-letter topic and waits for the acknowledgement, so its
     /// offset is never committed before it is kept.
     private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
-        // Headers named like ours that came with the message are dropped,
-        // so that a record's dlq-reason is always the notifier's own.
-        var headers = message.headers.filter { !$0.name.lowercased().hasPrefix("dlq-") }
-        headers += [
-            ("dlq-reason", reason), ("dlq-source-topic", message.topic), ("dlq-source-partition", String(message.partition)),
-            ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", groupID),
-            ("dlq-failed-at", Timestamp.format(Timestamp.now()))
-        ].map { (name: $0.0, value: Array($0.1.utf8)) }
-        let letter = OutgoingMessage(topic: topics.deadLetters, key: message.key ?? [], value: message.value, headers: headers)
+        let letter = DeadLetters.deadLetter(message, reason: reason, group: groupID, topic: topics.deadLetters)
         var delay = 0.1
         while true {
             let done = DispatchSemaphore(value: 0)

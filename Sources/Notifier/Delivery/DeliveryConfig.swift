@@ -1,8 +1,8 @@
 import Common
 import Curl
 import Foundation
-import Wiring
 import Store
+import Wiring
 
 /// Where digests are sent besides the inbox, read from the environment.
 package struct DeliveryConfig: Sendable {

@@ -2,8 +2,8 @@ import Common
 import Curl
 import Foundation
 import Guidance
-import Wiring
 import Store
+import Wiring
 
 /// Digests e-mailed to each teacher's address in teachers.csv (`SMTP_URL`),
 /// or written as `.eml` files into a folder (the local default).

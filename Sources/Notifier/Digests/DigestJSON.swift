@@ -1,5 +1,5 @@
-import Guidance
 import Common
+import Guidance
 import Store
 
 /// A digest as the inbox API and the webhooks write it (the OpenAPI

@@ -1,8 +1,8 @@
 import Foundation
 import Guidance
-import Wiring
 import Store
 import Web
+import Wiring
 
 /// A digest revision as an e-mail: RFC 5322 headers (non-ASCII encoded per
 /// RFC 2047) and a `multipart/alternative` body with the digest text and an

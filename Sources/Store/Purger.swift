@@ -59,7 +59,7 @@ package struct Purger: Sendable {
     /// The daily purge, when it is due and this replica claims the day;
     /// returns the UTC day it asked the store about, so the next tick of
     /// that day (`checked`) asks nothing.
-    func runIfDue(roster: Roster, checked: Int?) async -> Int? {
+    package func runIfDue(roster: Roster, checked: Int?) async -> Int? {
         let now = clock()
         let (day, minute) = Timestamp.local(now, in: .gmt)
         guard minute >= Purger.hour * 60, day != checked else { return checked }
