@@ -72,17 +72,22 @@ package final class Doorbell: Sendable {
             try? await clock.sleep(for: limit)
             wake(id)
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let woken = state.withLock { state in
-                    guard state.waiting[id] != nil else { return true }
-                    state.waiting[id] = continuation
-                    return false
+        // Woken on Swift's pool, whatever the task preferred: a ringer (the
+        // materializer's thread, the session log's reader) never carries a
+        // waiter, an inline request handler included.
+        await withTaskExecutorPreference(globalConcurrentExecutor) {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let woken = state.withLock { state in
+                        guard state.waiting[id] != nil else { return true }
+                        state.waiting[id] = continuation
+                        return false
+                    }
+                    if woken { continuation.resume() }
                 }
-                if woken { continuation.resume() }
+            } onCancel: {
+                wake(id)
             }
-        } onCancel: {
-            wake(id)
         }
         timer.cancel()
     }

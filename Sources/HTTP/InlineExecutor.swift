@@ -1,8 +1,10 @@
-/// Runs a request's handler on whichever thread lets it go on: it starts on
-/// libmicrohttpd's thread (`Task.immediate`), and after a wait it continues
-/// on the thread that ended the wait — the Kafka producer's poll thread for
-/// an acknowledgement, a Dispatch thread after `blocking`, a ringer of a
-/// doorbell — which then resumes the connection. A registration thus crosses
+/// Runs an inline route's handler (`Router.Runs.inline`, the produce path)
+/// on whichever thread lets it go on: it starts on libmicrohttpd's thread
+/// (`Task.immediate`), and after a wait it continues on the thread that
+/// ended the wait — the Kafka producer's poll thread for an
+/// acknowledgement, a Dispatch thread after `blocking` (never a doorbell's
+/// ringer: a doorbell's waiters wake on Swift's pool) — which then resumes
+/// the connection. A registration thus crosses
 /// threads twice, as a C server's would (libmicrohttpd → poll thread →
 /// libmicrohttpd), instead of four times with Swift's pool in between; a
 /// handler that never waits answers before its connection is suspended
