@@ -45,7 +45,9 @@ package final class Loop: Sendable {
     /// it does: for the design table and the logs.
     package let wokenBy: String
     private let clock: any Clock<Duration>
-    private let turn: Turn
+    /// The turn, unless the owner gives it at `start` (a part made before
+    /// its owner is whole).
+    private let turn: Turn?
     private let waitsFirst: Bool
     private let state = Mutex(State())
     /// Rung as the loop ends.
@@ -73,8 +75,10 @@ package final class Loop: Sendable {
     /// A loop of turns on a thread of its own. Without a period the turns
     /// follow one another at once: each waits in its own blocking call,
     /// which returns within a bound (`rd_kafka_consumer_poll`'s timeout).
+    /// Without `turn` here, `start(_:)` gives it.
     package init(
-        _ name: String, onThreadEvery period: Duration?, bell: Doorbell = Doorbell(), wokenBy: String, turn: @escaping @Sendable () -> Void
+        _ name: String, onThreadEvery period: Duration?, bell: Doorbell = Doorbell(), wokenBy: String,
+        turn: (@Sendable () -> Void)? = nil
     ) {
         self.name = name
         place = .thread
@@ -83,7 +87,7 @@ package final class Loop: Sendable {
         self.wokenBy = wokenBy
         clock = ContinuousClock()
         waitsFirst = false
-        self.turn = .thread(turn)
+        self.turn = turn.map(Turn.thread)
     }
 
     /// Whether `stop` was called: a long turn may end early.
@@ -91,9 +95,22 @@ package final class Loop: Sendable {
 
     /// Starts the turns. Once: a second call, or one after `stop`, does nothing.
     package func start() {
+        guard let turn else { preconditionFailure("loop \(name) has no turn: start it with start(_:)") }
+        start(turn)
+    }
+
+    /// Starts a thread's loop with the turn its owner gives now (`self`
+    /// whole by then). Once, as `start()`.
+    package func start(_ turn: @escaping @Sendable () -> Void) {
+        precondition(place == .thread, "loop \(name) runs in a task")
+        start(.thread(turn))
+    }
+
+    private func start(_ turn: Turn) {
         let starts = state.withLock { state in
-            defer { state.started = true }
-            return !state.started && !state.stopping
+            guard !state.started && !state.stopping else { return false }
+            state.started = true
+            return true
         }
         guard starts else { return }
         switch turn {

@@ -175,9 +175,7 @@ package final class NotifierService: Sendable {
                 [sessions.log.part],
                 [
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
-                    Part(
-                        "consumer", waits: Materializer.waits, start: { materializer.start() },
-                        stop: { _ = try? await blocking { materializer.stop() } }),
+                    materializer.part,
                     .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
                     dispatcher.part(stoppingWithin: config.drainPeriod)
                 ] + [roster.watching(every: config.rosterCheckInterval, clock: config.timer), schedule].compactMap { $0 }

@@ -88,10 +88,17 @@ final class LoopTests: XCTestCase {
         XCTAssertEqual(names.withLock { $0 }, ["test-thread"], "one turn, on its own thread; none after stop")
     }
 
-    func testALoopNeverStartedStopsAtOnce() async {
-        let loop = Loop("idle", every: .seconds(1), wokenBy: "nothing") {}
+    /// Stopped before it started (a service that failed to start): the stop
+    /// has nothing to wait for, and a start after it takes no turn.
+    func testALoopNeverStartedStopsAtOnceAndDoesNotStartAfter() async {
+        let turns = Atomic<Int>(0)
+        let loop = Loop("idle", onThreadEvery: nil, wokenBy: "nothing") { turns.add(1, ordering: .relaxed) }
         let ended = await loop.stop(within: .zero)
         XCTAssertTrue(ended)
+        loop.start()
+        let again = await loop.stop(within: .seconds(10))
+        XCTAssertTrue(again)
+        XCTAssertEqual(turns.load(ordering: .relaxed), 0)
     }
 
     /// The row a loop gives the design table.

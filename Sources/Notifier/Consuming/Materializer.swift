@@ -25,15 +25,17 @@ final class Materializer: Sendable {
     private let maxBatch: Int
     private let metrics: Metrics
     private let logger: Logger
-    private let lifecycle = Mutex(Lifecycle())
+    /// The consuming thread: a turn polls a batch and hands it on.
+    private let loop: Loop
+    /// What the consuming thread keeps from one turn to the next. Only
+    /// that thread takes the lock, and `stop` once the thread has ended.
+    private let consuming: Mutex<Consuming>
     /// Where the store writes one batch while the consuming thread polls and
     /// decodes the next (apply 100,000 events: decoding was a third of the
     /// time, and waited for the store).
     private let writer = DispatchQueue(label: "notifier-materializer-writer")
-    /// Signalled by the consuming thread as it ends; `stop` waits for it.
-    private let finished = DispatchSemaphore(value: 0)
-    /// Rung by `stop`: the thread's pauses (the roster hold full, a dead
-    /// letter to retry) end at once.
+    /// The loop's bell, rung by `stop`: the thread's pauses (the roster hold
+    /// full, a dead letter or a store write to retry) end at once.
     private let wake = Doorbell()
     /// Rung each time a batch's offsets were committed: the digest run's
     /// cutoff looks again then.
@@ -62,6 +64,12 @@ final class Materializer: Sendable {
         retention = config.retention
         clock = config.clock
         self.roster = roster
+        consuming = Mutex(Consuming(hold: RosterHold(grace: config.rosterGrace.seconds)))
+        loop = Loop(
+            "consumer (materializer)", onThreadEvery: nil, bell: wake,
+            wokenBy:
+                "librdkafka (a poll of 200 ms; the store writes the batch before on a serial queue meanwhile); `stop`; "
+                + "the roster hold full: 200 ms; a dead letter or a store write to retry: its backoff")
         consumerConfig = ConsumerConfig(
             kafka: config.kafka, groupID: config.groupID, topics: config.topics.events + [config.topics.access],
             instanceID: config.instanceID, clientID: "guidance-notifier")
@@ -89,11 +97,6 @@ final class Materializer: Sendable {
         }
     }
 
-    /// The consumer part's row of the design table.
-    static let waits = Part.Waits(
-        "consumer (materializer)", waitsIn: "its own thread: `rd_kafka_consumer_poll`; the store's write on a serial queue",
-        wokenBy: "librdkafka; `wake` at `stop` (the roster hold full: 200 ms; a dead letter to retry: its backoff)")
-
     /// Since when, and why, store writes fail; nil while they succeed.
     var storeOutage: StoreOutage? { outage.withLock { $0 } }
 
@@ -103,112 +106,104 @@ final class Materializer: Sendable {
     /// The replica's member id in the group; nil until it joined.
     var memberID: String? { consumer.memberID }
 
+    /// The consumer part: starting joins the group; stopping finishes the
+    /// batch in hand, commits and leaves the group.
+    var part: Part {
+        Part("consumer", waits: loop.waits, start: { self.start() }, stop: { await self.stop() })
+    }
+
     func start() {
-        guard lifecycle.withLock({ $0.start() }) else { return }
-        let thread = Thread { [self] in
-            loop()
+        loop.start { [self] in consuming.withLock { turn(&$0) } }
+    }
+
+    /// Finishes the batch in hand, commits, and leaves the group. Held
+    /// messages are not committed: whoever consumes their partitions next
+    /// reads them again.
+    func stop() async {
+        await loop.stop()
+        _ = try? await blocking { [self] in
+            let writing = consuming.withLock { consuming in
+                defer { consuming.writing = nil }
+                return consuming.writing
+            }
+            if let writing { _ = finish(writing) }
             consumer.close()
-            lifecycle.withLock { $0.threadFinished() }
-            finished.signal()
+            held.store(0, ordering: .relaxed)
         }
-        thread.name = "notifier-materializer"
-        thread.start()
     }
 
-    /// Finishes the batch in hand, commits, and leaves the group. Blocks
-    /// until then: call it off the cooperative pool.
-    func stop() {
-        guard lifecycle.withLock({ $0.stop() }) else { return }
-        wake.ring()
-        finished.wait()
-    }
+    private var running: Bool { !loop.isStopping }
 
-    private var running: Bool { lifecycle.withLock { $0.state == .running } }
-
-    private func loop() {
-        var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
-        var hold = RosterHold(grace: rosterGrace)
-        defer { held.store(0, ordering: .relaxed) }
-        // The batch the store is writing on the writer queue while this
-        // thread polls and decodes the next one. Its offsets are stored
-        // here, after it is written (offsets only ever from this thread).
-        var writing: PendingWrite?
-        defer { writing?.wait() }
-        while running {
-            let consumer = self.consumer
-            // While a batch is being written, take only what is fetched
-            // already; while the roster holds its most, nothing new.
-            let room = min(maxBatch, RosterHold.limit - hold.count)
-            if room <= 0 {
-                // Held messages are looked at again every 200 ms (a roster reload rings nothing).
-                let seen = wake.rings
-                if running { wake.block(after: seen, atMost: .milliseconds(200)) }
-            }
-            let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: writing == nil ? .milliseconds(200) : .zero) : []
-            hold.drop(revocations.take())
-            let verdict = watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
-            if verdict == .report {
-                logger.warning(
-                    "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
-                    ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
-            }
-            let restart = verdict == .replace
-            if batch.isEmpty || restart, let previous = writing {
-                writing = nil
-                guard finish(previous) else { return }
-            }
-            if restart {
-                hold.dropAll()
-                restartConsumer()
-                continue
-            }
-            // One roster for the whole batch, even if it is reloaded meanwhile.
-            let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
-            let released = hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
-                logger.warning(
-                    "event held until the roster lists the id it names; its partition waits behind it",
-                    [
-                        "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
-                        "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s"
-                    ])
-            }
-            held.store(hold.count, ordering: .relaxed)
-            guard !released.isEmpty else { continue }
-            var events: [StoredEvent] = []
-            var sources: [ConsumedMessage] = []
-            events.reserveCapacity(released.count)
-            sources.reserveCapacity(released.count)
-            for item in released {
-                switch item.outcome {
-                case .event(let event):
-                    events.append(event)
-                    sources.append(item.message)
-                    if item.held > 0 {
-                        logger.info(
-                            "held event released: the roster lists it now",
-                            [
-                                "topic": item.message.topic, "partition": String(item.message.partition),
-                                "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s"
-                            ])
-                    }
-                case .deadLetter(let reason):
-                    guard deadLetter(item.message, reason: reason) else { return }
+    /// One turn of the consuming thread: poll what is fetched (while a batch
+    /// is being written, only what is fetched already; while the roster
+    /// holds its most, nothing new), release what the roster lists, and
+    /// hand it to the writer queue once the batch before is written.
+    private func turn(_ state: inout Consuming) {
+        defer { held.store(state.hold.count, ordering: .relaxed) }
+        let consumer = self.consumer
+        let room = min(maxBatch, RosterHold.limit - state.hold.count)
+        if room <= 0 {
+            // Held messages are looked at again every 200 ms (a roster reload rings nothing).
+            let seen = wake.rings
+            if running { wake.block(after: seen, atMost: .milliseconds(200)) }
+        }
+        let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: state.writing == nil ? .milliseconds(200) : .zero) : []
+        state.hold.drop(revocations.take())
+        let verdict = state.watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
+        if verdict == .report {
+            logger.warning(
+                "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
+                ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+        }
+        let restart = verdict == .replace
+        if batch.isEmpty || restart, let previous = state.writing {
+            state.writing = nil
+            guard finish(previous) else { return }
+        }
+        if restart {
+            state.hold.dropAll()
+            restartConsumer()
+            return
+        }
+        // One roster for the whole batch, even if it is reloaded meanwhile.
+        let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
+        let released = state.hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
+            logger.warning(
+                "event held until the roster lists the id it names; its partition waits behind it",
+                [
+                    "reason": failure.reason, "topic": message.topic, "partition": String(message.partition),
+                    "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s"
+                ])
+        }
+        guard !released.isEmpty else { return }
+        var events: [StoredEvent] = []
+        var sources: [ConsumedMessage] = []
+        events.reserveCapacity(released.count)
+        sources.reserveCapacity(released.count)
+        for item in released {
+            switch item.outcome {
+            case .event(let event):
+                events.append(event)
+                sources.append(item.message)
+                if item.held > 0 {
+                    logger.info(
+                        "held event released: the roster lists it now",
+                        [
+                            "topic": item.message.topic, "partition": String(item.message.partition),
+                            "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s"
+                        ])
                 }
+            case .deadLetter(let reason):
+                guard deadLetter(item.message, reason: reason) else { return }
             }
-            if let previous = writing {
-                writing = nil
-                guard finish(previous) else { return }
-            }
-            writing = PendingWrite(consumer: consumer, settled: released.map(\.message), sources: sources)
-            writer.async { [self, writing, events] in writing?.end(with: apply(events)) }
         }
-        // Stopping: the batch in hand is finished and its offsets stored,
-        // for the close to commit. Held messages are not: they are read
-        // again by whoever consumes their partitions next.
-        if let previous = writing {
-            writing = nil
-            _ = finish(previous)
+        if let previous = state.writing {
+            state.writing = nil
+            guard finish(previous) else { return }
         }
+        let writing = PendingWrite(consumer: consumer, settled: released.map(\.message), sources: sources)
+        state.writing = writing
+        writer.async { [self, events] in writing.end(with: apply(events)) }
     }
 
     /// After the store wrote a batch: its rejections to the dead-letter
@@ -364,41 +359,14 @@ final class Materializer: Sendable {
 }
 
 extension Materializer {
-    /// The consuming thread's life: idle → running → stopping → stopped,
-    /// one value behind one lock. Stopping a materializer that never started
-    /// has no thread to wait for (with a flag alone, `stop` before `start`
-    /// waited for ever).
-    struct Lifecycle: Sendable {
-        enum State: Sendable, Equatable {
-            case idle, running, stopping, stopped
-        }
-
-        private(set) var state = State.idle
-
-        /// True when the consuming thread is to be started (once).
-        mutating func start() -> Bool {
-            guard state == .idle else { return false }
-            state = .running
-            return true
-        }
-
-        /// True when the caller must wait for the consuming thread to end.
-        mutating func stop() -> Bool {
-            switch state {
-            case .idle:
-                state = .stopped
-                return false
-            case .running:
-                state = .stopping
-                return true
-            case .stopping, .stopped:
-                return false
-            }
-        }
-
-        mutating func threadFinished() {
-            state = .stopped
-        }
+    /// What the consuming thread keeps from one turn to the next: the
+    /// messages the roster holds, the batch the writer queue is writing
+    /// (its offsets stored once it is written, only ever from this thread),
+    /// and the join watchdog.
+    struct Consuming {
+        var hold: RosterHold
+        var writing: PendingWrite?
+        var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
     }
 }
 
