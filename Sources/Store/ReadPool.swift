@@ -1,5 +1,5 @@
+import Common
 import Dispatch
-import Synchronization
 
 /// The store's connections for reads (lists, inboxes, the 봉사 명단, the
 /// access log), each used by one thread at a time. A read takes any free
@@ -8,20 +8,15 @@ import Synchronization
 /// not every read behind it. postgres-nio's pool is the model, kept small:
 /// a fixed set opened at start, no growth.
 final class ReadPool: Sendable {
-    /// A connection behind its own lock (a `Mutex` cannot sit in an array).
-    private final class Slot: Sendable {
-        let database: Mutex<any SQLDatabase>
-        init(_ database: sending any SQLDatabase) { self.database = Mutex(database) }
-    }
-
-    private let slots: [Slot]
+    /// The connections, each behind its own lock.
+    private let slots: [Locked<any SQLDatabase>]
     /// One permit per connection: a reader holding one always finds a free slot.
     private let permits: DispatchSemaphore
 
     /// `count` connections from `open`.
     init(count: Int, open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
-        var slots: [Slot] = []
-        for _ in 0..<max(1, count) { slots.append(Slot(try open())) }
+        var slots: [Locked<any SQLDatabase>] = []
+        for _ in 0..<max(1, count) { slots.append(Locked(try open())) }
         self.slots = slots
         permits = DispatchSemaphore(value: slots.count)
     }
@@ -36,7 +31,7 @@ final class ReadPool: Sendable {
         // permit, some slot is free, so the search ends within a pass or two.
         while true {
             for slot in slots {
-                if let result = try slot.database.withLockIfAvailable(body) { return result }
+                if let result = try slot.withLockIfAvailable(body) { return result }
             }
         }
     }

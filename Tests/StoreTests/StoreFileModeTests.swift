@@ -26,7 +26,7 @@ final class StoreFileModeTests: XCTestCase {
 
         // A file left 0644 by an earlier version is narrowed at the next start.
         let old = folder.appendingPathComponent("old.db").path
-        FileManager.default.createFile(atPath: old, contents: nil, attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: old, contents: nil, attributes: [.posixPermissions: 0o644])
         _ = try SQLStore.sqlite(path: old)
         XCTAssertEqual(mode(old), 0o600)
     }

@@ -1,6 +1,5 @@
 import Guidance
 import Store
-import Synchronization
 
 /// One way a digest revision leaves the notifier besides the inbox. The
 /// dispatcher does the rest for every channel alike: claims under a lease,
@@ -48,19 +47,4 @@ enum DeliveryAttempt: Sendable, Equatable {
     case retriable(String, retryAfter: Double? = nil)
     /// Not worth trying again unchanged (a 5xx reply, an address that is none).
     case notRetriable(String)
-}
-
-/// A value behind a lock of its own, as an array element: a channel's
-/// connections (each a libcurl handle, used by one send at a time). `Mutex`
-/// alone cannot be copied into an array.
-final class Locked<Value>: Sendable {
-    private let value: Mutex<Value>
-
-    init(_ value: sending Value) {
-        self.value = Mutex(value)
-    }
-
-    func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
-        value.withLock(body)
-    }
 }
