@@ -38,8 +38,9 @@ package final class Loop: Sendable {
     package let place: Place
     /// Rung by what changes what the loop looks at, and by `stop`.
     package let bell: Doorbell
-    /// The longest wait between turns; nil when only the bell wakes it, and
-    /// for a turn that waits in its own blocking call (`bell` nil too).
+    /// The longest wait between turns: nil when only the bell wakes a task's
+    /// loop, and for a thread's loop whose turn waits in its own blocking
+    /// call (its turns follow at once).
     package let period: Duration?
     /// Who rings the bell, and why the loop must still look on a period if
     /// it does: for the design table and the logs.
@@ -145,7 +146,9 @@ package final class Loop: Sendable {
     }
 
     /// Asks the loop to end after the turn in hand, wakes its wait, and
-    /// returns once it ended (at once if it never started).
+    /// returns once it ended (at once if it never started). A task's turn is
+    /// cancelled too: what it awaits (a digest run's cutoff, a doorbell)
+    /// ends early; a blocking call it made runs to its end.
     package func stop() async {
         _ = await stop(within: nil)
     }
@@ -154,11 +157,12 @@ package final class Loop: Sendable {
     /// real time); whether it ended. Called again, it waits again: a part
     /// that cancels what its turn is stuck in waits for the rest.
     package func stop(within limit: Duration?) async -> Bool {
-        let started = state.withLock { state in
+        let (started, task) = state.withLock { state in
             state.stopping = true
-            return state.started
+            return (state.started, state.task)
         }
         guard started else { return true }
+        task?.cancel()
         bell.ring()
         return await ended.wait(until: { finished.load(ordering: .acquiring) }, atMost: limit ?? .seconds(86_400 * 365))
     }

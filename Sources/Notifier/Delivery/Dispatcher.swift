@@ -115,7 +115,7 @@ final class Dispatcher: Sendable {
     }
 
     /// One turn of a channel's loop: claims what is due (unless digest runs
-    /// are writing) and sends it.
+    /// are writing) and sends it; after a batch, rings for the next at once.
     private func turn(_ channel: any DeliveryChannel) async {
         guard runs.load(ordering: .acquiring) == 0 else { return }
         await refreshBacklog()
@@ -151,6 +151,9 @@ final class Dispatcher: Sendable {
             }
         }
         await keeper.stop()
+        // A batch went out: there may be more, so the next turn comes at once
+        // (the other channels' loops wake too, and claim what is theirs).
+        doorbell.ring()
     }
 
     private func renew(_ lease: BatchLease, of deliveryIds: [String]) async {
