@@ -236,6 +236,10 @@ package final class HTTPServer: Sendable {
     deinit {
         if let daemon = lifecycle.withLock({ $0.abandonedDaemon }) {
             MHD_stop_daemon(daemon.pointer)
+            // Its loop holds itself until stopped: a server released without
+            // `shutdown` leaves no reaper behind.
+            let reaper = daemon.reaper
+            Task { await reaper.stop() }
         }
     }
 }

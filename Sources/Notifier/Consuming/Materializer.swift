@@ -361,8 +361,9 @@ final class Materializer: Sendable {
 extension Materializer {
     /// What the consuming thread keeps from one turn to the next: the
     /// messages the roster holds, the batch the writer queue is writing
-    /// (its offsets stored once it is written, only ever from this thread),
-    /// and the join watchdog.
+    /// (its offsets stored once it is written, by the consuming thread, or
+    /// by `stop` once that thread has ended: never beside a poll), and the
+    /// join watchdog.
     struct Consuming {
         var hold: RosterHold
         var writing: PendingWrite?
