@@ -15,7 +15,7 @@ final class RosterReloadTests: XCTestCase {
     var cluster: MockCluster!
     var service: IngestService!
     var directory: URL!
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = repositoryRoot
 
     override func setUp() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")

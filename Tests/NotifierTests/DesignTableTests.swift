@@ -10,14 +10,13 @@ import XCTest
 /// wait changed, without the table fails here.
 final class DesignTableTests: XCTestCase {
     func testTheDesignTableIsThePartsAsBuilt() throws {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("design-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         // Production defaults: nothing set but where the roster, the broker
         // (never reached: the services are built, not started) and the store are.
         let environment = Environment([
-            "ROSTER_DIR": repository.appendingPathComponent("examples/roster").path, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+            "ROSTER_DIR": repositoryRoot.appendingPathComponent("examples/roster").path, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
             "STORE_URL": "sqlite:" + folder.appendingPathComponent("notifier.db").path
         ])
         let ingest = try IngestService(config: IngestConfig.fromEnvironment(environment), logger: quietLogger("ingest"))
@@ -26,7 +25,7 @@ final class DesignTableTests: XCTestCase {
         for row in ingest.waits + notifier.waits where !rows.contains(where: { $0.name == row.name }) { rows.append(row) }
         let built = rows.map { "| \($0.name) | \($0.waitsIn) | \($0.wokenBy) |" }
 
-        let design = try String(contentsOf: repository.appendingPathComponent("docs/design.md"), encoding: .utf8)
+        let design = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/design.md"), encoding: .utf8)
         let lines = design.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let header = try XCTUnwrap(lines.firstIndex(of: "| part | waits in | woken by |"), "design.md has no table of how each part waits")
         let documented = Array(lines[(header + 2)...].prefix { $0.hasPrefix("|") })

@@ -35,7 +35,7 @@ final class StoreFaultTests: XCTestCase {
 
     private func postgres(_ arguments: [String], direct: Bool = false) throws {
         let process = Process()
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         process.executableURL = direct ? URL(fileURLWithPath: "/usr/bin/env") : root.appendingPathComponent("scripts/postgres")
         process.arguments = arguments
         try process.run()
