@@ -85,12 +85,7 @@ package final class AccessLog: Sendable {
             "access log", every: AccessLog.interval, wokenBy: "`stop`; the period is its batch (a full batch of 100 goes from the request)",
             clock: clock, waitsFirst: true
         ) { [weak self] in self?.flush() }
-        return Part(
-            "access log", waits: flusher.waits, start: { flusher.start() },
-            stop: {
-                await flusher.stop()
-                self.flush()
-            })
+        return flusher.part { self.flush() }
     }
 
     /// Records `action` on `target` by the caller, once per school day for a

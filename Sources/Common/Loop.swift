@@ -167,9 +167,15 @@ package final class Loop: Sendable {
         return await ended.wait(until: { finished.load(ordering: .acquiring) }, atMost: limit ?? .seconds(86_400 * 365))
     }
 
-    /// This loop as a part of its service: `start` starts it, `stop` stops it.
-    package var part: Part {
-        Part(name, waits: waits, start: { self.start() }, stop: { await self.stop() })
+    /// This loop as a part of its service: `start` starts it, `stop` stops
+    /// it and then runs `last` (what is left to send, a consumer to close).
+    package func part(afterStopping last: @escaping @Sendable () async -> Void = {}) -> Part {
+        Part(
+            name, waits: [waits], start: { self.start() },
+            stop: {
+                await self.stop()
+                await last()
+            })
     }
 
     /// Its row of the design table.

@@ -40,14 +40,7 @@ package struct Part: Sendable {
     }
 
     package init(
-        _ name: String, waits: Waits..., start: @escaping @Sendable () async throws -> Void = {},
-        stop: @escaping @Sendable () async -> Void = {}
-    ) {
-        self.init(name, waits: waits, start: start, stop: stop)
-    }
-
-    package init(
-        _ name: String, waits: [Waits], start: @escaping @Sendable () async throws -> Void = {},
+        _ name: String, waits: [Waits] = [], start: @escaping @Sendable () async throws -> Void = {},
         stop: @escaping @Sendable () async -> Void = {}
     ) {
         self.name = name

@@ -102,7 +102,7 @@ package final class LiveRoster: Sendable {
             wokenBy: "SIGHUP (`Signals.bell`); the period is the folder check: files change without telling anyone", clock: clock,
             waitsFirst: true
         ) { [weak self] in await self?.answer() }
-        return loop.part
+        return loop.part()
     }
 
     /// Reloads for a SIGHUP not answered yet, and checks the folder.

@@ -203,6 +203,6 @@ package final class NotifierService: Sendable {
                 return state.turns % amendEvery == 0
             }
             if amend { await runner.runAmendments() }
-        }.part
+        }.part()
     }
 }

@@ -191,12 +191,7 @@ package final class SessionLog: Sendable {
             wokenBy:
                 "its own turn while it reads (each waits in a poll of 100 ms, then rings `wentRound` for waiters `until` a condition); a broker not reachable yet: the period"
         ) { [self] in turn(reader, bell: bell) }
-        return Part(
-            "session log", waits: loop.waits, start: { loop.start() },
-            stop: {
-                await loop.stop()
-                reader.withLock { $0.consumer?.close() }
-            })
+        return loop.part { reader.withLock { $0.consumer?.close() } }
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this

@@ -80,9 +80,11 @@ extension Part {
     package static func producer(_ producer: Producer, timeout: Duration) -> Part {
         Part(
             "producer",
-            waits: Part.Waits(
-                "producer", waitsIn: "its own thread: `rd_kafka_poll`, 50 ms (delivery reports)",
-                wokenBy: "librdkafka as a report comes; at close, `usesEnded` as the last use of the handle ends"),
+            waits: [
+                Part.Waits(
+                    "producer", waitsIn: "its own thread: `rd_kafka_poll`, 50 ms (delivery reports)",
+                    wokenBy: "librdkafka as a report comes; at close, `usesEnded` as the last use of the handle ends")
+            ],
             stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
     }
 

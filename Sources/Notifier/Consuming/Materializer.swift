@@ -109,7 +109,7 @@ final class Materializer: Sendable {
     /// The consumer part: starting joins the group; stopping finishes the
     /// batch in hand, commits and leaves the group.
     var part: Part {
-        Part("consumer", waits: loop.waits, start: { self.start() }, stop: { await self.stop() })
+        Part("consumer", waits: [loop.waits], start: { self.start() }, stop: { await self.stop() })
     }
 
     func start() {

@@ -82,7 +82,7 @@ final class Dispatcher: Sendable {
         }
         let waits = Part.Waits.loop("dispatcher (a loop per channel)", place: .task, period: config.pollInterval, wokenBy: wokenBy)
         return Part(
-            "dispatcher", waits: waits,
+            "dispatcher", waits: [waits],
             start: { [self] in
                 for loop in loops { loop.start() }
                 var described = ["email": "off (SMTP_URL not set)"]
