@@ -40,14 +40,13 @@ final class SessionTests: XCTestCase {
         try await fetch("GET", url, headers: ["Cookie": cookie]).status
     }
 
-    /// Waits until every URL answers `expected` with `cookie`; how long it took.
-    func timeUntil(_ urls: [String], answer expected: Int, cookie: String, within limit: Duration = .seconds(5)) async throws -> Duration {
-        let started = ContinuousClock.now
-        _ = try await eventually(within: limit + .seconds(5)) {
-            for url in urls where try await self.status(url, cookie: cookie) != expected { return false }
+    /// Whether every URL refuses `cookie` (401) within the 5 s the contract
+    /// gives an ended session to reach every replica through the broker.
+    func refusedEverywhere(_ urls: [String], cookie: String) async throws -> Bool {
+        try await eventually(within: .seconds(5)) {
+            for url in urls where try await self.status(url, cookie: cookie) != 401 { return false }
             return true
         }
-        return ContinuousClock.now - started
     }
 
     func testAnEndedSessionIsRefusedByBothServicesAndEveryReplicaWithinFiveSeconds() async throws {
@@ -75,8 +74,8 @@ final class SessionTests: XCTestCase {
         // Signed out at one notifier replica, refused by the other too.
         let second = try await signIn(other, "token=tok-t-hr-1-1")
         _ = try await fetch("POST", other + "/session/end", headers: form(other, cookie: second))
-        let replay = try await timeUntil(inboxes, answer: 401, cookie: second)
-        XCTAssertLessThan(replay, .seconds(5), "sign-out reached every replica")
+        let signedOutEverywhere = try await refusedEverywhere(inboxes, cookie: second)
+        XCTAssertTrue(signedOutEverywhere, "sign-out reached every replica")
 
         // An admin signs the homeroom teacher and the gate teacher out (the notifier's own session routes).
         let admin = try await signIn(notifier, "token=tok-t-admin")
@@ -100,11 +99,10 @@ final class SessionTests: XCTestCase {
             )
             XCTAssertEqual(revoked.status, 303, revoked.text)
         }
-        let onNotifiers = try await timeUntil(inboxes, answer: 401, cookie: homeroom)
-        let onIngest = try await timeUntil([student], answer: 401, cookie: gate)
-        XCTAssertLessThan(onNotifiers, .seconds(5), "the admin's revocation on both notifier replicas")
-        XCTAssertLessThan(onIngest, .seconds(5), "the admin's revocation on the ingest")
-        print("sessions: revocation refused on 2 notifier replicas after \(onNotifiers), on the ingest after \(onIngest)")
+        let onNotifiers = try await refusedEverywhere(inboxes, cookie: homeroom)
+        XCTAssertTrue(onNotifiers, "the admin's revocation on both notifier replicas")
+        let onIngest = try await refusedEverywhere([student], cookie: gate)
+        XCTAssertTrue(onIngest, "the admin's revocation on the ingest")
 
         // Signing in again works, until the operator signs the teacher out from a shell.
         let again = try await signIn(notifier, "token=tok-t-hr-1-1")
@@ -132,8 +130,8 @@ final class SessionTests: XCTestCase {
         XCTAssertTrue(
             String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(
                 "signed t-hr-1-1 out on every device"))
-        let byCommand = try await timeUntil(inboxes, answer: 401, cookie: again)
-        XCTAssertLessThan(byCommand, .seconds(5), "guidance-admin session revoke reached both replicas")
+        let byCommand = try await refusedEverywhere(inboxes, cookie: again)
+        XCTAssertTrue(byCommand, "guidance-admin session revoke reached both replicas")
     }
 
     /// The admin shows a code (at the notifier's session routes); typed on the gate phone,
