@@ -57,6 +57,17 @@ package final class Doorbell: Sendable {
         }
     }
 
+    /// Blocks the calling thread (as `block(after:atMost:)`) until `holds`
+    /// is true: looked at first, then again after each ring. For what is
+    /// bound to come (a use of a handle ends, a loop ends).
+    package func block(until holds: () -> Bool) {
+        while true {
+            let seen = rings
+            if holds() { return }
+            block(after: seen, atMost: .seconds(86_400))
+        }
+    }
+
     /// Returns once it rings after `seen` rings (at once if it rang since),
     /// or after `limit` on `clock`, or when the task is cancelled.
     package func wait(after seen: Int, atMost limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async {

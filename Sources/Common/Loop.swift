@@ -132,7 +132,8 @@ package final class Loop: Sendable {
                 // Named from inside: Foundation names a thread not yet
                 // running only in its own records, and the kernel's name
                 // (what `top -H` and a core dump show) stays the creator's.
-                Thread.current.name = name
+                // The kernel takes 15 bytes; a longer name it refuses whole.
+                Thread.current.name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
                 while !isStopping {
                     let seen = bell.rings
                     turn()
@@ -165,6 +166,20 @@ package final class Loop: Sendable {
         task?.cancel()
         bell.ring()
         return await ended.wait(until: { finished.load(ordering: .acquiring) }, atMost: limit ?? .seconds(86_400 * 365))
+    }
+
+    /// Ends the loop from inside its turn: no turn follows this one (the
+    /// producer's last turn, which destroyed its handle).
+    package func endAfterThisTurn() {
+        state.withLock { $0.stopping = true }
+    }
+
+    /// Blocks the calling thread, never the cooperative pool, until the loop
+    /// ended (at once if it never started): for a caller that waits for a
+    /// loop ending by itself (`endAfterThisTurn`).
+    package func blockUntilEnded() {
+        guard state.withLock({ $0.started }) else { return }
+        ended.block(until: { finished.load(ordering: .acquiring) })
     }
 
     /// This loop as a part of its service: `start` starts it, `stop` stops

@@ -30,6 +30,9 @@ package final class Producer: Sendable {
         client.startPolling(owner: self)
     }
 
+    /// Its row of the design table: its client's polling.
+    package var waits: Part.Waits { state.withLock { $0.client.polling.waits } }
+
     /// How many times a fatal client was replaced since start.
     package var replacements: Int { state.withLock { $0.replacements } }
 
@@ -120,8 +123,9 @@ package final class Producer: Sendable {
             state.replacements += 1
             return true
         }
+        // Polled either way: its polling is what destroys its handle.
+        replacement.startPolling(owner: self)
         if installed {
-            replacement.startPolling(owner: self)
             logger.warning("replaced the fatal Kafka producer; waiting sends failed with a retriable error")
         } else {
             replacement.close(drainFor: .zero)
@@ -129,8 +133,8 @@ package final class Producer: Sendable {
     }
 }
 
-/// One `rd_kafka_t` producer and the thread that polls it for delivery
-/// reports. The polling thread also destroys the handle, after a close or
+/// One `rd_kafka_t` producer and the loop that polls it for delivery
+/// reports. The polling's last turn destroys the handle, after a close or
 /// after the handle went fatal and its messages were failed.
 /// Unchecked: `handle` is a C pointer; librdkafka's produce, flush and
 /// purge calls are thread-safe, and the handle is destroyed by the polling
@@ -141,8 +145,13 @@ final class ProducerClient: @unchecked Sendable {
     private let lifecycle = Mutex(Lifecycle())
     /// Rung when the last use admitted before destroying began ends.
     private let usesEnded = Doorbell()
-    /// Signalled by the polling thread once the handle is destroyed.
-    private let finished = DispatchSemaphore(value: 0)
+    /// Turns on a thread of its own, each waiting in `rd_kafka_poll`; it ends
+    /// itself once closing drained and the handle is destroyed.
+    let polling = Loop(
+        "producer", onThreadEvery: nil,
+        wokenBy: "librdkafka as a report comes (a poll of 50 ms); at close, `usesEnded` as the last use of the handle ends")
+    /// Whether the polling replaced this client after it went fatal (once).
+    private let replaced = Atomic<Bool>(false)
     private let context: ClientContext
     private let logger: Logger
     private let deliveryTimeout: Duration
@@ -161,9 +170,7 @@ final class ProducerClient: @unchecked Sendable {
     }
 
     func startPolling(owner: Producer) {
-        let thread = Thread { [self] in pollLoop(owner: owner) }
-        thread.name = "kafka-producer-poll"
-        thread.start()
+        polling.start { [self] in poll(owner: owner) }
     }
 
     func produce(_ message: OutgoingMessage, completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void) {
@@ -222,52 +229,48 @@ final class ProducerClient: @unchecked Sendable {
     /// Drains for up to `timeout` and returns once the handle is destroyed.
     func close(drainFor timeout: Duration) {
         lifecycle.withLock { $0.close(deadline: .now + timeout) }
-        finished.wait()
-        finished.signal()
+        polling.blockUntilEnded()
     }
 
-    private func pollLoop(owner: Producer) {
-        var replaced = false
-        var purged = false
-        while true {
-            rd_kafka_poll(handle, 50)
-            failOverdueSends()
-            if context.fatal.load(ordering: .acquiring) && !replaced {
-                replaced = true
-                owner.replace(self)
-                // Fail everything still queued on the broken handle now.
-                lifecycle.withLock { $0.close(deadline: .now) }
-            }
-            guard let deadline = lifecycle.withLock({ $0.deadline }) else { continue }
-            let outstanding = rd_kafka_outq_len(handle)
-            if outstanding == 0 { break }
-            if ContinuousClock.now >= deadline {
-                if purged { break }
-                purged = true
-                let purgeResult = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
-                if purgeResult != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    logger.warning("purging the producer queue failed", ["error": String(cString: rd_kafka_err2str(purgeResult))])
-                }
-                // Purged messages report on the next polls.
-                for _ in 0..<20 where rd_kafka_outq_len(handle) > 0 { rd_kafka_poll(handle, 50) }
-                break
-            }
+    /// One turn of the polling: delivery reports for up to 50 ms, and sends
+    /// past their deadline failed. A fatal handle is replaced, once, and
+    /// closed at once. While closing, the turn that finds nothing queued,
+    /// or the deadline passed (what is left purged), destroys the handle and
+    /// is the last.
+    private func poll(owner: Producer) {
+        rd_kafka_poll(handle, 50)
+        failOverdueSends()
+        if context.fatal.load(ordering: .acquiring) && !replaced.exchange(true, ordering: .acquiringAndReleasing) {
+            owner.replace(self)
+            // Fail everything still queued on the broken handle now.
+            lifecycle.withLock { $0.close(deadline: .now) }
         }
+        guard let deadline = lifecycle.withLock({ $0.deadline }) else { return }
+        if rd_kafka_outq_len(handle) > 0 {
+            guard ContinuousClock.now >= deadline else { return }
+            let purgeResult = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+            if purgeResult != RD_KAFKA_RESP_ERR_NO_ERROR {
+                logger.warning("purging the producer queue failed", ["error": String(cString: rd_kafka_err2str(purgeResult))])
+            }
+            // Purged messages report on the next polls.
+            for _ in 0..<20 where rd_kafka_outq_len(handle) > 0 { rd_kafka_poll(handle, 50) }
+        }
+        destroy()
+        polling.endAfterThisTurn()
+    }
+
+    /// Waits for the uses of the handle admitted before (short: a produce
+    /// call; or bounded: a metadata request's timeout), destroys it, and
+    /// fails the sends still waiting.
+    private func destroy() {
         let abandoned = rd_kafka_outq_len(handle)
         if abandoned > 0 {
             logger.error("producer closed with messages whose delivery reports never came", ["count": String(abandoned)])
         }
-        // Uses admitted before are short (a produce call) or bounded (a
-        // metadata request's timeout); the last one out rings.
-        while true {
-            let seen = usesEnded.rings
-            if lifecycle.withLock({ $0.stopAdmitting() }) { break }
-            usesEnded.block(after: seen, atMost: .seconds(1))
-        }
+        usesEnded.block(until: { lifecycle.withLock { $0.stopAdmitting() } })
         rd_kafka_destroy(handle)
         lifecycle.withLock { $0.destroyed() }
         failOverdueSends(all: true)
-        finished.signal()
     }
 
     /// librdkafka 2.0.2 may report a timed-out message seconds after

@@ -79,12 +79,7 @@ extension Part {
     /// acknowledgements, at most `timeout`: off the cooperative pool.
     package static func producer(_ producer: Producer, timeout: Duration) -> Part {
         Part(
-            "producer",
-            waits: [
-                Part.Waits(
-                    "producer", waitsIn: "its own thread: `rd_kafka_poll`, 50 ms (delivery reports)",
-                    wokenBy: "librdkafka as a report comes; at close, `usesEnded` as the last use of the handle ends")
-            ],
+            "producer", waits: [producer.waits],
             stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
     }
 

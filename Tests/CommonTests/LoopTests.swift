@@ -70,7 +70,7 @@ final class LoopTests: XCTestCase {
         let release = DispatchSemaphore(value: 0)
         let entered = Doorbell()
         let names = Mutex<[String]>([])
-        let loop = Loop("test-thread", onThreadEvery: nil, wokenBy: "its blocking call") {
+        let loop = Loop("consumer (materializer)", onThreadEvery: nil, wokenBy: "its blocking call") {
             // The kernel's name of the thread running the turn.
             let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
             names.withLock { $0.append(name.trimmingCharacters(in: .newlines)) }
@@ -85,7 +85,9 @@ final class LoopTests: XCTestCase {
         release.signal()
         let ended = await loop.stop(within: .seconds(10))
         XCTAssertTrue(ended)
-        XCTAssertEqual(names.withLock { $0 }, ["test-thread"], "one turn, on its own thread; none after stop")
+        XCTAssertEqual(
+            names.withLock { $0 }, ["consumer (mater"],
+            "one turn, on its own thread (named in the 15 bytes the kernel keeps); none after stop")
     }
 
     /// Stopped before it started (a service that failed to start): the stop
