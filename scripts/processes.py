@@ -1,5 +1,6 @@
-"""Process handling shared by scripts/bench and scripts/multi-replica-test:
+"""Process handling shared by the scripts that run the services as processes:
 services started as processes on 127.0.0.1, each logging to a file of its own."""
+import json
 import os
 import random
 import signal
@@ -7,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 
@@ -14,14 +16,47 @@ class Processes:
     def __init__(self, prefix):
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.running = {}
+        self.started = {}
 
     def log_path(self, name):
         return os.path.join(self.work, f"{name}.log")
 
     def start(self, name, command, **env):
-        out = open(self.log_path(name), "w")
+        # A restart (`ready`) goes on in the same log.
+        out = open(self.log_path(name), "a" if name in self.started else "w")
+        self.started[name] = (command, env)
         self.running[name] = subprocess.Popen(command, env=dict(os.environ, **env), stdout=out, stderr=subprocess.STDOUT, cwd=self.work)
         return self.running[name]
+
+    def ready(self, name, port=None, seconds=60, join_within=20, attempts=3):
+        """Waits until `name` answers /readyz with 200, and returns its port
+        (read from /proc when None: a service started on port 0). The mock
+        cluster's known issue (docs/deployment.md): about one notifier start in fifteen
+        is never let into its consumer group, while a new one joins in
+        seconds. A notifier whose /readyz still says "not yet a member"
+        `join_within` s after its start is started again, as an operator
+        would, at most `attempts` starts in all."""
+        for attempt in range(1, attempts + 1):
+            listening = port or listening_port(self.running[name])
+            started = time.time()
+            left_out = False
+            while time.time() < started + seconds:
+                status, detail = readiness(listening)
+                if status == 200:
+                    return listening
+                if "not yet a member" in detail and time.time() - started >= join_within:
+                    left_out = True
+                    break
+                time.sleep(0.2)
+            if not left_out:
+                raise SystemExit(f"{name} (port {listening}) never became ready: {detail}; see {self.log_path(name)}")
+            command, env = self.started[name]
+            self.stop(name)
+            if attempt < attempts:
+                print(f"{name}: not let into its consumer group within {join_within} s (the mock cluster's known issue, docs/deployment.md); "
+                      "starting it again", flush=True)
+                self.start(name, command, **env)
+        raise SystemExit(f"{name} was not let into its consumer group in {attempts} starts; see {self.log_path(name)}")
 
     def stop(self, name):
         process = self.running.pop(name, None)
@@ -61,6 +96,20 @@ def wait_ready(port, seconds=60, interval=0.2, path="/readyz"):
             pass
         time.sleep(interval)
     raise SystemExit(f"port {port} never became ready")
+
+
+def readiness(port):
+    """/readyz's status and detail; 0 while nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return response.status, json.loads(response.read()).get("detail", "")
+    except urllib.error.HTTPError as error:
+        try:
+            return error.code, json.loads(error.read()).get("detail", "")
+        except ValueError:
+            return error.code, ""
+    except Exception:
+        return 0, "no answer"
 
 
 def listening_port(process, seconds=60):

@@ -172,14 +172,6 @@ package final class Consumer: @unchecked Sendable {
         try Metadata.watermarks(handle: handle, partition: partition, timeout: timeout)
     }
 
-    /// The cluster's id from the brokers' metadata, waiting up to `timeout`
-    /// for it; nil when none came.
-    package func clusterID(timeout: Duration) -> String? {
-        guard let raw = rd_kafka_clusterid(handle, Int32(clamping: timeout.milliseconds)) else { return nil }
-        defer { rd_kafka_mem_free(handle, raw) }
-        return String(cString: raw)
-    }
-
     /// Leaves the group: the revocation commits stored offsets. Call from the
     /// consuming thread after its last poll; later polls return nothing.
     package func close() {
@@ -259,4 +251,12 @@ private func rebalanceCallback(
 ) {
     guard let handle, let partitions, let context = ClientContext.from(opaque), let rebalance = context.rebalance else { return }
     rebalance(handle, event, partitions)
+}
+
+/// A service that consumes as a member of a consumer group.
+package protocol GroupMember: Sendable {
+    func start() async throws
+    func shutdown() async
+    /// Whether it holds partitions within `limit`.
+    func consumes(within limit: Duration) async -> Bool
 }

@@ -13,7 +13,7 @@ import Wiring
 /// guidance-notifier, assembled from its configuration: roster, store,
 /// materializer, digest runner and HTTP server. `main` only wires signals;
 /// tests start it on port 0.
-package final class NotifierService: Sendable {
+package final class NotifierService: Sendable, GroupMember {
     package let config: NotifierConfig
     package let roster: LiveRoster
     package let metrics = Metrics()
@@ -143,6 +143,15 @@ package final class NotifierService: Sendable {
 
     /// The replica's member id in the consumer group; nil until it joined.
     package var memberID: String? { materializer.memberID }
+
+    /// Rung as partitions are assigned to this replica or taken from it.
+    package var rebalanced: Doorbell { materializer.rebalanced }
+
+    /// Whether this replica holds partitions within `limit`, looked at again
+    /// as each rebalance rings.
+    package func consumes(within limit: Duration) async -> Bool {
+        await rebalanced.wait(until: { self.assignedPartitions > 0 }, atMost: limit)
+    }
 
     /// Joins the consumer group, starts serving and, when configured, the schedule.
     package func start() async throws {

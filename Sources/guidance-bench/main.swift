@@ -174,9 +174,8 @@ func benchApply() async throws {
     let config = NotifierConfig(
         http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: store,
         kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "bench", topics: topics, scheduleInterval: nil)
-    let notifier = try NotifierService(config: config, roster: roster, logger: quiet)
     let started = ContinuousClock.now
-    try await notifier.start()
+    let notifier = try await MockCluster.joining(logger: quiet) { try NotifierService(config: config, roster: roster, logger: quiet) }
     let deadline = ContinuousClock.now + .seconds(300)
     var lastReport = ContinuousClock.now
     var firstApplied: ContinuousClock.Instant?
@@ -237,19 +236,19 @@ func benchEndToEnd() async throws {
         config: IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", producer: ProducerConfig(kafka: kafka), topics: topics),
         roster: roster, logger: quiet)
-    let notifier = try NotifierService(
-        config: NotifierConfig(
-            http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "",
-            store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
-            kafka: kafka, groupID: "bench-e2e", topics: topics, scheduleInterval: nil),
-        roster: roster, logger: quiet)
     try await ingest.start()
-    try await notifier.start()
+    let notifier = try await MockCluster.joining(logger: quiet) {
+        try NotifierService(
+            config: NotifierConfig(
+                http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "",
+                store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
+                kafka: kafka, groupID: "bench-e2e", topics: topics, scheduleInterval: nil),
+            roster: roster, logger: quiet)
+    }
     let client = BenchClient()
     let school = BenchData.students[0].schoolID
     let token = roster.authenticationEnabled ? "demo-t-gate-01" : nil
     let reader = roster.authenticationEnabled ? "demo-t-admin" : nil
-    try await Task.sleep(for: .seconds(4))  // group join
     var latencies: [Double] = []
     for index in 0..<samples {
         let student = BenchData.students[index % BenchData.students.count]

@@ -143,9 +143,11 @@ do {
             )
         }
         let ingest = try IngestService(config: ingestConfig, logger: Logger(component: "ingest", level: ingestConfig.logLevel))
-        let notifier = try NotifierService(config: notifierConfig, logger: Logger(component: "notifier", level: notifierConfig.logLevel))
         try await ingest.start()
-        try await notifier.start()
+        let notifierLogger = Logger(component: "notifier", level: notifierConfig.logLevel)
+        let notifier = try await MockCluster.joining(logger: notifierLogger) {
+            try NotifierService(config: notifierConfig, logger: notifierLogger)
+        }
         services = (ingest, notifier)
         say(DevGuide.text(ingestPort: ingest.port, notifierPort: notifier.port, roster: ingest.roster.current))
     }

@@ -152,26 +152,11 @@ final class NotifierHarness: @unchecked Sendable {
 
     func startNotifier(group: String? = nil) async throws {
         if let group { groupID = group }
-        // Tests start once the replica consumes. Joining the mock's group
-        // takes about 3 s; in about one start in fifteen the join never
-        // completed, which the notifier's join watchdog now handles after
-        // 20 s. Should a replica still have nothing after 60 s, it is
-        // restarted once, as an operator would, and the harness says so.
-        for attempt in 1...2 {
-            let service = try makeNotifier()
-            try await service.start()
-            notifier = service
-            notifierBase = "http://127.0.0.1:\(service.port)"
-            _ = try await eventually(within: .seconds(60)) { service.assignedPartitions > 0 }
-            let restarts = service.metrics.value("notifier_consumer_restarts_total")
-            if restarts > 0 { print("harness: the notifier's join watchdog replaced its consumer \(Int(restarts)) time(s)") }
-            if service.assignedPartitions > 0 { return }
-            print(
-                "harness: the notifier had no partitions after 60 s (attempt \(attempt), member id \(service.memberID ?? "none")); restarting it"
-            )
-            await stopNotifier()
-        }
-        XCTFail("the notifier never joined its consumer group")
+        // Tests start once the replica consumes: joining the mock's group
+        // takes about 3 s, and a replica the mock left out is replaced.
+        let service = try await MockCluster.joining(logger: quietLogger("harness")) { try makeNotifier() }
+        notifier = service
+        notifierBase = "http://127.0.0.1:\(service.port)"
     }
 
     func rosterFolder(_ service: String) -> String {
@@ -191,10 +176,11 @@ final class NotifierHarness: @unchecked Sendable {
     /// store and consumer group of its own (so the first keeps its
     /// partitions); shut down with the harness.
     func startReplica() async throws -> NotifierService {
-        let replica = try makeNotifier(
-            store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
-            group: groupID + "-r\(replicas.count)")
-        try await replica.start()
+        let replica = try await MockCluster.joining(logger: quietLogger("harness")) {
+            try makeNotifier(
+                store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
+                group: groupID + "-r\(replicas.count)")
+        }
         replicas.append(replica)
         _ = try await eventually(within: .seconds(60)) { try await fetch("GET", "http://127.0.0.1:\(replica.port)/readyz").status == 200 }
         return replica

@@ -13,10 +13,7 @@ import Synchronization
 /// store wrote a batch are its offsets stored and committed, on this thread.
 /// A crash anywhere replays, and replays are harmless.
 final class Materializer: Sendable {
-    /// Replaced by the join watchdog; read by other threads for metrics.
-    private let current: Mutex<Consumer>
-    private var consumer: Consumer { current.withLock { $0 } }
-    private let consumerConfig: ConsumerConfig
+    private let consumer: Consumer
     private let store: any GuidanceStore
     private let producer: Producer
     private let roster: LiveRoster
@@ -49,6 +46,8 @@ final class Materializer: Sendable {
     private let held = Atomic<Int>(0)
     /// Partitions revoked inside `poll`, for the consuming thread to forget.
     private let revocations = Revocations()
+    /// Rung as partitions are assigned or revoked.
+    let rebalanced = Doorbell()
 
     init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger)
         throws(KafkaError)
@@ -70,10 +69,14 @@ final class Materializer: Sendable {
             wokenBy:
                 "librdkafka (a poll of 200 ms; the store writes the batch before on a serial queue meanwhile); `stop`; "
                 + "the roster hold full: 200 ms; a dead letter or a store write to retry: its backoff")
-        consumerConfig = ConsumerConfig(
+        let consumerConfig = ConsumerConfig(
             kafka: config.kafka, groupID: config.groupID, topics: config.topics.events + [config.topics.access],
             instanceID: config.instanceID, clientID: "guidance-notifier")
-        current = Mutex(try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger))
+        let (revocations, rebalanced) = (revocations, rebalanced)
+        consumer = try Consumer(config: consumerConfig, logger: logger.with(["part": "consumer"])) { event in
+            if case .revoked(let partitions) = event { revocations.add(partitions) }
+            rebalanced.ring()
+        }
         metrics.gauge(
             "notifier_store_writes_failing", help: "1 while the store refuses event writes (events wait at their offsets), else 0."
         ) { [weak self] in
@@ -88,12 +91,6 @@ final class Materializer: Sendable {
             (self?.consumer.lag() ?? [:]).sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map {
                 ([("topic", $0.key.topic), ("partition", String($0.key.partition))], Double($0.value))
             }
-        }
-    }
-
-    private static func consumer(_ config: ConsumerConfig, revocations: Revocations, logger: Logger) throws(KafkaError) -> Consumer {
-        try Consumer(config: config, logger: logger.with(["part": "consumer"])) { event in
-            if case .revoked(let partitions) = event { revocations.add(partitions) }
         }
     }
 
@@ -140,7 +137,6 @@ final class Materializer: Sendable {
     /// hand it to the writer queue once the batch before is written.
     private func turn(_ state: inout Consuming) {
         defer { held.store(state.hold.count, ordering: .relaxed) }
-        let consumer = self.consumer
         let room = min(maxBatch, RosterHold.limit - state.hold.count)
         if room <= 0 {
             // Held messages are looked at again every 200 ms (a roster reload rings nothing).
@@ -149,21 +145,14 @@ final class Materializer: Sendable {
         }
         let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: state.writing == nil ? .milliseconds(200) : .zero) : []
         state.hold.drop(revocations.take())
-        let verdict = state.watchdog.check(joined: consumer.memberID != nil, now: .now) { consumer.clusterID(timeout: .seconds(1)) }
-        if verdict == .report {
+        if state.join.isSlow(joined: consumer.memberID != nil, now: .now) {
             logger.warning(
                 "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
-                ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
+                ["group": groupID, "after": "\(SlowJoin.limit)"])
         }
-        let restart = verdict == .replace
-        if batch.isEmpty || restart, let previous = state.writing {
+        if batch.isEmpty, let previous = state.writing {
             state.writing = nil
             guard finish(previous) else { return }
-        }
-        if restart {
-            state.hold.dropAll()
-            restartConsumer()
-            return
         }
         // One roster for the whole batch, even if it is reloaded meanwhile.
         let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
@@ -201,7 +190,7 @@ final class Materializer: Sendable {
             state.writing = nil
             guard finish(previous) else { return }
         }
-        let writing = PendingWrite(consumer: consumer, settled: released.map(\.message), sources: sources)
+        let writing = PendingWrite(settled: released.map(\.message), sources: sources)
         state.writing = writing
         writer.async { [self, events] in writing.end(with: apply(events)) }
     }
@@ -219,10 +208,10 @@ final class Materializer: Sendable {
         }
         let appliedAt = Date().timeIntervalSince1970
         do {
-            try written.consumer.store(written.settled)
+            try consumer.store(written.settled)
             // Not waiting keeps the next batch flowing; the rebalance and
             // the close commit and wait.
-            try written.consumer.commit(wait: false)
+            try consumer.commit(wait: false)
             committed.ring()
         } catch {
             // Applied but not committed: a replay will redo it harmlessly.
@@ -234,28 +223,6 @@ final class Materializer: Sendable {
             help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
             values: written.sources.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
         return true
-    }
-
-    /// Replaces a consumer that never joined its group. Seen in tests on the
-    /// mock cluster: about one start in fifteen got no assignment, and a new
-    /// client for the same group joined at once.
-    private func restartConsumer() {
-        logger.warning(
-            "the consumer has not joined its group on the mock cluster; replacing it",
-            ["group": groupID, "after": "\(JoinWatchdog.defaultLimit)"])
-        metrics.increment("notifier_consumer_restarts_total", help: "Consumers replaced because they never joined the group.")
-        let replacement: Consumer
-        do {
-            replacement = try Materializer.consumer(consumerConfig, revocations: revocations, logger: logger)
-        } catch {
-            logger.error("could not create a replacement consumer", ["error": error.message])
-            return
-        }
-        let old = current.withLock { current in
-            defer { current = replacement }
-            return current
-        }
-        old.close()
     }
 
     /// Applies the batch. A failure of the store itself (disk full, I/O,
@@ -362,19 +329,18 @@ extension Materializer {
     /// What the consuming thread keeps from one turn to the next: the
     /// messages the roster holds, the batch the writer queue is writing
     /// (its offsets stored once it is written, by the consuming thread, or
-    /// by `stop` once that thread has ended: never beside a poll), and the
-    /// join watchdog.
+    /// by `stop` once that thread has ended: never beside a poll), and how
+    /// long it has waited to join its group.
     struct Consuming {
         var hold: RosterHold
         var writing: PendingWrite?
-        var watchdog = JoinWatchdog(limit: JoinWatchdog.defaultLimit)
+        var join = SlowJoin()
     }
 }
 
 extension Materializer {
     /// A batch handed to the writer queue, and what the store made of it.
     final class PendingWrite: Sendable {
-        let consumer: Consumer
         /// Every message this batch settles (written or dead-lettered): the
         /// offsets stored once it is written.
         let settled: [ConsumedMessage]
@@ -383,8 +349,7 @@ extension Materializer {
         private let outcome = Mutex<[Rejection]??>(nil)
         private let done = DispatchSemaphore(value: 0)
 
-        init(consumer: Consumer, settled: [ConsumedMessage], sources: [ConsumedMessage]) {
-            self.consumer = consumer
+        init(settled: [ConsumedMessage], sources: [ConsumedMessage]) {
             self.settled = settled
             self.sources = sources
         }

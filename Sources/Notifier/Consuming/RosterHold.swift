@@ -122,9 +122,4 @@ struct RosterHold {
         for partition in partitions { queues[partition] = nil }
         count = queues.values.reduce(0) { $0 + $1.count }
     }
-
-    mutating func dropAll() {
-        queues = [:]
-        count = 0
-    }
 }
