@@ -233,9 +233,8 @@ final class Materializer: Sendable {
     /// from returned as a rejection, so one bad event cannot wedge the
     /// group. Nil means stopping, with nothing committed.
     private func apply(_ events: [StoredEvent]) -> [Rejection]? {
-        var delay = 0.1
-        while true {
-            do {
+        retrying { () throws -> [Rejection] in
+            do throws(StoreError) {
                 let rejections = try store.apply(events)
                 storeWritesSucceed()
                 return rejections
@@ -246,14 +245,16 @@ final class Materializer: Sendable {
                     return [Rejection(index: 0, reason: "store: \(error.message)")]
                 }
                 let half = events.count / 2
-                guard let first = apply(Array(events[..<half])), let second = apply(Array(events[half...])) else { return nil }
+                // Each half retries on its own; nil only once stopping, which ends this retry too.
+                guard let first = apply(Array(events[..<half])), let second = apply(Array(events[half...])) else {
+                    throw CancellationError()
+                }
                 return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }
             } catch {
                 metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
                 storeWritesFail(error, events: events.count)
+                throw error
             }
-            guard sleepWhileRunning(delay) else { return nil }
-            delay = min(delay * 2, 5)
         }
     }
 
@@ -289,8 +290,7 @@ final class Materializer: Sendable {
     /// offset is never committed before it is kept.
     private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
         let letter = DeadLetters.deadLetter(message, reason: reason, group: groupID, topic: topics.deadLetters)
-        var delay = 0.1
-        while true {
+        let sent: Void? = retrying { () throws(KafkaError) in
             let done = DispatchSemaphore(value: 0)
             let outcome = Mutex<Result<DeliveryReport, KafkaError>?>(nil)
             producer.send(letter) { result in
@@ -307,11 +307,21 @@ final class Materializer: Sendable {
                         "reason": reason, "topic": message.topic, "partition": String(message.partition), "offset": String(message.offset)
                     ])
                 metrics.increment("notifier_dead_letters_total", help: "Messages sent to the dead-letter topic.")
-                return true
             case .failure(let error):
                 logger.error("could not send to the dead-letter topic; retrying", ["error": error.message])
+                throw error
             }
-            guard sleepWhileRunning(delay) else { return false }
+        }
+        return sent != nil
+    }
+
+    /// Runs `attempt` until it does not throw, pausing between tries with a
+    /// backoff (0.1 s, doubling up to 5 s) that `stop` ends; nil once stopping.
+    private func retrying<T, Failure>(_ attempt: () throws(Failure) -> T) -> T? {
+        var delay = 0.1
+        while true {
+            if let value = try? attempt() { return value }
+            guard sleepWhileRunning(delay) else { return nil }
             delay = min(delay * 2, 5)
         }
     }
