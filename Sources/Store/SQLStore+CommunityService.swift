@@ -46,7 +46,7 @@ extension SQLStore {
     /// that arrived first (of the same school and student: the grade may
     /// differ, a withdrawal sent after a grade change names the new one).
     /// Returns why it was kept out, or nil.
-    static func record(_ service: CommunityServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
+    static func record(_ entry: CommunityServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
         let written = try database.run(
             """
             INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
@@ -59,20 +59,20 @@ extension SQLStore {
               AND service_records.student_id = excluded.student_id
             """,
             [
-                .text(service.serviceId), .text(service.schoolId), .integer(Int64(service.grade)), .text(service.studentId),
-                .text(service.date), .integer(Int64(service.sessions)), service.note.sql, .text(service.recordedBy),
-                .text(service.recordedAt)
+                .text(entry.serviceId), .text(entry.schoolId), .integer(Int64(entry.grade)), .text(entry.studentId),
+                .text(entry.date), .integer(Int64(entry.sessions)), entry.note.sql, .text(entry.recordedBy),
+                .text(entry.recordedAt)
             ])
         guard written == 0 else { return nil }
         let rows = try database.query(
             "SELECT school_id, student_id, local_date, sessions, note FROM service_records WHERE service_id = $1",
-            [.text(service.serviceId)])
+            [.text(entry.serviceId)])
         guard let row = rows.first else { return nil }
-        if row[0].string != service.schoolId { return "foreign: service \(service.serviceId) belongs to another school" }
-        if row[1].string != service.studentId || row[2].string != service.date || row[3].int != service.sessions
-            || row[4].string != service.note
+        if row[0].string != entry.schoolId { return "foreign: service \(entry.serviceId) belongs to another school" }
+        if row[1].string != entry.studentId || row[2].string != entry.date || row[3].int != entry.sessions
+            || row[4].string != entry.note
         {
-            return "conflict: service \(service.serviceId) is already recorded for another student, day, number or note"
+            return "conflict: service \(entry.serviceId) is already recorded for another student, day, number or note"
         }
         return nil
     }
