@@ -17,7 +17,7 @@ package final class NotifierService: Sendable, GroupMember {
     package let config: NotifierConfig
     package let roster: LiveRoster
     package let metrics = Metrics()
-    private let store: any GuidanceStore
+    private let store: SQLStore
     private let producer: Producer
     private let materializer: Materializer
     let runner: DigestRunner
@@ -193,7 +193,7 @@ package final class NotifierService: Sendable, GroupMember {
 
     /// Runs due digests and the purge every `scheduleInterval`, and
     /// amendments every `amendmentInterval` (every so many turns).
-    private static func schedule(config: NotifierConfig, runner: DigestRunner, store: any GuidanceStore, roster: LiveRoster, logger: Logger)
+    private static func schedule(config: NotifierConfig, runner: DigestRunner, store: SQLStore, roster: LiveRoster, logger: Logger)
         -> Part?
     {
         guard let interval = config.scheduleInterval else { return nil }

@@ -10,7 +10,7 @@ import Store
 /// first tick after 18:00 UTC (03:00 in Seoul), on whichever replica claims
 /// the day first; `guidance-admin purge` runs the same now.
 package struct Purger: Sendable {
-    let store: any GuidanceStore
+    let store: SQLStore
     let retention: Retention
     let clock: @Sendable () -> Double
     let logger: Logger
@@ -18,7 +18,7 @@ package struct Purger: Sendable {
     /// The hour (UTC) from which the day's purge may run.
     static let hour = 18
 
-    package init(store: any GuidanceStore, retention: Retention, clock: @escaping @Sendable () -> Double, logger: Logger) {
+    package init(store: SQLStore, retention: Retention, clock: @escaping @Sendable () -> Double, logger: Logger) {
         self.store = store
         self.retention = retention
         self.clock = clock

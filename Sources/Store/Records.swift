@@ -1,4 +1,4 @@
-// The values the store holds and answers with; the store itself is `GuidanceStore`.
+// The values the store holds and answers with; the store itself is `SQLStore`.
 import Guidance
 
 /// An event of a batch that the store kept out, and why: `conflict` (the id
@@ -56,7 +56,7 @@ package struct DeliveryState: Sendable {
     }
 }
 
-/// One school's day for `GuidanceStore.writeDigests`.
+/// One school's day for `SQLStore.writeDigests`.
 package struct DeliveryRun: Sendable {
     package let school: String
     package let date: String

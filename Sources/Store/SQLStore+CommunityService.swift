@@ -170,6 +170,10 @@ extension SQLStore {
             lastService: row[4].string)
     }
 
+    /// Each student's volunteer-service account as of `date` (nil: all
+    /// days), whatever grade its records name (the caller places the
+    /// student by the roster), with their active service records; students
+    /// with neither guidances nor service are absent.
     package func communityServiceAccounts(school: String, asOf date: String?) throws(StoreError) -> [CommunityServiceAccount] {
         // Totals and records from one snapshot: a withdrawal applied between
         // the two reads showed a record gone and still counted.

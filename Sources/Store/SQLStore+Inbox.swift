@@ -8,6 +8,7 @@ extension SQLStore {
     static let digestColumns =
         "digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts"
 
+    /// A teacher's digests, newest first, read or not.
     package func inbox(teacher: String) throws(StoreError) -> [Digest] {
         let rows = try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query(
@@ -46,6 +47,7 @@ extension SQLStore {
             text: row[11].string ?? "", entries: entries, counts: counts)
     }
 
+    /// Marks a digest read; false when the teacher has no such digest.
     package func markRead(teacher: String, digestId: String) throws(StoreError) -> Bool {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             // SQLite counts every matched row as changed, read before or not.

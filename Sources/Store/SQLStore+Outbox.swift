@@ -26,6 +26,9 @@ extension SQLStore {
             }, perStatement: database.rowsPerStatement)
     }
 
+    /// Claims up to `limit` due deliveries of `channel` for `owner` until
+    /// `leaseUntil`: pending, due by `now`, and not leased by a live claim.
+    /// Two dispatchers never hold the same delivery at once.
     package func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError)
         -> [ClaimedDelivery]
     {
@@ -69,6 +72,10 @@ extension SQLStore {
         }
     }
 
+    /// Records attempts' outcomes in one transaction and ends `owner`'s
+    /// leases on them. A `sent` is recorded even if the lease was lost
+    /// meanwhile (the message went out); a retry or failure only while the
+    /// delivery is still pending.
     package func record(_ outcomes: [(deliveryId: String, outcome: DeliveryOutcome)], owner: String, now: Double) throws(StoreError) {
         guard !outcomes.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
@@ -105,6 +112,8 @@ extension SQLStore {
         }
     }
 
+    /// Moves the lease of `owner`'s pending claims among `deliveryIds` to
+    /// `until`: a send waiting for its answer keeps its claim.
     package func extendLeases(deliveryIds: [String], owner: String, until: Double) throws(StoreError) {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
@@ -117,6 +126,7 @@ extension SQLStore {
         }
     }
 
+    /// Gives back claims that were never attempted (a stopping dispatcher).
     package func release(deliveryIds: [String], owner: String) throws(StoreError) {
         guard !deliveryIds.isEmpty else { return }
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) in
@@ -129,6 +139,7 @@ extension SQLStore {
         }
     }
 
+    /// A school's deliveries, newest first, at most `limit`.
     package func deliveries(school: String, status: Delivery.Status?, limit: Int) throws(StoreError) -> [Delivery] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query(
@@ -141,6 +152,7 @@ extension SQLStore {
         }
     }
 
+    /// Puts a failed delivery of `school` back in the queue, due at `now`.
     package func requeue(school: String, deliveryId: String, now: Double) throws(StoreError) -> RequeueResult {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> RequeueResult in
             let changed = try database.run(

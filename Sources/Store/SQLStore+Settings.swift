@@ -14,6 +14,7 @@ extension SQLStore {
         );
         """
 
+    /// Whether the teacher's lists also go by e-mail (by default they do).
     package func emailsLists(school: String, teacher: String) throws(StoreError) -> Bool {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query(
@@ -33,6 +34,7 @@ extension SQLStore {
         }
     }
 
+    /// The teachers of `schools` who turned e-mailed lists off.
     package func teachersWithoutEmailedLists(schools: [String]) throws(StoreError) -> Set<String> {
         guard !schools.isEmpty else { return [] }
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in

@@ -7,8 +7,10 @@ import Synchronization
 /// connection for events and digest runs, a small pool of readers for the
 /// HTTP queries (`ReadPool`), and an outbox connection for the dispatcher,
 /// so that sending never waits behind a batch of events. Writers that could race across replicas (a digest run and the
-/// events of its day) serialise on a lock per school and date.
-package final class SQLStore: GuidanceStore {
+/// events of its day) serialise on a lock per school and date. Every call
+/// blocks: call it from a thread of its own (`blocking`), never from Swift's
+/// cooperative pool.
+package final class SQLStore: Sendable {
     let writer: Mutex<any SQLDatabase>
     let readers: ReadPool
     let outbox: Mutex<any SQLDatabase>
@@ -228,6 +230,11 @@ package final class SQLStore: GuidanceStore {
         DROP TABLE IF EXISTS digest_items;
         """
 
+    /// Applies a batch of events in one transaction. Replays change nothing;
+    /// a deletion wins over its registration whatever the order. A guidance
+    /// id belongs to the school that first registered it, with the content
+    /// it was first registered with: events that contradict that change
+    /// nothing and come back as rejections, for the dead-letter topic.
     package func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
             try database.transaction { () throws(StoreError) -> [Rejection] in
@@ -436,6 +443,8 @@ package final class SQLStore: GuidanceStore {
             occurredAt: values[11].string ?? "", recordedBy: values[12].string ?? "", serviceSessions: values[13].int ?? 1)
     }
 
+    /// Active guidances of a school-local date, ordered by grade, class,
+    /// number and time.
     package func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try SQLStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
@@ -460,6 +469,9 @@ package final class SQLStore: GuidanceStore {
             """, [.text(school), .text(date), grade.sql, classNumber.sql])
     }
 
+    /// Each student's `Frequency` as of `date`, by student id, for the
+    /// students seated in the grade and class given (nil: all); students
+    /// without an active guidance in the window are absent.
     package func frequencies(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: Frequency] {
         guard let statement = SQLStore.frequenciesStatement(school: school, date: date, grade: grade, classNumber: classNumber) else {
             return [:]
@@ -493,6 +505,13 @@ package final class SQLStore: GuidanceStore {
         frequencies[student] = Frequency(last7Days: row[1].int ?? 0, last30Days: row[2].int ?? 0)
     }
 
+    /// For each run, all or nothing: reads the delivery state of its school
+    /// and date, lets `plan` turn it into new digests, writes them with what
+    /// they reported and one pending delivery per target `targets` names
+    /// (the outbox), and records the run. The runs share one commit (one
+    /// disk flush for many schools); a run that fails on its own leaves the
+    /// others written. Returns each run's digests or its error, in order;
+    /// throws, with none written, when the database is busy or lost.
     package func writeDigests(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [Result<[Digest], StoreError>] in
@@ -648,12 +667,14 @@ package final class SQLStore: GuidanceStore {
         return digests.map(\.digest)
     }
 
+    /// Whether a digest run for `school` and `date` completed.
     package func runCompleted(school: String, date: String) throws(StoreError) -> Bool {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try !database.query("SELECT 1 FROM digest_runs WHERE school_id = $1 AND date = $2", [.text(school), .text(date)]).isEmpty
         }
     }
 
+    /// School and date pairs changed after their digests went out.
     package func pendingAmendments() throws(StoreError) -> [(school: String, date: String)] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query("SELECT school_id, date FROM pending_amendments ORDER BY date, school_id", []).map {
@@ -662,9 +683,20 @@ package final class SQLStore: GuidanceStore {
         }
     }
 
+    /// Whether the store answers.
     package func ping() throws(StoreError) {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.probe()
         }
+    }
+}
+
+extension SQLStore {
+    /// One run alone: its digests, or its error.
+    package func writeDigests(
+        school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
+        targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+    ) throws(StoreError) -> [Digest] {
+        try writeDigests([DeliveryRun(school: school, date: date, completedAt: completedAt, plan: plan, targets: targets)])[0].get()
     }
 }

@@ -92,7 +92,7 @@ package enum StoreLocation: Sendable, Equatable {
 
     /// Opens the store, failing with `STORE_URL` named and its password
     /// never shown.
-    package func open() throws(ConfigurationError) -> any GuidanceStore {
+    package func open() throws(ConfigurationError) -> SQLStore {
         do {
             switch self {
             case .sqlite(let path):

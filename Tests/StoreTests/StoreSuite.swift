@@ -9,7 +9,7 @@ import XCTest
 /// (Linux XCTest does not discover inherited test methods, so each case
 /// lists them): SQLite always, PostgreSQL with `TEST_POSTGRES_URL`.
 struct StoreSuite: Sendable {
-    let makeStore: @Sendable () throws -> any GuidanceStore
+    let makeStore: @Sendable () throws -> SQLStore
 
     func record(
         _ id: String, school: String = "sa", grade: Int = 1, classNumber: Int = 3, number: Int = 12, date: String = "2026-11-30",

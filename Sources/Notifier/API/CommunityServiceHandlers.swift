@@ -10,7 +10,7 @@ import Wiring
 /// caller's scope; and recording service (`봉사 완료`) from the teacher page,
 /// passed on to the ingest, which publishes it.
 struct CommunityServiceHandlers: Sendable {
-    let store: any GuidanceStore
+    let store: SQLStore
     let photos: StudentPhotos
     let accessLog: AccessLog
     let clock: @Sendable () -> Double

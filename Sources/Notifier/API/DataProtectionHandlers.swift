@@ -11,7 +11,7 @@ import Wiring
 /// or CSV for spreadsheets) or erased. Each of these reads or erasures is
 /// itself recorded in the access log.
 struct DataProtectionHandlers: Sendable {
-    let store: any GuidanceStore
+    let store: SQLStore
     let accessLog: AccessLog
     let clock: @Sendable () -> Double
     let logger: Logger
@@ -274,7 +274,7 @@ struct DataProtectionHandlers: Sendable {
         let digests: Int
     }
 
-    /// Erases the student's records from the store (see `GuidanceStore.erase`).
+    /// Erases the student's records from the store (see `SQLStore.erase`).
     @Sendable func erase(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")

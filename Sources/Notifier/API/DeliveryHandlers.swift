@@ -7,7 +7,7 @@ import Store
 /// The operators' view of the outbox: a school's deliveries, and sending a
 /// failed one again. Admins of the school only (anyone when authentication is off).
 struct DeliveryHandlers: Sendable {
-    let store: any GuidanceStore
+    let store: SQLStore
     let clock: @Sendable () -> Double
     let logger: Logger
 

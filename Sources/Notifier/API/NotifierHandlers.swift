@@ -8,7 +8,7 @@ import Web
 
 /// The teachers' read side: guidance lists, inboxes, and digest runs.
 struct NotifierHandlers: Sendable {
-    let store: any GuidanceStore
+    let store: SQLStore
     let runner: DigestRunner
     /// Where the pages load each listed student's photo from.
     let photos: StudentPhotos

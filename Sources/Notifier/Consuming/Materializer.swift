@@ -14,7 +14,7 @@ import Synchronization
 /// A crash anywhere replays, and replays are harmless.
 final class Materializer: Sendable {
     private let consumer: Consumer
-    private let store: any GuidanceStore
+    private let store: SQLStore
     private let producer: Producer
     private let roster: LiveRoster
     private let topics: Topics
@@ -49,7 +49,7 @@ final class Materializer: Sendable {
     /// Rung as partitions are assigned or revoked.
     let rebalanced = Doorbell()
 
-    init(config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, producer: Producer, metrics: Metrics, logger: Logger)
+    init(config: NotifierConfig, roster: LiveRoster, store: SQLStore, producer: Producer, metrics: Metrics, logger: Logger)
         throws(KafkaError)
     {
         self.store = store

@@ -13,7 +13,7 @@ import Synchronization
 final class Dispatcher: Sendable {
     private let config: DeliveryConfig
     private let rosters: LiveRoster
-    private let store: any GuidanceStore
+    private let store: SQLStore
     private let metrics: Metrics
     private let logger: Logger
     private let clock: @Sendable () -> Double
@@ -40,7 +40,7 @@ final class Dispatcher: Sendable {
     static let batchPerConnection = 16
 
     init(
-        config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: any GuidanceStore, metrics: Metrics,
+        config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: SQLStore, metrics: Metrics,
         logger: Logger,
         clock: @escaping @Sendable () -> Double = Timestamp.now, timer: any Clock<Duration> = ContinuousClock()
     ) {

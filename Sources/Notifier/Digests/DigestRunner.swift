@@ -25,7 +25,7 @@ final class DigestRunner: Sendable {
     }
 
     private let rosters: LiveRoster
-    private let store: any GuidanceStore
+    private let store: SQLStore
     private let dispatcher: Dispatcher
     /// The topics' ends and the group's committed offsets.
     private let offsets: OffsetsReader
@@ -41,7 +41,7 @@ final class DigestRunner: Sendable {
     private let logger: Logger
 
     init(
-        config: NotifierConfig, roster: LiveRoster, store: any GuidanceStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics,
+        config: NotifierConfig, roster: LiveRoster, store: SQLStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics,
         logger: Logger
     ) throws(KafkaError) {
         rosters = roster
