@@ -1,4 +1,5 @@
 import Access
+import Common
 import Crypto
 import Foundation
 import Guidance
@@ -150,11 +151,14 @@ final class NotifierHarness: @unchecked Sendable {
         return service
     }
 
+    /// Says when the mock cluster left a notifier out of its group and it was started again.
+    private static let joinLogger = Logger(component: "harness", level: .warning)
+
     func startNotifier(group: String? = nil) async throws {
         if let group { groupID = group }
         // Tests start once the replica consumes: joining the mock's group
         // takes about 3 s, and a replica the mock left out is replaced.
-        let service = try await MockCluster.joining(logger: quietLogger("harness")) { try makeNotifier() }
+        let service = try await MockCluster.joining(logger: Self.joinLogger) { try makeNotifier() }
         notifier = service
         notifierBase = "http://127.0.0.1:\(service.port)"
     }
@@ -176,7 +180,7 @@ final class NotifierHarness: @unchecked Sendable {
     /// store and consumer group of its own (so the first keeps its
     /// partitions); shut down with the harness.
     func startReplica() async throws -> NotifierService {
-        let replica = try await MockCluster.joining(logger: quietLogger("harness")) {
+        let replica = try await MockCluster.joining(logger: Self.joinLogger) {
             try makeNotifier(
                 store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
                 group: groupID + "-r\(replicas.count)")
