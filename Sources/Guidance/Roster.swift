@@ -65,6 +65,17 @@ package struct Teacher: Sendable, Equatable {
     /// Whether the teacher holds any of `roles`.
     package func hasAny(of roles: Set<Role>) -> Bool { !self.roles.isDisjoint(with: roles) }
 
+    /// Whether the teacher may read the lists of days other than today for
+    /// this grade and class (nil: all of them): admins their whole school,
+    /// homeroom teachers their class, volunteer-duty teachers their grade;
+    /// with several roles, what any of them allows. Today's list of the
+    /// whole school is every teacher's (the notes' 명단조회).
+    package func mayReadOtherDays(grade: Int?, classNumber: Int?) -> Bool {
+        if has(.admin) { return true }
+        if has(.volunteerDuty) && grade != nil && grade == self.grade { return true }
+        return has(.homeroom) && grade != nil && grade == self.grade && classNumber == self.classNumber
+    }
+
     /// The roles as `teachers.csv` writes them (`homeroom+gate`), in a fixed order.
     package var roleText: String { Role.allCases.filter(roles.contains).map(\.rawValue).joined(separator: "+") }
 }

@@ -71,7 +71,10 @@ struct AppPage: Sendable {
         if teacher.hasAny(of: [.gate, .admin]) {
             tabs.append(Tab(id: "gate", name: "교문 지도", panel: AppPage.gate + AppPage.schoolData(roster, school: teacher.schoolID)))
         }
-        tabs.append(Tab(id: "lists", name: "명단", panel: AppPage.lists(filters(teacher, roster))))
+        tabs.append(
+            Tab(
+                id: "lists", name: "명단",
+                panel: AppPage.lists(filters(teacher, roster), otherDays: teacher.hasAny(of: [.admin, .homeroom, .volunteerDuty]))))
         if teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin]) {
             tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
         }
@@ -131,29 +134,37 @@ struct AppPage: Sendable {
     /// a volunteer-duty teacher's grade (and its classes), an admin's or gate
     /// teacher's grades, and the whole school; the narrowest first. Each
     /// value is the list's query.
+    /// The 보기 choices: each a grade and class (nil: all), marked
+    /// `data-other-days` where the teacher may read that list on another day.
     private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
-        var options: [(label: String, query: String)] = []
+        var options: [(label: String, grade: Int?, classNumber: Int?)] = []
         let seats = roster.seats(school: teacher.schoolID)
         if teacher.has(.homeroom) {
-            options.append(("우리 반", "grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)"))
-            if !teacher.has(.volunteerDuty) { options.append(("우리 학년", "grade=\(teacher.grade ?? 0)")) }
+            options.append(("우리 반", teacher.grade ?? 0, teacher.classNumber ?? 0))
+            if !teacher.has(.volunteerDuty) { options.append(("우리 학년", teacher.grade ?? 0, nil)) }
         }
         if teacher.has(.volunteerDuty) {
             let grade = teacher.grade ?? 0
-            options.append(("우리 학년", "grade=\(grade)"))
+            options.append(("우리 학년", grade, nil))
             for entry in seats where entry.grade == grade {
-                options += entry.classes.map { ("\($0.classNumber)반", "grade=\(grade)&classNumber=\($0.classNumber)") }
+                options += entry.classes.map { ("\($0.classNumber)반", grade, $0.classNumber) }
             }
         }
-        options.append(("전체", "scope=school"))
+        options.append(("전체", nil, nil))
         if teacher.hasAny(of: [.admin, .gate]) {
-            options += seats.map { ("\($0.grade)학년", "grade=\($0.grade)") }
+            options += seats.map { ("\($0.grade)학년", $0.grade, nil) }
         }
         var seen: Set<String> = []
-        options = options.filter { seen.insert($0.query).inserted }
-        return options.enumerated().map { index, option in
-            "<label><input type=\"radio\" name=\"filter\" value=\"\(HTML.escape(option.query))\"\(index == 0 ? " checked" : "")>\(HTML.escape(option.label))</label>"
-        }.joined()
+        var html = ""
+        for option in options {
+            let query = option.grade.map { "grade=\($0)" + (option.classNumber.map { "&classNumber=\($0)" } ?? "") } ?? "scope=school"
+            guard seen.insert(query).inserted else { continue }
+            let otherDays = teacher.mayReadOtherDays(grade: option.grade, classNumber: option.classNumber) ? " data-other-days" : ""
+            let checked = html.isEmpty ? " checked" : ""
+            html +=
+                "<label><input type=\"radio\" name=\"filter\" value=\"\(HTML.escape(query))\"\(otherDays)\(checked)>\(HTML.escape(option.label))</label>"
+        }
+        return html
     }
 
     private static let gate = """
@@ -202,18 +213,25 @@ struct AppPage: Sendable {
 
         """
 
-    private static func lists(_ filters: String) -> String {
-        """
-        <section class="card" aria-labelledby="list-title">
-        <h2 id="list-title" tabindex="-1">오늘 명단 <span id="list-date" class="meta"></span></h2>
-        <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters)</div></fieldset>
-        <label for="list-search">이름으로 찾기</label>
-        <input type="search" id="list-search" autocomplete="off" enterkeyhint="search">
-        <div id="list-body"></div>
-        <p id="list-status" class="status" role="status" aria-live="polite"></p>
-        </section>
+    /// 명단: a day's list by the chosen filter; another day than today only
+    /// for a teacher who may read one (`otherDays`).
+    private static func lists(_ filters: String, otherDays: Bool) -> String {
+        let day = """
+            <label for="list-day">날짜</label>
+            <input type="date" id="list-day">
 
-        """
+            """
+        return """
+            <section class="card" aria-labelledby="list-title">
+            <h2 id="list-title" tabindex="-1"><span id="list-name">오늘 명단</span> <span id="list-date" class="meta"></span></h2>
+            <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters)</div></fieldset>
+            \(otherDays ? day : "")<label for="list-search">이름으로 찾기</label>
+            <input type="search" id="list-search" autocomplete="off" enterkeyhint="search">
+            <div id="list-body"></div>
+            <p id="list-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+
+            """
     }
 
     /// Each teacher's own choices, and their devices.

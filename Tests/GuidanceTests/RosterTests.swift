@@ -252,6 +252,27 @@ final class RosterTests: XCTestCase {
             XCTAssertEqual("\(error)", message, file: file, line: line)
         }
     }
+
+    /// Other days than today: admins any list, homeroom teachers their
+    /// class, volunteer-duty teachers their grade (any class of it), gate
+    /// teachers none; several roles, what any allows.
+    func testWhoMayReadTheListsOfOtherDays() {
+        func teacher(_ roles: Set<Teacher.Role>, grade: Int? = 1, classNumber: Int? = 3) -> Teacher {
+            Teacher(schoolID: "s", id: "t", name: "n", email: "e@x", roles: roles, grade: grade, classNumber: classNumber)
+        }
+        let scopes: [(Int?, Int?)] = [(nil, nil), (1, nil), (1, 3), (1, 4), (2, nil), (2, 3)]
+        let cases: [(Set<Teacher.Role>, [Bool])] = [
+            ([.admin], [true, true, true, true, true, true]),
+            ([.homeroom], [false, false, true, false, false, false]),
+            ([.volunteerDuty], [false, true, true, true, false, false]),
+            ([.gate], [false, false, false, false, false, false]),
+            ([.homeroom, .gate], [false, false, true, false, false, false])
+        ]
+        for (roles, expected) in cases {
+            let seen = scopes.map { teacher(roles).mayReadOtherDays(grade: $0.0, classNumber: $0.1) }
+            XCTAssertEqual(seen, expected, "\(roles)")
+        }
+    }
 }
 
 final class PrimitiveTests: XCTestCase {

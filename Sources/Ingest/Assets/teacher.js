@@ -1,4 +1,5 @@
-// The app's tabs other than the gate: today's 명단 by the chosen filter with a
+// The app's tabs other than the gate: 명단 of today (or a day the teacher
+// picks, where their role lets them read it) by the chosen filter with a
 // search by name and 50 rows at a time, the 봉사 명단, the 알림함 and a list
 // opened from it (marked read), 설정, and the admin's run button, failed
 // deliveries and access record; each read when its tab is opened. Entries are rows
@@ -16,6 +17,8 @@
   let digests = [];
   let openedId = null;
   let today = { date: '', items: [] };
+  // The school's today, as the server last said it.
+  let schoolToday = '';
   let shown = PAGE;
 
   // The words the e-mails say too (common.js).
@@ -153,17 +156,40 @@
     (back || $('inbox-title')).focus();
   }
 
-  // --- 오늘 명단 ---
+  // --- 명단 ---
+
+  // Another day than today (from 날짜), or '' for today. On another day only
+  // the filters the teacher may read then (data-other-days) can be chosen;
+  // the one chosen moves to the first of them if it cannot.
+  function otherDay() {
+    const picker = $('list-day');
+    const day = picker && picker.value && picker.value !== schoolToday ? picker.value : '';
+    for (const input of document.querySelectorAll('input[name=filter]')) {
+      input.disabled = day !== '' && !input.hasAttribute('data-other-days');
+    }
+    const chosen = document.querySelector('input[name=filter]:checked');
+    if (chosen && chosen.disabled) document.querySelector('input[name=filter][data-other-days]').checked = true;
+    return day;
+  }
 
   async function loadToday() {
+    const day = otherDay();
     const chosen = document.querySelector('input[name=filter]:checked');
-    const query = chosen ? chosen.value : '';
+    const query = [chosen ? chosen.value : '', day ? 'date=' + day : ''].filter(Boolean).join('&');
     try {
       today = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
       G.say('list-status', '');
     } catch (error) {
-      G.say('list-status', '오늘 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      G.say('list-status', (day ? '명단' : '오늘 명단') + '을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
+    }
+    if (!day) {
+      schoolToday = today.date;
+      const picker = $('list-day');
+      if (picker) {
+        picker.max = today.date;
+        if (!picker.value) picker.value = today.date;
+      }
     }
     shown = PAGE;
     renderToday();
@@ -175,6 +201,7 @@
   }
 
   function renderToday(focusFrom) {
+    $('list-name').textContent = today.date && today.date !== schoolToday ? '명단' : '오늘 명단';
     $('list-date').textContent = today.date ? G.day(today.date) : '';
     const items = matching();
     const searching = $('list-search').value.trim() !== '';
@@ -231,6 +258,7 @@
     searchTimer = setTimeout(() => { shown = PAGE; renderToday(); }, 150);
   });
   $('filters').addEventListener('change', loadToday);
+  if ($('list-day')) $('list-day').addEventListener('change', loadToday);
 
   // --- 봉사 명단 ---
 

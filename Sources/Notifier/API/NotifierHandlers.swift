@@ -265,14 +265,10 @@ struct NotifierHandlers: Sendable {
 
     /// Every teacher of the school sees the school's day list today, as the
     /// notes' 명단조회 does (전체 / 우리 반 / 우리 학년; each read is in the
-    /// access record, photos only of the students the teacher may see). Other
-    /// days: admins their whole school, homeroom teachers their class,
-    /// volunteer-duty teachers their grade. A teacher of several roles sees
-    /// what any of them lets them see.
+    /// access record, photos only of the students the teacher may see); other
+    /// days, what `Teacher.mayReadOtherDays` allows.
     private func mayView(_ teacher: Teacher, grade: Int?, classNumber: Int?, today: Bool) throws(HTTPError) {
-        if teacher.has(.admin) || today { return }
-        if teacher.has(.volunteerDuty) && grade == teacher.grade { return }
-        if teacher.has(.homeroom) && grade == teacher.grade && classNumber == teacher.classNumber { return }
+        if today || teacher.mayReadOtherDays(grade: grade, classNumber: classNumber) { return }
         if teacher.has(.volunteerDuty) {
             throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
         }
