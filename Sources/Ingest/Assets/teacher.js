@@ -186,10 +186,8 @@
     if (!day) {
       schoolToday = today.date;
       const picker = $('list-day');
-      if (picker) {
-        picker.max = today.date;
-        if (!picker.value) picker.value = today.date;
-      }
+      // The field says the day shown: today, also after midnight with the page open.
+      if (picker) picker.max = picker.value = today.date;
     }
     shown = PAGE;
     renderToday();
