@@ -133,9 +133,8 @@ struct AppPage: Sendable {
     /// teacher of the school may read: a homeroom teacher's class and grade,
     /// a volunteer-duty teacher's grade (and its classes), an admin's or gate
     /// teacher's grades, and the whole school; the narrowest first. Each
-    /// value is the list's query.
-    /// The 보기 choices: each a grade and class (nil: all), marked
-    /// `data-other-days` where the teacher may read that list on another day.
+    /// value is the list's query; a choice the teacher may also read on
+    /// another day (`Teacher.mayReadOtherDays`) is marked `data-other-days`.
     private func filters(_ teacher: Teacher, _ roster: Roster) -> String {
         var options: [(label: String, grade: Int?, classNumber: Int?)] = []
         let seats = roster.seats(school: teacher.schoolID)
