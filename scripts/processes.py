@@ -88,28 +88,25 @@ class Processes:
 def wait_ready(port, seconds=60, interval=0.2, path="/readyz"):
     deadline = time.time() + seconds
     while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except Exception:
-            pass
+        if readiness(port, path)[0] == 200:
+            return
         time.sleep(interval)
     raise SystemExit(f"port {port} never became ready")
 
 
-def readiness(port):
-    """/readyz's status and detail; 0 while nothing answers."""
+def readiness(port, path="/readyz"):
+    """The probe's status and its JSON's detail ("" when it has none); 0 while nothing answers."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return response.status, json.loads(response.read()).get("detail", "")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            status, body = response.status, response.read()
     except urllib.error.HTTPError as error:
-        try:
-            return error.code, json.loads(error.read()).get("detail", "")
-        except ValueError:
-            return error.code, ""
+        status, body = error.code, error.read()
     except Exception:
         return 0, "no answer"
+    try:
+        return status, json.loads(body).get("detail", "")
+    except (ValueError, AttributeError):
+        return status, ""
 
 
 def listening_port(process, seconds=60):

@@ -144,13 +144,10 @@ package final class NotifierService: Sendable, GroupMember {
     /// The replica's member id in the consumer group; nil until it joined.
     package var memberID: String? { materializer.memberID }
 
-    /// Rung as partitions are assigned to this replica or taken from it.
-    package var rebalanced: Doorbell { materializer.rebalanced }
-
     /// Whether this replica holds partitions within `limit`, looked at again
     /// as each rebalance rings.
     package func consumes(within limit: Duration) async -> Bool {
-        await rebalanced.wait(until: { self.assignedPartitions > 0 }, atMost: limit)
+        await materializer.rebalanced.wait(until: { self.assignedPartitions > 0 }, atMost: limit)
     }
 
     /// Joins the consumer group, starts serving and, when configured, the schedule.
