@@ -3,7 +3,7 @@
 
 Each school has 3 grades with 10, 12 and 9 classes of 28-32 students, a
 homeroom teacher per class, a volunteer-duty teacher per grade, three gate
-teachers and an admin. tokens.csv holds the SHA-256 of each teacher's demo
+teachers and an admin; the sample school has two rules (rules.csv). tokens.csv holds the SHA-256 of each teacher's demo
 token, which is "demo-<teacher_id>". Deterministic: same arguments, same files.
 
 usage: make-roster.py OUT_DIR [--schools N]
@@ -40,6 +40,14 @@ def main():
         w.writerow(["school_id", "name", "timezone", "digest_time"])
         for school_id, school_name in school_ids:
             w.writerow([school_id, school_name, "Asia/Seoul", "08:50"])
+
+    # The sample school's rules that flag repeats (README, "The roster's files").
+    if args.schools == 1:
+        with open(os.path.join(args.out, "rules.csv"), "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["school_id", "reason", "count", "days", "notify", "label", "urgent"])
+            w.writerow(["demo-hs", "*", 3, 7, "homeroom+admin", "학생부장 상담 대상", "false"])
+            w.writerow(["demo-hs", "*", 10, 30, "homeroom+volunteer_duty+admin", "선도위원회 검토 대상", "true"])
 
     students = open(os.path.join(args.out, "students.csv"), "w", newline="", encoding="utf-8")
     teachers = open(os.path.join(args.out, "teachers.csv"), "w", newline="", encoding="utf-8")

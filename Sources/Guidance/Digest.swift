@@ -93,6 +93,10 @@ package enum DigestScope: String, Sendable, Codable, Hashable {
     case grade
     /// The weekly 봉사 명단: a grade's students who still owe service, on Mondays.
     case service
+    /// A notice that a student crossed a school rule (`rules.csv`), or that
+    /// a deletion withdrew the crossing; its revision counts the teacher's
+    /// notices of that day.
+    case rule
 }
 
 /// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty

@@ -29,7 +29,7 @@ package final class LiveRoster: Sendable {
     /// `Signals.count(SIGHUP)` when last read: the hangups already answered.
     private let hangupsSeen = Atomic<Int>(0)
 
-    static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv"]
+    static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv", "rules.csv"]
 
     /// A roster that never changes.
     package init(_ roster: Roster) {

@@ -15,7 +15,7 @@ package struct RosterError: Error, CustomStringConvertible, Sendable {
 
 extension Roster {
     /// Reads `schools.csv`, `students.csv`, `teachers.csv` and the optional
-    /// `tokens.csv`, `reasons.csv` and `webhooks.csv` from `directory`. Columns are found by
+    /// `tokens.csv`, `reasons.csv`, `webhooks.csv` and `rules.csv` from `directory`. Columns are found by
     /// header name; the first broken row stops loading.
     package static func load(from directory: String) throws(RosterError) -> Roster {
         let base = URL(fileURLWithPath: directory)
@@ -23,7 +23,7 @@ extension Roster {
         // students.csv is 11 MB and need not sit in memory.
         let roster = try parse { (name: String) throws(RosterError) -> CSVSource? in
             let path = base.appendingPathComponent(name).path
-            let optional = name == "tokens.csv" || name == "reasons.csv" || name == "webhooks.csv"
+            let optional = !["schools.csv", "students.csv", "teachers.csv"].contains(name)
             if optional && !FileManager.default.fileExists(atPath: path) { return nil }
             return .file(path)
         }
@@ -33,11 +33,12 @@ extension Roster {
 
     /// Builds a roster from file contents; `tokens` nil means authentication is off.
     package static func parse(
-        schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil, webhooks: String? = nil
+        schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil, webhooks: String? = nil,
+        rules: String? = nil
     ) throws(RosterError) -> Roster {
         let files = [
             "schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons,
-            "webhooks.csv": webhooks
+            "webhooks.csv": webhooks, "rules.csv": rules
         ]
         return try parse { name in (files[name] ?? nil).map(CSVSource.text) }
     }
@@ -84,9 +85,11 @@ extension Roster {
         if let tokensFile { tokens = try readTokens(tokensFile, teachers: teachers) }
         var webhooks: [String: Webhook] = [:]
         if let file = try source("webhooks.csv") { webhooks = try readWebhooks(file, schools: schools) }
+        var rules: [String: [SchoolRule]] = [:]
+        if let file = try source("rules.csv") { rules = try readRules(file, schools: schools) }
         return Roster(
             schools: schools, students: students, teachers: teachers, tokens: tokens,
-            authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks,
+            authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks, rules: rules,
             teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } },
             teachersByEmail: Dictionary(grouping: teachers.values.filter { !$0.email.isEmpty }, by: { $0.email.lowercased() })
                 .mapValues { $0.sorted { $0.id < $1.id } },
@@ -265,6 +268,45 @@ extension Roster {
             webhooks[school] = Webhook(schoolID: school, url: url, secret: Array(key))
         }
         return webhooks
+    }
+
+    /// `rules.csv`: each school's rules that flag repeats, in file order.
+    private static func readRules(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: [SchoolRule]] {
+        var rules: [String: [SchoolRule]] = [:]
+        try Table.forEach(file: "rules.csv", source: file, columns: ["school_id", "reason", "count", "days", "notify", "label"]) {
+            (row) throws(RosterError) in
+            let schoolID = try row.identifier("school_id")
+            guard let school = schools[schoolID] else { throw row.error("unknown school '\(schoolID)'") }
+            let reason = try row.nonEmpty("reason")
+            guard reason == "*" || school.reason(reason) != nil else {
+                throw row.error(
+                    "reason '\(reason)' is not a reason of school '\(schoolID)' (its codes: \(school.reasonOrder.joined(separator: ", ")); * for any)"
+                )
+            }
+            let count = Int(row["count"]) ?? 0
+            guard SchoolRule.countRange.contains(count) else {
+                throw row.error("count '\(row["count"])' is not a whole number from 2 to 100")
+            }
+            let days = Int(row["days"]) ?? 0
+            guard SchoolRule.daysRange.contains(days) else { throw row.error("days '\(row["days"])' is not a whole number from 1 to 365") }
+            var notify: Set<Teacher.Role> = []
+            for name in try row.nonEmpty("notify").split(separator: "+", omittingEmptySubsequences: false).map({ $0.trimmingWhitespace() })
+            {
+                guard let role = Teacher.Role(rawValue: name), SchoolRule.notifiable.contains(role) else {
+                    throw row.error(
+                        "notify '\(name)' is not one of homeroom, volunteer_duty, admin (several are joined by +, e.g. homeroom+admin)")
+                }
+                guard notify.insert(role).inserted else { throw row.error("notify '\(name)' is given twice") }
+            }
+            let rule = SchoolRule(
+                schoolID: schoolID, reason: reason == "*" ? nil : reason, count: count, days: days, notify: notify,
+                label: try row.nonEmpty("label"), urgent: try row.bool("urgent"))
+            guard !(rules[schoolID] ?? []).contains(where: { $0.key == rule.key }) else {
+                throw row.error("school '\(schoolID)' has a rule for \(reason) \(count) in \(days) days already")
+            }
+            rules[schoolID, default: []].append(rule)
+        }
+        return rules
     }
 
     /// "08:50" → 530.

@@ -106,6 +106,8 @@ package final class Roster: Sendable {
     let grades: [String: Set<Int>]
     /// Each school's webhook, from the optional `webhooks.csv`.
     package let webhooks: [String: Webhook]
+    /// Each school's rules that flag repeats, from the optional `rules.csv`.
+    package let rules: [String: [SchoolRule]]
     /// Each school's teachers in id order: a digest run asks once per school,
     /// and scanning the district's teachers each time took 6% of it.
     let teachersBySchool: [String: [Teacher]]
@@ -118,7 +120,8 @@ package final class Roster: Sendable {
     init(
         schools: [String: School], students: StudentDirectory, teachers: [String: Teacher],
         tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]], authenticationEnabled: Bool, grades: [String: Set<Int>],
-        webhooks: [String: Webhook], teachersBySchool: [String: [Teacher]], teachersByEmail: [String: [Teacher]],
+        webhooks: [String: Webhook], rules: [String: [SchoolRule]], teachersBySchool: [String: [Teacher]],
+        teachersByEmail: [String: [Teacher]],
         tokenFingerprints: [String: Set<String>]
     ) {
         self.schools = schools
@@ -128,6 +131,7 @@ package final class Roster: Sendable {
         self.authenticationEnabled = authenticationEnabled
         self.grades = grades
         self.webhooks = webhooks
+        self.rules = rules
         self.teachersBySchool = teachersBySchool
         self.teachersByEmail = teachersByEmail
         self.tokenFingerprints = tokenFingerprints

@@ -110,6 +110,8 @@ package final class NotifierService: Sendable, GroupMember {
             config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server,
             roster: roster,
             dispatcher: dispatcher,
+            notices: RuleNotices(
+                roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger),
             schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
             logger: logger)
     }
@@ -172,7 +174,7 @@ package final class NotifierService: Sendable, GroupMember {
     private static func parts(
         config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer,
         server: HTTPServer,
-        roster: LiveRoster, dispatcher: Dispatcher, schedule: Part?, logger: Logger
+        roster: LiveRoster, dispatcher: Dispatcher, notices: RuleNotices, schedule: Part?, logger: Logger
     ) -> Parts {
         Parts(
             [
@@ -183,7 +185,8 @@ package final class NotifierService: Sendable, GroupMember {
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
                     materializer.part,
                     .http(server, portVariable: "NOTIFIER_PORT", service: "guidance-notifier", drain: config.drainPeriod),
-                    dispatcher.part(stoppingWithin: config.drainPeriod)
+                    dispatcher.part(stoppingWithin: config.drainPeriod),
+                    notices.part(every: RuleNotices.period, clock: config.timer)
                 ] + [roster.watching(every: config.rosterCheckInterval, clock: config.timer), schedule].compactMap { $0 }
             ], logger: logger)
     }

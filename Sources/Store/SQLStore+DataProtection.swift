@@ -229,6 +229,10 @@ extension SQLStore {
             "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"
         ),
         (
+            "rule_crossings", "", "DELETE FROM rule_crossings WHERE school_id = $1 AND date < $2",
+            "SELECT COUNT(*) FROM rule_crossings WHERE school_id = $1 AND date < $2"
+        ),
+        (
             "pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
             "SELECT COUNT(*) FROM pending_amendments WHERE school_id = $1 AND date < $2"
         )
@@ -358,7 +362,7 @@ extension SQLStore {
     package static let erasedID = "(erased)"
 
     /// Erases a student of `school` from the store in one transaction: their
-    /// guidances go; in every digest naming them the name and id become
+    /// guidances, service records and rule crossings go; in every digest naming them the name and id become
     /// neutral marks (`rewrite` renders the digest's subject and text again
     /// from the changed entries); access records naming their id name
     /// `(erased)`. Returns how many guidances and digests it changed.
@@ -370,6 +374,7 @@ extension SQLStore {
                 let guidances = try database.run(
                     "DELETE FROM guidances WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM service_records WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM rule_crossings WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 var changed: [Digest] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
                     let neutral = digest.entries.map { entry in

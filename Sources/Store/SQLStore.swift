@@ -14,6 +14,9 @@ package final class SQLStore: Sendable {
     let writer: Mutex<any SQLDatabase>
     let readers: ReadPool
     let outbox: Mutex<any SQLDatabase>
+    /// Rung after a commit that changed a rule crossing: its teachers are
+    /// told now (`tellCrossings`), not at the next check.
+    package let crossingsChanged = Doorbell()
 
     /// Readers per store: enough that a stalled session or a slow export
     /// leaves lists and inboxes served, few enough for a server's connection
@@ -58,7 +61,7 @@ package final class SQLStore: Sendable {
         [
             schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
             volunteerService,
-            teacherSettings, erasedStudents
+            teacherSettings, erasedStudents, ruleCrossings
         ]
     }
 
@@ -234,9 +237,13 @@ package final class SQLStore: Sendable {
     /// a deletion wins over its registration whatever the order. A guidance
     /// id belongs to the school that first registered it, with the content
     /// it was first registered with: events that contradict that change
-    /// nothing and come back as rejections, for the dead-letter topic.
-    package func apply(_ events: [StoredEvent]) throws(StoreError) -> [Rejection] {
-        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
+    /// nothing and come back as rejections, for the dead-letter topic. The
+    /// students whose records changed are counted against their school's
+    /// `rules` in the same transaction (`decideCrossings`).
+    package func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]] = [:]) throws(StoreError) -> [Rejection] {
+        var crossings = 0
+        defer { if crossings > 0 { crossingsChanged.ring() } }
+        return try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
             try database.transaction { () throws(StoreError) -> [Rejection] in
                 // The registrations' school days are locked, and checked for
                 // amendments, once per batch and in a few statements, not
@@ -254,6 +261,8 @@ package final class SQLStore: Sendable {
                 // The earliest day each school's accounts changed on, for its weekly lists.
                 var changed: [String: String] = [:]
                 for day in days { changed[day.school] = min(changed[day.school] ?? day.date, day.date) }
+                // Students whose records may have changed, for the rules.
+                var students: Set<StudentKey> = []
                 var index = 0
                 while index < events.count {
                     switch events[index] {
@@ -265,7 +274,9 @@ package final class SQLStore: Sendable {
                             in: database)
                         {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
-                        case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
+                        case .success(let deleted?):
+                            changed[schoolId] = min(changed[schoolId] ?? deleted.date, deleted.date)
+                            students.insert(StudentKey(school: schoolId, student: deleted.student))
                         case .success(nil): break
                         }
                     case .communityServiceRecorded(let service):
@@ -296,6 +307,7 @@ package final class SQLStore: Sendable {
                         case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted
                     {
                         run.append((index, record))
+                        students.insert(StudentKey(school: record.schoolId, student: record.student.studentId))
                         index += 1
                     }
                     rejections += try SQLStore.register(run, in: database)
@@ -305,6 +317,7 @@ package final class SQLStore: Sendable {
                 }
                 try SQLStore.markWeeklyAmendments(changed, in: database)
                 try SQLStore.insert(accessed, in: database)
+                crossings = try SQLStore.decideCrossings(of: students, rules: rules, in: database)
                 return rejections
             }
         }
@@ -384,11 +397,11 @@ package final class SQLStore: Sendable {
         return nil
     }
 
-    /// Applies a deletion; returns why it was kept out, or the day of the
-    /// guidance it deleted (nil when it is not registered yet).
+    /// Applies a deletion; returns why it was kept out, or the day and
+    /// student of the guidance it deleted (nil when it is not registered yet).
     private static func delete(
         guidanceId: String, schoolId: String, grade: Int, deletedBy: String, occurredAt: String, in database: any SQLDatabase
-    ) throws(StoreError) -> Result<String?, Rejected> {
+    ) throws(StoreError) -> Result<(date: String, student: String)?, Rejected> {
         let written = try database.run(
             """
             INSERT INTO guidances (guidance_id, school_id, grade, deleted, deleted_by, deleted_at)
@@ -397,13 +410,12 @@ package final class SQLStore: Sendable {
             WHERE guidances.school_id = excluded.school_id
             """, [.text(guidanceId), .text(schoolId), .integer(Int64(grade)), .text(deletedBy), .text(occurredAt)])
         guard written > 0 else { return .failure(Rejected(reason: "foreign: guidance \(guidanceId) belongs to another school")) }
-        let dates = try database.query(
-            "SELECT local_date FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
-        if let date = dates.first?.first?.string {
-            try database.lock([dayKey(schoolId, date)], exclusive: false)
-            try markAmendments([Day(school: schoolId, date: date)], in: database)
-        }
-        return .success(dates.first?.first?.string)
+        let rows = try database.query(
+            "SELECT local_date, student_id FROM guidances WHERE guidance_id = $1 AND registered = 1", [.text(guidanceId)])
+        guard let row = rows.first, let date = row[0].string else { return .success(nil) }
+        try database.lock([dayKey(schoolId, date)], exclusive: false)
+        try markAmendments([Day(school: schoolId, date: date)], in: database)
+        return .success((date, row[1].string ?? ""))
     }
 
     private struct Day: Hashable {
@@ -620,7 +632,7 @@ package final class SQLStore: Sendable {
     /// school year's 1,064,000 digests, 156 ms a school without it, 0.1 ms with).
     static let toldOfDay = """
         SELECT teacher_id, scope, grade, class_number, revision, entries FROM digests
-        WHERE school_id = $1 AND date = $2 ORDER BY revision
+        WHERE school_id = $1 AND date = $2 AND scope <> 'rule' ORDER BY revision
         """
 
     /// A digest with its entries and counts in their columns' JSON and the

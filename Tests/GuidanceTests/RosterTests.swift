@@ -107,6 +107,68 @@ final class RosterTests: XCTestCase {
         }
     }
 
+    func testRulesAreReadPerSchoolAndBadRowsNameTheLine() throws {
+        let students = "school_id,student_id,grade,class,number,name,photo_url\nsa,s1,1,2,3,Kim,\n"
+        let header = "school_id,reason,count,days,notify,label,urgent\n"
+        let roster = try Roster.parse(
+            schools: schools, students: students, teachers: teachers,
+            rules: header + "sa,*,10,30,homeroom+admin,선도위원회 검토 대상,true\nsa,noShoes,3,7,volunteer_duty,실내화 반복,\n")
+        XCTAssertEqual(
+            roster.rules["sa"],
+            [
+                SchoolRule(
+                    schoolID: "sa", reason: nil, count: 10, days: 30, notify: [.homeroom, .admin], label: "선도위원회 검토 대상", urgent: true),
+                SchoolRule(schoolID: "sa", reason: "noShoes", count: 3, days: 7, notify: [.volunteerDuty], label: "실내화 반복")
+            ])
+        XCTAssertEqual(roster.rules["sa"]?.map(\.key), ["*/10/30", "noShoes/3/7"])
+        XCTAssertEqual(roster.rules["sa"]?.first?.notifyText, "homeroom+admin")
+        XCTAssertNil(roster.rules["sb"])
+        for (row, message) in [
+            ("sx,*,3,7,admin,x,", "unknown school 'sx'"),
+            (
+                "sa,late,3,7,admin,x,",
+                "reason 'late' is not a reason of school 'sa' (its codes: wrongClothes, noShoes, trespassing, others; * for any)"
+            ),
+            ("sa,*,1,7,admin,x,", "count '1' is not a whole number from 2 to 100"),
+            ("sa,*,3,366,admin,x,", "days '366' is not a whole number from 1 to 365"),
+            (
+                "sa,*,3,7,gate,x,",
+                "notify 'gate' is not one of homeroom, volunteer_duty, admin (several are joined by +, e.g. homeroom+admin)"
+            ),
+            ("sa,*,3,7,admin+admin,x,", "notify 'admin' is given twice"),
+            ("sa,*,3,7,admin,,", "label is empty"),
+            ("sa,*,3,7,admin,x,maybe", "urgent 'maybe' is not true or false"),
+            ("sa,*,3,7,homeroom,y,", "school 'sa' has a rule for * 3 in 7 days already")
+        ] {
+            XCTAssertThrowsError(
+                try Roster.parse(
+                    schools: schools, students: students, teachers: teachers, rules: header + "sa,*,3,7,admin,x,\n" + row + "\n")
+            ) { error in
+                XCTAssertEqual("\(error)", "rules.csv:3: \(message)")
+            }
+        }
+    }
+
+    /// 3 in 7 days: a crossing counts records no earlier crossing counted,
+    /// within the window; other reasons and records outside it do not count.
+    func testARuleIsCrossedByItsCountWithinItsDaysOncePerNewRecords() {
+        let rule = SchoolRule(schoolID: "sa", reason: "noShoes", count: 3, days: 7, notify: [.admin], label: "x")
+        func records(_ days: [(String, String)]) -> [SchoolRule.Counted] {
+            days.enumerated().map { SchoolRule.Counted(guidanceId: "g\($0.offset)", date: $0.element.0, reasonCode: $0.element.1) }
+        }
+        func crossed(_ days: [(String, String)], by rule: SchoolRule) -> [[String]] {
+            rule.crossings(of: records(days)).map { $0.map(\.guidanceId) }
+        }
+        let week = [("2026-12-01", "noShoes"), ("2026-12-02", "noShoes"), ("2026-12-07", "noShoes")]
+        XCTAssertEqual(crossed(week, by: rule), [["g0", "g1", "g2"]], "the 1st to the 7th is 7 days")
+        XCTAssertEqual(crossed([("2026-11-30", "noShoes")] + week.dropFirst(), by: rule), [], "the 30th to the 7th is 8")
+        XCTAssertEqual(crossed([week[0], ("2026-12-01", "wrongClothes"), week[1], week[2]], by: rule), [["g0", "g2", "g3"]])
+        let any = SchoolRule(schoolID: "sa", reason: nil, count: 3, days: 7, notify: [.admin], label: "x")
+        XCTAssertEqual(crossed([week[0], ("2026-12-01", "wrongClothes"), week[1]], by: any), [["g0", "g1", "g2"]])
+        let seven = Array(repeating: ("2026-12-03", "noShoes"), count: 7)
+        XCTAssertEqual(crossed(seven, by: rule), [["g0", "g1", "g2"], ["g3", "g4", "g5"]], "again after 3 more, not at the 4th")
+    }
+
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
         assertRejected(students: students, "students.csv:1: missing column 'class'")

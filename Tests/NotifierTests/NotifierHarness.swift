@@ -98,7 +98,8 @@ final class NotifierHarness: @unchecked Sendable {
         timer: (any Clock<Duration>)? = nil,
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false,
         rosterGrace: Duration = .seconds(60),
-        publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil
+        publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil,
+        rules: String? = nil
     ) async throws {
         self.retention = retention
         self.publicIngestURL = publicIngestURL
@@ -120,7 +121,7 @@ final class NotifierHarness: @unchecked Sendable {
         try cluster.createTopic(web.topic, partitions: 1)
         roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
-            reasons: reasons, webhooks: webhooks)
+            reasons: reasons, webhooks: webhooks, rules: rules)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         groupID = "g-\(UUID().uuidString.prefix(8))"
@@ -178,12 +179,15 @@ final class NotifierHarness: @unchecked Sendable {
 
     /// Another notifier replica serving the same roster and sessions, with a
     /// store and consumer group of its own (so the first keeps its
-    /// partitions); shut down with the harness.
-    func startReplica() async throws -> NotifierService {
+    /// partitions), or with `sharing` the first's store and group (a
+    /// replica as operators scale them); shut down with the harness.
+    func startReplica(sharing: Bool = false) async throws -> NotifierService {
         let replica = try await MockCluster.joining(logger: Self.joinLogger) {
-            try makeNotifier(
-                store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
-                group: groupID + "-r\(replicas.count)")
+            sharing
+                ? try makeNotifier()
+                : try makeNotifier(
+                    store: .sqlite(path: directory.appendingPathComponent("replica-\(replicas.count).db").path),
+                    group: groupID + "-r\(replicas.count)")
         }
         replicas.append(replica)
         _ = try await eventually(within: .seconds(60)) { try await fetch("GET", "http://127.0.0.1:\(replica.port)/readyz").status == 200 }

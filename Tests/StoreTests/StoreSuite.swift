@@ -428,6 +428,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
+    func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
 
     /// What a digest run and the dispatcher look up by day or channel is
     /// found through an index: a scan would read a school year's digests
@@ -552,6 +553,7 @@ final class PostgresStoreTests: XCTestCase {
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
+    func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
 
     /// Statements are prepared once per session; when the server ends the
     /// session (a restart, an operator's pg_terminate_backend), the next

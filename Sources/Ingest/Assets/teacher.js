@@ -99,13 +99,16 @@
   // A list's title in the app: the e-mail's subject without the school's name (the app is the school's already).
   const inboxTitle = (digest) => digest.subject.replace(/^\[[^\]]*\]\s*/, '');
 
+  // What the meta line says of a digest's kind: a rule's notice, or an amendment's number.
+  const kindName = (digest) => (digest.scope === 'rule' ? '학교 규칙 알림' : amendmentName(digest.revision));
+
   function renderInbox() {
     showUnread(digests.filter((d) => !d.read).length);
     $('inbox-empty').hidden = digests.length > 0;
     $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
       G.el('div', {},
         G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, inboxTitle(digest)),
-        G.el('div', { class: 'meta' }, [G.day(digest.date), amendmentName(digest.revision), digest.read ? '읽음' : '읽지 않음']
+        G.el('div', { class: 'meta' }, [G.day(digest.date), kindName(digest), digest.read ? '읽음' : '읽지 않음']
           .filter(Boolean).join(' · '))))));
   }
 
@@ -122,18 +125,25 @@
     const removed = digest.entries.filter((e) => e.change === 'removed');
     const weekly = digest.scope === 'service';
     const body = [];
-    if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
-    if (amendment && added.length) {
-      body.push(G.el('h3', { class: 'section' }, weekly ? '새로 봉사가 남은 학생 ' + added.length + '명' : '추가된 기록 ' + added.length + '건'));
+    if (digest.scope === 'rule') {
+      // A rule's notice: its sentences (the student by seat), then the records it counted, with names.
+      body.push(...digest.text.split('\n\n')[0].split('\n').map((line) => G.el('p', {}, line)));
+      if (added.length) body.push(G.el('h3', { class: 'section' }, '센 기록 ' + added.length + '건'));
+      body.push(...grouped(added, Infinity, false));
+    } else {
+      if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
+      if (amendment && added.length) {
+        body.push(G.el('h3', { class: 'section' }, weekly ? '새로 봉사가 남은 학생 ' + added.length + '명' : '추가된 기록 ' + added.length + '건'));
+      }
+      body.push(...grouped(added, Infinity, weekly));
+      if (removed.length) {
+        body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 삭제됨)'
+          : '삭제된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
+      }
+      body.push(...grouped(removed, Infinity, weekly));
     }
-    body.push(...grouped(added, Infinity, weekly));
-    if (removed.length) {
-      body.push(G.el('h3', { class: 'section' }, weekly ? '명단에서 빠진 학생 ' + removed.length + '명 (봉사를 마쳤거나 지도가 삭제됨)'
-        : '삭제된 기록 ' + removed.length + '건 (교문에서 지운 기록)'));
-    }
-    body.push(...grouped(removed, Infinity, weekly));
     $('digest-subject').textContent = inboxTitle(digest);
-    $('digest-meta').textContent = [G.day(digest.date), amendmentName(digest.revision)].filter(Boolean).join(' · ');
+    $('digest-meta').textContent = [G.day(digest.date), kindName(digest)].filter(Boolean).join(' · ');
     $('digest-body').replaceChildren(...body);
     $('digest').hidden = false;
     $('digest-subject').focus();

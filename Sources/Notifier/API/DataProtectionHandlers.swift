@@ -281,6 +281,8 @@ struct DataProtectionHandlers: Sendable {
         let store = self.store
         let erased = try await blocking {
             try store.erase(school: school.id, student: studentID) { digest in
+                // A rule notice names the student only in its entries.
+                if digest.scope == .rule { return (digest.subject, digest.text) }
                 let text = DigestText(digest, school: school)
                 return (text.subject, text.body)
             }

@@ -155,7 +155,8 @@ final class Materializer: Sendable {
             guard finish(previous) else { return }
         }
         // One roster for the whole batch, even if it is reloaded meanwhile.
-        let decoder = EventDecoder(roster: roster.current, topics: topics, retention: retention, now: clock())
+        let current = roster.current
+        let decoder = EventDecoder(roster: current, topics: topics, retention: retention, now: clock())
         let released = state.hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
             logger.warning(
                 "event held until the roster lists the id it names; its partition waits behind it",
@@ -192,7 +193,7 @@ final class Materializer: Sendable {
         }
         let writing = PendingWrite(settled: released.map(\.message), sources: sources)
         state.writing = writing
-        writer.async { [self, events] in writing.end(with: apply(events)) }
+        writer.async { [self, events, rules = current.rules] in writing.end(with: apply(events, rules: rules)) }
     }
 
     /// After the store wrote a batch: its rejections to the dead-letter
@@ -232,10 +233,10 @@ final class Materializer: Sendable {
     /// hold) is narrowed down by halving the batch, and the event it comes
     /// from returned as a rejection, so one bad event cannot wedge the
     /// group. Nil means stopping, with nothing committed.
-    private func apply(_ events: [StoredEvent]) -> [Rejection]? {
+    private func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]]) -> [Rejection]? {
         retrying { () throws -> [Rejection] in
             do throws(StoreError) {
-                let rejections = try store.apply(events)
+                let rejections = try store.apply(events, rules: rules)
                 storeWritesSucceed()
                 return rejections
             } catch  where error.isDataError {
@@ -246,7 +247,8 @@ final class Materializer: Sendable {
                 }
                 let half = events.count / 2
                 // Each half retries on its own; nil only once stopping, which ends this retry too.
-                guard let first = apply(Array(events[..<half])), let second = apply(Array(events[half...])) else {
+                guard let first = apply(Array(events[..<half]), rules: rules), let second = apply(Array(events[half...]), rules: rules)
+                else {
                     throw CancellationError()
                 }
                 return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }

@@ -48,7 +48,7 @@ struct DigestMail {
             "Date: " + MailHeader.date(date),
             "Message-ID: " + DigestMail.messageID(digestId: digest.digestId, domain: from.domain)
         ]
-        if digest.revision > 1 {
+        if digest.revision > 1 && digest.scope != .rule {
             let first = Digest.id(school: digest.schoolId, date: digest.date, recipient: digest.recipient, revision: 1)
             let original = DigestMail.messageID(digestId: first, domain: from.domain)
             headers += ["In-Reply-To: " + original, "References: " + original]
@@ -93,6 +93,12 @@ struct DigestMail {
             <h1 style="font-size:1.2em">\(escape(digest.subject))</h1>
 
             """
+        // A rule notice's words are its text, written once (`RuleNotices`).
+        if digest.scope == .rule {
+            for line in digest.text.split(separator: "\n") { out += "<p>\(escape(String(line)))</p>\n" }
+            if let link { out += "<p><a href=\"\(escape(link))\">알림함에서 보기</a></p>\n" }
+            return out + "</body></html>\n"
+        }
         for sentence in text.introduction { out += "<p>\(escape(sentence))</p>\n" }
         for section in text.sections {
             if let heading = section.heading { out += "<h2 style=\"font-size:1.05em\">\(escape(heading))</h2>\n" }

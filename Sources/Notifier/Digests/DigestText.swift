@@ -66,6 +66,8 @@ struct DigestText {
         case .service: return ["\(title)입니다. 봉사가 남은 학생 \(entries.count)명입니다."]
         case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
         case .class: return ["\(title)입니다."]
+        // A rule notice is worded once, when it is written (`RuleNotices`).
+        case .rule: return []
         }
     }
 

@@ -1,0 +1,272 @@
+import Common
+import Guidance
+
+/// The school's rules that flag repeats (`rules.csv`): where an event batch
+/// is applied, each student it changed is counted against the rules and
+/// each crossing kept, once, in `rule_crossings`; then their teachers are
+/// told (`tellCrossings`), from any replica, once.
+extension SQLStore {
+    /// Version 11: the crossings. A crossing is the `ordinal`-th time a
+    /// student crossed a rule (`SchoolRule.crossings`); `active` says
+    /// whether the records still make it one, `told` what its teachers
+    /// were last told, so a change not yet told is `active <> told`.
+    static let ruleCrossings = """
+        CREATE TABLE IF NOT EXISTS rule_crossings (
+            school_id TEXT NOT NULL,
+            student_id TEXT NOT NULL,
+            rule_key TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            date TEXT NOT NULL,
+            guidance_ids TEXT NOT NULL,
+            label TEXT NOT NULL,
+            notify TEXT NOT NULL,
+            active INTEGER NOT NULL,
+            told INTEGER NOT NULL DEFAULT 0,
+            changed_at TEXT NOT NULL,
+            PRIMARY KEY (school_id, student_id, rule_key, ordinal)
+        );
+        CREATE INDEX IF NOT EXISTS rule_crossings_untold ON rule_crossings(school_id) WHERE active <> told;
+        """
+
+    /// A student of a school whose records an event batch changed.
+    struct StudentKey: Hashable, Comparable {
+        let school: String
+        let student: String
+
+        static func < (a: StudentKey, b: StudentKey) -> Bool { (a.school, a.student) < (b.school, b.student) }
+        var lockKey: String { "rules/\(school)/\(student)" }
+    }
+
+    /// Counts each student's active records against their school's rules
+    /// and brings `rule_crossings` to what the records say: a new crossing
+    /// active, one the records no longer make withdrawn (inactive). Each
+    /// student's lock is held, so events of one student applied by two
+    /// replicas at once (registrations and deletions are different topics)
+    /// are counted one after the other. Returns how many crossings changed.
+    static func decideCrossings(of students: Set<StudentKey>, rules: [String: [SchoolRule]], in database: any SQLDatabase)
+        throws(StoreError) -> Int
+    {
+        let students = students.filter { !(rules[$0.school] ?? []).isEmpty }.sorted()
+        guard !students.isEmpty else { return 0 }
+        // Sorted, so that two batches take their common keys in one order.
+        for chunk in students.chunks(of: database.rowsPerStatement) { try database.lock(chunk.map(\.lockKey), exclusive: true) }
+        let now = SQLValue.text(Timestamp.format(Timestamp.now()))
+        var changed = 0
+        for key in students {
+            let student: [SQLValue] = [.text(key.school), .text(key.student)]
+            let records = try database.query(
+                """
+                SELECT guidance_id, local_date, reason_code FROM guidances
+                WHERE school_id = $1 AND student_id = $2 AND registered = 1 AND deleted = 0
+                ORDER BY local_date, occurred_at, guidance_id
+                """, student
+            ) { SchoolRule.Counted(guidanceId: $0[0].string ?? "", date: $0[1].string ?? "", reasonCode: $0[2].string ?? "") }
+            var stored: [String: (active: Bool, ids: String)] = [:]
+            try database.forEachRow(
+                "SELECT rule_key, ordinal, active, guidance_ids FROM rule_crossings WHERE school_id = $1 AND student_id = $2", student
+            ) { row in stored["\(row[0].string ?? "")#\(row[1].int ?? 0)"] = (row[2].int == 1, row[3].string ?? "") }
+            for rule in rules[key.school] ?? [] {
+                let crossings = rule.crossings(of: records)
+                for (index, counted) in crossings.enumerated() {
+                    let ids = counted.map(\.guidanceId).joined(separator: " ")
+                    let was = stored["\(rule.key)#\(index + 1)"]
+                    guard was?.active != true || was?.ids != ids else { continue }
+                    // A crossing that stands with other records is the same
+                    // crossing: its records change, its teachers hear nothing new.
+                    if was?.active != true { changed += 1 }
+                    try database.run(
+                        """
+                        INSERT INTO rule_crossings (school_id, student_id, rule_key, ordinal, date, guidance_ids, label, notify, active, changed_at)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)
+                        ON CONFLICT (school_id, student_id, rule_key, ordinal) DO UPDATE SET
+                            date = excluded.date, guidance_ids = excluded.guidance_ids, label = excluded.label, notify = excluded.notify,
+                            changed_at = CASE WHEN rule_crossings.active = 1 THEN rule_crossings.changed_at ELSE excluded.changed_at END,
+                            active = 1
+                        """,
+                        student + [
+                            .text(rule.key), .integer(Int64(index + 1)), .text(counted.last?.date ?? ""), .text(ids), .text(rule.label),
+                            .text(rule.notifyText), now
+                        ])
+                }
+                changed += try database.run(
+                    """
+                    UPDATE rule_crossings SET active = 0, changed_at = $5
+                    WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal > $4 AND active = 1
+                    """, student + [.text(rule.key), .integer(Int64(crossings.count)), now])
+            }
+        }
+        return changed
+    }
+
+    /// The columns `crossing` reads.
+    private static let crossingColumns =
+        "school_id, student_id, rule_key, ordinal, date, guidance_ids, label, notify, active, told, changed_at"
+
+    private static func crossing(_ row: [SQLValue], records: [String: GuidanceRecord]) -> RuleCrossing {
+        let ids = (row[5].string ?? "").split(separator: " ").map(String.init)
+        return RuleCrossing(
+            schoolId: row[0].string ?? "", studentId: row[1].string ?? "", ruleKey: row[2].string ?? "", ordinal: row[3].int ?? 0,
+            date: row[4].string ?? "", label: row[6].string ?? "", notify: row[7].string ?? "", active: row[8].int == 1,
+            told: row[9].int == 1, changedAt: row[10].string ?? "", records: ids.compactMap { records[$0] })
+    }
+
+    /// The stored records of `ids`, deleted or not, by id.
+    private static func records(_ ids: [String], in database: any SQLDatabase) throws(StoreError) -> [String: GuidanceRecord] {
+        var records: [String: GuidanceRecord] = [:]
+        for chunk in ids.chunks(of: 500) {
+            let marks = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+            try database.forEachRow(
+                "SELECT \(recordColumns) FROM guidances g WHERE g.registered = 1 AND g.guidance_id IN (\(marks))", chunk.map { .text($0) }
+            ) { row in
+                let record = SQLStore.record(row[...])
+                records[record.guidanceId] = record
+            }
+        }
+        return records
+    }
+
+    /// Tells the teachers of every crossing whose change they have not been
+    /// told: `notices` words each one for its teachers (none: nobody is
+    /// told, a crossing older than its rule's window, say), and each notice
+    /// is written to the teacher's inbox, with deliveries to `targets`, and
+    /// the crossing marked told, in one transaction under its school's
+    /// lock: two replicas tell it once. A notice is a digest of scope
+    /// `rule` whose revision counts the teacher's notices of that day.
+    /// Returns the notices written.
+    package func tellCrossings(
+        createdAt: String, notices: (RuleCrossing) -> [RuleNotice], targets: (Digest) -> [DeliveryTarget]
+    ) throws(StoreError) -> [Digest] {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Digest] in
+            try database.transaction { () throws(StoreError) -> [Digest] in
+                let untold = "SELECT \(SQLStore.crossingColumns) FROM rule_crossings WHERE active <> told"
+                let schools = Set(try database.query(untold, []).compactMap { $0[0].string }).sorted()
+                guard !schools.isEmpty else { return [] }
+                for school in schools { try database.lock(["notices/\(school)"], exclusive: true) }
+                // Read again under the locks: another replica may have told some meanwhile.
+                let rows = try database.query(untold + " ORDER BY school_id, changed_at, student_id, rule_key, ordinal", [])
+                let records = try SQLStore.records(
+                    Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
+                var digests: [(digest: Digest, targets: [DeliveryTarget])] = []
+                var revisions: [String: Int] = [:]
+                for row in rows {
+                    let crossing = SQLStore.crossing(row, records: records)
+                    for notice in notices(crossing) {
+                        let day = "\(notice.teacherId)/\(crossing.date)"
+                        let revision: Int
+                        if let last = revisions[day] {
+                            revision = last + 1
+                        } else {
+                            revision =
+                                1
+                                + (try database.query(
+                                    "SELECT MAX(revision) FROM digests WHERE teacher_id = $1 AND school_id = $2 AND date = $3 AND scope = 'rule'",
+                                    [.text(notice.teacherId), .text(crossing.schoolId), .text(crossing.date)]
+                                ).first?.first?.int ?? 0)
+                        }
+                        revisions[day] = revision
+                        let recipient = Recipient(
+                            teacherId: notice.teacherId, scope: .rule, grade: notice.grade, classNumber: notice.classNumber)
+                        let digest = Digest(
+                            digestId: Digest.id(school: crossing.schoolId, date: crossing.date, recipient: recipient, revision: revision),
+                            teacherId: notice.teacherId, schoolId: crossing.schoolId, date: crossing.date, scope: .rule,
+                            grade: notice.grade,
+                            classNumber: notice.classNumber, revision: revision, createdAt: createdAt, read: false, subject: notice.subject,
+                            text: notice.text, entries: notice.entries, counts: notice.counts)
+                        digests.append((digest, targets(digest)))
+                    }
+                    try database.run(
+                        """
+                        UPDATE rule_crossings SET told = $5
+                        WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal = $4
+                        """,
+                        [
+                            .text(crossing.schoolId), .text(crossing.studentId), .text(crossing.ruleKey), .integer(Int64(crossing.ordinal)),
+                            .integer(crossing.active ? 1 : 0)
+                        ])
+                }
+                var statements = database.inserts(
+                    "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
+                    rows: digests.map { digest, _ in
+                        [
+                            .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date),
+                            .text(digest.scope.rawValue), .integer(Int64(digest.grade)), digest.classNumber.sql,
+                            .integer(Int64(digest.revision)), .text(digest.createdAt), .integer(0), .text(digest.subject),
+                            .text(digest.text),
+                            .text(DigestColumns.entries(digest.entries)), .text(DigestColumns.counts(digest.counts))
+                        ]
+                    }, perStatement: database.rowsPerStatement)
+                statements += SQLStore.enqueue(digests, in: database)
+                try database.pipeline(statements) { _, _ in }
+                return digests.map(\.digest)
+            }
+        }
+    }
+
+    /// A student's crossings, oldest first, withdrawn ones too: for the
+    /// student's record.
+    package func crossings(school: String, student: String) throws(StoreError) -> [RuleCrossing] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.snapshot { () throws(StoreError) -> [RuleCrossing] in
+                let rows = try database.query(
+                    "SELECT \(SQLStore.crossingColumns) FROM rule_crossings WHERE school_id = $1 AND student_id = $2 ORDER BY date, rule_key, ordinal",
+                    [.text(school), .text(student)])
+                let records = try SQLStore.records(
+                    Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
+                return rows.map { SQLStore.crossing($0, records: records) }
+            }
+        }
+    }
+}
+
+/// The `ordinal`-th time a student crossed a school's rule, as stored.
+package struct RuleCrossing: Sendable, Equatable {
+    package let schoolId: String
+    package let studentId: String
+    /// `SchoolRule.key`: reason, count and days.
+    package let ruleKey: String
+    package let ordinal: Int
+    /// The school-local day of the record that crossed.
+    package let date: String
+    /// The rule's words and whom it notifies (`homeroom+admin`), as they
+    /// were when it was crossed.
+    package let label: String
+    package let notify: String
+    /// Whether the records still make it a crossing (a deletion can undo it).
+    package let active: Bool
+    /// Whether its teachers were last told it stands.
+    package let told: Bool
+    package let changedAt: String
+    /// The records it counted that are stored, deleted or not, oldest first.
+    package let records: [GuidanceRecord]
+
+    /// The rule's reason code (nil: any), count and days from `ruleKey`.
+    package var rule: (reason: String?, count: Int, days: Int) {
+        let parts = ruleKey.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return (nil, 0, 0) }
+        return (parts[0] == "*" ? nil : String(parts[0]), Int(parts[1]) ?? 0, Int(parts[2]) ?? 0)
+    }
+}
+
+/// What one teacher is told of a crossing: a digest of scope `rule` but for
+/// its id and revision, which the store gives it.
+package struct RuleNotice: Sendable {
+    package let teacherId: String
+    package let grade: Int
+    package let classNumber: Int?
+    package let subject: String
+    package let text: String
+    package let entries: [DigestEntry]
+    package let counts: [String: Int]
+
+    package init(
+        teacherId: String, grade: Int, classNumber: Int?, subject: String, text: String, entries: [DigestEntry], counts: [String: Int]
+    ) {
+        self.teacherId = teacherId
+        self.grade = grade
+        self.classNumber = classNumber
+        self.subject = subject
+        self.text = text
+        self.entries = entries
+        self.counts = counts
+    }
+}

@@ -1,0 +1,60 @@
+import Guidance
+@testable import Store
+import XCTest
+
+extension StoreSuite {
+    /// Crossings are decided where events are applied: once however often
+    /// the events come, withdrawn by a deletion that undoes them, told once,
+    /// and gone with the student's erasure.
+    func rulesAreCrossedOnceToldOnceAndWithdrawn() throws {
+        let store = try makeStore()
+        let rules = ["sa": [SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.admin], label: "두 번")]]
+        var told: [String] = []
+        func tell() throws -> [Digest] {
+            try store.tellCrossings(createdAt: "2026-12-01T00:00:00Z") { crossing in
+                told.append("\(crossing.ruleKey) \(crossing.ordinal) \(crossing.active) \(crossing.records.map(\.guidanceId))")
+                return ["t-admin", "t-hr"].map {
+                    RuleNotice(
+                        teacherId: $0, grade: 1, classNumber: 3, subject: crossing.active ? "notice" : "withdrawn", text: "",
+                        entries: [], counts: [:])
+                }
+            } targets: { _ in
+                []
+            }
+        }
+        _ = try store.apply([.registered(record("g1", date: "2026-11-29"))], rules: rules)
+        XCTAssertEqual(try store.crossings(school: "sa", student: "s1312"), [])
+        let rings = store.crossingsChanged.rings
+        _ = try store.apply([.registered(record("g2", date: "2026-11-30")), .registered(record("o1", number: 7))], rules: rules)
+        XCTAssertGreaterThan(store.crossingsChanged.rings, rings, "the commit rang")
+        // Again, and the same events in another batch: nothing new.
+        _ = try store.apply([.registered(record("g2", date: "2026-11-30")), .registered(record("g1", date: "2026-11-29"))], rules: rules)
+        let crossings = try store.crossings(school: "sa", student: "s1312")
+        XCTAssertEqual(crossings.map { "\($0.ruleKey) \($0.date) \($0.active) \($0.told)" }, ["*/2/7 2026-11-30 true false"])
+        XCTAssertEqual(crossings.first?.records.map(\.guidanceId), ["g1", "g2"])
+
+        let notices = try tell()
+        XCTAssertEqual(notices.map(\.digestId), ["sa.2026-11-30.t-admin.rule.r1", "sa.2026-11-30.t-hr.rule.r1"])
+        XCTAssertEqual(Set(notices.map(\.scope)), [.rule])
+        XCTAssertEqual(try tell(), [], "told once")
+        XCTAssertEqual(told, ["*/2/7 1 true [\"g1\", \"g2\"]"])
+        // The day's digest run does not take a notice for one of its revisions.
+        let run = try store.writeDigests(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-30T00:00:00Z",
+            plan: { state in
+                XCTAssertNil(state.revisions.keys.first { $0.scope == .rule })
+                return []
+            }, targets: { _ in [] })
+        XCTAssertEqual(run, [])
+
+        // A deletion undoes it; the next crossing of the day is the teacher's second notice.
+        _ = try store.apply([deletion("g1")], rules: rules)
+        XCTAssertEqual(try tell().map(\.subject), ["withdrawn", "withdrawn"])
+        _ = try store.apply([.registered(record("g3", date: "2026-11-30"))], rules: rules)
+        XCTAssertEqual(try tell().map(\.digestId), ["sa.2026-11-30.t-admin.rule.r3", "sa.2026-11-30.t-hr.rule.r3"])
+        XCTAssertEqual(try store.inbox(teacher: "t-admin").map(\.subject).sorted(), ["notice", "notice", "withdrawn"])
+
+        _ = try store.erase(school: "sa", student: "s1312") { ($0.subject, $0.text) }
+        XCTAssertEqual(try store.crossings(school: "sa", student: "s1312"), [])
+    }
+}
