@@ -7,7 +7,7 @@ package struct AccessRecord: Sendable, Equatable {
     /// What was read.
     package enum Action: String, Sendable, CaseIterable {
         /// The kinds whose `target` is a student's id.
-        package static let studentTargets: [Action] = [.student, .photo, .export]
+        package static let studentTargets: [Action] = [.student, .photo, .export, .history]
 
         /// A day list (`target`: the query, e.g. `date=2026-12-01&grade=1&classNumber=3`).
         case list
@@ -27,6 +27,8 @@ package struct AccessRecord: Sendable, Equatable {
         case accessLog = "access-log"
         /// The 봉사 명단 (`target`: the query, e.g. `grade=1`).
         case service
+        /// A student's record opened, 학생 기록 (`target`: the student id).
+        case history
     }
 
     package static let schemaVersion = 1

@@ -86,6 +86,7 @@ package final class NotifierService: Sendable, GroupMember {
         NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger)
             .routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
+        StudentHistoryHandlers(store: store, photos: photos, accessLog: accessLog, clock: config.clock).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
         CommunityServiceHandlers(
             store: store, photos: photos, accessLog: accessLog, clock: config.clock,

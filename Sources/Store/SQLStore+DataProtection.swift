@@ -58,6 +58,19 @@ package struct StudentRecords: Sendable, Equatable {
     package let guidances: [Guidance]
     package let digests: [Appearance]
     package var services: [CommunityService] = []
+    /// The school rules the student crossed, withdrawn ones too.
+    package var crossings: [RuleCrossing] = []
+
+    /// The student's volunteer service: what the active guidances owe, what
+    /// the service records not withdrawn served.
+    package var standing: CommunityServiceStanding {
+        CommunityServiceStanding(
+            owed: guidances.filter { $0.deletedAt == nil }.map(\.record.serviceSessions).reduce(0, +),
+            served: services.filter { $0.withdrawnAt == nil }.map(\.record.sessions).reduce(0, +))
+    }
+
+    /// Whether anything is stored about the student.
+    package var isEmpty: Bool { guidances.isEmpty && digests.isEmpty && services.isEmpty && crossings.isEmpty }
 }
 
 extension SQLStore {
@@ -307,7 +320,8 @@ extension SQLStore {
     // MARK: - Export and erasure
 
     /// Everything stored about a student of `school`: guidances (deleted
-    /// ones with who deleted them) and each digest entry naming them.
+    /// ones with who deleted them), each digest entry naming them, service
+    /// records and rule crossings.
     package func records(school: String, student: String) throws(StoreError) -> StudentRecords {
         // One snapshot: an export is one moment of what is stored.
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
@@ -338,7 +352,9 @@ extension SQLStore {
                     StudentRecords.CommunityService(
                         record: SQLStore.communityServiceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
                 }
-                return StudentRecords(guidances: guidances, digests: appearances, services: services)
+                return StudentRecords(
+                    guidances: guidances, digests: appearances, services: services,
+                    crossings: try SQLStore.crossings(school: school, student: student, in: database))
             }
         }
     }

@@ -207,14 +207,18 @@ extension SQLStore {
     package func crossings(school: String, student: String) throws(StoreError) -> [RuleCrossing] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.snapshot { () throws(StoreError) -> [RuleCrossing] in
-                let rows = try database.query(
-                    "SELECT \(SQLStore.crossingColumns) FROM rule_crossings WHERE school_id = $1 AND student_id = $2 ORDER BY date, rule_key, ordinal",
-                    [.text(school), .text(student)])
-                let records = try SQLStore.records(
-                    Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
-                return rows.map { SQLStore.crossing($0, records: records) }
+                try SQLStore.crossings(school: school, student: student, in: database)
             }
         }
+    }
+
+    static func crossings(school: String, student: String, in database: any SQLDatabase) throws(StoreError) -> [RuleCrossing] {
+        let rows = try database.query(
+            "SELECT \(SQLStore.crossingColumns) FROM rule_crossings WHERE school_id = $1 AND student_id = $2 ORDER BY date, rule_key, ordinal",
+            [.text(school), .text(student)])
+        let records = try SQLStore.records(
+            Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
+        return rows.map { SQLStore.crossing($0, records: records) }
     }
 }
 

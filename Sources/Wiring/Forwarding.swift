@@ -42,7 +42,9 @@ package struct Forwarding: Sendable {
         }
         let method = method == "HEAD" ? "GET" : method
         // The client's address, for the other service's access record and sign-in counts.
-        var headers = [("Accept", "application/json"), ("Forwarded-Client", sessions.forwardedClient(caller.client))]
+        // JSON, or CSV where the caller asked for it (a student's record saved as a file).
+        let csv = request.header("accept")?.contains("text/csv") == true
+        var headers = [("Accept", csv ? "text/csv" : "application/json"), ("Forwarded-Client", sessions.forwardedClient(caller.client))]
         if let authorization = request.header("authorization") {
             headers.append(("Authorization", authorization))
         } else if let session = caller.session {
@@ -66,7 +68,7 @@ package struct Forwarding: Sendable {
         let fields = ["requestId": request.requestID, "route": request.route]
         switch answer {
         case .answered(let status, let retryAfter, let body)? where (200..<500).contains(status):
-            let type = status < 400 ? "application/json" : "application/problem+json"
+            let type = status >= 400 ? "application/problem+json" : csv ? "text/csv; charset=utf-8" : "application/json"
             return Response(
                 status: status, headers: [("Content-Type", type)] + (retryAfter.map { [("Retry-After", $0)] } ?? []), body: Array(body.utf8)
             )

@@ -500,7 +500,8 @@
   // --- 접속 기록 ---
 
   const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
-    export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회' };
+    export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회',
+    history: '학생 기록 열람' };
 
   // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
   function targetText(item) {

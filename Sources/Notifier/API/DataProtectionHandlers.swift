@@ -167,6 +167,46 @@ struct DataProtectionHandlers: Sendable {
         let digests: [Appearance]
         /// Volunteer service recorded (봉사), in the JSON only: the CSV is one row per guidance.
         let services: [CommunityService]
+        /// The school rules the student crossed, in the JSON only.
+        let crossings: [Crossing]
+
+        struct Crossing: Encodable, Sendable {
+            let label: String
+            /// `SchoolRule.key`: `*/3/7` is any reason, 3 within 7 days.
+            let rule: String
+            let date: String
+            /// False once a deletion undid it (its notice withdrawn).
+            let active: Bool
+            let guidanceIds: [String]
+        }
+
+        /// `records` of the student as exported now.
+        init(_ records: StudentRecords, school: String, student: String, exportedAt: String) {
+            schoolId = school
+            studentId = student
+            self.exportedAt = exportedAt
+            guidances = records.guidances.map { item in
+                Guidance(
+                    guidanceId: item.record.guidanceId, date: item.record.date, occurredAt: item.record.occurredAt,
+                    student: item.record.student,
+                    reason: item.record.reason, recordedBy: item.record.recordedBy, deletedBy: item.deletedBy, deletedAt: item.deletedAt,
+                    digests: records.digests.filter { $0.guidanceId == item.record.guidanceId }.map(\.digestId))
+            }
+            digests = records.digests.map {
+                Appearance(
+                    digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId,
+                    change: $0.change.rawValue)
+            }
+            services = records.services.map {
+                CommunityService(
+                    serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
+                    recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
+                    withdrawnAt: $0.withdrawnAt)
+            }
+            crossings = records.crossings.map {
+                Crossing(label: $0.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
+            }
+        }
 
         struct CommunityService: Encodable, Sendable {
             let serviceId: String
@@ -202,35 +242,18 @@ struct DataProtectionHandlers: Sendable {
         let studentID = request.parameter("studentId")
         let store = self.store
         let records = try await blocking { try store.records(school: school.id, student: studentID) }
-        guard
-            caller.roster.student(school: school.id, id: studentID) != nil || !records.guidances.isEmpty || !records.digests.isEmpty
-                || !records.services.isEmpty
-        else {
+        guard caller.roster.student(school: school.id, id: studentID) != nil || !records.isEmpty else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }
         accessLog.record(caller, .export, school: school.id, target: studentID)
-        let export = Export(
-            schoolId: school.id, studentId: studentID, exportedAt: Timestamp.format(clock()),
-            guidances: records.guidances.map { item in
-                Export.Guidance(
-                    guidanceId: item.record.guidanceId, date: item.record.date, occurredAt: item.record.occurredAt,
-                    student: item.record.student,
-                    reason: item.record.reason, recordedBy: item.record.recordedBy, deletedBy: item.deletedBy, deletedAt: item.deletedAt,
-                    digests: records.digests.filter { $0.guidanceId == item.record.guidanceId }.map(\.digestId))
-            },
-            digests: records.digests.map {
-                Export.Appearance(
-                    digestId: $0.digestId, teacherId: $0.teacherId, date: $0.date, revision: $0.revision, guidanceId: $0.guidanceId,
-                    change: $0.change.rawValue)
-            },
-            services: records.services.map {
-                Export.CommunityService(
-                    serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
-                    recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
-                    withdrawnAt: $0.withdrawnAt)
-            })
-        guard (request.header("accept") ?? "").contains("text/csv") else { return .json(export) }
-        let disposition = "attachment; filename=\"records-\(studentID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""
+        let export = Export(records, school: school.id, student: studentID, exportedAt: Timestamp.format(clock()))
+        return DataProtectionHandlers.csvAnswer(request, export) ?? .json(export)
+    }
+
+    /// With `Accept: text/csv`, `export` as a CSV file; nil otherwise.
+    static func csvAnswer(_ request: Request, _ export: Export) -> Response? {
+        guard (request.header("accept") ?? "").contains("text/csv") else { return nil }
+        let disposition = "attachment; filename=\"records-\(export.studentId.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""
         return Response(
             status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", disposition)],
             body: [0xEF, 0xBB, 0xBF] + Array(DataProtectionHandlers.csv(export).utf8))
