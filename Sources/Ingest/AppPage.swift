@@ -101,11 +101,13 @@ struct AppPage: Sendable {
         let panels = tabs.enumerated().map { index, tab in
             "<div role=\"tabpanel\" id=\"panel-\(tab.id)\" aria-labelledby=\"tab-\(tab.id)\"\(index == 0 ? "" : " hidden")>\n\(tab.panel)</div>"
         }.joined(separator: "\n")
+        // A student's record opens over the tabs, for whoever reads other days' lists.
+        let record = teacher.hasAny(of: [.admin, .homeroom, .volunteerDuty]) ? AppPage.record : ""
         let main = """
             <nav class="tabs" aria-label="메뉴"><div role="tablist">\(bar)</div></nav>
             <main class="app">
             \(panels)
-            </main>
+            \(record)</main>
 
             """
         var data = [("roles", teacher.roleText)]
@@ -267,6 +269,20 @@ struct AppPage: Sendable {
 
         """
     }
+
+    /// 학생 기록: one student's guidances, 봉사 and rule crossings, opened
+    /// from a row's 기록 button; printable on A4 (only it prints) and saved
+    /// as CSV.
+    private static let record = """
+        <section class="card record" id="record" hidden aria-labelledby="record-title">
+        <div class="actions no-print"><button type="button" id="record-close" class="secondary">닫기</button><button type="button" id="record-print">인쇄</button><button type="button" id="record-csv" class="secondary">CSV로 저장</button></div>
+        <h2 id="record-title" tabindex="-1">학생 기록</h2>
+        <p id="record-meta" class="meta"></p>
+        <p id="record-status" class="status" role="status" aria-live="polite"></p>
+        <div id="record-body"></div>
+        </section>
+
+        """
 
     /// The 봉사 명단: the caller's scope, students with service left first;
     /// volunteer-duty teachers and admins record a session (`봉사 1회 기록`) and take it back.

@@ -33,9 +33,11 @@
   }
 
   // One entry as a row: photo, name and number, time; reason, how often and the service left; the detail beneath.
+  // The name opens the student's record (학생 기록) where the teacher may read it.
   // In the weekly 봉사 명단 an entry is a student: the service left, and the day and reason of their newest guidance.
   // `remove`: a 삭제 button calls it (today's 명단, for whoever may delete at the gate).
-  function row(entry, weekly, remove) {
+  // `dated`: the time with its day (a rule's notice counts records of several days).
+  function row(entry, weekly, remove, dated) {
     const s = entry.student;
     const removed = entry.change === 'removed';
     const left = entry.service ? '남은 봉사 ' + entry.service.outstanding + '회' : null;
@@ -43,8 +45,11 @@
       photo(entry.photoUrl, s.name),
       G.el('div', { class: 'entry-text' },
         G.el('p', { class: 'entry-head' },
-          G.el('span', { class: 'who' }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
-          G.el('span', { class: 'time' }, weekly ? left : G.clock(entry.occurredAt))),
+          G.el('span', { class: 'who' }, mayOpenRecord(s)
+            ? G.el('button', { type: 'button', class: 'link record-link', 'aria-label': s.name + ' 학생 기록',
+              onclick: (event) => openRecord(s, event.currentTarget) }, G.el('strong', {}, s.name))
+            : G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, s.number + '번')),
+          G.el('span', { class: 'time' }, weekly ? left : (dated ? G.day(G.today(entry.occurredAt)) + ' ' : '') + G.clock(entry.occurredAt))),
         G.el('p', { class: 'entry-reason' },
           removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '삭제된 기록') : null,
           weekly ? G.el('span', { class: 'often' }, lastGuidance(entry.occurredAt, entry.reason.label))
@@ -56,7 +61,7 @@
   }
 
   // Entries grouped by class (grade, class order), newest first in each, with counts.
-  function grouped(entries, limit, weekly, remove) {
+  function grouped(entries, limit, weekly, remove, dated) {
     const groups = new Map();
     for (const entry of entries) {
       const name = seatName(entry.student);
@@ -71,7 +76,7 @@
       const visible = group.entries.slice(0, left);
       left -= visible.length;
       nodes.push(G.el('h3', { class: 'group' }, name + ' ', G.el('span', { class: 'meta' }, group.entries.length + (weekly ? '명' : '건'))));
-      nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly, remove))));
+      nodes.push(G.el('ul', { class: 'entries' }, ...visible.map((entry) => row(entry, weekly, remove, dated))));
     }
     return nodes;
   }
@@ -129,7 +134,7 @@
       // A rule's notice: its sentences (the student by seat), then the records it counted, with names.
       body.push(...digest.text.split('\n\n')[0].split('\n').map((line) => G.el('p', {}, line)));
       if (added.length) body.push(G.el('h3', { class: 'section' }, '센 기록 ' + added.length + '건'));
-      body.push(...grouped(added, Infinity, false));
+      body.push(...grouped(added, Infinity, false, null, true));
     } else {
       if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
       if (amendment && added.length) {
@@ -164,6 +169,126 @@
     history.replaceState(null, '', '/');
     const back = openedId && document.querySelector('#inbox button[data-digest="' + CSS.escape(openedId) + '"]');
     (back || $('inbox-title')).focus();
+  }
+
+  // --- 학생 기록 ---
+
+  // Whether the teacher reads the student's record: where they read other
+  // days' lists of the student's class (the filters marked data-other-days).
+  function mayOpenRecord(s) {
+    if (!$('record') || !s.studentId || s.studentId === '(erased)') return false;
+    return [...document.querySelectorAll('input[name=filter][data-other-days]')].some((input) => {
+      const q = new URLSearchParams(input.value);
+      return !q.get('grade') || (Number(q.get('grade')) === s.grade
+        && (!q.get('classNumber') || Number(q.get('classNumber')) === s.classNumber));
+    });
+  }
+
+  // The record shows in place of the tab it was opened from, which comes back on 닫기.
+  const record = { of: null, from: null, panel: null };
+
+  async function openRecord(student, from) {
+    Object.assign(record, { of: student.studentId, from, panel: document.querySelector('[role=tabpanel]:not([hidden])') });
+    if (record.panel) record.panel.hidden = true;
+    $('record').hidden = false;
+    $('record-title').textContent = student.name + ' 학생 기록';
+    $('record-meta').textContent = seatName(student) + ' ' + student.number + '번';
+    $('record-body').replaceChildren();
+    G.say('record-status', '불러오는 중…');
+    $('record-title').focus();
+    let answer;
+    try {
+      answer = await G.api('GET', schoolURL + '/students/' + encodeURIComponent(student.studentId) + '/history');
+    } catch (error) {
+      G.say('record-status', '기록을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    if (record.of !== student.studentId) return;
+    G.say('record-status', '');
+    renderRecord(answer);
+  }
+
+  // '*/3/7' -> '최근 7일 동안 지도 3회' (a reason's label as the record names it).
+  function ruleText(rule, labels) {
+    const [reason, count, days] = rule.split('/');
+    return '최근 ' + days + '일 동안 ' + (reason === '*' ? '지도' : labels[reason] || reason) + ' ' + count + '회';
+  }
+
+  // A table that scrolls sideways on a phone (a region a keyboard can scroll), named for a screen reader.
+  function recordTable(caption, head, rows) {
+    return G.el('div', { class: 'scroll', tabindex: '0', role: 'region', 'aria-label': caption },
+      G.el('table', {},
+        G.el('caption', { class: 'visually-hidden' }, caption),
+        G.el('thead', {}, G.el('tr', {}, ...head.map((h) => G.el('th', { scope: 'col' }, h)))),
+        G.el('tbody', {}, ...rows.map((row) => G.el('tr', { class: row.struck ? 'struck' : '' }, ...row.cells.map((c) => G.el('td', {}, c)))))));
+  }
+
+  function renderRecord(answer) {
+    const s = answer.student;
+    const name = (id) => answer.teachers[id] || id;
+    const active = answer.guidances.filter((g) => !g.deletedAt);
+    const labels = Object.fromEntries(answer.guidances.map((g) => [g.reason.code, g.reason.label]));
+    $('record-meta').textContent = [s ? seatName(s) + ' ' + s.number + '번' : '명부에 없는 학생',
+      '출력 ' + G.day(G.today(answer.exportedAt)) + ' ' + G.clock(answer.exportedAt)].join(' · ');
+    const service = answer.service;
+    const body = [G.el('p', {}, '지도 ' + active.length + '건'
+      + (answer.guidances.length > active.length ? ' (삭제된 기록 ' + (answer.guidances.length - active.length) + '건 별도)' : '')
+      + ' · 봉사 ' + service.owed + '회 중 ' + service.served + '회 완료, 남은 봉사 ' + service.outstanding + '회')];
+    if (answer.crossings.length) {
+      body.push(G.el('h3', { class: 'section' }, '학교 규칙'),
+        recordTable('학교 규칙', ['날짜', '규칙', '기준', '상태'], answer.crossings.map((c) => ({
+          struck: !c.active,
+          cells: [G.day(c.date), c.label, ruleText(c.rule, labels), c.active ? '알림' : '철회 (기록 삭제)'],
+        }))));
+    }
+    body.push(G.el('h3', { class: 'section' }, '지도 기록'));
+    body.push(answer.guidances.length === 0 ? G.el('p', { class: 'meta' }, '지도 기록이 없습니다.')
+      : recordTable('지도 기록', ['날짜', '사유', '기록', '비고'], answer.guidances.map((g) => ({
+        struck: Boolean(g.deletedAt),
+        cells: [G.day(g.date) + ' ' + G.clock(g.occurredAt), g.reason.label + (g.reason.detail ? ' — ' + g.reason.detail : ''),
+          name(g.recordedBy), g.deletedAt ? '삭제: ' + name(g.deletedBy) + ', ' + G.day(G.today(g.deletedAt)) : ''],
+      }))));
+    body.push(G.el('h3', { class: 'section' }, '봉사'));
+    body.push(answer.services.length === 0 ? G.el('p', { class: 'meta' }, '마친 봉사가 없습니다.')
+      : recordTable('봉사', ['날짜', '횟수', '메모', '기록', '비고'], answer.services.map((v) => ({
+        struck: Boolean(v.withdrawnAt),
+        cells: [G.day(v.date), v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
+      }))));
+    $('record-body').replaceChildren(...body);
+  }
+
+  // Back to the tab it was opened from, focus on the button that opened it; or (another tab chosen) just away.
+  function closeRecord(back) {
+    $('record').hidden = true;
+    $('record-body').replaceChildren();
+    record.of = null;
+    if (!back) return;
+    if (record.panel) record.panel.hidden = false;
+    (record.from && record.from.isConnected ? record.from : $('list-title')).focus();
+  }
+
+  // The record as a file, as the server writes it (the export's columns).
+  async function saveRecord() {
+    try {
+      const response = await fetch(schoolURL + '/students/' + encodeURIComponent(record.of) + '/history',
+        { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
+      if (!response.ok) throw new G.ApiError(response.status, null, 0);
+      const url = URL.createObjectURL(await response.blob());
+      const link = G.el('a', { href: url, download: '학생기록-' + record.of + '.csv' });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (error) {
+      G.say('record-status', 'CSV로 저장하지 못했습니다. ' + G.message(error), 'warn');
+    }
+  }
+
+  if ($('record')) {
+    $('record-close').addEventListener('click', () => closeRecord(true));
+    $('record-print').addEventListener('click', () => window.print());
+    $('record-csv').addEventListener('click', saveRecord);
+    for (const tab of document.querySelectorAll('[role=tab]')) tab.addEventListener('click', () => { if (!$('record').hidden) closeRecord(false); });
   }
 
   // --- 명단 ---
