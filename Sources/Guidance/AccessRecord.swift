@@ -29,6 +29,8 @@ package struct AccessRecord: Sendable, Equatable {
         case service
         /// A student's record opened, 학생 기록 (`target`: the student id).
         case history
+        /// 현황 read (`target`: the query, e.g. `period=week&from=2026-11-30&to=2026-12-04&grade=1`).
+        case overview
     }
 
     package static let schemaVersion = 1

@@ -20,13 +20,14 @@ import Web
 /// The ingest is the part that must stay up at the gate, so it serves the
 /// app; what the notifier holds the app reads through it (`NotifierReads`)
 /// with the teacher's own session. The page is a shell; `app.js` switches
-/// tabs, `gate.js` and `teacher.js` fill them.
+/// tabs, `gate.js`, `teacher.js` and `overview.js` fill them.
 struct AppPage: Sendable {
-    /// Tabs (`Assets/app.js`), the gate (`gate.js`), the lists and the rest (`teacher.js`).
+    /// Tabs (`Assets/app.js`), the gate (`gate.js`), the lists and the rest (`teacher.js`), 현황 (`overview.js`).
     static let scripts = [
         Asset(name: "app.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.appJS),
         Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS),
-        Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS)
+        Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS),
+        Asset(name: "overview.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.overviewJS)
     ]
 
     /// The installed app: its manifest, and the service worker that opens it
@@ -76,6 +77,7 @@ struct AppPage: Sendable {
                 id: "lists", name: "명단",
                 panel: AppPage.lists(filters(teacher, roster), otherDays: teacher.hasAny(of: [.admin, .homeroom, .volunteerDuty]))))
         if teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin]) {
+            tabs.append(Tab(id: "overview", name: "현황", panel: AppPage.overview))
             tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
         }
         // The school's own time: "매일 08:50에", not "정해진 시각에".
@@ -269,6 +271,22 @@ struct AppPage: Sendable {
 
         """
     }
+
+    /// 현황: a week or a month of what the teacher may see, against the one before.
+    private static let overview = """
+        <section class="card" aria-labelledby="overview-title">
+        <h2 id="overview-title" tabindex="-1">현황 <span id="overview-scope" class="meta"></span></h2>
+        <fieldset><legend>기간</legend><div class="choices">
+        <label><input type="radio" name="period" value="week" checked>이번 주</label>
+        <label><input type="radio" name="period" value="last-week">지난 주</label>
+        <label><input type="radio" name="period" value="month">이번 달</label>
+        <label><input type="radio" name="period" value="last-month">지난 달</label>
+        </div></fieldset>
+        <p id="overview-status" class="status" role="status" aria-live="polite"></p>
+        <div id="overview-body"></div>
+        </section>
+
+        """
 
     /// 학생 기록: one student's guidances, 봉사 and rule crossings, opened
     /// from a row's 기록 button; printable on A4 (only it prints) and saved

@@ -20,6 +20,7 @@ struct NotifierReads: Sendable {
         ("GET", "/v1/schools/{schoolId}/guidances"),
         ("GET", "/v1/schools/{schoolId}/service"),
         ("GET", "/v1/schools/{schoolId}/students/{studentId}/history"),
+        ("GET", "/v1/schools/{schoolId}/overview"),
         ("GET", "/v1/teachers/{teacherId}/inbox"),
         ("GET", "/v1/teachers/{teacherId}/inbox/unread"),
         ("POST", "/v1/teachers/{teacherId}/inbox/{digestId}/read"),

@@ -458,27 +458,31 @@ package final class SQLStore: Sendable {
     /// Active guidances of a school-local date, ordered by grade, class,
     /// number and time.
     package func guidances(school: String, date: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [GuidanceRecord] {
-        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
-            try SQLStore.activeGuidances(school: school, date: date, grade: grade, classNumber: classNumber, in: database)
+        try guidances(school: school, from: date, to: date, grade: grade, classNumber: classNumber)
+    }
+
+    /// Active guidances of the school-local days `from` through `to`, in the
+    /// same order (a student's of several days by time).
+    package func guidances(school: String, from: String, to: String, grade: Int?, classNumber: Int?) throws(StoreError)
+        -> [GuidanceRecord]
+    {
+        let statement = SQLStore.activeGuidancesStatement(school: school, from: from, to: to, grade: grade, classNumber: classNumber)
+        return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query(statement.sql, statement.parameters) { SQLStore.record($0[...]) }
         }
     }
 
-    private static func activeGuidances(school: String, date: String, grade: Int?, classNumber: Int?, in database: any SQLDatabase)
-        throws(StoreError) -> [GuidanceRecord]
+    private static func activeGuidancesStatement(school: String, from: String, to: String, grade: Int?, classNumber: Int?)
+        -> SQLStatement
     {
-        let statement = activeGuidancesStatement(school: school, date: date, grade: grade, classNumber: classNumber)
-        return try database.query(statement.sql, statement.parameters) { record($0[...]) }
-    }
-
-    private static func activeGuidancesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement {
         SQLStatement(
             """
             SELECT \(recordColumns) FROM guidances g
-            WHERE g.school_id = $1 AND g.local_date = $2 AND g.registered = 1 AND g.deleted = 0
+            WHERE g.school_id = $1 AND g.local_date >= $2 AND g.local_date <= $5 AND g.registered = 1 AND g.deleted = 0
               AND (CAST($3 AS INTEGER) IS NULL OR g.grade = CAST($3 AS INTEGER))
               AND (CAST($4 AS INTEGER) IS NULL OR g.class_number = CAST($4 AS INTEGER))
             ORDER BY g.grade, g.class_number, g.number, g.occurred_at, g.guidance_id
-            """, [.text(school), .text(date), grade.sql, classNumber.sql])
+            """, [.text(school), .text(from), grade.sql, classNumber.sql, .text(to)])
     }
 
     /// Each student's `Frequency` as of `date`, by student id, for the
@@ -576,7 +580,7 @@ package final class SQLStore: Sendable {
     /// an entry added stands until a later revision removes it.
     private static func deliveryState(school: String, date: String, in database: any SQLDatabase) throws(StoreError) -> DeliveryState {
         var statements = [
-            activeGuidancesStatement(school: school, date: date, grade: nil, classNumber: nil),
+            activeGuidancesStatement(school: school, from: date, to: date, grade: nil, classNumber: nil),
             SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)])
         ]
         // The day's students' accounts; on a Monday the school's, for the weekly lists.

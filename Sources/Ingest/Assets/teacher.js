@@ -284,6 +284,9 @@
     }
   }
 
+  // 현황 (overview.js) opens records from its list of students.
+  G.Record = { may: mayOpenRecord, open: openRecord };
+
   if ($('record')) {
     $('record-close').addEventListener('click', () => closeRecord(true));
     $('record-print').addEventListener('click', () => window.print());
@@ -626,7 +629,7 @@
 
   const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
     export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회',
-    history: '학생 기록 열람' };
+    history: '학생 기록 열람', overview: '현황 조회' };
 
   // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
   function targetText(item) {

@@ -45,36 +45,48 @@ struct NotifierHandlers: Sendable {
         if let teacher, teacher.schoolID != schoolID { throw HTTPError.otherSchool(teacher) }
         let school = try caller.school(of: request)
         let today = runner.today(for: school)
-        let date = try queryDate(request) ?? today
+        let period = try NotifierHandlers.period(request, today: today)
+        // A period's list: its frequencies as of its last day.
+        let date = try period?.to ?? queryDate(request) ?? today
+        let (from, isToday) = (period?.from ?? date, period == nil && date == today)
         if let teacher {
             // Without a filter, a teacher sees the widest scope their roles give
             // that day, unless they ask for the whole school (`scope=school`).
             let wholeSchool = request.query["scope"] == "school"
-            if grade == nil && classNumber == nil && !wholeSchool && !teacher.has(.admin) && !(teacher.has(.gate) && date == today) {
+            if grade == nil && classNumber == nil && !wholeSchool && !teacher.has(.admin) && !(teacher.has(.gate) && isToday) {
                 if teacher.has(.volunteerDuty) {
                     grade = teacher.grade
                 } else if teacher.has(.homeroom) {
                     (grade, classNumber) = (teacher.grade, teacher.classNumber)
                 }
             }
-            try mayView(teacher, grade: grade, classNumber: classNumber, today: date == today)
+            try mayView(teacher, grade: grade, classNumber: classNumber, today: isToday)
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let (records, frequencies) = try await blocking {
             (
-                try store.guidances(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+                try store.guidances(school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
                 try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass)
             )
         }
         let photos = self.photos
-        let scope = [("date", date), ("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
+        let days = period.map { [("from", $0.from), ("to", $0.to)] } ?? [("date", date)]
+        let scope = days + [("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
         accessLog.record(
             caller, .list, school: schoolID,
             target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
+        if (request.header("accept") ?? "").contains("text/csv") {
+            let name = "guidances-\(from)" + (from == date ? "" : "-\(date)") + ".csv"
+            return Response(
+                status: 200,
+                headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
+                body: [0xEF, 0xBB, 0xBF]
+                    + Array(NotifierHandlers.csv(records, school: school, teacherName: { roster.teachers[$0]?.name }).utf8))
+        }
         return .json(
             written: NotifierHandlers.guidanceList(
-                school: schoolID, date: date, records, frequencies: frequencies,
+                school: schoolID, date: date, period: period, records, frequencies: frequencies,
                 photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
                 teacherName: { roster.teachers[$0]?.name }))
     }
@@ -83,11 +95,15 @@ struct NotifierHandlers: Sendable {
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
     static func guidanceList(
-        school: String, date: String, _ records: [GuidanceRecord], frequencies: [String: Frequency],
-        photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?
+        school: String, date: String, period: (from: String, to: String)? = nil, _ records: [GuidanceRecord],
+        frequencies: [String: Frequency], photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + records.count * 380)
         writer.field("date", date)
+        if let period {
+            writer.field("from", period.from)
+            writer.field("to", period.to)
+        }
         writer.array("items", records) { writer, record in
             // Every listed guidance is active, so its student has at least one.
             let frequency = frequencies[record.student.studentId] ?? Frequency(last7Days: 1, last30Days: 1)
@@ -278,6 +294,52 @@ struct NotifierHandlers: Sendable {
                 detail: "a homeroom teacher sees their own class: grade=\(teacher.grade ?? 0)&classNumber=\(teacher.classNumber ?? 0)")
         }
         throw HTTPError(status: 403, detail: "gate teachers see the school's list of today only")
+    }
+
+    /// The longest period a list or an overview covers: a quarter.
+    static let longestPeriod = 92
+
+    /// `from` and `to` (school-local days, both or neither, not with
+    /// `date`): a period of at most `longestPeriod` days, none after today.
+    static func period(_ request: Request, today: String) throws(HTTPError) -> (from: String, to: String)? {
+        let (from, to) = (request.query["from"], request.query["to"])
+        guard from != nil || to != nil else { return nil }
+        guard request.query["date"] == nil else { throw HTTPError(FieldError(field: "date", message: "is not given with from and to")) }
+        guard let from, let to else {
+            throw HTTPError(FieldError(field: from == nil ? "from" : "to", message: "is required with the other"))
+        }
+        guard let first = Timestamp.parseDate(from), let last = Timestamp.parseDate(to) else {
+            throw HTTPError(FieldError(field: Timestamp.parseDate(from) == nil ? "from" : "to", message: "must be YYYY-MM-DD"))
+        }
+        let days =
+            Timestamp.daysFromCivil(year: last.year, month: last.month, day: last.day)
+            - Timestamp.daysFromCivil(year: first.year, month: first.month, day: first.day) + 1
+        guard days >= 1 else { throw HTTPError(FieldError(field: "to", message: "must not be before from")) }
+        guard days <= longestPeriod else {
+            throw HTTPError(FieldError(field: "to", message: "must be at most \(longestPeriod) days after from (the period holds \(days))"))
+        }
+        guard to <= today else { throw HTTPError(FieldError(field: "to", message: "must not be after the school's today (\(today))")) }
+        return (from, to)
+    }
+
+    /// A list as a spreadsheet reads it: one row per guidance, the header in
+    /// Korean and English, fields as the export writes them (no formulas).
+    static func csv(_ records: [GuidanceRecord], school: School, teacherName: (String) -> String?) -> String {
+        let header = [
+            "날짜(date)", "시각(time)", "학년(grade)", "반(class)", "번호(number)", "이름(name)", "사유(reason)", "상세(detail)",
+            "기록(recordedBy)", "guidanceId"
+        ]
+        var lines = [header.map(DataProtectionHandlers.field).joined(separator: ",")]
+        for record in records {
+            let time = Timestamp.parse(record.occurredAt).map { Timestamp.local($0, in: school.timeZone).minuteOfDay } ?? 0
+            lines.append(
+                [
+                    record.date, String(format: "%02d:%02d", time / 60, time % 60), String(record.student.grade),
+                    String(record.student.classNumber), String(record.student.number), record.student.name, record.reason.label,
+                    record.reason.detail ?? "", teacherName(record.recordedBy) ?? record.recordedBy, record.guidanceId
+                ].map(DataProtectionHandlers.field).joined(separator: ","))
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
     }
 
     private func queryDate(_ request: Request) throws(HTTPError) -> String? {

@@ -1,0 +1,226 @@
+import Access
+import Common
+import Foundation
+import Guidance
+import HTTP
+import Store
+
+/// 현황: how a week or a month went, for what the teacher may see (an admin
+/// the school, a volunteer-duty teacher the grade, a homeroom teacher the
+/// class): the total and each figure against the same days of the period
+/// before, the last four weeks by school day, by reason, by grade or class, by
+/// hour, and the students with the most records. Counted from the same
+/// active guidances the list API gives for the period (`from`…`to`), so the
+/// two agree. Each read is in the access record (`overview`).
+struct OverviewHandlers: Sendable {
+    let store: SQLStore
+    let accessLog: AccessLog
+    let clock: @Sendable () -> Double
+
+    func routes(into router: inout GuardedRouter) {
+        router.get("/v1/schools/{schoolId}/overview", Access.school(roles: [.homeroom, .volunteerDuty, .admin]), overview)
+    }
+
+    /// Days as counted here: `YYYY-MM-DD` and its number from the epoch.
+    struct Days: Sendable, Equatable {
+        let from: String
+        let to: String
+
+        init(from: String, to: String) {
+            self.from = from
+            self.to = to
+        }
+
+        init(civil first: Int, _ last: Int) {
+            from = Timestamp.dateString(civil: first)
+            to = Timestamp.dateString(civil: last)
+        }
+
+        func contains(_ date: String) -> Bool { from <= date && date <= to }
+    }
+
+    /// The period holding `date` (a week from Monday, or a month), its days
+    /// up to `today`; the same number of days of the period before; and the
+    /// four weeks the chart shows, ending on the period's last day counted.
+    static func periods(_ kind: String, date: String, today: String) -> (current: Days, previous: Days, chart: Days)? {
+        guard let (year, month, day) = Timestamp.parseDate(min(date, today)),
+            let now = Timestamp.parseDate(today)
+        else { return nil }
+        let civil = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        let last = Timestamp.daysFromCivil(year: now.year, month: now.month, day: now.day)
+        let start: Int
+        let end: Int
+        let previousStart: Int
+        let previousEnd: Int
+        if kind == "month" {
+            start = Timestamp.daysFromCivil(year: year, month: month, day: 1)
+            let (nextYear, nextMonth) = month == 12 ? (year + 1, 1) : (year, month + 1)
+            end = min(Timestamp.daysFromCivil(year: nextYear, month: nextMonth, day: 1) - 1, last)
+            let (lastYear, lastMonth) = month == 1 ? (year - 1, 12) : (year, month - 1)
+            previousStart = Timestamp.daysFromCivil(year: lastYear, month: lastMonth, day: 1)
+            previousEnd = min(previousStart + (end - start), start - 1)
+        } else {
+            // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
+            start = civil - ((civil + 3) % 7 + 7) % 7
+            end = min(start + 6, last)
+            previousStart = start - 7
+            previousEnd = previousStart + (end - start)
+        }
+        return (Days(civil: start, end), Days(civil: previousStart, previousEnd), Days(civil: end - 27, end))
+    }
+
+    struct Overview: Encodable, Sendable {
+        struct Scope: Encodable, Sendable {
+            let grade: Int?
+            let classNumber: Int?
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(grade, forKey: .grade)
+                try container.encode(classNumber, forKey: .classNumber)
+            }
+
+            enum CodingKeys: String, CodingKey { case grade, classNumber }
+        }
+
+        struct Day: Encodable, Sendable {
+            let date: String
+            let count: Int
+        }
+
+        struct Figure: Encodable, Sendable {
+            let key: String
+            let label: String
+            let count: Int
+            let previous: Int
+        }
+
+        struct StudentFigure: Encodable, Sendable {
+            let student: StudentRef
+            let count: Int
+            let previous: Int
+        }
+
+        let schoolId: String
+        let period: String
+        let from: String
+        let to: String
+        let previousFrom: String
+        let previousTo: String
+        let scope: Scope
+        let total: Int
+        let previousTotal: Int
+        /// The school days (Monday to Friday) of the four weeks up to `to`.
+        let days: [Day]
+        let reasons: [Figure]
+        /// By grade for the school, by class for a grade; none for a class.
+        let groups: [Figure]
+        /// By the hour of the school's clock the guidance was recorded at.
+        let hours: [Figure]
+        /// The ten with the most records in the period, most first.
+        let students: [StudentFigure]
+    }
+
+    /// The overview of `records` (the scope's active guidances of the days
+    /// `periods` covers), as its parts count them.
+    static func overview(
+        _ records: [GuidanceRecord], school: School, kind: String, periods: (current: Days, previous: Days, chart: Days),
+        scope: Overview.Scope
+    ) -> Overview {
+        let current = records.filter { periods.current.contains($0.date) }
+        let previous = records.filter { periods.previous.contains($0.date) }
+        /// Counts by `key` in both periods, in the order of `order` (then by key).
+        func figures(_ key: (GuidanceRecord) -> String, label: (String) -> String, order: [String] = []) -> [Overview.Figure] {
+            var counts: [String: (Int, Int)] = [:]
+            for record in current { counts[key(record), default: (0, 0)].0 += 1 }
+            for record in previous { counts[key(record), default: (0, 0)].1 += 1 }
+            let rank = Dictionary(order.enumerated().map { ($1, $0) }) { first, _ in first }
+            return counts.keys.sorted { (rank[$0] ?? Int.max, $0) < (rank[$1] ?? Int.max, $1) }.map {
+                Overview.Figure(key: $0, label: label($0), count: counts[$0]?.0 ?? 0, previous: counts[$0]?.1 ?? 0)
+            }
+        }
+        let labels = Dictionary(records.map { ($0.reason.code, $0.reason.label) }) { first, _ in first }
+        let groups: [Overview.Figure]
+        if scope.grade == nil {
+            groups = figures({ String(format: "%03d", $0.student.grade) }, label: { "\(Int($0) ?? 0)학년" })
+        } else if scope.classNumber == nil {
+            groups = figures({ String(format: "%03d", $0.student.classNumber) }, label: { "\(Int($0) ?? 0)반" })
+        } else {
+            groups = []
+        }
+        let hours = figures(
+            { record in
+                let minute = Timestamp.parse(record.occurredAt).map { Timestamp.local($0, in: school.timeZone).minuteOfDay } ?? 0
+                return String(format: "%02d", minute / 60)
+            }, label: { "\(Int($0) ?? 0)시" })
+        var byStudent: [String: (student: StudentRef, count: Int, previous: Int)] = [:]
+        for record in current { byStudent[record.student.studentId, default: (record.student, 0, 0)].count += 1 }
+        for record in previous where byStudent[record.student.studentId] != nil { byStudent[record.student.studentId]?.previous += 1 }
+        let students = byStudent.values.sorted {
+            ($1.count, $0.student.grade, $0.student.classNumber, $0.student.number)
+                < ($0.count, $1.student.grade, $1.student.classNumber, $1.student.number)
+        }.prefix(10).map { Overview.StudentFigure(student: $0.student, count: $0.count, previous: $0.previous) }
+        var days: [Overview.Day] = []
+        var perDay: [String: Int] = [:]
+        for record in records where periods.chart.contains(record.date) { perDay[record.date, default: 0] += 1 }
+        if let (year, month, day) = Timestamp.parseDate(periods.chart.from) {
+            let first = Timestamp.daysFromCivil(year: year, month: month, day: day)
+            for civil in first..<(first + 28) where ((civil + 3) % 7 + 7) % 7 < 5 {
+                let date = Timestamp.dateString(civil: civil)
+                days.append(Overview.Day(date: date, count: perDay[date] ?? 0))
+            }
+        }
+        return Overview(
+            schoolId: school.id, period: kind, from: periods.current.from, to: periods.current.to, previousFrom: periods.previous.from,
+            previousTo: periods.previous.to, scope: scope, total: current.count, previousTotal: previous.count, days: days,
+            reasons: figures(\.reason.code, label: { labels[$0] ?? school.reason($0)?.label ?? $0 }, order: school.reasonOrder),
+            groups: groups, hours: hours, students: Array(students))
+    }
+
+    /// `GET …/overview?period=week|month&date=&grade=&classNumber=`: the
+    /// period holding `date` (today by default); without `grade`, the
+    /// teacher's own scope (an admin's school, a volunteer-duty teacher's
+    /// grade, a homeroom teacher's class).
+    @Sendable func overview(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        let kind = request.query["period"] ?? "week"
+        guard kind == "week" || kind == "month" else { throw HTTPError(FieldError(field: "period", message: "must be week or month")) }
+        var grade = try request.integerQuery("grade", in: Student.seatRange)
+        var classNumber = try request.integerQuery("classNumber", in: Student.seatRange)
+        if classNumber != nil && grade == nil { throw HTTPError(FieldError(field: "grade", message: "is required with classNumber")) }
+        let today = Timestamp.localDate(clock(), in: school.timeZone)
+        let date = request.query["date"] ?? today
+        guard Timestamp.parseDate(date) != nil else { throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD")) }
+        if let teacher = caller.teacher {
+            if grade == nil && !teacher.has(.admin) {
+                (grade, classNumber) = teacher.has(.volunteerDuty) ? (teacher.grade, nil) : (teacher.grade, teacher.classNumber)
+            }
+            guard teacher.mayReadOtherDays(grade: grade, classNumber: classNumber) else {
+                throw HTTPError(
+                    status: 403,
+                    detail:
+                        "현황 covers what the teacher's lists of other days do: an admin the school, a volunteer-duty teacher the grade, a homeroom teacher the class"
+                )
+            }
+        }
+        guard let periods = OverviewHandlers.periods(kind, date: date, today: today) else {
+            throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD"))
+        }
+        let store = self.store
+        let (scopeGrade, scopeClass) = (grade, classNumber)
+        let records = try await blocking {
+            try store.guidances(
+                school: school.id, from: min(periods.previous.from, periods.chart.from), to: periods.current.to, grade: scopeGrade,
+                classNumber: scopeClass)
+        }
+        let scope =
+            [("period", kind), ("from", periods.current.from), ("to", periods.current.to)]
+            + [("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))].compactMap { name, value in
+                value.map { (name, $0) }
+            }
+        accessLog.record(caller, .overview, school: school.id, target: scope.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
+        return .json(
+            OverviewHandlers.overview(
+                records, school: school, kind: kind, periods: periods, scope: Overview.Scope(grade: grade, classNumber: classNumber)))
+    }
+}
