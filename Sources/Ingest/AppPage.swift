@@ -216,12 +216,18 @@ struct AppPage: Sendable {
 
         """
 
-    /// 명단: a day's list by the chosen filter; another day than today only
-    /// for a teacher who may read one (`otherDays`).
+    /// 명단: a day's list by the chosen filter; another day than today, or
+    /// the week or month holding it, only for a teacher who may read one
+    /// (`otherDays`).
     private static func lists(_ filters: String, otherDays: Bool) -> String {
         let day = """
             <label for="list-day">날짜</label>
             <input type="date" id="list-day">
+            <fieldset><legend>기간</legend><div class="choices">
+            <label><input type="radio" name="span" value="day" checked>그날</label>
+            <label><input type="radio" name="span" value="week">그 주</label>
+            <label><input type="radio" name="span" value="month">그 달</label>
+            </div></fieldset>
 
             """
         return """
@@ -258,6 +264,8 @@ struct AppPage: Sendable {
         """
         <section class="card" aria-labelledby="inbox-title">
         <h2 id="inbox-title" tabindex="-1">알림함</h2>
+        <label for="inbox-day">날짜 <span class="meta">(비우면 모두)</span></label>
+        <input type="date" id="inbox-day">
         <ul id="inbox" class="plain"></ul>
         <p id="inbox-empty" class="meta" hidden>아직 받은 명단이 없습니다. 교문 지도 명단은 \(when) 옵니다.</p>
         <p id="inbox-status" class="status" role="status" aria-live="polite"></p>
@@ -317,6 +325,8 @@ struct AppPage: Sendable {
             <section class="card" aria-labelledby="service-title">
             <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
             <p class="meta">\(scope)</p>
+            <label for="service-day">날짜 <span class="meta">(그날까지 받은 지도와 마친 봉사)</span></label>
+            <input type="date" id="service-day">
             <label for="service-search">이름으로 찾기</label>
             <input type="search" id="service-search" autocomplete="off" enterkeyhint="search">
             <label for="service-class">반</label>

@@ -109,8 +109,12 @@
 
   function renderInbox() {
     showUnread(digests.filter((d) => !d.read).length);
-    $('inbox-empty').hidden = digests.length > 0;
-    $('inbox').replaceChildren(...digests.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
+    // The lists of the day 날짜 says, or all of them.
+    const day = $('inbox-day').value;
+    const listed = day ? digests.filter((d) => d.date === day) : digests;
+    $('inbox-empty').hidden = listed.length > 0;
+    $('inbox-empty').textContent = day ? G.day(day) + '의 명단이 없습니다.' : $('inbox-empty').dataset.none;
+    $('inbox').replaceChildren(...listed.map((digest) => G.el('li', { class: digest.read ? '' : 'unread' },
       G.el('div', {},
         G.el('button', { type: 'button', class: 'link', 'data-digest': digest.digestId, onclick: () => open(digest.digestId) }, inboxTitle(digest)),
         G.el('div', { class: 'meta' }, [G.day(digest.date), kindName(digest), digest.read ? '읽음' : '읽지 않음']
@@ -296,32 +300,46 @@
 
   // --- 명단 ---
 
-  // Another day than today (from 날짜), or '' for today. On another day only
-  // the filters the teacher may read then (data-other-days) can be chosen;
-  // the one chosen moves to the first of them if it cannot.
-  function otherDay() {
+  // The days 명단 shows, as the list API asks them: '' for today, 'date=…'
+  // for another day (날짜), 'from=…&to=…' for the week or month holding it
+  // (기간), up to today. Beyond today only the filters the teacher may read
+  // then (data-other-days) can be chosen; the one chosen moves to the first
+  // of them if it cannot.
+  function shownDays() {
     const picker = $('list-day');
-    const day = picker && picker.value && picker.value !== schoolToday ? picker.value : '';
+    const day = picker && picker.value ? picker.value : schoolToday;
+    const span = (document.querySelector('input[name=span]:checked') || { value: 'day' }).value;
+    let query = day && day !== schoolToday ? 'date=' + day : '';
+    if (span !== 'day' && day) {
+      const at = new Date(day + 'T12:00:00Z');
+      if (span === 'week') at.setUTCDate(at.getUTCDate() - (at.getUTCDay() + 6) % 7);
+      else at.setUTCDate(1);
+      const from = at.toISOString().slice(0, 10);
+      if (span === 'week') at.setUTCDate(at.getUTCDate() + 6);
+      else at.setUTCMonth(at.getUTCMonth() + 1, 0);
+      const to = at.toISOString().slice(0, 10);
+      query = 'from=' + from + '&to=' + (schoolToday && to > schoolToday ? schoolToday : to);
+    }
     for (const input of document.querySelectorAll('input[name=filter]')) {
-      input.disabled = day !== '' && !input.hasAttribute('data-other-days');
+      input.disabled = query !== '' && !input.hasAttribute('data-other-days');
     }
     const chosen = document.querySelector('input[name=filter]:checked');
     if (chosen && chosen.disabled) document.querySelector('input[name=filter][data-other-days]').checked = true;
-    return day;
+    return query;
   }
 
   async function loadToday() {
-    const day = otherDay();
+    const days = shownDays();
     const chosen = document.querySelector('input[name=filter]:checked');
-    const query = [chosen ? chosen.value : '', day ? 'date=' + day : ''].filter(Boolean).join('&');
+    const query = [chosen ? chosen.value : '', days].filter(Boolean).join('&');
     try {
       today = await G.api('GET', schoolURL + '/guidances' + (query ? '?' + query : ''));
       G.say('list-status', '');
     } catch (error) {
-      G.say('list-status', (day ? '명단' : '오늘 명단') + '을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      G.say('list-status', (days ? '명단' : '오늘 명단') + '을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
-    if (!day) {
+    if (!days) {
       schoolToday = today.date;
       const picker = $('list-day');
       // The field says the day shown: today, also after midnight with the page open.
@@ -337,8 +355,8 @@
   }
 
   function renderToday(focusFrom) {
-    $('list-name').textContent = today.date && today.date !== schoolToday ? '명단' : '오늘 명단';
-    $('list-date').textContent = today.date ? G.day(today.date) : '';
+    $('list-name').textContent = today.from || (today.date && today.date !== schoolToday) ? '명단' : '오늘 명단';
+    $('list-date').textContent = today.from ? G.day(today.from) + ' – ' + G.day(today.to) : today.date ? G.day(today.date) : '';
     const items = matching();
     const searching = $('list-search').value.trim() !== '';
     const nodes = [];
@@ -348,7 +366,7 @@
       nodes.push(G.el('p', { class: 'meta' }, '찾는 이름이 없습니다.'));
     } else {
       nodes.push(G.el('p', { class: 'meta' }, (searching ? '찾은 기록 ' : '모두 ') + items.length + '건'));
-      nodes.push(...grouped(items, shown, false, deletes ? removeGuidance : null));
+      nodes.push(...grouped(items, shown, false, deletes ? removeGuidance : null, Boolean(today.from)));
       if (items.length > shown) {
         nodes.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'more', onclick: more },
           '더 보기 (남은 ' + (items.length - shown) + '건)')));
@@ -395,11 +413,12 @@
   });
   $('filters').addEventListener('change', loadToday);
   if ($('list-day')) $('list-day').addEventListener('change', loadToday);
+  for (const input of document.querySelectorAll('input[name=span]')) input.addEventListener('change', loadToday);
 
   // --- 봉사 명단 ---
 
   const roles = new Set((data.roles || '').split('+'));
-  const recorder = roles.has('volunteer_duty') || roles.has('admin');
+  const recording = roles.has('volunteer_duty') || roles.has('admin');
   let service = { today: '', items: [] };
   let serviceShown = PAGE;
   // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
@@ -411,7 +430,11 @@
   async function loadService(keepOrder) {
     const before = new Map(service.items.map((item, index) => [item.student.studentId, index]));
     try {
-      service = await G.api('GET', schoolURL + '/service');
+      // As of the day 날짜 says when it is not today; today's accounts otherwise.
+      const day = $('service-day').value;
+      service = await G.api('GET', schoolURL + '/service' + (day && day !== service.today ? '?date=' + day : ''));
+      $('service-day').max = service.today;
+      if (!day) $('service-day').value = service.today;
       G.say('service-status', '');
     } catch (error) {
       G.say('service-status', '봉사 명단을 불러오지 못했습니다. ' + G.message(error), 'warn');
@@ -445,6 +468,7 @@
       && (!chosen || item.student.grade + '-' + item.student.classNumber === chosen));
   }
   if ($('service-search')) {
+    $('service-day').addEventListener('change', () => { serviceShown = PAGE; loadService(); });
     $('service-search').addEventListener('input', () => { serviceShown = PAGE; renderService(); });
     $('service-class').addEventListener('change', () => { serviceShown = PAGE; renderService(); });
   }
@@ -455,6 +479,8 @@
   // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 1회 기록; each record with 되돌리기.
   function serviceRow(item, index) {
     const s = item.student;
+    // A past day's list is read, not recorded on (봉사 is recorded on the day it is served).
+    const recorder = recording && !service.date;
     const nameId = 'service-name-' + index;
     const last = item.lastGuidance;
     const records = item.services.map((record) => G.el('li', {},
@@ -631,11 +657,13 @@
     export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회',
     history: '학생 기록 열람', overview: '현황 조회' };
 
-  // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반"; "1-3" -> "1학년 3반"; ids as they are.
+  // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반" (a period "from=…&to=…" as its two days);
+  // "1-3" -> "1학년 3반"; ids as they are.
   function targetText(item) {
-    if (item.action === 'list' || item.action === 'access-log' || item.action === 'service') {
+    if (['list', 'access-log', 'service', 'overview'].includes(item.action)) {
       const q = new URLSearchParams(item.target);
-      return [q.get('date') && G.day(q.get('date')), q.get('grade') && q.get('grade') + '학년',
+      return [q.get('date') && G.day(q.get('date')), q.get('from') && G.day(q.get('from')) + '–' + G.day(q.get('to')),
+        q.get('grade') && q.get('grade') + '학년',
         (q.get('classNumber') || q.get('class')) && (q.get('classNumber') || q.get('class')) + '반'].filter(Boolean).join(' ') || '학교 전체';
     }
     if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
@@ -724,6 +752,8 @@
   // Homeroom and volunteer-duty teachers receive lists: the 알림함 (a digest's link opens one of them).
   if ($('inbox')) {
     $('digest-close').addEventListener('click', closeDigest);
+    $('inbox-empty').dataset.none = $('inbox-empty').textContent;
+    $('inbox-day').addEventListener('change', renderInbox);
     // The badge from the moment the app opens: the count alone (no student
     // is named, so nothing is read before the tab is opened).
     G.api('GET', inboxURL + '/unread').then((answer) => { if (!digests.length) showUnread(answer.unreadCount); }, () => {});

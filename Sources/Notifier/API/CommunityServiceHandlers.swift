@@ -55,8 +55,16 @@ struct CommunityServiceHandlers: Sendable {
             }
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
+        // As of a day the teacher picks: what was owed and served up to its end.
+        let asOf = try request.query["date"].map { (date) throws(HTTPError) -> String in
+            guard Timestamp.parseDate(date) != nil else { throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD")) }
+            guard date <= today else {
+                throw HTTPError(FieldError(field: "date", message: "must not be after the school's today (\(today))"))
+            }
+            return date
+        }
         let store = self.store
-        let accounts = try await blocking { try store.communityServiceAccounts(school: school.id, asOf: nil) }
+        let accounts = try await blocking { try store.communityServiceAccounts(school: school.id, asOf: asOf) }
         let roster = caller.roster
         var items: [(Student, CommunityServiceAccount)] = accounts.compactMap { account in
             // The student's whole account, under the grade and class the roster
@@ -72,22 +80,23 @@ struct CommunityServiceHandlers: Sendable {
             ((a.1.standing.outstanding > 0 ? 0 : 1), a.0.grade, a.0.classNumber, a.0.number)
                 < ((b.1.standing.outstanding > 0 ? 0 : 1), b.0.grade, b.0.classNumber, b.0.number)
         }
-        let scope = [("grade", grade.map(String.init)), ("class", classNumber.map(String.init))]
+        let scope = [("date", asOf), ("grade", grade.map(String.init)), ("class", classNumber.map(String.init))]
         accessLog.record(
             caller, .service, school: school.id,
             target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
         return .json(
             written: CommunityServiceHandlers.json(
-                school: school, today: today, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
+                school: school, today: today, asOf: asOf, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
     }
 
     static func json(
-        school: School, today: String, _ items: [(Student, CommunityServiceAccount)], photo: (Student) -> String?,
+        school: School, today: String, asOf: String? = nil, _ items: [(Student, CommunityServiceAccount)], photo: (Student) -> String?,
         teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + items.count * 400)
         writer.field("schoolId", school.id)
         writer.field("today", today)
+        if let asOf { writer.field("date", asOf) }
         writer.array("items", items) { writer, item in
             let (student, account) = item
             writer.object("student") { StudentRef(student).write(to: &$0) }
