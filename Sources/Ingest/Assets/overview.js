@@ -127,15 +127,8 @@
     const scope = overview.scope.grade ? '&grade=' + overview.scope.grade + (overview.scope.classNumber ? '&classNumber=' + overview.scope.classNumber : '')
       : '&scope=school';
     try {
-      const response = await fetch(schoolURL + '/guidances?from=' + overview.from + '&to=' + overview.to + scope,
-        { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
-      if (!response.ok) throw new G.ApiError(response.status, null, 0);
-      const url = URL.createObjectURL(await response.blob());
-      const link = G.el('a', { href: url, download: '지도기록-' + overview.from + '-' + overview.to + '.csv' });
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      await G.download(schoolURL + '/guidances?from=' + overview.from + '&to=' + overview.to + scope,
+        '지도기록-' + overview.from + '-' + overview.to + '.csv');
     } catch (error) {
       G.say('overview-status', 'CSV로 저장하지 못했습니다. ' + G.message(error), 'warn');
     }

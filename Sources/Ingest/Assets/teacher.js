@@ -274,15 +274,7 @@
   // The record as a file, as the server writes it (the export's columns).
   async function saveRecord() {
     try {
-      const response = await fetch(schoolURL + '/students/' + encodeURIComponent(record.of) + '/history',
-        { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
-      if (!response.ok) throw new G.ApiError(response.status, null, 0);
-      const url = URL.createObjectURL(await response.blob());
-      const link = G.el('a', { href: url, download: '학생기록-' + record.of + '.csv' });
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      await G.download(schoolURL + '/students/' + encodeURIComponent(record.of) + '/history', '학생기록-' + record.of + '.csv');
     } catch (error) {
       G.say('record-status', 'CSV로 저장하지 못했습니다. ' + G.message(error), 'warn');
     }

@@ -252,11 +252,19 @@ struct DataProtectionHandlers: Sendable {
 
     /// With `Accept: text/csv`, `export` as a CSV file; nil otherwise.
     static func csvAnswer(_ request: Request, _ export: Export) -> Response? {
-        guard (request.header("accept") ?? "").contains("text/csv") else { return nil }
-        let disposition = "attachment; filename=\"records-\(export.studentId.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv\""
-        return Response(
-            status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", disposition)],
-            body: [0xEF, 0xBB, 0xBF] + Array(DataProtectionHandlers.csv(export).utf8))
+        guard wantsCSV(request) else { return nil }
+        return csvFile(csv(export), name: "records-\(export.studentId.filter { $0.isLetter || $0.isNumber || $0 == "-" }).csv")
+    }
+
+    static func wantsCSV(_ request: Request) -> Bool { (request.header("accept") ?? "").contains("text/csv") }
+
+    /// `text` as a file a spreadsheet opens: UTF-8 with a byte-order mark
+    /// (then Korean reads right), saved as `name`.
+    static func csvFile(_ text: String, name: String) -> Response {
+        Response(
+            status: 200,
+            headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
+            body: [0xEF, 0xBB, 0xBF] + Array(text.utf8))
     }
 
     /// One row per guidance; the header names the columns in Korean and English.

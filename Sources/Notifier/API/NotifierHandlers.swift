@@ -76,13 +76,10 @@ struct NotifierHandlers: Sendable {
         accessLog.record(
             caller, .list, school: schoolID,
             target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
-        if (request.header("accept") ?? "").contains("text/csv") {
-            let name = "guidances-\(from)" + (from == date ? "" : "-\(date)") + ".csv"
-            return Response(
-                status: 200,
-                headers: [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
-                body: [0xEF, 0xBB, 0xBF]
-                    + Array(NotifierHandlers.csv(records, school: school, teacherName: { roster.teachers[$0]?.name }).utf8))
+        if DataProtectionHandlers.wantsCSV(request) {
+            return DataProtectionHandlers.csvFile(
+                NotifierHandlers.csv(records, school: school, teacherName: { roster.teachers[$0]?.name }),
+                name: "guidances-\(from)" + (from == date ? "" : "-\(date)") + ".csv")
         }
         return .json(
             written: NotifierHandlers.guidanceList(

@@ -259,6 +259,18 @@ window.Guidance = (() => {
   }
 
   // Calls `load` each time the tab panel `id` is shown (app.js); nothing when the page has no such panel.
+  // A file the server writes as CSV (`url` asked with Accept: text/csv), saved as `name`.
+  async function download(url, name) {
+    const response = await fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
+    if (!response.ok) throw new ApiError(response.status, null, 0);
+    const file = URL.createObjectURL(await response.blob());
+    const link = el('a', { href: file, download: name });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(file), 10000);
+  }
+
   function whenShown(id, load) {
     const panel = document.getElementById(id);
     if (panel) panel.addEventListener('shown', load);
@@ -281,5 +293,5 @@ window.Guidance = (() => {
     }
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown };
+  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown, download };
 })();
