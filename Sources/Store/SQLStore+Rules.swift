@@ -125,25 +125,40 @@ extension SQLStore {
         return records
     }
 
-    /// Tells the teachers of every crossing whose change they have not been
-    /// told: `notices` words each one for its teachers (none: nobody is
-    /// told, a crossing older than its rule's window, say), and each notice
-    /// is written to the teacher's inbox, with deliveries to `targets`, and
-    /// the crossing marked told, in one transaction under its school's
-    /// lock: two replicas tell it once. A notice is a digest of scope
-    /// `rule` whose revision counts the teacher's notices of that day.
-    /// Returns the notices written.
+    /// The schools with a crossing whose change its teachers have not been
+    /// told: a reader's look, which leaves the writer alone when there is none.
+    package func untoldSchools() throws(StoreError) -> [String] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("SELECT DISTINCT school_id FROM rule_crossings WHERE active <> told ORDER BY school_id", []) {
+                $0[0].string ?? ""
+            }
+        }
+    }
+
+    /// Tells the teachers of every crossing of `schools` whose change they
+    /// have not been told: `notices` words each one for its teachers (none:
+    /// nobody is told, a crossing older than its rule's window, say), and
+    /// each notice is written to the teacher's inbox, with deliveries to
+    /// `targets`, and the crossing marked told, in one transaction under its
+    /// school's lock: two replicas tell it once. A notice is a digest of
+    /// scope `rule` whose revision counts the teacher's notices of that
+    /// day. Returns the notices written.
     package func tellCrossings(
-        createdAt: String, notices: (RuleCrossing) -> [RuleNotice], targets: (Digest) -> [DeliveryTarget]
+        schools: [String], createdAt: String, notices: (RuleCrossing) -> [RuleNotice], targets: (Digest) -> [DeliveryTarget]
     ) throws(StoreError) -> [Digest] {
-        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Digest] in
+        let schools = Array(Set(schools)).sorted()
+        guard !schools.isEmpty else { return [] }
+        return try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Digest] in
             try database.transaction { () throws(StoreError) -> [Digest] in
-                let untold = "SELECT \(SQLStore.crossingColumns) FROM rule_crossings WHERE active <> told"
-                let schools = Set(try database.query(untold, []).compactMap { $0[0].string }).sorted()
-                guard !schools.isEmpty else { return [] }
+                // Each school's lock alone, in order (`lock` takes one exclusive key at a time).
                 for school in schools { try database.lock(["notices/\(school)"], exclusive: true) }
-                // Read again under the locks: another replica may have told some meanwhile.
-                let rows = try database.query(untold + " ORDER BY school_id, changed_at, student_id, rule_key, ordinal", [])
+                // Read under the locks: another replica may have told some meanwhile.
+                let rows = try database.query(
+                    """
+                    SELECT \(SQLStore.crossingColumns) FROM rule_crossings
+                    WHERE active <> told AND school_id IN (\((1...schools.count).map { "$\($0)" }.joined(separator: ", ")))
+                    ORDER BY school_id, changed_at, student_id, rule_key, ordinal
+                    """, schools.map(SQLValue.text))
                 let records = try SQLStore.records(
                     Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
                 var digests: [(digest: Digest, targets: [DeliveryTarget])] = []
@@ -196,7 +211,7 @@ extension SQLStore {
                         ]
                     }, perStatement: database.rowsPerStatement)
                 statements += SQLStore.enqueue(digests, in: database)
-                try database.pipeline(statements) { _, _ in }
+                if !statements.isEmpty { try database.pipeline(statements) { _, _ in } }
                 return digests.map(\.digest)
             }
         }

@@ -11,7 +11,7 @@ extension StoreSuite {
         let rules = ["sa": [SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.admin], label: "두 번")]]
         var told: [String] = []
         func tell() throws -> [Digest] {
-            try store.tellCrossings(createdAt: "2026-12-01T00:00:00Z") { crossing in
+            try store.tellCrossings(schools: store.untoldSchools(), createdAt: "2026-12-01T00:00:00Z") { crossing in
                 told.append("\(crossing.ruleKey) \(crossing.ordinal) \(crossing.active) \(crossing.records.map(\.guidanceId))")
                 return ["t-admin", "t-hr"].map {
                     RuleNotice(

@@ -50,11 +50,17 @@ final class RuleNotices: Sendable {
         let store = self.store
         let dispatcher = self.dispatcher
         do {
-            let digests = try await blocking {
-                try store.tellCrossings(createdAt: Timestamp.format(now)) { crossing in
+            let digests = try await blocking { () throws(StoreError) -> [Digest] in
+                let schools = try store.untoldSchools()
+                guard !schools.isEmpty else { return [] }
+                // A teacher who turned e-mailed lists off (설정) is told in the 알림함 only, as of their lists.
+                let unmailed = try store.teachersWithoutEmailedLists(schools: schools)
+                return try store.tellCrossings(schools: schools, createdAt: Timestamp.format(now)) { crossing in
                     RuleNotices.notices(of: crossing, roster: roster, now: now)
                 } targets: { digest in
-                    dispatcher.targets(for: digest, roster: roster)
+                    dispatcher.targets(for: digest, roster: roster).filter {
+                        !($0.channel == .email && unmailed.contains(digest.teacherId))
+                    }
                 }
             }
             guard !digests.isEmpty else { return }
