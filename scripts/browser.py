@@ -118,7 +118,7 @@ class Page:
         return element
 
     def tab(self, name):
-        """Taps the app's tab `name` (gate, lists, service, inbox, admin, settings)."""
+        """Taps the app's tab `name` (gate, lists, overview, service, inbox, admin, settings)."""
         self.driver.find_element(By.ID, f"tab-{name}").click()
         self.wait(lambda: self.driver.find_element(By.ID, f"panel-{name}").is_displayed(), f"the {name} tab")
 

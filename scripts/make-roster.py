@@ -6,7 +6,7 @@ homeroom teacher per class, a volunteer-duty teacher per grade, three gate
 teachers and an admin; the sample school has two rules (rules.csv). tokens.csv holds the SHA-256 of each teacher's demo
 token, which is "demo-<teacher_id>". Deterministic: same arguments, same files.
 
-usage: make-roster.py OUT_DIR [--schools N]
+usage: make-roster.py OUT_DIR [--schools N] [--rules]
 """
 import argparse
 import csv
@@ -27,6 +27,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--schools", type=int, default=1)
+    parser.add_argument("--rules", action="store_true", help="the sample's rules.csv for every school (measuring their cost)")
     args = parser.parse_args()
     rng = random.Random(20261130)
     os.makedirs(args.out, exist_ok=True)
@@ -42,12 +43,13 @@ def main():
             w.writerow([school_id, school_name, "Asia/Seoul", "08:50"])
 
     # The sample school's rules that flag repeats (README, "The roster's files").
-    if args.schools == 1:
+    if args.schools == 1 or args.rules:
         with open(os.path.join(args.out, "rules.csv"), "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f, lineterminator="\n")
             w.writerow(["school_id", "reason", "count", "days", "notify", "label", "urgent"])
-            w.writerow(["demo-hs", "*", 3, 7, "homeroom+admin", "학생부장 상담 대상", "false"])
-            w.writerow(["demo-hs", "*", 10, 30, "homeroom+volunteer_duty+admin", "선도위원회 검토 대상", "true"])
+            for school_id, _ in school_ids:
+                w.writerow([school_id, "*", 3, 7, "homeroom+admin", "학생부장 상담 대상", "false"])
+                w.writerow([school_id, "*", 10, 30, "homeroom+volunteer_duty+admin", "선도위원회 검토 대상", "true"])
 
     students = open(os.path.join(args.out, "students.csv"), "w", newline="", encoding="utf-8")
     teachers = open(os.path.join(args.out, "teachers.csv"), "w", newline="", encoding="utf-8")

@@ -42,58 +42,105 @@ extension SQLStore {
     /// active, one the records no longer make withdrawn (inactive). Each
     /// student's lock is held, so events of one student applied by two
     /// replicas at once (registrations and deletions are different topics)
-    /// are counted one after the other. Returns how many crossings changed.
-    static func decideCrossings(of students: Set<StudentKey>, rules: [String: [SchoolRule]], in database: any SQLDatabase)
-        throws(StoreError) -> Int
-    {
+    /// are counted one after the other. `deletedFrom`: the students whose
+    /// record the batch deleted. Returns how many crossings changed.
+    static func decideCrossings(
+        of students: Set<StudentKey>, deletedFrom: Set<StudentKey>, rules: [String: [SchoolRule]], in database: any SQLDatabase
+    ) throws(StoreError) -> Int {
         let students = students.filter { !(rules[$0.school] ?? []).isEmpty }.sorted()
         guard !students.isEmpty else { return 0 }
         // Sorted, so that two batches take their common keys in one order.
         for chunk in students.chunks(of: database.rowsPerStatement) { try database.lock(chunk.map(\.lockKey), exclusive: true) }
         let now = SQLValue.text(Timestamp.format(Timestamp.now()))
         var changed = 0
-        for key in students {
-            let student: [SQLValue] = [.text(key.school), .text(key.student)]
-            let records = try database.query(
-                """
-                SELECT guidance_id, local_date, reason_code FROM guidances
-                WHERE school_id = $1 AND student_id = $2 AND registered = 1 AND deleted = 0
-                ORDER BY local_date, occurred_at, guidance_id
-                """, student
-            ) { SchoolRule.Counted(guidanceId: $0[0].string ?? "", date: $0[1].string ?? "", reasonCode: $0[2].string ?? "") }
-            var stored: [String: (active: Bool, ids: String)] = [:]
-            try database.forEachRow(
-                "SELECT rule_key, ordinal, active, guidance_ids FROM rule_crossings WHERE school_id = $1 AND student_id = $2", student
-            ) { row in stored["\(row[0].string ?? "")#\(row[1].int ?? 0)"] = (row[2].int == 1, row[3].string ?? "") }
-            for rule in rules[key.school] ?? [] {
-                let crossings = rule.crossings(of: records)
-                for (index, counted) in crossings.enumerated() {
-                    let ids = counted.map(\.guidanceId).joined(separator: " ")
-                    let was = stored["\(rule.key)#\(index + 1)"]
-                    guard was?.active != true || was?.ids != ids else { continue }
-                    // A crossing that stands with other records is the same
-                    // crossing: its records change, its teachers hear nothing new.
-                    if was?.active != true { changed += 1 }
-                    try database.run(
-                        """
-                        INSERT INTO rule_crossings (school_id, student_id, rule_key, ordinal, date, guidance_ids, label, notify, active, changed_at)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)
-                        ON CONFLICT (school_id, student_id, rule_key, ordinal) DO UPDATE SET
-                            date = excluded.date, guidance_ids = excluded.guidance_ids, label = excluded.label, notify = excluded.notify,
-                            changed_at = CASE WHEN rule_crossings.active = 1 THEN rule_crossings.changed_at ELSE excluded.changed_at END,
-                            active = 1
-                        """,
-                        student + [
-                            .text(rule.key), .integer(Int64(index + 1)), .text(counted.last?.date ?? ""), .text(ids), .text(rule.label),
-                            .text(rule.notifyText), now
-                        ])
-                }
-                changed += try database.run(
+        for (school, keys) in Dictionary(grouping: students, by: \.school).sorted(by: { $0.key < $1.key }) {
+            let schoolRules = rules[school] ?? []
+            let fewest = schoolRules.map(\.count).min() ?? Int.max
+            // The records of 500 students a read (a replay's batch touches most of a school).
+            var records: [String: [SchoolRule.Counted]] = [:]
+            for (among, parameters) in SQLStore.students(keys.map(\.student), of: school) {
+                try database.forEachRow(
                     """
-                    UPDATE rule_crossings SET active = 0, changed_at = $5
-                    WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal > $4 AND active = 1
-                    """, student + [.text(rule.key), .integer(Int64(crossings.count)), now])
+                    SELECT student_id, guidance_id, local_date, reason_code FROM guidances
+                    WHERE \(among) AND registered = 1 AND deleted = 0 ORDER BY student_id, local_date, occurred_at, guidance_id
+                    """, parameters
+                ) { row in
+                    records[row[0].string ?? "", default: []].append(
+                        SchoolRule.Counted(guidanceId: row[1].string ?? "", date: row[2].string ?? "", reasonCode: row[3].string ?? ""))
+                }
             }
+            // Fewer records than any rule counts cross nothing, and stood
+            // crossed nowhere unless this batch deleted one of their records
+            // (an earlier deletion withdrew what it undid then): most
+            // students of a batch end here.
+            let candidates = keys.filter { (records[$0.student]?.count ?? 0) >= fewest || deletedFrom.contains($0) }.map(\.student)
+            // Each candidate's stored crossings: rule key → ordinal → (active, records).
+            var stored: [String: [String: [Int: (active: Bool, ids: String)]]] = [:]
+            for (among, parameters) in SQLStore.students(candidates, of: school) {
+                try database.forEachRow(
+                    "SELECT student_id, rule_key, ordinal, active, guidance_ids FROM rule_crossings WHERE \(among)", parameters
+                ) { row in
+                    stored[row[0].string ?? "", default: [:]][row[1].string ?? "", default: [:]][row[2].int ?? 0] = (
+                        row[3].int == 1, row[4].string ?? ""
+                    )
+                }
+            }
+            for student in candidates {
+                for rule in schoolRules {
+                    changed += try SQLStore.settle(
+                        rule, crossings: rule.crossings(of: records[student] ?? []), stored: stored[student]?[rule.key] ?? [:],
+                        school: school, student: student, now: now, in: database)
+                }
+            }
+        }
+        return changed
+    }
+
+    /// `school_id = $1 AND student_id IN (…)` for each 500 of `students`, with its parameters.
+    private static func students(_ students: [String], of school: String) -> [(sql: String, parameters: [SQLValue])] {
+        students.chunks(of: 500).map { chunk in
+            (
+                "school_id = $1 AND student_id IN (" + (2...(chunk.count + 1)).map { "$\($0)" }.joined(separator: ", ") + ")",
+                [SQLValue.text(school)] + chunk.map(SQLValue.text)
+            )
+        }
+    }
+
+    /// Writes what differs between a student's crossings of `rule` and what
+    /// is `stored` of them (ordinal → active, records); how many crossings
+    /// became active or inactive.
+    private static func settle(
+        _ rule: SchoolRule, crossings: [[SchoolRule.Counted]], stored: [Int: (active: Bool, ids: String)], school: String,
+        student: String, now: SQLValue, in database: any SQLDatabase
+    ) throws(StoreError) -> Int {
+        var changed = 0
+        let key: [SQLValue] = [.text(school), .text(student), .text(rule.key)]
+        for (index, counted) in crossings.enumerated() {
+            let ids = counted.map(\.guidanceId).joined(separator: " ")
+            let was = stored[index + 1]
+            // A crossing that stands with other records is the same
+            // crossing: its records change, its teachers hear nothing new.
+            guard was?.active != true || was?.ids != ids else { continue }
+            if was?.active != true { changed += 1 }
+            try database.run(
+                """
+                INSERT INTO rule_crossings (school_id, student_id, rule_key, ordinal, date, guidance_ids, label, notify, active, changed_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)
+                ON CONFLICT (school_id, student_id, rule_key, ordinal) DO UPDATE SET
+                    date = excluded.date, guidance_ids = excluded.guidance_ids, label = excluded.label, notify = excluded.notify,
+                    changed_at = CASE WHEN rule_crossings.active = 1 THEN rule_crossings.changed_at ELSE excluded.changed_at END,
+                    active = 1
+                """,
+                key + [
+                    .integer(Int64(index + 1)), .text(counted.last?.date ?? ""), .text(ids), .text(rule.label), .text(rule.notifyText), now
+                ])
+        }
+        for (ordinal, was) in stored where was.active && ordinal > crossings.count {
+            changed += try database.run(
+                """
+                UPDATE rule_crossings SET active = 0, changed_at = $5
+                WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal = $4 AND active = 1
+                """, key + [.integer(Int64(ordinal)), now])
         }
         return changed
     }

@@ -261,8 +261,10 @@ package final class SQLStore: Sendable {
                 // The earliest day each school's accounts changed on, for its weekly lists.
                 var changed: [String: String] = [:]
                 for day in days { changed[day.school] = min(changed[day.school] ?? day.date, day.date) }
-                // Students whose records may have changed, for the rules.
+                // Students whose records may have changed, for the rules; of
+                // them, those a deletion of this batch touched.
                 var students: Set<StudentKey> = []
+                var deletedFrom: Set<StudentKey> = []
                 var index = 0
                 while index < events.count {
                     switch events[index] {
@@ -277,6 +279,7 @@ package final class SQLStore: Sendable {
                         case .success(let deleted?):
                             changed[schoolId] = min(changed[schoolId] ?? deleted.date, deleted.date)
                             students.insert(StudentKey(school: schoolId, student: deleted.student))
+                            deletedFrom.insert(StudentKey(school: schoolId, student: deleted.student))
                         case .success(nil): break
                         }
                     case .communityServiceRecorded(let service):
@@ -317,7 +320,7 @@ package final class SQLStore: Sendable {
                 }
                 try SQLStore.markWeeklyAmendments(changed, in: database)
                 try SQLStore.insert(accessed, in: database)
-                crossings = try SQLStore.decideCrossings(of: students, rules: rules, in: database)
+                crossings = try SQLStore.decideCrossings(of: students, deletedFrom: deletedFrom, rules: rules, in: database)
                 return rejections
             }
         }

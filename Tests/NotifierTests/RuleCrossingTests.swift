@@ -111,16 +111,20 @@ final class RuleCrossingTests: XCTestCase {
                 ]))
         let replay = DeadLetterReplay(
             kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), topics: harness.topics, logger: quietLogger("replay"))
-        let applied = [first, second].map { $0.metrics.value("notifier_events_applied_total") ?? 0 }.reduce(0, +)
         let replayed = try await replay.run(DeadLetterReplay.Selection(reasonContains: "sent twice"), dryRun: false)
         XCTAssertEqual(replayed.count, 1)
-        let replicas = [second, try XCTUnwrap(harness.notifier)]
-        let appliedAfter = try await eventually(within: .seconds(30)) {
-            replicas.map { $0.metrics.value("notifier_events_applied_total") ?? 0 }.reduce(0, +)
-        } until: {
-            $0 > applied
+        // Applied once the group's commits reach the topic's end, the copy included.
+        let offsets = try OffsetsReader(
+            kafka: KafkaConfig(bootstrapServers: harness.cluster.bootstrapServers), groupID: harness.groupID, clientID: "rules-check",
+            logger: quietLogger("check"))
+        let ends = try offsets.endOffsets(of: [harness.topics.registered])
+        XCTAssertEqual(ends.values.reduce(0, +), 4, "three registrations and the copy")
+        let caughtUp = try await eventually(within: .seconds(30)) {
+            try offsets.committedOffsets(Array(ends.keys))
+        } until: { committed in
+            ends.allSatisfy { partition, end in ((committed[partition] ?? nil) ?? 0) >= end }
         }
-        XCTAssertGreaterThan(appliedAfter, applied, "the copy was applied")
+        XCTAssertTrue(ends.allSatisfy { ((caughtUp[$0.key] ?? nil) ?? 0) >= $0.value }, "the copy was applied: \(caughtUp) of \(ends)")
         let crossings = try store.crossings(school: "sa", student: "a111")
         XCTAssertEqual(
             crossings.map { "\($0.ruleKey) \($0.ordinal) \($0.active) \($0.told)" }, ["*/3/7 1 true true", "noShoes/2/30 1 true true"])
