@@ -2,7 +2,7 @@ import DeadLetters
 import Foundation
 import Guidance
 import Kafka
-import Notifier
+@testable import Notifier
 @testable import Store
 import TestSupport
 import XCTest
@@ -148,6 +148,36 @@ final class RuleCrossingTests: XCTestCase {
         XCTAssertEqual(
             try store.crossings(school: "sa", student: "a111").map { "\($0.ruleKey) \($0.active) \($0.told)" },
             ["*/3/7 false false", "noShoes/2/30 false false"])
+    }
+
+    /// Whom a crossing tells: the teachers its rule names for the student's
+    /// seat now, each once; nobody for a crossing older than the rule's
+    /// window, nor for its withdrawal.
+    func testACrossingTellsTheTeachersOfTheSeatAndNothingPastTheRulesWindow() throws {
+        let roster = try Roster.parse(
+            schools: NotifierHarness.schools, students: NotifierHarness.students, teachers: NotifierHarness.teachers)
+        let now = try XCTUnwrap(Timestamp.parse("2026-12-04T01:00:00Z"))  // 10:00 in Seoul
+        let record = GuidanceRecord(
+            guidanceId: "g1", schoolId: "sa", date: "2026-11-30",
+            student: StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가"),
+            reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:00:00Z", recordedBy: "t-gate")
+        func crossing(on date: String, active: Bool, notify: String = "homeroom+admin+volunteer_duty") -> RuleCrossing {
+            RuleCrossing(
+                schoolId: "sa", studentId: "a111", ruleKey: "*/3/7", ordinal: 1, date: date, label: "상담", notify: notify, active: active,
+                told: !active, changedAt: "", records: [record])
+        }
+        let told = RuleNotices.notices(of: crossing(on: "2026-11-28", active: true), roster: roster, now: now)
+        XCTAssertEqual(Set(told.map(\.teacherId)), ["t-hr-1-1", "t-admin", "t-vd-1"], "the class's, the grade's and the admins")
+        XCTAssertEqual(told.first?.subject, "[서울고] 상담: 1학년 1반 1번 (최근 7일 동안 지도 3회)")
+        XCTAssertEqual(told.first?.entries.map(\.guidanceId), ["g1"])
+        XCTAssertFalse(told.contains { $0.text.contains("가가") }, "no name in the words")
+        let withdrawn = RuleNotices.notices(of: crossing(on: "2026-11-28", active: false, notify: "admin"), roster: roster, now: now)
+        XCTAssertEqual(withdrawn.map(\.teacherId), ["t-admin"])
+        XCTAssertEqual(withdrawn.first?.subject, "[서울고] 철회 — 상담: 1학년 1반 1번")
+        XCTAssertEqual(withdrawn.first?.entries, [])
+        // 11-27 is the 8th day before 12-04: past a 7-day window, both ways.
+        XCTAssertEqual(RuleNotices.notices(of: crossing(on: "2026-11-27", active: true), roster: roster, now: now).count, 0)
+        XCTAssertEqual(RuleNotices.notices(of: crossing(on: "2026-11-27", active: false), roster: roster, now: now).count, 0)
     }
 
     /// The rule notices in a teacher's inbox, newest first.

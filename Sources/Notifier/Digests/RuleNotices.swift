@@ -78,19 +78,18 @@ final class RuleNotices: Sendable {
     }
 
     /// What each teacher the rule names is told of `crossing`: nothing for a
-    /// crossing older than its rule's window when first found (a school that
-    /// adds a rule is not told of last term), nor for a student no longer
-    /// stored or seated. The teachers are those of the student's seat now.
+    /// crossing older than its rule's window (a school that adds a rule is
+    /// not told of last term; a withdrawal then would withdraw what nobody
+    /// was told), nor for a student no longer stored or seated. The
+    /// teachers are those of the student's seat now.
     static func notices(of crossing: RuleCrossing, roster: Roster, now: Double) -> [RuleNotice] {
         guard let school = roster.school(crossing.schoolId) else { return [] }
         let rule = crossing.rule
-        if crossing.active {
-            let today = Timestamp.localDate(now, in: school.timeZone)
-            guard let (year, month, day) = Timestamp.parseDate(today), let crossed = Timestamp.parseDate(crossing.date),
-                Timestamp.daysFromCivil(year: crossed.year, month: crossed.month, day: crossed.day)
-                    > Timestamp.daysFromCivil(year: year, month: month, day: day) - rule.days
-            else { return [] }
-        }
+        let today = Timestamp.localDate(now, in: school.timeZone)
+        guard let (year, month, day) = Timestamp.parseDate(today), let crossed = Timestamp.parseDate(crossing.date),
+            Timestamp.daysFromCivil(year: crossed.year, month: crossed.month, day: crossed.day)
+                > Timestamp.daysFromCivil(year: year, month: month, day: day) - rule.days
+        else { return [] }
         let seated = roster.student(school: school.id, id: crossing.studentId)
         guard
             let student = seated.map({
