@@ -117,7 +117,9 @@ struct AppPage: Sendable {
         let school = roster.school(teacher.schoolID)
         return Page.signedIn(
             title: "\(school?.name ?? teacher.schoolID) \(AppPage.title)", teacher: teacher, school: school, main: main, data: data,
-            scripts: AppPage.scripts.map(\.name), manifest: "/manifest.webmanifest")
+            // 현황's script only where its tab is: a gate teacher's first load on a slow network stays light.
+            scripts: AppPage.scripts.map(\.name).filter { $0 != "overview.js" || tabs.contains { $0.id == "overview" } },
+            manifest: "/manifest.webmanifest")
     }
 
     /// The school's seats and reasons as a JSON data block the gate's script
