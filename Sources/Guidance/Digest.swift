@@ -140,9 +140,7 @@ package struct Frequency: Sendable, Equatable, Codable {
     /// Whether `date` is a Monday, the day the weekly 봉사 명단 goes out.
     package static func isWeekStart(_ date: String) -> Bool {
         guard let (year, month, day) = Timestamp.parseDate(date) else { return false }
-        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
-        // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
-        return ((days + 3) % 7 + 7) % 7 == 0
+        return Timestamp.daysSinceMonday(civil: Timestamp.daysFromCivil(year: year, month: month, day: day)) == 0
     }
 }
 

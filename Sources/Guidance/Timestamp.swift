@@ -148,6 +148,12 @@ package enum Timestamp {
         }
     }
 
+    /// Days since the Monday of the week holding day `civil` (days since
+    /// 1970-01-01): 0 on a Monday, 6 on a Sunday. Day 0 was a Thursday.
+    package static func daysSinceMonday(civil: Int) -> Int {
+        ((civil + 3) % 7 + 7) % 7
+    }
+
     /// Days since 1970-01-01 (Howard Hinnant's algorithm).
     package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year

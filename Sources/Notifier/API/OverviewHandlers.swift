@@ -60,8 +60,7 @@ struct OverviewHandlers: Sendable {
             previousStart = Timestamp.daysFromCivil(year: lastYear, month: lastMonth, day: 1)
             previousEnd = min(previousStart + (end - start), start - 1)
         } else {
-            // Day 0 (1970-01-01) was a Thursday: Monday is 0 after shifting by 3.
-            start = civil - ((civil + 3) % 7 + 7) % 7
+            start = civil - Timestamp.daysSinceMonday(civil: civil)
             end = min(start + 6, last)
             previousStart = start - 7
             previousEnd = previousStart + (end - start)
@@ -165,7 +164,7 @@ struct OverviewHandlers: Sendable {
         for record in records where periods.chart.contains(record.date) { perDay[record.date, default: 0] += 1 }
         if let (year, month, day) = Timestamp.parseDate(periods.chart.from) {
             let first = Timestamp.daysFromCivil(year: year, month: month, day: day)
-            for civil in first..<(first + 28) where ((civil + 3) % 7 + 7) % 7 < 5 {
+            for civil in first..<(first + 28) where Timestamp.daysSinceMonday(civil: civil) < 5 {
                 let date = Timestamp.dateString(civil: civil)
                 days.append(Overview.Day(date: date, count: perDay[date] ?? 0))
             }
