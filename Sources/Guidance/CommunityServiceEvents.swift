@@ -1,9 +1,15 @@
 import Common
 
-/// Volunteer service a student served (봉사 완료), recorded by the grade's
-/// volunteer-duty teacher or an admin: what a `CommunityServiceRecorded` event says
-/// and the notifier stores.
+/// Volunteer service a student served (봉사 완료), or a sitting they missed
+/// (불참), recorded by the grade's volunteer-duty teacher or an admin: what a
+/// `CommunityServiceRecorded` event says and the notifier stores.
 package struct CommunityServiceRecord: Sendable, Equatable {
+    package enum Outcome: String, Sendable {
+        case served
+        /// A no-show at the sitting of `dutyId`: owed again at the next sitting with room.
+        case missed
+    }
+
     package let serviceId: String
     package let schoolId: String
     package let grade: Int
@@ -15,11 +21,17 @@ package struct CommunityServiceRecord: Sendable, Equatable {
     package let recordedBy: String
     /// RFC 3339, UTC.
     package let recordedAt: String
+    package var outcome = Outcome.served
+    /// The scheduled session (`ServiceDuty.dutyId`) it serves or missed;
+    /// nil: the student's earliest open sessions.
+    package var dutyId: String?
 
     package init(
         serviceId: String, schoolId: String, grade: Int, studentId: String, date: String, sessions: Int, note: String?,
-        recordedBy: String, recordedAt: String
+        recordedBy: String, recordedAt: String, outcome: Outcome = .served, dutyId: String? = nil
     ) {
+        self.outcome = outcome
+        self.dutyId = dutyId
         self.serviceId = serviceId
         self.schoolId = schoolId
         self.grade = grade
@@ -35,6 +47,7 @@ package struct CommunityServiceRecord: Sendable, Equatable {
 /// The `guidance.service.recorded` event on `Topics.service`, keyed
 /// `school/grade` like the student's guidances. The first event of a
 /// `serviceId` wins; a withdrawal wins over it whatever the order.
+/// Version 2 added `outcome` and `dutyId`; version 1 reads as served.
 package struct CommunityServiceRecorded: Sendable, Equatable {
     package let eventId: String
     package var record: CommunityServiceRecord
@@ -48,8 +61,8 @@ package struct CommunityServiceRecorded: Sendable, Equatable {
     package static let sessionsRange = 1...20
 
     package var json: [UInt8] {
-        var writer = JSONWriter(capacity: 384)
-        writer.field("schemaVersion", 1)
+        var writer = JSONWriter(capacity: 448)
+        writer.field("schemaVersion", CommunityServiceRecorded.schemaVersion)
         writer.field("type", EventType.communityServiceRecorded.rawValue)
         writer.field("eventId", eventId)
         writer.field("serviceId", record.serviceId)
@@ -61,10 +74,25 @@ package struct CommunityServiceRecorded: Sendable, Equatable {
         writer.field("note", record.note)
         writer.field("recordedBy", record.recordedBy)
         writer.field("recordedAt", record.recordedAt)
+        writer.field("outcome", record.outcome.rawValue)
+        writer.field("dutyId", record.dutyId)
         return writer.finish()
     }
 
+    package static let schemaVersion = 2
+
     package init(json fields: JSONFields) throws(FieldError) {
+        var outcome = CommunityServiceRecord.Outcome.served
+        var dutyId: String?
+        if try fields.integer("schemaVersion") >= 2 {
+            let name = try fields.string("outcome")
+            guard let named = CommunityServiceRecord.Outcome(rawValue: name) else {
+                throw FieldError(field: "outcome", message: "'\(name)' is neither served nor missed")
+            }
+            outcome = named
+            dutyId = try fields.optionalString("dutyId")
+            if outcome == .missed && dutyId == nil { throw FieldError(field: "dutyId", message: "is required for a missed sitting") }
+        }
         self.init(
             eventId: try fields.string("eventId"),
             record: CommunityServiceRecord(
@@ -72,7 +100,7 @@ package struct CommunityServiceRecorded: Sendable, Equatable {
                 grade: try fields.integer("grade", in: Student.seatRange), studentId: try fields.string("studentId"),
                 date: try fields.string("date"), sessions: try fields.integer("sessions", in: CommunityServiceRecorded.sessionsRange),
                 note: try fields.optionalString("note"), recordedBy: try fields.string("recordedBy"),
-                recordedAt: try fields.string("recordedAt")))
+                recordedAt: try fields.string("recordedAt"), outcome: outcome, dutyId: dutyId))
     }
 }
 
@@ -161,6 +189,15 @@ extension Roster {
         } else if let firstDay, event.date < firstDay {
             problems.append(FieldError(field: "date", message: "must not be before \(firstDay) (RETENTION_DAYS)"))
         }
+        if let duty = event.dutyId, !ServiceDuty.isID(duty) {
+            problems.append(FieldError(field: "dutyId", message: "must be a session id, <guidanceId>/<n>"))
+        }
+        if event.outcome == .missed && event.dutyId == nil {
+            problems.append(FieldError(field: "dutyId", message: "is required for 불참 (outcome missed)"))
+        }
+        if event.outcome == .missed && event.sessions != 1 {
+            problems.append(FieldError(field: "sessions", message: "must be 1 for 불참 (outcome missed)"))
+        }
         if !CommunityServiceRecorded.sessionsRange.contains(event.sessions) {
             problems.append(
                 FieldError(
@@ -176,6 +213,7 @@ extension Roster {
         return CommunityServiceRecord(
             serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
             date: event.date,
-            sessions: event.sessions, note: note, recordedBy: event.recordedBy, recordedAt: event.recordedAt)
+            sessions: event.sessions, note: note, recordedBy: event.recordedBy, recordedAt: event.recordedAt, outcome: event.outcome,
+            dutyId: event.dutyId?.lowercased())
     }
 }

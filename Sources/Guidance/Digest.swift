@@ -97,6 +97,10 @@ package enum DigestScope: String, Sendable, Codable, Hashable {
     /// a deletion withdrew the crossing; its revision counts the teacher's
     /// notices of that day.
     case rule
+    /// Sessions of 교내봉사 that passed their due date unserved: on the next
+    /// school day, to the student's homeroom teacher (a class) and to the
+    /// school's admins (grade 0: every grade).
+    case overdue
 }
 
 /// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty
@@ -160,11 +164,15 @@ package struct DigestEntry: Sendable, Equatable, Codable {
     /// The student's volunteer service as of the digest's day, when it was
     /// written; nil in digests written before it was kept.
     package let service: CommunityServiceStanding?
+    /// In an overdue list: the session past its due date (served late when
+    /// `servedOn` is set).
+    package let overdue: ServiceDuty?
 
     package init(
         guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
-        service: CommunityServiceStanding? = nil
+        service: CommunityServiceStanding? = nil, overdue: ServiceDuty? = nil
     ) {
+        self.overdue = overdue
         self.guidanceId = guidanceId
         self.student = student
         self.reason = reason
@@ -175,8 +183,15 @@ package struct DigestEntry: Sendable, Equatable, Codable {
     }
 
     /// What a recipient's revisions tell apart: a guidance in a day's list,
-    /// a student in the weekly 봉사 명단 (whose newest guidance may change).
-    package func key(in scope: DigestScope) -> String { scope == .service ? student.studentId : guidanceId }
+    /// a student in the weekly 봉사 명단 (whose newest guidance may change),
+    /// an overdue session as served or not (served late, it is told again).
+    package func key(in scope: DigestScope) -> String {
+        switch scope {
+        case .service: student.studentId
+        case .overdue: "\(overdue?.dutyId ?? guidanceId)/\(overdue?.servedOn ?? "")"
+        default: guidanceId
+        }
+    }
 }
 
 /// One digest in a teacher's inbox; `(teacherId, schoolId, date, scope,

@@ -29,12 +29,15 @@ extension EventType {
 
     private static let registeredHeaders = EventType.registered.madeHeaders
     private static let deletedHeaders = EventType.deleted.madeHeaders
-    private static let communityServiceRecordedHeaders = EventType.communityServiceRecorded.madeHeaders
+    private static let communityServiceRecordedHeaders = EventType.communityServiceRecorded.madeHeaders(
+        version: CommunityServiceRecorded.schemaVersion)
     private static let communityServiceWithdrawnHeaders = EventType.communityServiceWithdrawn.madeHeaders
 
-    private var madeHeaders: [(name: String, value: [UInt8])] {
+    private var madeHeaders: [(name: String, value: [UInt8])] { madeHeaders(version: 1) }
+
+    private func madeHeaders(version: Int) -> [(name: String, value: [UInt8])] {
         [
-            (EventHeader.type, Array(rawValue.utf8)), (EventHeader.schemaVersion, Array("1".utf8)),
+            (EventHeader.type, Array(rawValue.utf8)), (EventHeader.schemaVersion, Array(String(version).utf8)),
             (EventHeader.contentType, Array("application/json".utf8))
         ]
     }

@@ -29,7 +29,10 @@ package final class LiveRoster: Sendable {
     /// `Signals.count(SIGHUP)` when last read: the hangups already answered.
     private let hangupsSeen = Atomic<Int>(0)
 
-    static let files = ["schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv", "rules.csv"]
+    static let files = [
+        "schools.csv", "students.csv", "teachers.csv", "tokens.csv", "reasons.csv", "webhooks.csv", "rules.csv", "calendar.csv",
+        "service_slots.csv"
+    ]
 
     /// A roster that never changes.
     package init(_ roster: Roster) {

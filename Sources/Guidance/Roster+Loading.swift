@@ -15,7 +15,8 @@ package struct RosterError: Error, CustomStringConvertible, Sendable {
 
 extension Roster {
     /// Reads `schools.csv`, `students.csv`, `teachers.csv` and the optional
-    /// `tokens.csv`, `reasons.csv`, `webhooks.csv` and `rules.csv` from `directory`. Columns are found by
+    /// `tokens.csv`, `reasons.csv`, `webhooks.csv`, `rules.csv`, `calendar.csv`
+    /// and `service_slots.csv` from `directory`. Columns are found by
     /// header name; the first broken row stops loading.
     package static func load(from directory: String) throws(RosterError) -> Roster {
         let base = URL(fileURLWithPath: directory)
@@ -34,11 +35,11 @@ extension Roster {
     /// Builds a roster from file contents; `tokens` nil means authentication is off.
     package static func parse(
         schools: String, students: String, teachers: String, tokens: String? = nil, reasons: String? = nil, webhooks: String? = nil,
-        rules: String? = nil
+        rules: String? = nil, calendar: String? = nil, serviceSlots: String? = nil
     ) throws(RosterError) -> Roster {
         let files = [
             "schools.csv": schools, "students.csv": students, "teachers.csv": teachers, "tokens.csv": tokens, "reasons.csv": reasons,
-            "webhooks.csv": webhooks, "rules.csv": rules
+            "webhooks.csv": webhooks, "rules.csv": rules, "calendar.csv": calendar, "service_slots.csv": serviceSlots
         ]
         return try parse { name in (files[name] ?? nil).map(CSVSource.text) }
     }
@@ -77,7 +78,9 @@ extension Roster {
         }
         var reasons: [String: [Reason]] = [:]
         if let file = try source("reasons.csv") { reasons = try readReasons(file) }
-        let schools = try readSchools(required("schools.csv"), reasons: reasons)
+        var schools = try readSchools(required("schools.csv"), reasons: reasons)
+        if let file = try source("calendar.csv") { try readCalendar(file, into: &schools) }
+        if let file = try source("service_slots.csv") { try readServiceSlots(file, into: &schools) }
         let (students, grades) = try readStudents(required("students.csv"), schools: schools)
         let teachers = try readTeachers(required("teachers.csv"), schools: schools)
         var tokens: [UInt64: [(digest: [UInt8], teacher: Teacher)]] = [:]
@@ -136,9 +139,17 @@ extension Roster {
                 catalogue.removeAll { $0.code == reason.code }
                 catalogue.append(reason)
             }
-            schools[id] = School(
+            let dueDays = row["service_due_days"].isEmpty ? nil : Int(row["service_due_days"]) ?? 0
+            if let dueDays, !ServicePolicy.dueDaysRange.contains(dueDays) {
+                throw row.error(
+                    "service_due_days '\(row["service_due_days"])' is not a whole number from 1 to \(ServicePolicy.dueDaysRange.upperBound) (empty: no due date)"
+                )
+            }
+            var school = School(
                 id: id, name: try row.nonEmpty("name"), timeZone: zone, digestMinute: minute,
                 reasons: Dictionary(uniqueKeysWithValues: catalogue.map { ($0.code, $0) }), reasonOrder: catalogue.map(\.code))
+            school.service.dueDays = dueDays
+            schools[id] = school
         }
         for school in reasons.keys where schools[school] == nil {
             throw RosterError(file: "reasons.csv", line: nil, reason: "unknown school '\(school)'")
@@ -307,6 +318,55 @@ extension Roster {
             rules[schoolID, default: []].append(rule)
         }
         return rules
+    }
+
+    /// `calendar.csv`: each school's holidays and vacations, `*` for every
+    /// school; `end_date` empty for one day, else the last day off.
+    private static func readCalendar(_ file: CSVSource, into schools: inout [String: School]) throws(RosterError) {
+        try Table.forEach(file: "calendar.csv", source: file, columns: ["school_id", "date", "end_date", "name"]) {
+            (row) throws(RosterError) in
+            let schoolID = try row.nonEmpty("school_id")
+            guard schoolID == "*" || schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)' (* for every school)") }
+            guard let first = SchoolCalendar.day(row["date"]) else { throw row.error("date '\(row["date"])' is not YYYY-MM-DD") }
+            var last = first
+            if !row["end_date"].isEmpty {
+                guard let end = SchoolCalendar.day(row["end_date"]) else {
+                    throw row.error("end_date '\(row["end_date"])' is not YYYY-MM-DD (empty for one day)")
+                }
+                guard end >= first, end - first < 366 else {
+                    throw row.error("end_date \(row["end_date"]) must be on or after date \(row["date"]), within a year")
+                }
+                last = end
+            }
+            let name = try row.nonEmpty("name")
+            for id in schoolID == "*" ? Array(schools.keys) : [schoolID] {
+                schools[id]?.calendar.close(from: first, through: last, name: name)
+            }
+        }
+    }
+
+    /// `service_slots.csv`: when and where each school's 교내봉사 is served.
+    private static func readServiceSlots(_ file: CSVSource, into schools: inout [String: School]) throws(RosterError) {
+        try Table.forEach(file: "service_slots.csv", source: file, columns: ["school_id", "weekday", "time", "place", "capacity"]) {
+            (row) throws(RosterError) in
+            let schoolID = try row.nonEmpty("school_id")
+            guard schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)'") }
+            guard let weekday = ServiceSlot.weekdays.firstIndex(of: row["weekday"].lowercased()) else {
+                throw row.error("weekday '\(row["weekday"])' is not one of mon, tue, wed, thu, fri")
+            }
+            let time = row["time"]
+            guard Roster.minuteOfDay(time) != nil else { throw row.error("time '\(time)' is not HH:MM") }
+            let capacity = Int(row["capacity"]) ?? 0
+            guard ServicePolicy.capacityRange.contains(capacity) else {
+                throw row.error("capacity '\(row["capacity"])' is not a whole number from 1 to \(ServicePolicy.capacityRange.upperBound)")
+            }
+            let slot = ServiceSlot(weekday: weekday, time: time, place: try row.nonEmpty("place"), capacity: capacity)
+            guard schools[schoolID]?.service.slots.contains(where: { $0.weekday == weekday && $0.time == time }) == false else {
+                throw row.error("school '\(schoolID)' has a slot on \(row["weekday"]) at \(time) already")
+            }
+            schools[schoolID]?.service.slots.append(slot)
+            schools[schoolID]?.service.slots.sort { ($0.weekday, $0.time) < ($1.weekday, $1.time) }
+        }
     }
 
     /// "08:50" → 530.

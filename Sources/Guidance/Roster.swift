@@ -10,6 +10,10 @@ package struct School: Sendable, Equatable {
     /// Reason catalogue: the defaults plus the school's own, by code.
     package let reasons: [String: Reason]
     package let reasonOrder: [String]
+    /// Its school days (`calendar.csv`).
+    package var calendar = SchoolCalendar()
+    /// How its 교내봉사 is scheduled (`service_due_days`, `service_slots.csv`).
+    package var service = ServicePolicy()
 
     /// The school's reasons in its order, as teachers pick them.
     package var orderedReasons: [Reason] { reasonOrder.compactMap { reasons[$0] } }

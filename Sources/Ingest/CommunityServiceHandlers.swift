@@ -12,7 +12,9 @@ extension IngestHandlers {
     static let communityServiceRoles: Set<Teacher.Role> = [.volunteerDuty, .admin]
 
     /// `POST /v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service`
-    /// `{"serviceId": "<uuid>", "date": "YYYY-MM-DD", "sessions": 1, "note": "…"}`.
+    /// `{"serviceId": "<uuid>", "date": "YYYY-MM-DD", "sessions": 1, "note": "…"}`, with
+    /// `"outcome": "missed"` and `"dutyId"` for 불참 at a session's sitting
+    /// (`dutyId` alone: 완료 of that session).
     @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
         let event = try communityServiceRecorded(request, caller)
         return try await publish(
@@ -69,7 +71,8 @@ extension IngestHandlers {
         let now = Timestamp.now()
         let asked = CommunityServiceRecord(
             serviceId: body.serviceId, schoolId: schoolID, grade: grade, studentId: studentID,
-            date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now))
+            date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now),
+            outcome: body.outcome, dutyId: body.dutyId)
         let today = caller.roster.school(schoolID).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         do {
             return CommunityServiceRecorded(
@@ -88,8 +91,16 @@ struct CommunityServiceRequest: Sendable {
     let sessions: Int
     let note: String?
     let recordedBy: String?
+    let outcome: CommunityServiceRecord.Outcome
+    let dutyId: String?
 
     init(json body: JSONFields) throws(FieldError) {
+        let outcome = try body.optionalString("outcome") ?? CommunityServiceRecord.Outcome.served.rawValue
+        guard let named = CommunityServiceRecord.Outcome(rawValue: outcome) else {
+            throw FieldError(field: "outcome", message: "must be served or missed")
+        }
+        self.outcome = named
+        dutyId = try body.optionalString("dutyId")
         serviceId = try body.string("serviceId")
         date = try body.string("date")
         sessions = try body.integer("sessions")

@@ -16,6 +16,7 @@ enum DigestColumns {
                 writer.field("change", entry.change.rawValue)
                 if let frequency = entry.frequency { writer.object("frequency") { frequency.write(to: &$0) } }
                 if let service = entry.service { writer.object("service") { service.write(to: &$0) } }
+                if let overdue = entry.overdue { writer.object("overdue") { overdue.write(to: &$0) } }
             }, as: UTF8.self)
     }
 
@@ -44,11 +45,12 @@ enum DigestColumns {
             }
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
             let service = fields.object["service"] == nil ? nil : try CommunityServiceStanding(json: fields.object("service"))
+            let overdue = fields.object["overdue"] == nil ? nil : try ServiceDuty(json: fields.object("overdue"))
             entries.append(
                 DigestEntry(
                     guidanceId: try fields.string("guidanceId"), student: student, reason: reason,
                     occurredAt: try fields.string("occurredAt"),
-                    change: change, frequency: frequency, service: service))
+                    change: change, frequency: frequency, service: service, overdue: overdue))
         }
         return entries
     }
@@ -58,6 +60,40 @@ enum DigestColumns {
         var counts: [String: Int] = [:]
         for key in object.object.keys { counts[key] = try object.integer(key) }
         return counts
+    }
+}
+
+extension ServiceDuty {
+    /// As the digests' stored entries and the 봉사 명단 write it.
+    package func write(to writer: inout JSONWriter) {
+        writer.field("dutyId", dutyId)
+        writer.field("studentId", studentId)
+        writer.field("guidanceId", guidanceId)
+        writer.field("dueDate", dueDate)
+        if let slot {
+            writer.object("slot") { writer in
+                writer.field("date", slot.date)
+                writer.field("time", slot.time)
+                writer.field("place", slot.place)
+            }
+        } else {
+            writer.field("slot", nil as String?)
+        }
+        writer.field("servedOn", servedOn)
+        writer.field("serviceId", serviceId)
+        writer.field("misses", misses)
+    }
+
+    init(json fields: JSONFields) throws(FieldError) {
+        var slot: SlotTime?
+        if case .object = fields.object["slot"] {
+            let sitting = try fields.object("slot")
+            slot = SlotTime(date: try sitting.string("date"), time: try sitting.string("time"), place: try sitting.string("place"))
+        }
+        self.init(
+            dutyId: try fields.string("dutyId"), studentId: try fields.string("studentId"), guidanceId: try fields.string("guidanceId"),
+            dueDate: try fields.optionalString("dueDate"), slot: slot, servedOn: try fields.optionalString("servedOn"),
+            serviceId: try fields.optionalString("serviceId"), misses: try fields.integer("misses"))
     }
 }
 

@@ -43,6 +43,10 @@ package struct DeliveryState: Sendable {
     /// date's students (a Monday: the school's), those with neither
     /// guidances nor service absent.
     package let accounts: [String: CommunityServiceAccount]
+    /// Sessions of 교내봉사 that fell due since the school day before the
+    /// date and were not served by their due date (`DeliveryRun.overdueSince`),
+    /// each with the guidance that owed it.
+    package var overdue: [(duty: ServiceDuty, guidance: GuidanceRecord)] = []
 
     package init(
         active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:],
@@ -61,16 +65,23 @@ package struct DeliveryRun: Sendable {
     package let school: String
     package let date: String
     package let completedAt: String
+    /// The week's first school day: the weekly 봉사 명단 goes out, from every account.
+    package var weekly: Bool
+    /// On a school day, the school day before it: sessions due from then
+    /// until the date and not served by then are its overdue ones.
+    package var overdueSince: String?
     package let plan: @Sendable (DeliveryState) -> [Digest]
     package let targets: @Sendable (Digest) -> [DeliveryTarget]
 
     package init(
-        school: String, date: String, completedAt: String, plan: @escaping @Sendable (DeliveryState) -> [Digest],
-        targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+        school: String, date: String, completedAt: String, weekly: Bool? = nil, overdueSince: String? = nil,
+        plan: @escaping @Sendable (DeliveryState) -> [Digest], targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
     ) {
         self.school = school
         self.date = date
         self.completedAt = completedAt
+        self.weekly = weekly ?? Frequency.isWeekStart(date)
+        self.overdueSince = overdueSince
         self.plan = plan
         self.targets = targets
     }

@@ -49,30 +49,30 @@ extension SQLStore {
     static func record(_ entry: CommunityServiceRecord, in database: any SQLDatabase) throws(StoreError) -> String? {
         let written = try database.run(
             """
-            INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+            INSERT INTO service_records (service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, recorded, outcome, duty_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11)
             ON CONFLICT (service_id) DO UPDATE SET
                 local_date = excluded.local_date, sessions = excluded.sessions, note = excluded.note,
                 recorded_by = excluded.recorded_by, recorded_at = excluded.recorded_at, recorded = 1,
-                grade = excluded.grade
+                grade = excluded.grade, outcome = excluded.outcome, duty_id = excluded.duty_id
             WHERE service_records.recorded = 0 AND service_records.school_id = excluded.school_id
               AND service_records.student_id = excluded.student_id
             """,
             [
                 .text(entry.serviceId), .text(entry.schoolId), .integer(Int64(entry.grade)), .text(entry.studentId),
                 .text(entry.date), .integer(Int64(entry.sessions)), entry.note.sql, .text(entry.recordedBy),
-                .text(entry.recordedAt)
+                .text(entry.recordedAt), .text(entry.outcome.rawValue), entry.dutyId.sql
             ])
         guard written == 0 else { return nil }
         let rows = try database.query(
-            "SELECT school_id, student_id, local_date, sessions, note FROM service_records WHERE service_id = $1",
+            "SELECT school_id, student_id, local_date, sessions, note, outcome, duty_id FROM service_records WHERE service_id = $1",
             [.text(entry.serviceId)])
         guard let row = rows.first else { return nil }
         if row[0].string != entry.schoolId { return "foreign: service \(entry.serviceId) belongs to another school" }
         if row[1].string != entry.studentId || row[2].string != entry.date || row[3].int != entry.sessions
-            || row[4].string != entry.note
+            || row[4].string != entry.note || row[5].string != entry.outcome.rawValue || row[6].string != entry.dutyId
         {
-            return "conflict: service \(entry.serviceId) is already recorded for another student, day, number or note"
+            return "conflict: service \(entry.serviceId) is already recorded for another student, day, number, note, outcome or session"
         }
         return nil
     }
@@ -135,7 +135,7 @@ extension SQLStore {
             return "$\(parameters.count)"
         }
         var guidances = "g.school_id = $1 AND g.registered = 1 AND g.deleted = 0 AND g.local_date IS NOT NULL"
-        var records = "s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0"
+        var records = "s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0 AND s.outcome = 'served'"
         if let date {
             let value = parameter(.text(date))
             guidances += " AND g.local_date <= \(value)"
@@ -197,7 +197,7 @@ extension SQLStore {
     /// condition, as in `accountsStatement`.
     static func recordsStatement(school: String, asOf date: String?) -> SQLStatement {
         var parameters: [SQLValue] = [.text(school)]
-        var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0"
+        var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0 AND outcome = 'served'"
         if let date {
             parameters.append(.text(date))
             conditions += " AND local_date <= $\(parameters.count)"
@@ -208,12 +208,13 @@ extension SQLStore {
     }
 
     static let communityServiceRecordColumns =
-        "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at"
+        "service_id, school_id, grade, student_id, local_date, sessions, note, recorded_by, recorded_at, outcome, duty_id"
 
     static func communityServiceRecord(_ row: [SQLValue]) -> CommunityServiceRecord {
         CommunityServiceRecord(
             serviceId: row[0].string ?? "", schoolId: row[1].string ?? "", grade: row[2].int ?? 0, studentId: row[3].string ?? "",
             date: row[4].string ?? "", sessions: row[5].int ?? 0, note: row[6].string, recordedBy: row[7].string ?? "",
-            recordedAt: row[8].string ?? "")
+            recordedAt: row[8].string ?? "", outcome: CommunityServiceRecord.Outcome(rawValue: row[9].string ?? "") ?? .served,
+            dutyId: row[10].string)
     }
 }

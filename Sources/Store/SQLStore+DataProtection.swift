@@ -66,7 +66,7 @@ package struct StudentRecords: Sendable, Equatable {
     package var standing: CommunityServiceStanding {
         CommunityServiceStanding(
             owed: guidances.filter { $0.deletedAt == nil }.map(\.record.serviceSessions).reduce(0, +),
-            served: services.filter { $0.withdrawnAt == nil }.map(\.record.sessions).reduce(0, +))
+            served: services.filter { $0.withdrawnAt == nil && $0.record.outcome == .served }.map(\.record.sessions).reduce(0, +))
     }
 
     /// Whether anything is stored about the student.
@@ -238,6 +238,10 @@ extension SQLStore {
             "SELECT COUNT(*) FROM service_records WHERE school_id = $1 AND local_date < $2"
         ),
         (
+            "service_duties", "", "DELETE FROM service_duties WHERE school_id = $1 AND guidance_date < $2",
+            "SELECT COUNT(*) FROM service_duties WHERE school_id = $1 AND guidance_date < $2"
+        ),
+        (
             "digest_runs", "", "DELETE FROM digest_runs WHERE school_id = $1 AND date < $2",
             "SELECT COUNT(*) FROM digest_runs WHERE school_id = $1 AND date < $2"
         ),
@@ -350,7 +354,7 @@ extension SQLStore {
                     """, [.text(school), .text(student)]
                 ) { row in
                     StudentRecords.CommunityService(
-                        record: SQLStore.communityServiceRecord(row), withdrawnBy: row[9].string, withdrawnAt: row[10].string)
+                        record: SQLStore.communityServiceRecord(row), withdrawnBy: row[11].string, withdrawnAt: row[12].string)
                 }
                 return StudentRecords(
                     guidances: guidances, digests: appearances, services: services,
@@ -390,6 +394,7 @@ extension SQLStore {
                 let guidances = try database.run(
                     "DELETE FROM guidances WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM service_records WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM service_duties WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM rule_crossings WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 var changed: [Digest] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
@@ -402,7 +407,7 @@ extension SQLStore {
                                 studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
                                 name: SQLStore.erasedName),
                             reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency,
-                            service: entry.service)
+                            service: entry.service, overdue: entry.overdue)
                     }
                     changed.append(
                         Digest(

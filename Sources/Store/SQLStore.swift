@@ -61,7 +61,7 @@ package final class SQLStore: Sendable {
         [
             schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
             volunteerService,
-            teacherSettings, erasedStudents, ruleCrossings
+            teacherSettings, erasedStudents, ruleCrossings, serviceSchedule
         ]
     }
 
@@ -240,7 +240,9 @@ package final class SQLStore: Sendable {
     /// nothing and come back as rejections, for the dead-letter topic. The
     /// students whose records changed are counted against their school's
     /// `rules` in the same transaction (`decideCrossings`).
-    package func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]] = [:]) throws(StoreError) -> [Rejection] {
+    package func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]] = [:], schools: [String: School] = [:]) throws(StoreError)
+        -> [Rejection]
+    {
         var crossings = 0
         defer { if crossings > 0 { crossingsChanged.ring() } }
         return try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [Rejection] in
@@ -265,6 +267,8 @@ package final class SQLStore: Sendable {
                 // them, those a deletion of this batch touched.
                 var students: Set<StudentKey> = []
                 var deletedFrom: Set<StudentKey> = []
+                // For the 교내봉사 schedule.
+                var duties = DutyChanges()
                 var index = 0
                 while index < events.count {
                     switch events[index] {
@@ -277,6 +281,7 @@ package final class SQLStore: Sendable {
                         {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
                         case .success(let deleted?):
+                            duties.deleted.append(guidanceId)
                             changed[schoolId] = min(changed[schoolId] ?? deleted.date, deleted.date)
                             students.insert(StudentKey(school: schoolId, student: deleted.student))
                             deletedFrom.insert(StudentKey(school: schoolId, student: deleted.student))
@@ -286,6 +291,7 @@ package final class SQLStore: Sendable {
                         if let reason = try SQLStore.record(service, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))
                         } else {
+                            duties.recorded.append(service.serviceId)
                             changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
                         }
                     case .communityServiceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
@@ -293,7 +299,9 @@ package final class SQLStore: Sendable {
                             serviceId: serviceId, schoolId: schoolId, grade: grade, studentId: studentId, by: by, at: at, in: database)
                         {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
-                        case .success(let date?): changed[schoolId] = min(changed[schoolId] ?? date, date)
+                        case .success(let date?):
+                            duties.withdrawn.append(serviceId)
+                            changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
                         }
                     case .registered:
@@ -310,6 +318,7 @@ package final class SQLStore: Sendable {
                         case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted
                     {
                         run.append((index, record))
+                        duties.registered.append(record.guidanceId)
                         students.insert(StudentKey(school: record.schoolId, student: record.student.studentId))
                         index += 1
                     }
@@ -319,6 +328,7 @@ package final class SQLStore: Sendable {
                     try SQLStore.markAmendments(chunk, in: database)
                 }
                 try SQLStore.markWeeklyAmendments(changed, in: database)
+                try SQLStore.keepDuties(duties, schools: schools, in: database)
                 try SQLStore.insert(accessed, in: database)
                 crossings = try SQLStore.decideCrossings(of: students, deletedFrom: deletedFrom, rules: rules, in: database)
                 return rejections
@@ -540,7 +550,7 @@ package final class SQLStore: Sendable {
                 for run in runs {
                     states.append(
                         try SQLStore.ownFailure { () throws(StoreError) in
-                            try SQLStore.deliveryState(school: run.school, date: run.date, in: database)
+                            try SQLStore.deliveryState(of: run, in: database)
                         })
                 }
                 // Then the digests are rendered on every core, most of a
@@ -581,22 +591,29 @@ package final class SQLStore: Sendable {
     /// active now: the day's lock and two queries, one pipeline in a
     /// savepoint. Each recipient's revisions of the day are folded in order:
     /// an entry added stands until a later revision removes it.
-    private static func deliveryState(school: String, date: String, in database: any SQLDatabase) throws(StoreError) -> DeliveryState {
+    private static func deliveryState(of run: DeliveryRun, in database: any SQLDatabase) throws(StoreError) -> DeliveryState {
+        let (school, date) = (run.school, run.date)
         var statements = [
             activeGuidancesStatement(school: school, from: date, to: date, grade: nil, classNumber: nil),
             SQLStatement(SQLStore.toldOfDay, [.text(school), .text(date)])
         ]
-        // The day's students' accounts; on a Monday the school's, for the weekly lists.
-        statements.append(accountsStatement(school: school, asOf: date, studentsOf: Frequency.isWeekStart(date) ? nil : date))
+        // The day's students' accounts; on the week's first school day the school's, for the weekly lists.
+        statements.append(accountsStatement(school: school, asOf: date, studentsOf: run.weekly ? nil : date))
         if let frequencies = frequenciesStatement(school: school, date: date, grade: nil, classNumber: nil) {
             statements.append(frequencies)
         }
-        // A Monday's weekly lists count every earlier day: its run holds the
-        // schools' service lock too (after the day's, as event batches take them).
-        let keys = [SQLStore.dayKey(school, date)] + (Frequency.isWeekStart(date) ? [communityServiceKey(school)] : [])
-        let locked = database.lockStatement(keys, exclusive: true)
-        if let locked { statements.insert(locked, at: 0) }
-        let first = locked == nil ? 0 : 1
+        // A weekly list counts every earlier day: its run holds the schools'
+        // service lock too (after the day's, as event batches take them).
+        let keys = [SQLStore.dayKey(school, date)] + (run.weekly ? [communityServiceKey(school)] : [])
+        var locks = [database.lockStatement(keys, exclusive: true)]
+        // The overdue sessions: a batch that serves one late after this
+        // commit finds the run and marks an amendment (`markDutyAmendments`).
+        if run.overdueSince != nil { locks.append(database.lockStatement([dutiesKey(school)], exclusive: false)) }
+        let first = locks.compactMap { $0 }.count
+        statements.insert(contentsOf: locks.compactMap { $0 }, at: 0)
+        var overdue: [(duty: ServiceDuty, guidance: GuidanceRecord)] = []
+        let overdueAt = statements.count - first
+        if let since = run.overdueSince { statements.append(overdueStatement(school: school, since: since, before: date)) }
         var active: [GuidanceRecord] = []
         var told: [Recipient: [String: DigestEntry]] = [:]
         var revisions: [Recipient: Int] = [:]
@@ -623,15 +640,19 @@ package final class SQLStore: Sendable {
             case 2:
                 let account = SQLStore.account(row)
                 accounts[account.studentId] = account
+            case overdueAt:
+                overdue.append(SQLStore.overdueDuty(row))
             case 3:
                 SQLStore.addFrequency(row, to: &frequencies)
             default:
                 break
             }
         }
-        return DeliveryState(
+        var state = DeliveryState(
             active: active, reported: told.mapValues { Array($0.values) }, revisions: revisions, frequencies: frequencies,
             accounts: accounts)
+        state.overdue = overdue
+        return state
     }
 
     /// Every revision of a school's date, oldest first. Found through
@@ -678,7 +699,7 @@ package final class SQLStore: Sendable {
                 """,
                 [
                     .text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)),
-                    .integer(Frequency.isWeekStart(run.date) ? 1 : 0)
+                    .integer(run.weekly ? 1 : 0)
                 ]))
         statements.append(
             SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))

@@ -199,7 +199,7 @@ final class DigestPlannerTests: XCTestCase {
         let future = Array(
             String(decoding: registration(), as: UTF8.self).replacingOccurrences(of: "\"schemaVersion\":1", with: "\"schemaVersion\":2")
                 .utf8)
-        XCTAssertEqual(failure(message(future)), "unsupported schemaVersion 2")
+        XCTAssertEqual(failure(message(future)), "unsupported schemaVersion 2 of guidance.registered")
         XCTAssertEqual(
             failure(message(registration(), topic: Topics().deleted)),
             "event type 'guidance.registered' does not belong on guidance.deleted")

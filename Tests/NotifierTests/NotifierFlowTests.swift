@@ -204,7 +204,7 @@ final class NotifierFlowTests: XCTestCase {
             first.headers.filter { $0.name.lowercased() == "dlq-source-topic" }.map { String(decoding: $0.value, as: UTF8.self) },
             [harness.topics.registered])
         let second = try XCTUnwrap(letters.first { $0.value == Array(wrongVersion.utf8) })
-        XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7")
+        XCTAssertEqual(second.header("dlq-reason"), "unsupported schemaVersion 7 of guidance.registered")
     }
 
     /// Issues 9 and 10: a guidance id names one registration of one school

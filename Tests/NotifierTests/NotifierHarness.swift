@@ -99,7 +99,7 @@ final class NotifierHarness: @unchecked Sendable {
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false,
         rosterGrace: Duration = .seconds(60),
         publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil,
-        rules: String? = nil
+        rules: String? = nil, schools: String? = nil, calendar: String? = nil, serviceSlots: String? = nil
     ) async throws {
         self.retention = retention
         self.publicIngestURL = publicIngestURL
@@ -120,8 +120,9 @@ final class NotifierHarness: @unchecked Sendable {
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         try cluster.createTopic(web.topic, partitions: 1)
         roster = try Roster.parse(
-            schools: Self.schools, students: Self.students, teachers: Self.teachers, tokens: authentication ? Self.tokens() : nil,
-            reasons: reasons, webhooks: webhooks, rules: rules)
+            schools: schools ?? Self.schools, students: Self.students, teachers: Self.teachers,
+            tokens: authentication ? Self.tokens() : nil, reasons: reasons, webhooks: webhooks, rules: rules, calendar: calendar,
+            serviceSlots: serviceSlots)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notifier-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         groupID = "g-\(UUID().uuidString.prefix(8))"

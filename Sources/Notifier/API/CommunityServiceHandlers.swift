@@ -22,6 +22,7 @@ struct CommunityServiceHandlers: Sendable {
         let readers = Access.school(roles: [.homeroom, .volunteerDuty, .admin])
         router.get("/v1/schools/{schoolId}/service", readers, list)
         let recorders = Access.school(roles: [.volunteerDuty, .admin])
+        router.get("/v1/schools/{schoolId}/service/sittings", recorders, sittings)
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", recorders, forward)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", recorders, forward)
     }
@@ -65,6 +66,10 @@ struct CommunityServiceHandlers: Sendable {
         }
         let store = self.store
         let accounts = try await blocking { try store.communityServiceAccounts(school: school.id, asOf: asOf) }
+        // The schedule as it stands now (a day asked for shows its accounts, not that day's schedule).
+        let duties =
+            school.service.isEmpty || asOf != nil
+            ? [:] : Dictionary(grouping: try await blocking { try store.duties(school: school.id) }, by: \.studentId)
         let roster = caller.roster
         var items: [(Student, CommunityServiceAccount)] = accounts.compactMap { account in
             // The student's whole account, under the grade and class the roster
@@ -86,12 +91,13 @@ struct CommunityServiceHandlers: Sendable {
             target: scope.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: "&"))
         return .json(
             written: CommunityServiceHandlers.json(
-                school: school, today: today, asOf: asOf, items, photo: photos.url(for:), teacherName: { roster.teachers[$0]?.name }))
+                school: school, today: today, asOf: asOf, items, duties: duties, photo: photos.url(for:),
+                teacherName: { roster.teachers[$0]?.name }))
     }
 
     static func json(
-        school: School, today: String, asOf: String? = nil, _ items: [(Student, CommunityServiceAccount)], photo: (Student) -> String?,
-        teacherName: (String) -> String?
+        school: School, today: String, asOf: String? = nil, _ items: [(Student, CommunityServiceAccount)],
+        duties: [String: [ServiceDuty]] = [:], photo: (Student) -> String?, teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + items.count * 400)
         writer.field("schoolId", school.id)
@@ -115,6 +121,19 @@ struct CommunityServiceHandlers: Sendable {
                 writer.field("lastGuidance", nil as String?)
             }
             writer.field("lastServiceDate", account.lastService)
+            if !school.service.isEmpty && asOf == nil {
+                let own = duties[student.id] ?? []
+                // The session that says where the student stands: an overdue one, else the next open one.
+                let open = own.filter { $0.servedOn == nil }
+                let headline = open.first { $0.state(today: today) == .overdue } ?? open.first ?? own.last
+                writer.field("state", headline.map { $0.state(today: today).rawValue })
+                writer.field("dueDate", headline?.dueDate)
+                CommunityServiceHandlers.write(slot: headline?.slot, to: &writer)
+                writer.array("duties", own) { writer, duty in
+                    duty.write(to: &writer)
+                    writer.field("state", duty.state(today: today).rawValue)
+                }
+            }
             writer.array("services", account.records) { writer, record in
                 writer.field("serviceId", record.serviceId)
                 writer.field("date", record.date)
@@ -126,6 +145,111 @@ struct CommunityServiceHandlers: Sendable {
             }
         }
         return writer.finish()
+    }
+
+    static func write(slot: SlotTime?, to writer: inout JSONWriter) {
+        guard let slot else { return writer.field("slot", nil as String?) }
+        writer.object("slot") { writer in
+            writer.field("date", slot.date)
+            writer.field("time", slot.time)
+            writer.field("place", slot.place)
+        }
+    }
+
+    /// `GET /v1/schools/{schoolId}/service/sittings?date=&grade=`: 오늘
+    /// 교내봉사, the sittings of a day (the school's today unless asked, at
+    /// most 60 days away) and who is due at each, served (완료) or missed
+    /// (불참) that day. A volunteer-duty teacher sees their grade, an admin
+    /// the school or the grade asked for.
+    @Sendable func sittings(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        var grade = try request.integerQuery("grade", in: Student.seatRange)
+        if let teacher = caller.teacher, !teacher.has(.admin) {
+            if grade != nil && grade != teacher.grade {
+                throw HTTPError(status: 403, detail: "a volunteer-duty teacher sees their own grade: grade=\(teacher.grade ?? 0)")
+            }
+            grade = teacher.grade
+        }
+        let now = Timestamp.localDate(clock(), in: school.timeZone)
+        let today =
+            try request.query["date"].map { (date) throws(HTTPError) -> String in
+                guard let asked = SchoolCalendar.day(date), let current = SchoolCalendar.day(now), abs(asked - current) <= 60 else {
+                    throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD within 60 days of the school's today (\(now))"))
+                }
+                return date
+            } ?? now
+        let store = self.store
+        let (duties, missed) = try await blocking {
+            (try store.duties(school: school.id, sittingOn: today), try store.missedSittings(school: school.id, on: today))
+        }
+        let roster = caller.roster
+        struct Row {
+            let student: Student
+            let dutyId: String
+            let state: String
+            let serviceId: String?
+            let dueDate: String?
+            let sitting: SlotTime?
+        }
+        var rows: [Row] = []
+        for duty in duties {
+            guard let student = roster.student(school: school.id, id: duty.studentId), grade == nil || student.grade == grade else {
+                continue
+            }
+            let sitting = duty.slot.flatMap { $0.date == today ? $0 : nil }
+            rows.append(
+                Row(
+                    student: student, dutyId: duty.dutyId, state: duty.servedOn == nil ? "scheduled" : "served",
+                    serviceId: duty.serviceId, dueDate: duty.dueDate, sitting: sitting))
+        }
+        for miss in missed {
+            guard let student = roster.student(school: school.id, id: miss.studentId), grade == nil || student.grade == grade else {
+                continue
+            }
+            rows.append(
+                Row(student: student, dutyId: miss.dutyId, state: "missed", serviceId: miss.serviceId, dueDate: nil, sitting: miss.slot))
+        }
+        // Today's sittings from the policy, each with its rows; rows of another sitting (served early) after them.
+        let weekday = SchoolCalendar.day(today).map { Timestamp.daysSinceMonday(civil: $0) } ?? -1
+        let sittings =
+            school.calendar.isSchoolDay(today)
+            ? school.service.slots.filter { $0.weekday == weekday }.map {
+                (time: $0.time, place: $0.place, capacity: Optional($0.capacity))
+            }
+            : []
+        var groups: [(time: String?, place: String?, capacity: Int?, rows: [Row])] = sittings.map { sitting in
+            (sitting.time, sitting.place, sitting.capacity, rows.filter { $0.sitting?.time == sitting.time })
+        }
+        let elsewhere = rows.filter { row in !sittings.contains { $0.time == row.sitting?.time } }
+        if !elsewhere.isEmpty { groups.append((nil, nil, nil, elsewhere)) }
+        accessLog.record(caller, .service, school: school.id, target: "sittings=\(today)" + (grade.map { "&grade=\($0)" } ?? ""))
+        var writer = JSONWriter(capacity: 256 + rows.count * 300)
+        writer.field("schoolId", school.id)
+        writer.field("today", now)
+        writer.field("date", today)
+        writer.field("schoolDay", school.calendar.isSchoolDay(today))
+        writer.field("dayOff", school.calendar.dayOff(today))
+        writer.array("sittings", groups) { writer, group in
+            writer.field("time", group.time)
+            writer.field("place", group.place)
+            if let capacity = group.capacity { writer.field("capacity", capacity) } else { writer.field("capacity", nil as String?) }
+            writer.array(
+                "items",
+                group.rows.sorted {
+                    ($0.student.grade, $0.student.classNumber, $0.student.number) < (
+                        $1.student.grade, $1.student.classNumber, $1.student.number
+                    )
+                }
+            ) { writer, row in
+                writer.object("student") { StudentRef(row.student).write(to: &$0) }
+                writer.field("photoUrl", photos.url(for: row.student))
+                writer.field("dutyId", row.dutyId)
+                writer.field("state", row.state)
+                writer.field("serviceId", row.serviceId)
+                writer.field("dueDate", row.dueDate)
+            }
+        }
+        return .json(written: writer.finish())
     }
 
     /// `봉사 완료` and taking it back from the teacher page: the same request

@@ -201,7 +201,7 @@ struct DataProtectionHandlers: Sendable {
                 CommunityService(
                     serviceId: $0.record.serviceId, date: $0.record.date, sessions: $0.record.sessions, note: $0.record.note,
                     recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
-                    withdrawnAt: $0.withdrawnAt)
+                    withdrawnAt: $0.withdrawnAt, outcome: $0.record.outcome.rawValue, dutyId: $0.record.dutyId)
             }
             crossings = records.crossings.map {
                 Crossing(label: $0.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
@@ -217,6 +217,9 @@ struct DataProtectionHandlers: Sendable {
             let recordedAt: String
             let withdrawnBy: String?
             let withdrawnAt: String?
+            /// `served`, or `missed` (불참 at a sitting, nothing served).
+            let outcome: String
+            let dutyId: String?
 
             func encode(to encoder: Encoder) throws {
                 var container = encoder.container(keyedBy: CodingKeys.self)
@@ -228,9 +231,13 @@ struct DataProtectionHandlers: Sendable {
                 try container.encode(recordedAt, forKey: .recordedAt)
                 try container.encode(withdrawnBy, forKey: .withdrawnBy)
                 try container.encode(withdrawnAt, forKey: .withdrawnAt)
+                try container.encode(outcome, forKey: .outcome)
+                try container.encode(dutyId, forKey: .dutyId)
             }
 
-            enum CodingKeys: String, CodingKey { case serviceId, date, sessions, note, recordedBy, recordedAt, withdrawnBy, withdrawnAt }
+            enum CodingKeys: String, CodingKey {
+                case serviceId, date, sessions, note, recordedBy, recordedAt, withdrawnBy, withdrawnAt, outcome, dutyId
+            }
         }
     }
 

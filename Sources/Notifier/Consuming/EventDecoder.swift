@@ -24,8 +24,10 @@ struct EventDecoder: Sendable {
         do throws(FieldError) {
             let fields = JSONFields(try JSONReader.object(value))
             let version = try fields.integer("schemaVersion")
-            guard version == 1 else { return .failure(DecodeFailure(reason: "unsupported schemaVersion \(version)")) }
             let type = try fields.string("type")
+            // Version 2 is a service record's (`outcome`, `dutyId`).
+            guard version == 1 || (version == CommunityServiceRecorded.schemaVersion && type == EventType.communityServiceRecorded.rawValue)
+            else { return .failure(DecodeFailure(reason: "unsupported schemaVersion \(version) of \(type)")) }
             switch message.topic {
             case topics.registered where type == EventType.registered.rawValue:
                 return registered(try GuidanceRegistered(json: fields))

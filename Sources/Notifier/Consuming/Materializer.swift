@@ -193,7 +193,9 @@ final class Materializer: Sendable {
         }
         let writing = PendingWrite(settled: released.map(\.message), sources: sources)
         state.writing = writing
-        writer.async { [self, events, rules = current.rules] in writing.end(with: apply(events, rules: rules)) }
+        writer.async { [self, events, rules = current.rules, schools = current.schools] in
+            writing.end(with: apply(events, rules: rules, schools: schools))
+        }
     }
 
     /// After the store wrote a batch: its rejections to the dead-letter
@@ -233,10 +235,10 @@ final class Materializer: Sendable {
     /// hold) is narrowed down by halving the batch, and the event it comes
     /// from returned as a rejection, so one bad event cannot wedge the
     /// group. Nil means stopping, with nothing committed.
-    private func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]]) -> [Rejection]? {
+    private func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]], schools: [String: School]) -> [Rejection]? {
         retrying { () throws -> [Rejection] in
             do throws(StoreError) {
-                let rejections = try store.apply(events, rules: rules)
+                let rejections = try store.apply(events, rules: rules, schools: schools)
                 storeWritesSucceed()
                 return rejections
             } catch  where error.isDataError {
@@ -247,7 +249,8 @@ final class Materializer: Sendable {
                 }
                 let half = events.count / 2
                 // Each half retries on its own; nil only once stopping, which ends this retry too.
-                guard let first = apply(Array(events[..<half]), rules: rules), let second = apply(Array(events[half...]), rules: rules)
+                guard let first = apply(Array(events[..<half]), rules: rules, schools: schools),
+                    let second = apply(Array(events[half...]), rules: rules, schools: schools)
                 else {
                     throw CancellationError()
                 }

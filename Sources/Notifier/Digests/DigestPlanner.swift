@@ -25,8 +25,8 @@ struct DigestPlanner: Sendable {
                     dayEntries(state, grade: grade, classNumber: nil)
                 ))
         }
-        // Mondays: each volunteer-duty teacher's weekly 봉사 명단.
-        if Frequency.isWeekStart(date) {
+        // The week's first school day: each volunteer-duty teacher's weekly 봉사 명단.
+        if school.calendar.isWeekStart(date) {
             for (teacher, grade) in volunteerDuty {
                 lists.append(
                     (
@@ -34,6 +34,19 @@ struct DigestPlanner: Sendable {
                         owing(state, school: school, grade: grade)
                     ))
             }
+        }
+        // Sessions of 교내봉사 past their due date: the homeroom teacher's class, the admins' school.
+        let overdue = overdueEntries(state, school: school)
+        for teacher in roster.teachers(of: school.id, role: .homeroom) {
+            guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
+            lists.append(
+                (
+                    Recipient(teacherId: teacher.id, scope: .overdue, grade: grade, classNumber: classNumber),
+                    overdue.filter { $0.student.grade == grade && $0.student.classNumber == classNumber }
+                ))
+        }
+        for teacher in roster.teachers(of: school.id, role: .admin) {
+            lists.append((Recipient(teacherId: teacher.id, scope: .overdue, grade: 0, classNumber: nil), overdue))
         }
         return lists.compactMap { recipient, current in
             digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
@@ -55,7 +68,7 @@ struct DigestPlanner: Sendable {
         guard !entries.isEmpty else { return nil }
         let revision = (state.revisions[recipient] ?? 0) + 1
         var counts: [String: Int] = [:]
-        for entry in entries where entry.change == .added && recipient.scope != .service {
+        for entry in entries where entry.change == .added && (recipient.scope == .class || recipient.scope == .grade) {
             counts[entry.reason.code, default: 0] += 1
         }
         let text = DigestText(school: school, date: date, recipient: recipient, revision: revision, entries: entries, counts: counts)
@@ -88,6 +101,17 @@ struct DigestPlanner: Sendable {
                 guidanceId: last.guidanceId, student: StudentRef(student),
                 reason: ReasonRef(code: last.reasonCode, label: school.reason(last.reasonCode)?.label ?? last.reasonCode, detail: nil),
                 occurredAt: last.occurredAt, change: .added, service: account.standing)
+        }
+    }
+
+    /// Each overdue session under its student's seat now (the guidance's
+    /// when the student left the roster).
+    private func overdueEntries(_ state: DeliveryState, school: School) -> [DigestEntry] {
+        state.overdue.map { duty, guidance in
+            DigestEntry(
+                guidanceId: guidance.guidanceId,
+                student: roster.student(school: school.id, id: duty.studentId).map(StudentRef.init) ?? guidance.student,
+                reason: guidance.reason, occurredAt: guidance.occurredAt, change: .added, overdue: duty)
         }
     }
 

@@ -97,6 +97,13 @@ final class DigestRunner: Sendable {
         return nil
     }
 
+    /// On a school day of a school with due dates, the school day before:
+    /// its run lists the sessions that fell due since and were not served.
+    static func overdueSince(_ date: String, of school: School) -> String? {
+        guard school.service.dueDays != nil, school.calendar.isSchoolDay(date) else { return nil }
+        return school.calendar.schoolDay(before: date)
+    }
+
     /// The school-local date now.
     func today(for school: School) -> String {
         Timestamp.localDate(clock(), in: school.timeZone)
@@ -140,7 +147,10 @@ final class DigestRunner: Sendable {
                     // A teacher who turned e-mailed lists off (설정) gets them in the 알림함 only, from the next list on.
                     let unmailed = try store.teachersWithoutEmailedLists(schools: part.map(\.school.id))
                     let runs = part.map { school, date in
-                        DeliveryRun(school: school.id, date: date, completedAt: Timestamp.format(clock())) { state in
+                        DeliveryRun(
+                            school: school.id, date: date, completedAt: Timestamp.format(clock()),
+                            weekly: school.calendar.isWeekStart(date), overdueSince: DigestRunner.overdueSince(date, of: school)
+                        ) { state in
                             planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                         } targets: { digest in
                             dispatcher.targets(for: digest, roster: roster).filter {

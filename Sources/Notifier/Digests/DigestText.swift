@@ -36,14 +36,23 @@ struct DigestText {
         revision > 1 ? "\(revision - 1)차 정정" : nil
     }
 
-    /// "12월 1일(화) 1학년 3반 교문 지도 명단"; "12월 7일(월) 1학년 봉사 명단"
+    /// "12월 1일(화) 1학년 3반 교문 지도 명단"; "12월 7일(월) 1학년 봉사 명단";
+    /// "12월 10일(목) 전교 교내봉사 기한 지남"
     var title: String {
-        let group = recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
-        return "\(Timestamp.koreanDay(date)) \(group) " + (weekly ? "봉사 명단" : "교문 지도 명단")
+        let group =
+            recipient.grade == 0 ? "전교" : recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
+        let kind =
+            switch recipient.scope {
+            case .service: "봉사 명단"
+            case .overdue: "교내봉사 기한 지남"
+            default: "교문 지도 명단"
+            }
+        return "\(Timestamp.koreanDay(date)) \(group) \(kind)"
     }
 
     /// The weekly 봉사 명단 counts students (명), a day's list guidances (건).
     private var weekly: Bool { recipient.scope == .service }
+    private var overdue: Bool { recipient.scope == .overdue }
     private var unit: String { weekly ? "명" : "건" }
 
     var subject: String {
@@ -66,6 +75,7 @@ struct DigestText {
         case .service: return ["\(title)입니다. 봉사가 남은 학생 \(entries.count)명입니다."]
         case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
         case .class: return ["\(title)입니다."]
+        case .overdue: return ["\(title)입니다. 기한까지 하지 않은 교내봉사 \(entries.count)건입니다."]
         // A rule notice is worded once, when it is written (`RuleNotices`).
         case .rule: return []
         }
@@ -77,9 +87,11 @@ struct DigestText {
         let removed = entries.filter { $0.change == .removed }
         guard revision > 1 else { return [(nil, added)] }
         let headings =
-            weekly
-            ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 삭제됨)")
-            : ("추가된 기록 \(added.count)건", "삭제된 기록 \(removed.count)건 (교문에서 지운 기록)")
+            overdue
+            ? ("바뀐 내용 \(added.count)건 (늦게 했거나 새로 지남)", "앞서 알린 내용 \(removed.count)건")
+            : weekly
+                ? ("새로 봉사가 남은 학생 \(added.count)명", "명단에서 빠진 학생 \(removed.count)명 (봉사를 마쳤거나 지도가 삭제됨)")
+                : ("추가된 기록 \(added.count)건", "삭제된 기록 \(removed.count)건 (교문에서 지운 기록)")
         return [(headings.0, added), (headings.1, removed)].filter { !$0.entries.isEmpty }
     }
 
@@ -99,7 +111,9 @@ struct DigestText {
             for entry in section.entries {
                 if recipient.classNumber == nil && entry.student.classNumber != currentClass {
                     currentClass = entry.student.classNumber
-                    lines.append("[\(entry.student.classNumber)반]")
+                    lines.append(
+                        recipient.grade == 0
+                            ? "[\(entry.student.grade)학년 \(entry.student.classNumber)반]" : "[\(entry.student.classNumber)반]")
                 }
                 lines.append("• " + line(entry))
             }
@@ -111,17 +125,19 @@ struct DigestText {
     /// "12번 김민지 — 기타 (길에 껌을 뱉음), 오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
     /// in the 봉사 명단 "12번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 최근 지도 11월 27일(금) 복장 불량"
     func line(_ entry: DigestEntry) -> String {
-        "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
+        return "\(entry.student.number)번 \(entry.student.name) — \(what(entry))" + (weekly ? " · " : ", ") + particulars(entry)
     }
 
     /// What an entry is about: the reason; in the 봉사 명단 the service left.
     func what(_ entry: DigestEntry) -> String {
-        weekly ? service(entry) ?? "" : reason(entry)
+        if let duty = entry.overdue { return DigestText.overdue(duty) }
+        return weekly ? service(entry) ?? "" : reason(entry)
     }
 
     /// The rest of an entry's line: "오전 7:52 · 최근 7일 2회 · 최근 30일 3회 · 남은 봉사 2회";
     /// in the 봉사 명단 "최근 지도 11월 27일(금) 복장 불량".
     func particulars(_ entry: DigestEntry) -> String {
+        if entry.overdue != nil { return "지도 \(lastGuidance(entry))" }
         if weekly { return "최근 지도 \(lastGuidance(entry))" }
         return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
     }
@@ -130,6 +146,15 @@ struct DigestText {
     func service(_ entry: DigestEntry) -> String? {
         guard let service = entry.service else { return nil }
         return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
+    }
+
+    /// "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; served
+    /// late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
+    static func overdue(_ duty: ServiceDuty) -> String {
+        let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"
+        if let served = duty.servedOn { return "\(due) · \(Timestamp.koreanDay(served)) 늦게 완료" }
+        guard let slot = duty.slot else { return "\(due) 지남" }
+        return "\(due) 지남 · 다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
     }
 
     /// "11월 27일(금) 복장 불량": the day and reason of the student's newest guidance.

@@ -1,0 +1,196 @@
+import Common
+
+/// A school's days: Monday to Friday less its holidays and vacations
+/// (`calendar.csv`). Days are days since 1970-01-01 or `YYYY-MM-DD`.
+package struct SchoolCalendar: Sendable, Equatable {
+    /// Days off by day, each with its name (`개교기념일`).
+    package private(set) var daysOff: [Int: String] = [:]
+
+    package init() {}
+
+    /// How far `schoolDay(_:after:)` looks: a year of vacations at most.
+    static let horizon = 400
+
+    mutating func close(from first: Int, through last: Int, name: String) {
+        for day in first...last { daysOff[day] = name }
+    }
+
+    package func isSchoolDay(_ day: Int) -> Bool {
+        Timestamp.daysSinceMonday(civil: day) < 5 && daysOff[day] == nil
+    }
+
+    package func isSchoolDay(_ date: String) -> Bool {
+        SchoolCalendar.day(date).map(isSchoolDay) ?? false
+    }
+
+    /// The name of the holiday or vacation `date` falls in.
+    package func dayOff(_ date: String) -> String? {
+        SchoolCalendar.day(date).flatMap { daysOff[$0] }
+    }
+
+    /// The `count`-th school day after `date` (1: the next school day).
+    package func schoolDay(_ count: Int, after date: String) -> String? {
+        guard var day = SchoolCalendar.day(date) else { return nil }
+        var left = count
+        for _ in 0..<SchoolCalendar.horizon {
+            day += 1
+            if isSchoolDay(day) {
+                left -= 1
+                if left == 0 { return Timestamp.dateString(civil: day) }
+            }
+        }
+        return nil
+    }
+
+    /// The last school day before `date`.
+    package func schoolDay(before date: String) -> String? {
+        guard var day = SchoolCalendar.day(date) else { return nil }
+        for _ in 0..<SchoolCalendar.horizon {
+            day -= 1
+            if isSchoolDay(day) { return Timestamp.dateString(civil: day) }
+        }
+        return nil
+    }
+
+    /// Whether `date` is its week's first school day, when the weekly 봉사
+    /// 명단 goes out (a Monday, or the Wednesday after a Monday and
+    /// Tuesday off).
+    package func isWeekStart(_ date: String) -> Bool {
+        guard let day = SchoolCalendar.day(date), isSchoolDay(day) else { return false }
+        let monday = day - Timestamp.daysSinceMonday(civil: day)
+        return !(monday..<day).contains(where: isSchoolDay)
+    }
+
+    package static func day(_ date: String) -> Int? {
+        Timestamp.parseDate(date).map { Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) }
+    }
+}
+
+/// A weekly time and place where 교내봉사 is served (`service_slots.csv`).
+package struct ServiceSlot: Sendable, Equatable {
+    package static let weekdays = ["mon", "tue", "wed", "thu", "fri"]
+
+    /// 0 for Monday … 4 for Friday.
+    package let weekday: Int
+    /// `HH:MM`, school-local.
+    package let time: String
+    package let place: String
+    package let capacity: Int
+
+    package init(weekday: Int, time: String, place: String, capacity: Int) {
+        self.weekday = weekday
+        self.time = time
+        self.place = place
+        self.capacity = capacity
+    }
+}
+
+/// One sitting of a slot: a school day, its time and place.
+package struct SlotTime: Sendable, Equatable, Hashable, Codable {
+    package let date: String
+    package let time: String
+    package let place: String
+
+    package init(date: String, time: String, place: String) {
+        self.date = date
+        self.time = time
+        self.place = place
+    }
+}
+
+/// How a school schedules the 교내봉사 a guidance owes (`schools.csv`'s
+/// `service_due_days`, `service_slots.csv`). Empty: sessions have no due
+/// date and no slot.
+package struct ServicePolicy: Sendable, Equatable {
+    /// Sessions are due within this many school days after the guidance's day.
+    package var dueDays: Int?
+    /// In weekday and time order.
+    package var slots: [ServiceSlot] = []
+
+    package init(dueDays: Int? = nil, slots: [ServiceSlot] = []) {
+        self.dueDays = dueDays
+        self.slots = slots
+    }
+
+    package static let dueDaysRange = 1...60
+    package static let capacityRange = 1...500
+
+    package var isEmpty: Bool { dueDays == nil && slots.isEmpty }
+
+    /// The slots' sittings on school days after `date`, in time order, as
+    /// far as `SchoolCalendar.horizon` looks.
+    package func sittings(after date: String, calendar: SchoolCalendar) -> some Sequence<(SlotTime, capacity: Int)> {
+        let first = (SchoolCalendar.day(date) ?? 0) + 1
+        let slots = self.slots
+        return (first..<first + SchoolCalendar.horizon).lazy.filter(calendar.isSchoolDay).flatMap { day in
+            let weekday = Timestamp.daysSinceMonday(civil: day)
+            return slots.filter { $0.weekday == weekday }.map {
+                (SlotTime(date: Timestamp.dateString(civil: day), time: $0.time, place: $0.place), capacity: $0.capacity)
+            }
+        }
+    }
+
+    /// The first sitting after `date` with room, given how many each holds:
+    /// on or before the due date when one has room, else the first after it
+    /// (one rule: sittings are taken in time order). Nil without slots, or
+    /// when every sitting of the horizon is full.
+    package func firstSitting(after date: String, calendar: SchoolCalendar, taken: (SlotTime) -> Int) -> SlotTime? {
+        guard !slots.isEmpty else { return nil }
+        return sittings(after: date, calendar: calendar).first { taken($0.0) < $0.capacity }?.0
+    }
+}
+
+/// One session of 교내봉사 a guidance owes, as the notifier scheduled it:
+/// `guidanceId/n` for its n-th session.
+package struct ServiceDuty: Sendable, Equatable, Codable {
+    package enum State: String, Sendable, Codable {
+        /// 예정: a sitting is ahead.
+        case scheduled
+        /// 완료
+        case served
+        /// 불참: missed at least once, at a later sitting now.
+        case missed
+        /// 지남: past its due date, not served.
+        case overdue
+    }
+
+    package let dutyId: String
+    package let studentId: String
+    package let guidanceId: String
+    package let dueDate: String?
+    package let slot: SlotTime?
+    /// The day it was served, and by which service record.
+    package let servedOn: String?
+    package let serviceId: String?
+    package let misses: Int
+
+    package init(
+        dutyId: String, studentId: String, guidanceId: String, dueDate: String?, slot: SlotTime?, servedOn: String?, serviceId: String?,
+        misses: Int
+    ) {
+        self.dutyId = dutyId
+        self.studentId = studentId
+        self.guidanceId = guidanceId
+        self.dueDate = dueDate
+        self.slot = slot
+        self.servedOn = servedOn
+        self.serviceId = serviceId
+        self.misses = misses
+    }
+
+    package static func id(guidance: String, session: Int) -> String { "\(guidance)/\(session)" }
+
+    /// `<guidance uuid>/<n>`, n from 1 to `Reason.maxServiceSessions`.
+    package static func isID(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, RandomID.isUUID(String(parts[0])), let n = Int(parts[1]) else { return false }
+        return (1...Reason.maxServiceSessions).contains(n)
+    }
+
+    /// Its state on the school's `today`.
+    package func state(today: String) -> State {
+        if servedOn != nil { return .served }
+        if let dueDate, dueDate < today { return .overdue }
+        return misses > 0 ? .missed : .scheduled
+    }
+}

@@ -1,0 +1,358 @@
+import Common
+import Guidance
+
+/// The 교내봉사 schedule: each session a guidance owes, with its due date
+/// and sitting, kept where events are applied. A session's sitting is chosen
+/// once, when its guidance is stored (the first with room after the
+/// guidance's day), and moves only by an event: 불참 to the next sitting
+/// with room, its undoing back. A replay finds the sessions made and the
+/// records applied, and changes nothing.
+extension SQLStore {
+    /// Version 12: the sessions, and what a service record did to one (a
+    /// missed sitting keeps the sitting it missed, for its undoing).
+    static let serviceSchedule = """
+        CREATE TABLE IF NOT EXISTS service_duties (
+            duty_id TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            student_id TEXT NOT NULL,
+            guidance_id TEXT NOT NULL,
+            guidance_date TEXT NOT NULL,
+            due_date TEXT,
+            slot_date TEXT,
+            slot_time TEXT,
+            place TEXT,
+            served_on TEXT,
+            service_id TEXT,
+            misses INTEGER NOT NULL DEFAULT 0,
+            cancelled INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX IF NOT EXISTS service_duties_by_slot ON service_duties(school_id, slot_date);
+        CREATE INDEX IF NOT EXISTS service_duties_by_due ON service_duties(school_id, due_date);
+        CREATE INDEX IF NOT EXISTS service_duties_by_student ON service_duties(school_id, student_id);
+        CREATE INDEX IF NOT EXISTS service_duties_by_guidance ON service_duties(guidance_id);
+        ALTER TABLE service_records ADD COLUMN outcome TEXT NOT NULL DEFAULT 'served';
+        ALTER TABLE service_records ADD COLUMN duty_id TEXT;
+        ALTER TABLE service_records ADD COLUMN duty_applied INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE service_records ADD COLUMN missed_date TEXT;
+        ALTER TABLE service_records ADD COLUMN missed_time TEXT;
+        ALTER TABLE service_records ADD COLUMN missed_place TEXT;
+        """
+
+    /// Held exclusively while a batch places sessions in sittings (their
+    /// room is counted), shared by a run that lists overdue sessions.
+    static func dutiesKey(_ school: String) -> String { "duties/\(school)" }
+
+    /// What a batch did that the schedule follows.
+    struct DutyChanges {
+        var registered: [String] = []
+        var deleted: [String] = []
+        var recorded: [String] = []
+        var withdrawn: [String] = []
+    }
+
+    static let dutyColumns =
+        "d.duty_id, d.student_id, d.guidance_id, d.due_date, d.slot_date, d.slot_time, d.place, d.served_on, d.service_id, d.misses"
+
+    static func duty(_ row: ArraySlice<SQLValue>) -> ServiceDuty {
+        let i = row.startIndex
+        let slot = row[i + 4].string.map { SlotTime(date: $0, time: row[i + 5].string ?? "", place: row[i + 6].string ?? "") }
+        return ServiceDuty(
+            dutyId: row[i].string ?? "", studentId: row[i + 1].string ?? "", guidanceId: row[i + 2].string ?? "",
+            dueDate: row[i + 3].string,
+            slot: slot, servedOn: row[i + 7].string, serviceId: row[i + 8].string, misses: row[i + 9].int ?? 0)
+    }
+
+    /// Follows a batch in the schedule of the schools with a policy: new
+    /// guidances' sessions placed, deleted ones' cancelled, records applied
+    /// to their sessions and undone; each overdue list a change touches is
+    /// amended.
+    static func keepDuties(_ changes: DutyChanges, schools: [String: School], in database: any SQLDatabase) throws(StoreError) {
+        let scheduled = schools.filter { !$0.value.service.isEmpty }
+        guard !scheduled.isEmpty else { return }
+        // Sessions whose standing (served, cancelled) changed, for the overdue lists that named them.
+        var touched: [(school: String, due: String)] = []
+        try cancel(guidances: changes.deleted, touched: &touched, in: database)
+        try place(guidances: changes.registered, schools: scheduled, in: database)
+        try applyRecords(changes.recorded, schools: scheduled, touched: &touched, in: database)
+        try undoRecords(changes.withdrawn, touched: &touched, in: database)
+        try markDutyAmendments(touched, schools: scheduled, in: database)
+    }
+
+    private static func placeholders(_ count: Int, from first: Int = 1) -> String {
+        (first..<first + count).map { "$\($0)" }.joined(separator: ", ")
+    }
+
+    private static func cancel(guidances ids: [String], touched: inout [(school: String, due: String)], in database: any SQLDatabase)
+        throws(StoreError)
+    {
+        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
+            let list = placeholders(chunk.count)
+            let rows = try database.query(
+                "SELECT school_id, due_date FROM service_duties WHERE guidance_id IN (\(list)) AND cancelled = 0 AND due_date IS NOT NULL",
+                chunk.map { .text($0) })
+            touched += rows.map { ($0[0].string ?? "", $0[1].string ?? "") }
+            try database.run("UPDATE service_duties SET cancelled = 1 WHERE guidance_id IN (\(list))", chunk.map { .text($0) })
+        }
+    }
+
+    /// How many sessions each sitting of a school holds from `date` on.
+    private static func taken(school: String, from date: String, in database: any SQLDatabase) throws(StoreError) -> [SlotTime: Int] {
+        var taken: [SlotTime: Int] = [:]
+        try database.forEachRow(
+            """
+            SELECT slot_date, slot_time, COUNT(*) FROM service_duties
+            WHERE school_id = $1 AND slot_date >= $2 AND cancelled = 0 GROUP BY slot_date, slot_time
+            """, [.text(school), .text(date)]
+        ) { row in
+            taken[SlotTime(date: row[0].string ?? "", time: row[1].string ?? "", place: "")] = row[2].int ?? 0
+        }
+        return taken
+    }
+
+    /// Each newly stored guidance's sessions, in the order the guidances
+    /// happened: the n-th due `service_due_days` school days after its day,
+    /// at the first sitting with room after its day (after the one before).
+    private static func place(guidances ids: [String], schools: [String: School], in database: any SQLDatabase) throws(StoreError) {
+        var owed: [(id: String, school: String, student: String, date: String, sessions: Int)] = []
+        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
+            owed += try database.query(
+                """
+                SELECT g.guidance_id, g.school_id, g.student_id, g.local_date, g.service_sessions FROM guidances g
+                WHERE g.guidance_id IN (\(placeholders(chunk.count))) AND g.registered = 1 AND g.deleted = 0 AND g.service_sessions > 0
+                  AND NOT EXISTS (SELECT 1 FROM service_duties d WHERE d.guidance_id = g.guidance_id)
+                ORDER BY g.school_id, g.occurred_at, g.guidance_id
+                """, chunk.map { .text($0) }
+            ) { row in
+                (row[0].string ?? "", row[1].string ?? "", row[2].string ?? "", row[3].string ?? "", row[4].int ?? 0)
+            }
+        }
+        let bySchool = Dictionary(grouping: owed.filter { schools[$0.school] != nil }, by: \.school)
+        for (schoolID, guidances) in bySchool.sorted(by: { $0.key < $1.key }) {
+            guard let school = schools[schoolID], let earliest = guidances.map(\.date).min() else { continue }
+            try database.lock([dutiesKey(schoolID)], exclusive: true)
+            var taken = try taken(school: schoolID, from: earliest, in: database)
+            var rows: [[SQLValue]] = []
+            for guidance in guidances {
+                let due = school.service.dueDays.flatMap { school.calendar.schoolDay($0, after: guidance.date) }
+                var after = guidance.date
+                for session in 1...guidance.sessions {
+                    let slot = school.service.firstSitting(after: after, calendar: school.calendar) {
+                        taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
+                    }
+                    if let slot {
+                        taken[SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
+                        after = slot.date
+                    }
+                    rows.append([
+                        .text(ServiceDuty.id(guidance: guidance.id, session: session)), .text(schoolID), .text(guidance.student),
+                        .text(guidance.id), .text(guidance.date), due.sql, slot.map(\.date).sql, slot.map(\.time).sql, slot.map(\.place).sql
+                    ])
+                }
+            }
+            try database.savepoint(
+                database.inserts(
+                    "INSERT INTO service_duties (duty_id, school_id, student_id, guidance_id, guidance_date, due_date, slot_date, slot_time, place) VALUES ",
+                    rows: rows, perStatement: max(1, database.rowsPerStatement / 9), then: " ON CONFLICT (duty_id) DO NOTHING"))
+            // A 완료 for a session applied before its guidance (a replay
+            // into an empty store reads the topics side by side).
+            for chunk in rows.map({ $0[0] }).chunks(of: max(1, database.rowsPerStatement)) {
+                let early = try database.query(
+                    """
+                    SELECT service_id FROM service_records
+                    WHERE duty_id IN (\(placeholders(chunk.count))) AND recorded = 1 AND withdrawn = 0 AND duty_applied = 0
+                    """, Array(chunk))
+                var none: [(school: String, due: String)] = []
+                try applyRecords(early.compactMap { $0[0].string }, schools: schools, touched: &none, in: database)
+            }
+        }
+    }
+
+    /// Service records applied to sessions: 완료 to its session (or, without
+    /// one, to the student's earliest open ones), 불참 moves its session to
+    /// the next sitting with room after the missed one.
+    private static func applyRecords(
+        _ ids: [String], schools: [String: School], touched: inout [(school: String, due: String)], in database: any SQLDatabase
+    ) throws(StoreError) {
+        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
+            let records = try database.query(
+                """
+                SELECT service_id, school_id, student_id, local_date, sessions, outcome, duty_id FROM service_records
+                WHERE service_id IN (\(placeholders(chunk.count))) AND recorded = 1 AND withdrawn = 0 AND duty_applied = 0
+                ORDER BY recorded_at, service_id
+                """, chunk.map { .text($0) })
+            for record in records {
+                let (serviceID, schoolID, student, date) = (
+                    record[0].string ?? "", record[1].string ?? "", record[2].string ?? "", record[3].string ?? ""
+                )
+                guard let school = schools[schoolID] else { continue }
+                let owner: [SQLValue] = [.text(schoolID), .text(student)]
+                if record[5].string == CommunityServiceRecord.Outcome.missed.rawValue {
+                    guard let dutyID = record[6].string else { continue }
+                    try database.lock([dutiesKey(schoolID)], exclusive: true)
+                    let found = try database.query(
+                        """
+                        SELECT slot_date, slot_time, place FROM service_duties
+                        WHERE duty_id = $3 AND school_id = $1 AND student_id = $2 AND served_on IS NULL AND cancelled = 0
+                        """, owner + [.text(dutyID)])
+                    // Not yet placed (its guidance comes later), served or cancelled: nothing to move.
+                    guard let missed = found.first else { continue }
+                    let from = max(date, missed[0].string ?? date)
+                    let taken = try taken(school: schoolID, from: from, in: database)
+                    let next = school.service.firstSitting(after: from, calendar: school.calendar) {
+                        taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
+                    }
+                    try database.run(
+                        """
+                        UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4, misses = misses + 1 WHERE duty_id = $1
+                        """, [.text(dutyID), next.map(\.date).sql, next.map(\.time).sql, next.map(\.place).sql])
+                    try database.run(
+                        """
+                        UPDATE service_records SET duty_applied = 1, missed_date = $2, missed_time = $3, missed_place = $4 WHERE service_id = $1
+                        """, [.text(serviceID), missed[0], missed[1], missed[2]])
+                    continue
+                }
+                var sessions: [[SQLValue]]
+                if let dutyID = record[6].string {
+                    sessions = try database.query(
+                        """
+                        SELECT duty_id, due_date FROM service_duties
+                        WHERE duty_id = $3 AND school_id = $1 AND student_id = $2 AND served_on IS NULL AND cancelled = 0
+                        """, owner + [.text(dutyID)])
+                    // Its session is not placed yet: applied when it is.
+                    if sessions.isEmpty { continue }
+                } else {
+                    sessions = try database.query(
+                        """
+                        SELECT duty_id, due_date FROM service_duties
+                        WHERE school_id = $1 AND student_id = $2 AND served_on IS NULL AND cancelled = 0
+                        ORDER BY due_date, slot_date, duty_id LIMIT $3
+                        """, owner + [.integer(Int64(record[4].int ?? 1))])
+                }
+                for session in sessions {
+                    try database.run(
+                        "UPDATE service_duties SET served_on = $2, service_id = $3 WHERE duty_id = $1",
+                        [session[0], .text(date), .text(serviceID)])
+                    if let due = session[1].string { touched.append((schoolID, due)) }
+                }
+                try database.run("UPDATE service_records SET duty_applied = 1 WHERE service_id = $1", [.text(serviceID)])
+            }
+        }
+    }
+
+    /// Withdrawn records undone on their sessions: a 완료 frees its
+    /// sessions, a 불참 brings its session back to the sitting it missed.
+    private static func undoRecords(_ ids: [String], touched: inout [(school: String, due: String)], in database: any SQLDatabase)
+        throws(StoreError)
+    {
+        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
+            let records = try database.query(
+                """
+                SELECT service_id, school_id, outcome, duty_id, missed_date, missed_time, missed_place FROM service_records
+                WHERE service_id IN (\(placeholders(chunk.count))) AND withdrawn = 1 AND duty_applied = 1
+                """, chunk.map { .text($0) })
+            for record in records {
+                if record[2].string == CommunityServiceRecord.Outcome.missed.rawValue {
+                    try database.lock([dutiesKey(record[1].string ?? "")], exclusive: true)
+                    try database.run(
+                        """
+                        UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4, misses = misses - 1
+                        WHERE duty_id = $1 AND served_on IS NULL
+                        """, [record[3], record[4], record[5], record[6]])
+                } else {
+                    touched += try database.query(
+                        "SELECT school_id, due_date FROM service_duties WHERE service_id = $1 AND due_date IS NOT NULL", [record[0]]
+                    ).map { ($0[0].string ?? "", $0[1].string ?? "") }
+                    try database.run("UPDATE service_duties SET served_on = NULL, service_id = NULL WHERE service_id = $1", [record[0]])
+                }
+                try database.run("UPDATE service_records SET duty_applied = 2 WHERE service_id = $1", [record[0]])
+            }
+        }
+    }
+
+    /// The day whose run lists a session due on `due` as overdue: the next
+    /// school day.
+    static func overdueDay(due: String, calendar: SchoolCalendar) -> String? {
+        calendar.schoolDay(1, after: due)
+    }
+
+    /// Each overdue list written that a change touched is amended at the next tick.
+    private static func markDutyAmendments(
+        _ touched: [(school: String, due: String)], schools: [String: School], in database: any SQLDatabase
+    ) throws(StoreError) {
+        var days: Set<[String]> = []
+        for (school, due) in touched {
+            guard let calendar = schools[school]?.calendar, let day = overdueDay(due: due, calendar: calendar) else { continue }
+            days.insert([school, day])
+        }
+        for day in days.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            try database.run(
+                """
+                INSERT INTO pending_amendments (school_id, date)
+                SELECT school_id, date FROM digest_runs WHERE school_id = $1 AND date = $2
+                ON CONFLICT (school_id, date) DO NOTHING
+                """, day.map { .text($0) })
+        }
+    }
+
+    /// The sessions due on or after `since` and before `before` that were
+    /// not served by their due date, with their guidances.
+    static func overdueStatement(school: String, since: String, before: String) -> SQLStatement {
+        SQLStatement(
+            """
+            SELECT \(dutyColumns), \(recordColumns) FROM service_duties d JOIN guidances g ON g.guidance_id = d.guidance_id
+            WHERE d.school_id = $1 AND d.due_date >= $2 AND d.due_date < $3 AND d.cancelled = 0
+              AND (d.served_on IS NULL OR d.served_on > d.due_date)
+            ORDER BY d.student_id, d.due_date, d.duty_id
+            """, [.text(school), .text(since), .text(before)])
+    }
+
+    static func overdueDuty(_ row: [SQLValue]) -> (duty: ServiceDuty, guidance: GuidanceRecord) {
+        (duty(row[...]), record(row[10...]))
+    }
+
+    // MARK: - Reads
+
+    /// A school's sessions: of the students `students` names (nil: all),
+    /// open ones and those served on or after `servedSince`; or those whose
+    /// sitting is on `sittingOn`. Cancelled ones are left out.
+    package func duties(school: String, sittingOn day: String? = nil) throws(StoreError) -> [ServiceDuty] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            if let day {
+                return try database.query(
+                    """
+                    SELECT \(SQLStore.dutyColumns) FROM service_duties d
+                    WHERE d.school_id = $1 AND d.cancelled = 0 AND (d.slot_date = $2 OR d.served_on = $2)
+                    ORDER BY d.slot_time, d.student_id, d.duty_id
+                    """, [.text(school), .text(day)]
+                ) { SQLStore.duty($0[...]) }
+            }
+            return try database.query(
+                """
+                SELECT \(SQLStore.dutyColumns) FROM service_duties d
+                WHERE d.school_id = $1 AND d.cancelled = 0 ORDER BY d.student_id, d.due_date, d.slot_date, d.duty_id
+                """, [.text(school)]
+            ) { SQLStore.duty($0[...]) }
+        }
+    }
+
+    /// The sittings a school's students missed on `day` (불참), each with
+    /// its record's id (to undo it) and the session it moved.
+    package func missedSittings(school: String, on day: String) throws(StoreError) -> [(
+        serviceId: String, studentId: String, dutyId: String, slot: SlotTime
+    )] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query(
+                """
+                SELECT service_id, student_id, duty_id, missed_date, missed_time, missed_place FROM service_records
+                WHERE school_id = $1 AND local_date = $2 AND outcome = 'missed' AND recorded = 1 AND withdrawn = 0 AND duty_applied = 1
+                ORDER BY missed_time, student_id
+                """, [.text(school), .text(day)]
+            ) { row in
+                (
+                    row[0].string ?? "", row[1].string ?? "", row[2].string ?? "",
+                    SlotTime(date: row[3].string ?? "", time: row[4].string ?? "", place: row[5].string ?? "")
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import Guidance
+@testable import Notifier
+import Synchronization
+import TestSupport
+import XCTest
+
+/// 교내봉사 as a schedule, through the ingest and the notifier with a clock
+/// the test moves: a school with a holiday on Monday 16 November 2026, due
+/// dates 3 school days after the guidance's day, and sittings on Tuesdays
+/// and Thursdays at 16:00 for two students each.
+final class ServiceScheduleTests: XCTestCase {
+    final class Clock: Sendable {
+        let time = Mutex<Double>(0)
+    }
+
+    let clock = Clock()
+    var harness: NotifierHarness?
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    static let schools = """
+        school_id,name,timezone,digest_time,service_due_days
+        sa,서울고,Asia/Seoul,08:50,3
+        sb,LA High,America/Los_Angeles,07:30,
+
+        """
+    static let calendar = "school_id,date,end_date,name\nsa,2026-11-16,,개교기념일\n"
+    static let slots = "school_id,weekday,time,place,capacity\nsa,tue,16:00,상담실,2\nsa,thu,16:00,상담실,2\n"
+
+    /// Moves the clock to `time` (RFC 3339).
+    func at(_ time: String) {
+        clock.time.withLock { $0 = Timestamp.parse(time)! }
+    }
+
+    /// 오늘 봉사 as the grade's volunteer-duty teacher: `studentId: [state, dutyId, serviceId]` by sitting time.
+    func today(_ harness: NotifierHarness) async throws -> (reply: Reply, rows: [String: [String]]) {
+        let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service/sittings", headers: harness.headers("t-vd-1"))
+        XCTAssertEqual(reply.status, 200, reply.text)
+        var rows: [String: [String]] = [:]
+        if case .array(let sittings) = reply.object["sittings"] {
+            for sitting in sittings {
+                guard case .array(let items) = sitting["items"] else { continue }
+                for item in items {
+                    rows[item["student"]?["studentId"]?.string ?? ""] = [
+                        item["state"]?.string ?? "", item["dutyId"]?.string ?? "", item["serviceId"]?.string ?? ""
+                    ]
+                }
+            }
+        }
+        return (reply, rows)
+    }
+
+    /// The 봉사 명단 as `teacher`: `studentId: [state, dueDate, slot date]`, polled until `done`.
+    func schedule(_ harness: NotifierHarness, as teacher: String, until done: @escaping ([String: [String]]) -> Bool) async throws
+        -> [String: [String]]
+    {
+        try await eventually {
+            let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service", headers: harness.headers(teacher))
+            var found: [String: [String]] = [:]
+            if case .array(let items) = reply.object["items"] {
+                for item in items {
+                    found[item["student"]?["studentId"]?.string ?? ""] = [
+                        item["state"]?.string ?? "-", item["dueDate"]?.string ?? "-", item["slot"]?["date"]?.string ?? "-"
+                    ]
+                }
+            }
+            return found
+        } until: {
+            done($0)
+        }
+    }
+
+    /// 완료 or 불참 of a session, through the teacher pages' route (the notifier passes it to the ingest).
+    func mark(_ harness: NotifierHarness, student: String, duty: String, outcome: String, date: String) async throws -> String {
+        let id = UUID().uuidString.lowercased()
+        let body = #"{"serviceId":"\#(id)","date":"\#(date)","sessions":1,"outcome":"\#(outcome)","dutyId":"\#(duty)"}"#
+        let reply = try await fetch(
+            "POST", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/\(student)/service", body: body,
+            headers: harness.headers("t-vd-1"))
+        XCTAssertEqual(reply.status, 202, reply.text)
+        return id
+    }
+
+    func undo(_ harness: NotifierHarness, student: String, service: String) async throws {
+        let reply = try await fetch(
+            "DELETE", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/\(student)/service/\(service)",
+            headers: harness.headers("t-vd-1"))
+        XCTAssertEqual(reply.status, 202, reply.text)
+    }
+
+    /// The digests of `scope` in a teacher's inbox: `date r<revision>: text`.
+    func digests(_ harness: NotifierHarness, _ teacher: String, scope: String) async throws -> [String] {
+        try await harness.inbox(teacher, signedIn: true).filter { $0["scope"]?.string == scope }.map {
+            "\($0["date"]?.string ?? "") r\($0["revision"]?.int ?? 0): \($0["text"]?.string ?? "")"
+        }.sorted()
+    }
+
+    func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
+        let clock = self.clock
+        at("2026-11-13T00:00:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, clock: { clock.time.withLock { $0 } }, schools: Self.schools, calendar: Self.calendar,
+            serviceSlots: Self.slots)
+        self.harness = harness
+        let runner = try XCTUnwrap(harness.notifier?.runner)
+        // Friday 13 November, 08:30-08:32 in Seoul: three students stopped, in this order.
+        for (minute, seat) in [(30, (1, 1, 1)), (31, (1, 1, 2)), (32, (1, 2, 1))] {
+            try await harness.register(
+                grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
+        }
+        // Due the 3rd school day after Friday: not Monday (개교기념일), so Tue, Wed, Thu 19.
+        // Tuesday 17's sitting holds two; the third student goes to Thursday's.
+        let expected = [
+            "a111": ["scheduled", "2026-11-19", "2026-11-17"], "a112": ["scheduled", "2026-11-19", "2026-11-17"],
+            "a121": ["scheduled", "2026-11-19", "2026-11-19"]
+        ]
+        let placed = try await schedule(harness, as: "t-admin") { $0 == expected }
+        XCTAssertEqual(placed, expected)
+
+        // Monday 16, the holiday, after the digest time: no digest at all (without
+        // the calendar, Monday's run wrote the weekly 봉사 명단).
+        at("2026-11-16T00:00:00Z")
+        _ = await runner.runDueSchools()
+        at("2026-11-16T01:00:00Z")
+        _ = await runner.runDueSchools()
+        for teacher in ["t-vd-1", "t-hr-1-1", "t-hr-1-2", "t-admin"] {
+            let holiday = try await harness.inbox(teacher, signedIn: true).filter { $0["date"]?.string == "2026-11-16" }
+            XCTAssertEqual(holiday.count, 0, "\(teacher): \(holiday)")
+        }
+        // The weekly list goes out on the week's first school day, Tuesday.
+        at("2026-11-17T01:00:00Z")
+        _ = await runner.runDueSchools()
+        let weekly = try await digests(harness, "t-vd-1", scope: "service")
+        XCTAssertEqual(weekly.count, 1, "\(weekly)")
+        XCTAssertTrue(weekly.first?.hasPrefix("2026-11-17 r1") ?? false, "\(weekly)")
+
+        // Tuesday 17 at the sitting: 오늘 봉사 has a111 and a112.
+        at("2026-11-17T07:10:00Z")
+        var sitting = try await today(harness)
+        XCTAssertEqual(sitting.rows.mapValues { $0[0] }, ["a111": "scheduled", "a112": "scheduled"], sitting.reply.text)
+        XCTAssertEqual(sitting.reply.object["sittings"]?[0]?["place"]?.string, "상담실")
+        // a112: 불참 marked by mistake and undone, then 완료.
+        let mistake = try await mark(harness, student: "a112", duty: sitting.rows["a112"]![1], outcome: "missed", date: "2026-11-17")
+        sitting = try await eventually {
+            try await self.today(harness)
+        } until: {
+            $0.rows["a112"]?[0] == "missed"
+        }
+        let moved = try await schedule(harness, as: "t-admin") { $0["a112"]?[0] == "missed" }
+        XCTAssertEqual(moved["a112"], ["missed", "2026-11-19", "2026-11-19"], "the next sitting with room: Thursday's")
+        try await undo(harness, student: "a112", service: mistake)
+        _ = try await schedule(harness, as: "t-admin") { $0["a112"] == ["scheduled", "2026-11-19", "2026-11-17"] }
+        _ = try await mark(harness, student: "a112", duty: sitting.rows["a112"]![1], outcome: "served", date: "2026-11-17")
+        // a111 does not come: 불참 moves them to Thursday's sitting (a121 and a111 fill it).
+        _ = try await mark(harness, student: "a111", duty: sitting.rows["a111"]![1], outcome: "missed", date: "2026-11-17")
+        let afterTuesday = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] == "missed" && $0["a112"]?[0] == "served" }
+        XCTAssertEqual(afterTuesday["a111"], ["missed", "2026-11-19", "2026-11-19"])
+        sitting = try await today(harness)
+        XCTAssertEqual(sitting.rows.mapValues { $0[0] }, ["a111": "missed", "a112": "served"], sitting.reply.text)
+
+        // Thursday 19: a121 serves on the due day; a111 misses again and goes to Tuesday 24.
+        at("2026-11-19T07:10:00Z")
+        sitting = try await today(harness)
+        XCTAssertEqual(sitting.rows.mapValues { $0[0] }, ["a111": "scheduled", "a121": "scheduled"], sitting.reply.text)
+        _ = try await mark(harness, student: "a121", duty: sitting.rows["a121"]![1], outcome: "served", date: "2026-11-19")
+        _ = try await mark(harness, student: "a111", duty: sitting.rows["a111"]![1], outcome: "missed", date: "2026-11-19")
+        _ = try await schedule(harness, as: "t-admin") { $0["a111"]?[2] == "2026-11-24" && $0["a121"]?[0] == "served" }
+
+        // Friday 20: a111 is past the due date: 지남 in the homeroom teacher's list, and in one overdue digest.
+        at("2026-11-20T01:00:00Z")
+        let homeroom = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "overdue" }
+        XCTAssertEqual(homeroom, ["a111": ["overdue", "2026-11-19", "2026-11-24"], "a112": ["served", "2026-11-19", "2026-11-17"]])
+        _ = await runner.runDueSchools()
+        var overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(overdue.count, 1, "\(overdue)")
+        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 다음 자리 11월 24일(화) 16:00 상담실"), overdue[0])
+        let other = try await digests(harness, "t-hr-1-2", scope: "overdue")
+        XCTAssertEqual(other, [], "a121 served on the due day")
+        let school = try await digests(harness, "t-admin", scope: "overdue")
+        XCTAssertEqual(school.count, 1, "\(school)")
+        XCTAssertTrue(school.first?.contains("[1학년 1반]") ?? false, "\(school)")
+        // The next school days' runs do not tell it again.
+        for day in ["2026-11-23", "2026-11-24"] {
+            at("\(day)T01:00:00Z")
+            _ = await runner.runDueSchools()
+        }
+        overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(overdue.count, 1, "\(overdue)")
+
+        // Tuesday 24: served late; Friday's overdue list is amended once.
+        at("2026-11-24T07:10:00Z")
+        sitting = try await today(harness)
+        XCTAssertEqual(sitting.rows["a111"]?[0], "scheduled", sitting.reply.text)
+        _ = try await mark(harness, student: "a111", duty: sitting.rows["a111"]![1], outcome: "served", date: "2026-11-24")
+        _ = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "served" }
+        overdue = try await eventually {
+            await runner.runAmendments()
+            return try await self.digests(harness, "t-hr-1-1", scope: "overdue")
+        } until: {
+            $0.count == 2
+        }
+        XCTAssertTrue(overdue[1].hasPrefix("2026-11-20 r2"), "\(overdue)")
+        XCTAssertTrue(overdue[1].contains("교내봉사 기한 11월 19일(목) · 11월 24일(화) 늦게 완료"), overdue[1])
+        await runner.runAmendments()
+        let again = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(again.count, 2, "one amendment")
+
+        // A replay from the start into the same store moves nothing.
+        let before = try await schedule(harness, as: "t-admin") { _ in true }
+        await harness.stopNotifier()
+        try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
+        try await harness.waitUntilApplied(11)
+        let replayed = try await schedule(harness, as: "t-admin") { $0 == before }
+        XCTAssertEqual(replayed, before)
+    }
+
+    func testCalendarAndSlotFilesRefuseBrokenRowsNamingTheLine() throws {
+        func parse(calendar: String? = nil, slots: String? = nil, schools: String = ServiceScheduleTests.schools) -> String {
+            do {
+                _ = try Roster.parse(
+                    schools: schools, students: NotifierHarness.students, teachers: NotifierHarness.teachers, calendar: calendar,
+                    serviceSlots: slots)
+                return "ok"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(
+            parse(calendar: "school_id,date,end_date,name\nsz,2026-11-16,,x\n"), "calendar.csv:2: unknown school 'sz' (* for every school)")
+        XCTAssertEqual(
+            parse(calendar: "school_id,date,end_date,name\nsa,2026-12-20,2026-12-10,겨울방학\n"),
+            "calendar.csv:2: end_date 2026-12-10 must be on or after date 2026-12-20, within a year")
+        XCTAssertEqual(parse(calendar: "school_id,date,end_date,name\n*,2026-12-25,,성탄절\n"), "ok")
+        XCTAssertEqual(
+            parse(slots: "school_id,weekday,time,place,capacity\nsa,sat,16:00,상담실,2\n"),
+            "service_slots.csv:2: weekday 'sat' is not one of mon, tue, wed, thu, fri")
+        XCTAssertEqual(
+            parse(slots: "school_id,weekday,time,place,capacity\nsa,tue,16:00,상담실,0\n"),
+            "service_slots.csv:2: capacity '0' is not a whole number from 1 to 500")
+        XCTAssertEqual(
+            parse(
+                schools:
+                    "school_id,name,timezone,digest_time,service_due_days\nsa,서울고,Asia/Seoul,08:50,0\nsb,LA,America/Los_Angeles,07:30,\n"),
+            "schools.csv:2: service_due_days '0' is not a whole number from 1 to 60 (empty: no due date)")
+
+        // A vacation and the weekly list's day after a long weekend.
+        let roster = try Roster.parse(
+            schools: Self.schools, students: NotifierHarness.students, teachers: NotifierHarness.teachers,
+            calendar: "school_id,date,end_date,name\n*,2026-12-24,2027-01-05,겨울방학\nsa,2027-01-11,2027-01-12,재량휴업\n")
+        let calendar = try XCTUnwrap(roster.school("sa")?.calendar)
+        XCTAssertEqual(calendar.schoolDay(1, after: "2026-12-23"), "2027-01-06")
+        XCTAssertEqual(roster.school("sb")?.calendar.dayOff("2026-12-31"), "겨울방학")
+        XCTAssertFalse(calendar.isWeekStart("2027-01-12"))
+        XCTAssertTrue(calendar.isWeekStart("2027-01-13"), "Wednesday, after Monday and Tuesday off")
+        XCTAssertEqual(calendar.schoolDay(before: "2027-01-13"), "2027-01-08")
+    }
+}
