@@ -78,7 +78,7 @@ struct AppPage: Sendable {
                 panel: AppPage.lists(filters(teacher, roster), otherDays: teacher.hasAny(of: [.admin, .homeroom, .volunteerDuty]))))
         if teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin]) {
             tabs.append(Tab(id: "overview", name: "현황", panel: AppPage.overview))
-            tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher)))
+            tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher, school: roster.school(teacher.schoolID))))
         }
         // The school's own time: "매일 08:50에", not "정해진 시각에".
         let time = roster.school(teacher.schoolID).map { String(format: "%02d:%02d", $0.digestMinute / 60, $0.digestMinute % 60) }
@@ -314,7 +314,7 @@ struct AppPage: Sendable {
 
     /// The 봉사 명단: the caller's scope, students with service left first;
     /// volunteer-duty teachers and admins record a session (`봉사 1회 기록`) and take it back.
-    private static func service(_ teacher: Teacher) -> String {
+    private static func service(_ teacher: Teacher, school: School?) -> String {
         let scope =
             if teacher.has(.admin) {
                 "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
@@ -323,9 +323,23 @@ struct AppPage: Sendable {
             } else {
                 "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 담당 교사가 봉사를 기록합니다."
             }
-        return """
+        // 오늘 교내봉사: who is due at today's sittings, for those who run them, where the school has sittings.
+        let sittings =
+            teacher.hasAny(of: [.volunteerDuty, .admin]) && !(school?.service.slots.isEmpty ?? true)
+            ? """
+            <section class="card" aria-labelledby="sitting-title">
+            <h2 id="sitting-title" tabindex="-1">오늘 교내봉사 <span id="sitting-count" class="meta"></span></h2>
+            <p class="meta">온 학생은 완료, 오지 않은 학생은 불참을 누르세요. 불참한 학생은 자리가 남은 다음 시간으로 옮겨집니다.</p>
+            <label for="sitting-day">날짜</label>
+            <input type="date" id="sitting-day">
+            <div id="sitting-body"></div>
+            <p id="sitting-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+
+            """ : ""
+        return sittings + """
             <section class="card" aria-labelledby="service-title">
-            <h2 id="service-title" tabindex="-1">봉사 명단 <span id="service-count" class="meta"></span></h2>
+            <h2 id="service-title" tabindex="-1">교내봉사 명단 <span id="service-count" class="meta"></span></h2>
             <p class="meta">\(scope)</p>
             <label for="service-day">날짜 <span class="meta">(그날까지 받은 지도와 마친 봉사)</span></label>
             <input type="date" id="service-day">

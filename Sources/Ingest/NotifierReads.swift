@@ -19,6 +19,7 @@ struct NotifierReads: Sendable {
     static let passed: [(method: String, pattern: String)] = [
         ("GET", "/v1/schools/{schoolId}/guidances"),
         ("GET", "/v1/schools/{schoolId}/service"),
+        ("GET", "/v1/schools/{schoolId}/service/sittings"),
         ("GET", "/v1/schools/{schoolId}/students/{studentId}/history"),
         ("GET", "/v1/schools/{schoolId}/overview"),
         ("GET", "/v1/teachers/{teacherId}/inbox"),

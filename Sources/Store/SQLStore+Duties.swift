@@ -336,21 +336,24 @@ extension SQLStore {
     }
 
     /// The sittings a school's students missed on `day` (불참), each with
-    /// its record's id (to undo it) and the session it moved.
+    /// its record's id (to undo it), the session it moved and where to.
     package func missedSittings(school: String, on day: String) throws(StoreError) -> [(
-        serviceId: String, studentId: String, dutyId: String, slot: SlotTime
+        serviceId: String, studentId: String, dutyId: String, slot: SlotTime, next: SlotTime?
     )] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query(
                 """
-                SELECT service_id, student_id, duty_id, missed_date, missed_time, missed_place FROM service_records
-                WHERE school_id = $1 AND local_date = $2 AND outcome = 'missed' AND recorded = 1 AND withdrawn = 0 AND duty_applied = 1
-                ORDER BY missed_time, student_id
+                SELECT r.service_id, r.student_id, r.duty_id, r.missed_date, r.missed_time, r.missed_place, d.slot_date, d.slot_time, d.place
+                FROM service_records r LEFT JOIN service_duties d ON d.duty_id = r.duty_id
+                WHERE r.school_id = $1 AND r.local_date = $2 AND r.outcome = 'missed' AND r.recorded = 1 AND r.withdrawn = 0
+                  AND r.duty_applied = 1
+                ORDER BY r.missed_time, r.student_id
                 """, [.text(school), .text(day)]
             ) { row in
                 (
                     row[0].string ?? "", row[1].string ?? "", row[2].string ?? "",
-                    SlotTime(date: row[3].string ?? "", time: row[4].string ?? "", place: row[5].string ?? "")
+                    SlotTime(date: row[3].string ?? "", time: row[4].string ?? "", place: row[5].string ?? ""),
+                    row[6].string.map { SlotTime(date: $0, time: row[7].string ?? "", place: row[8].string ?? "") }
                 )
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Guidance
+@testable import Store
 @testable import Notifier
 import Synchronization
 import TestSupport
@@ -46,7 +47,8 @@ final class ServiceScheduleTests: XCTestCase {
                 guard case .array(let items) = sitting["items"] else { continue }
                 for item in items {
                     rows[item["student"]?["studentId"]?.string ?? ""] = [
-                        item["state"]?.string ?? "", item["dutyId"]?.string ?? "", item["serviceId"]?.string ?? ""
+                        item["state"]?.string ?? "", item["dutyId"]?.string ?? "", item["serviceId"]?.string ?? "",
+                        item["slot"]?["date"]?.string ?? ""
                     ]
                 }
             }
@@ -161,6 +163,7 @@ final class ServiceScheduleTests: XCTestCase {
         XCTAssertEqual(afterTuesday["a111"], ["missed", "2026-11-19", "2026-11-19"])
         sitting = try await today(harness)
         XCTAssertEqual(sitting.rows.mapValues { $0[0] }, ["a111": "missed", "a112": "served"], sitting.reply.text)
+        XCTAssertEqual(sitting.rows["a111"]?[3], "2026-11-19", "where the missed session went")
 
         // Thursday 19: a121 serves on the due day; a111 misses again and goes to Tuesday 24.
         at("2026-11-19T07:10:00Z")
@@ -216,6 +219,45 @@ final class ServiceScheduleTests: XCTestCase {
         try await harness.waitUntilApplied(11)
         let replayed = try await schedule(harness, as: "t-admin") { $0 == before }
         XCTAssertEqual(replayed, before)
+    }
+
+    /// Two replicas on one PostgreSQL store apply grades 1, 2 and 3 (keys
+    /// of their own partitions) side by side: the school's sittings fill in
+    /// order, none beyond its room, and a replay changes nothing.
+    func testTwoReplicasFillTheSittingsInOrderNeverBeyondTheirRoom() async throws {
+        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else {
+            throw XCTSkip("TEST_POSTGRES_URL is not set (scripts/test sets it)")
+        }
+        let schema = "duties_\(UUID().uuidString.prefix(8).lowercased())"
+        try PostgresConnection(url: base).execute("CREATE SCHEMA \(schema)")
+        let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        let clock = self.clock
+        at("2026-11-13T00:00:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, store: .postgres(url: url), clock: { clock.time.withLock { $0 } }, schools: Self.schools,
+            calendar: Self.calendar, serviceSlots: Self.slots)
+        self.harness = harness
+        _ = try await harness.startReplica(sharing: true)
+        // Eight guidances of Friday 13 November in three grades, a minute apart.
+        let seats = [(1, 1, 1), (2, 1, 1), (1, 1, 2), (3, 1, 1), (1, 2, 1), (2, 1, 1), (1, 2, 2), (3, 1, 1)]
+        for (minute, seat) in seats.enumerated() {
+            try await harness.register(
+                grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(10 + minute):00Z", as: "t-gate")
+        }
+        let store = try SQLStore.postgres(url: url)
+        let placed = try await eventually {
+            try store.duties(school: "sa")
+        } until: {
+            $0.count == seats.count
+        }
+        let filled = Dictionary(grouping: placed, by: { $0.slot?.date ?? "none" }).mapValues(\.count)
+        XCTAssertEqual(filled, ["2026-11-17": 2, "2026-11-19": 2, "2026-11-24": 2, "2026-11-26": 2], "two to a sitting, in order")
+        XCTAssertEqual(Set(placed.map(\.dueDate)), ["2026-11-19"])
+        // A replay of every event by a new group into the same store.
+        await harness.stopNotifier()
+        try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
+        try await harness.waitUntilApplied(Double(seats.count))
+        XCTAssertEqual(try store.duties(school: "sa"), placed)
     }
 
     func testCalendarAndSlotFilesRefuseBrokenRowsNamingTheLine() throws {

@@ -256,7 +256,7 @@
     body.push(answer.services.length === 0 ? G.el('p', { class: 'meta' }, '마친 봉사가 없습니다.')
       : recordTable('봉사', ['날짜', '횟수', '메모', '기록', '비고'], answer.services.map((v) => ({
         struck: Boolean(v.withdrawnAt),
-        cells: [G.day(v.date), v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
+        cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
       }))));
     $('record-body').replaceChildren(...body);
   }
@@ -468,6 +468,18 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
+  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남' };
+  // "11월 17일(화) 16:00 상담실"
+  const sittingText = (slot) => G.day(slot.date) + ' ' + slot.time + ' ' + slot.place;
+
+  // Where a student stands in the school's schedule: "지남 · 기한 11월 19일(목) · 다음 자리 11월 24일(화) 16:00 상담실".
+  function scheduleLine(item) {
+    if (!item.state) return null;
+    const parts = ['기한 ' + (item.dueDate ? G.day(item.dueDate) : '없음')];
+    if (item.slot && item.state !== 'served') parts.push((item.state === 'scheduled' ? '자리 ' : '다음 자리 ') + sittingText(item.slot));
+    return G.el('p', { class: 'often' }, G.el('span', { class: 'state state-' + item.state }, '교내봉사 ' + stateWords[item.state]), ' · ' + parts.join(' · '));
+  }
+
   // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 1회 기록; each record with 되돌리기.
   function serviceRow(item, index) {
     const s = item.student;
@@ -486,6 +498,7 @@
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
           G.el('span', { class: 'left' }, serviceLeft(item.outstanding))),
         last ? G.el('p', { class: 'often' }, lastGuidance(last.occurredAt, last.reason.label)) : null,
+        scheduleLine(item),
         G.el('p', { class: 'service-line' },
           G.el('span', { class: 'often' }, serviceDone(item.owed, item.served)),
           recorder && item.outstanding > 0
@@ -554,6 +567,118 @@
     const shown = await until((x) => !x || !x.services.some((r) => r.serviceId === record.serviceId), s.studentId);
     G.say('service-status', shown ? s.name + ' ' + G.day(record.date) + ' 봉사 기록을 되돌렸습니다.' : '되돌렸습니다. 명단에는 곧 보입니다.', 'ok');
   }
+
+  // --- 오늘 교내봉사 ---
+
+  let sittings = null;
+  // A mark not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
+  const unsentMarks = new Map();
+
+  async function loadSittings() {
+    const day = $('sitting-day').value;
+    try {
+      sittings = await G.api('GET', schoolURL + '/service/sittings' + (day ? '?date=' + day : ''));
+      if (!day) $('sitting-day').value = sittings.date;
+      G.say('sitting-status', '');
+    } catch (error) {
+      G.say('sitting-status', '오늘 교내봉사를 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return false;
+    }
+    renderSittings();
+    return true;
+  }
+
+  function renderSittings(focusDuty) {
+    const nodes = [];
+    const all = sittings.sittings.flatMap((sitting) => sitting.items);
+    $('sitting-count').textContent = all.length ? '올 학생 ' + all.filter((x) => x.state !== 'missed').length + '명 · 완료 '
+      + all.filter((x) => x.state === 'served').length + '명' : '';
+    if (!sittings.schoolDay) nodes.push(G.el('p', { class: 'meta' }, (sittings.dayOff ? sittings.dayOff + ': ' : '') + '학교가 쉬는 날입니다.'));
+    else if (sittings.sittings.length === 0) nodes.push(G.el('p', { class: 'meta' }, '이날은 교내봉사 시간이 없습니다.'));
+    let index = 0;
+    for (const sitting of sittings.sittings) {
+      nodes.push(G.el('h3', { class: 'section' }, sitting.time
+        ? sitting.time + ' ' + sitting.place + ' (' + sitting.items.filter((x) => x.state !== 'missed').length + '/' + sitting.capacity + '명)'
+        : '다른 날 자리에서 한 봉사'));
+      nodes.push(sitting.items.length ? G.el('ul', { class: 'entries' }, ...sitting.items.map((item) => sittingRow(item, index++)))
+        : G.el('p', { class: 'meta' }, '올 학생이 없습니다.'));
+    }
+    $('sitting-body').replaceChildren(...nodes);
+    if (focusDuty) {
+      const row = $('sitting-body').querySelector('li[data-duty="' + CSS.escape(focusDuty) + '"]');
+      const target = row && (row.querySelector('button') || row);
+      (target || $('sitting-title')).focus();
+    }
+  }
+
+  // A student due at a sitting: 완료 and 불참, one tap each; once marked, its state and 되돌리기.
+  function sittingRow(item, index) {
+    const s = item.student;
+    const nameId = 'sitting-name-' + index;
+    // Marks are for a day that came; a later day's sittings are read.
+    const open = sittings.date <= sittings.today;
+    const buttons = !open ? [] : item.state === 'scheduled'
+      ? [G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => mark(item, 'served') }, '완료'),
+        G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId, onclick: () => mark(item, 'missed') }, '불참')]
+      : [G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId, onclick: () => unmark(item) }, '되돌리기')];
+    return G.el('li', { class: 'entry', tabindex: '-1', 'data-duty': item.dutyId },
+      photo(item.photoUrl, s.name),
+      G.el('div', { class: 'entry-text' },
+        G.el('p', { class: 'entry-head' },
+          G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
+          G.el('span', { class: 'state state-' + item.state }, stateWords[item.state])),
+        item.dueDate ? G.el('p', { class: 'often' }, '기한 ' + G.day(item.dueDate)) : null,
+        item.slot ? G.el('p', { class: 'often' }, '다음 자리 ' + sittingText(item.slot)) : null,
+        buttons.length ? G.el('p', { class: 'service-line marks' }, ...buttons) : null));
+  }
+
+  // The notifier stores what the ingest acknowledged within moments: read until a row shows it.
+  async function untilSitting(reflected, dutyId) {
+    for (let i = 0; i < 20; i++) {
+      if (await loadSittings()) {
+        const item = sittings.sittings.flatMap((sitting) => sitting.items).find((x) => x.dutyId === dutyId);
+        if (reflected(item)) { renderSittings(dutyId); return true; }
+      }
+      await G.sleep(300);
+    }
+    return false;
+  }
+
+  async function mark(item, outcome) {
+    const s = item.student;
+    const key = item.dutyId + ' ' + outcome;
+    const serviceId = unsentMarks.get(key) || G.uuid();
+    unsentMarks.set(key, serviceId);
+    const word = stateWords[outcome];
+    G.say('sitting-status', s.name + ' ' + word + ' 기록하는 중…');
+    try {
+      await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
+        { serviceId, date: sittings.date, sessions: 1, outcome, dutyId: item.dutyId });
+    } catch (error) {
+      G.say('sitting-status', s.name + ' ' + word + ' 기록하지 못했습니다. 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+      return;
+    }
+    unsentMarks.delete(key);
+    const shown = await untilSitting((x) => x && x.state === outcome, item.dutyId);
+    G.say('sitting-status', s.name + ' ' + word + (outcome === 'missed' ? ': 자리가 남은 다음 시간으로 옮겼습니다.' : '로 기록했습니다.')
+      + (shown ? '' : ' 목록에는 곧 보입니다.'), 'ok');
+  }
+
+  async function unmark(item) {
+    const s = item.student;
+    G.say('sitting-status', s.name + ' ' + stateWords[item.state] + ' 기록을 되돌리는 중…');
+    try {
+      await G.api('DELETE', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service/' +
+        encodeURIComponent(item.serviceId));
+    } catch (error) {
+      G.say('sitting-status', '되돌리지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    const shown = await untilSitting((x) => x && x.state === 'scheduled', item.dutyId);
+    G.say('sitting-status', s.name + ' 기록을 되돌렸습니다.' + (shown ? '' : ' 목록에는 곧 보입니다.'), 'ok');
+  }
+
+  if ($('sitting-day')) $('sitting-day').addEventListener('change', loadSittings);
 
   // --- 설정 ---
 
@@ -734,7 +859,7 @@
 
   // Each tab reads what it shows when it is opened (and again each time), not before.
   G.whenShown('panel-lists', loadToday);
-  G.whenShown('panel-service', () => loadService());
+  G.whenShown('panel-service', () => { if ($('sitting-day')) loadSittings(); loadService(); });
   G.whenShown('panel-settings', () => { if ($('email-lists')) loadSettings(); });
   if (roles.has('admin')) {
     $('run').addEventListener('click', run);

@@ -190,6 +190,8 @@ struct CommunityServiceHandlers: Sendable {
             let serviceId: String?
             let dueDate: String?
             let sitting: SlotTime?
+            /// Where a missed session went.
+            var next: SlotTime?
         }
         var rows: [Row] = []
         for duty in duties {
@@ -207,7 +209,9 @@ struct CommunityServiceHandlers: Sendable {
                 continue
             }
             rows.append(
-                Row(student: student, dutyId: miss.dutyId, state: "missed", serviceId: miss.serviceId, dueDate: nil, sitting: miss.slot))
+                Row(
+                    student: student, dutyId: miss.dutyId, state: "missed", serviceId: miss.serviceId, dueDate: nil, sitting: miss.slot,
+                    next: miss.next))
         }
         // Today's sittings from the policy, each with its rows; rows of another sitting (served early) after them.
         let weekday = SchoolCalendar.day(today).map { Timestamp.daysSinceMonday(civil: $0) } ?? -1
@@ -247,6 +251,7 @@ struct CommunityServiceHandlers: Sendable {
                 writer.field("state", row.state)
                 writer.field("serviceId", row.serviceId)
                 writer.field("dueDate", row.dueDate)
+                if row.state == "missed" { CommunityServiceHandlers.write(slot: row.next, to: &writer) }
             }
         }
         return .json(written: writer.finish())
