@@ -60,6 +60,8 @@ package struct StudentRecords: Sendable, Equatable {
     package var services: [CommunityService] = []
     /// The school rules the student crossed, withdrawn ones too.
     package var crossings: [RuleCrossing] = []
+    /// The sessions of 교내봉사 their guidances owe, as scheduled (cancelled ones left out).
+    package var duties: [ServiceDuty] = []
 
     /// The student's volunteer service: what the active guidances owe, what
     /// the service records not withdrawn served.
@@ -356,9 +358,16 @@ extension SQLStore {
                     StudentRecords.CommunityService(
                         record: SQLStore.communityServiceRecord(row), withdrawnBy: row[11].string, withdrawnAt: row[12].string)
                 }
-                return StudentRecords(
+                var records = StudentRecords(
                     guidances: guidances, digests: appearances, services: services,
                     crossings: try SQLStore.crossings(school: school, student: student, in: database))
+                records.duties = try database.query(
+                    """
+                    SELECT \(SQLStore.dutyColumns) FROM service_duties d
+                    WHERE d.school_id = $1 AND d.student_id = $2 AND d.cancelled = 0 ORDER BY d.due_date, d.duty_id
+                    """, [.text(school), .text(student)]
+                ) { SQLStore.duty($0[...]) }
+                return records
             }
         }
     }
@@ -407,7 +416,12 @@ extension SQLStore {
                                 studentId: SQLStore.erasedID, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
                                 name: SQLStore.erasedName),
                             reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency,
-                            service: entry.service, overdue: entry.overdue)
+                            service: entry.service,
+                            overdue: entry.overdue.map {
+                                ServiceDuty(
+                                    dutyId: $0.dutyId, studentId: SQLStore.erasedID, guidanceId: $0.guidanceId, dueDate: $0.dueDate,
+                                    slot: $0.slot, servedOn: $0.servedOn, serviceId: $0.serviceId, misses: $0.misses)
+                            })
                     }
                     changed.append(
                         Digest(

@@ -212,6 +212,12 @@ final class ServiceScheduleTests: XCTestCase {
         let again = try await digests(harness, "t-hr-1-1", scope: "overdue")
         XCTAssertEqual(again.count, 2, "one amendment")
 
+        // The student's export holds the sessions.
+        let export = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(export.object["duties"]?[0]?["dueDate"]?.string, "2026-11-19", export.text)
+        XCTAssertEqual(export.object["duties"]?[0]?["misses"]?.int, 2, export.text)
+
         // A replay from the start into the same store moves nothing.
         let before = try await schedule(harness, as: "t-admin") { _ in true }
         await harness.stopNotifier()
@@ -219,6 +225,15 @@ final class ServiceScheduleTests: XCTestCase {
         try await harness.waitUntilApplied(11)
         let replayed = try await schedule(harness, as: "t-admin") { $0 == before }
         XCTAssertEqual(replayed, before)
+
+        // The erasure takes them, and the overdue list keeps no id of the student.
+        let erased = try await fetch(
+            "DELETE", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(erased.status, 200, erased.text)
+        let lists = try await harness.inbox("t-hr-1-1", signedIn: true).filter { $0["scope"]?.string == "overdue" }
+        XCTAssertFalse(lists.contains { "\($0)".contains("a111") }, "\(lists)")
+        let after = try await schedule(harness, as: "t-admin") { $0["a111"] == nil }
+        XCTAssertNil(after["a111"])
     }
 
     /// Two replicas on one PostgreSQL store apply grades 1, 2 and 3 (keys

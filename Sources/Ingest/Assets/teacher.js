@@ -134,7 +134,10 @@
     const removed = digest.entries.filter((e) => e.change === 'removed');
     const weekly = digest.scope === 'service';
     const body = [];
-    if (digest.scope === 'rule') {
+    if (digest.scope === 'overdue') {
+      // Sessions of 교내봉사 past their due date: the list's own lines (each student by seat and name).
+      body.push(...digest.text.split('\n').filter((line) => line.trim()).map((line) => G.el('p', {}, line)));
+    } else if (digest.scope === 'rule') {
       // A rule's notice: its sentences (the student by seat), then the records it counted, with names.
       body.push(...digest.text.split('\n\n')[0].split('\n').map((line) => G.el('p', {}, line)));
       if (added.length) body.push(G.el('h3', { class: 'section' }, '센 기록 ' + added.length + '건'));

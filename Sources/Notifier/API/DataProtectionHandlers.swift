@@ -169,6 +169,8 @@ struct DataProtectionHandlers: Sendable {
         let services: [CommunityService]
         /// The school rules the student crossed, in the JSON only.
         let crossings: [Crossing]
+        /// The sessions of 교내봉사 owed, as scheduled, in the JSON only.
+        let duties: [ServiceDuty]
 
         struct Crossing: Encodable, Sendable {
             let label: String
@@ -203,6 +205,7 @@ struct DataProtectionHandlers: Sendable {
                     recordedBy: $0.record.recordedBy, recordedAt: $0.record.recordedAt, withdrawnBy: $0.withdrawnBy,
                     withdrawnAt: $0.withdrawnAt, outcome: $0.record.outcome.rawValue, dutyId: $0.record.dutyId)
             }
+            duties = records.duties
             crossings = records.crossings.map {
                 Crossing(label: $0.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
             }
