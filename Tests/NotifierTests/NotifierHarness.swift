@@ -9,7 +9,7 @@ import Kafka
 import KafkaMock
 import Notifier
 import Sessions
-import Store
+@testable import Store
 import TestSupport
 import XCTest
 
@@ -167,6 +167,17 @@ final class NotifierHarness: @unchecked Sendable {
 
     func rosterFolder(_ service: String) -> String {
         directory.appendingPathComponent("\(service)-roster").path
+    }
+
+    /// A store URL on a schema of its own in `TEST_POSTGRES_URL`'s database
+    /// (named `prefix_<random>`), or a skip when it is not set.
+    static func postgresURL(schema prefix: String) throws -> String {
+        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else {
+            throw XCTSkip("TEST_POSTGRES_URL is not set (scripts/test sets it)")
+        }
+        let schema = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+        try PostgresConnection(url: base).execute("CREATE SCHEMA \(schema)")
+        return base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
     }
 
     /// Writes `service`'s roster folder with `students.csv` as given.

@@ -27,12 +27,7 @@ final class RuleCrossingTests: XCTestCase {
         """
 
     func testTheThirdRecordInAWeekTellsTheHomeroomTeacherAndTheAdminOnceAndADeletionWithdrawsIt() async throws {
-        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else {
-            throw XCTSkip("TEST_POSTGRES_URL is not set (scripts/test sets it)")
-        }
-        let schema = "rules_\(UUID().uuidString.prefix(8).lowercased())"
-        try PostgresConnection(url: base).execute("CREATE SCHEMA \(schema)")
-        let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        let url = try NotifierHarness.postgresURL(schema: "rules")
         let harness = try await NotifierHarness(store: .postgres(url: url), rules: Self.rules)
         self.harness = harness
         let first = try XCTUnwrap(harness.notifier)

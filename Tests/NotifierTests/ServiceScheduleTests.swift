@@ -240,12 +240,7 @@ final class ServiceScheduleTests: XCTestCase {
     /// of their own partitions) side by side: the school's sittings fill in
     /// order, none beyond its room, and a replay changes nothing.
     func testTwoReplicasFillTheSittingsInOrderNeverBeyondTheirRoom() async throws {
-        guard let base = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else {
-            throw XCTSkip("TEST_POSTGRES_URL is not set (scripts/test sets it)")
-        }
-        let schema = "duties_\(UUID().uuidString.prefix(8).lowercased())"
-        try PostgresConnection(url: base).execute("CREATE SCHEMA \(schema)")
-        let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        let url = try NotifierHarness.postgresURL(schema: "duties")
         let clock = self.clock
         at("2026-11-13T00:00:00Z")
         let harness = try await NotifierHarness(
