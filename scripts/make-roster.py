@@ -6,7 +6,7 @@ homeroom teacher per class, a volunteer-duty teacher per grade, three gate
 teachers and an admin; the sample school has two rules (rules.csv). tokens.csv holds the SHA-256 of each teacher's demo
 token, which is "demo-<teacher_id>". Deterministic: same arguments, same files.
 
-usage: make-roster.py OUT_DIR [--schools N] [--rules]
+usage: make-roster.py OUT_DIR [--schools N] [--rules] [--service]
 """
 import argparse
 import csv
@@ -28,6 +28,8 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--schools", type=int, default=1)
     parser.add_argument("--rules", action="store_true", help="the sample's rules.csv for every school (measuring their cost)")
+    parser.add_argument("--service", action="store_true",
+                        help="the sample's 교내봉사 policy, sittings and calendar for every school (measuring their cost)")
     args = parser.parse_args()
     rng = random.Random(20261130)
     os.makedirs(args.out, exist_ok=True)
@@ -38,9 +40,26 @@ def main():
 
     with open(os.path.join(args.out, "schools.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["school_id", "name", "timezone", "digest_time"])
+        w.writerow(["school_id", "name", "timezone", "digest_time", "service_due_days"])
+        service = args.schools == 1 or args.service
         for school_id, school_name in school_ids:
-            w.writerow([school_id, school_name, "Asia/Seoul", "08:50"])
+            w.writerow([school_id, school_name, "Asia/Seoul", "08:50", 5 if service else ""])
+
+    # The sample school's 교내봉사 sittings and calendar (README, "The roster's files").
+    if service:
+        with open(os.path.join(args.out, "service_slots.csv"), "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["school_id", "weekday", "time", "place", "capacity"])
+            for school_id, _ in school_ids:
+                for weekday in ("tue", "thu"):
+                    w.writerow([school_id, weekday, "16:00", "학생부 상담실", 10])
+        with open(os.path.join(args.out, "calendar.csv"), "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["school_id", "date", "end_date", "name"])
+            w.writerow(["*", "2026-12-25", "", "성탄절"])
+            w.writerow(["*", "2027-01-01", "", "신정"])
+            for school_id, _ in school_ids:
+                w.writerow([school_id, "2027-04-15", "", "개교기념일"])
 
     # The sample school's rules that flag repeats (README, "The roster's files").
     if args.schools == 1 or args.rules:

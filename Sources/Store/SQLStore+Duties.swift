@@ -26,16 +26,15 @@ extension SQLStore {
             misses INTEGER NOT NULL DEFAULT 0,
             cancelled INTEGER NOT NULL DEFAULT 0
         );
-        CREATE INDEX IF NOT EXISTS service_duties_by_slot ON service_duties(school_id, slot_date);
-        CREATE INDEX IF NOT EXISTS service_duties_by_due ON service_duties(school_id, due_date);
+        CREATE INDEX IF NOT EXISTS service_duties_by_slot ON service_duties(school_id, slot_date, slot_time, cancelled);
         CREATE INDEX IF NOT EXISTS service_duties_by_student ON service_duties(school_id, student_id);
-        CREATE INDEX IF NOT EXISTS service_duties_by_guidance ON service_duties(guidance_id);
         ALTER TABLE service_records ADD COLUMN outcome TEXT NOT NULL DEFAULT 'served';
         ALTER TABLE service_records ADD COLUMN duty_id TEXT;
         ALTER TABLE service_records ADD COLUMN duty_applied INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE service_records ADD COLUMN missed_date TEXT;
         ALTER TABLE service_records ADD COLUMN missed_time TEXT;
         ALTER TABLE service_records ADD COLUMN missed_place TEXT;
+        CREATE INDEX IF NOT EXISTS service_records_by_duty ON service_records(duty_id) WHERE duty_id IS NOT NULL;
         """
 
     /// Held exclusively while a batch places sessions in sittings (their
@@ -44,7 +43,8 @@ extension SQLStore {
 
     /// What a batch did that the schedule follows.
     struct DutyChanges {
-        var registered: [String] = []
+        /// Registrations stored (not refused), as applied.
+        var registered: [GuidanceRecord] = []
         var deleted: [String] = []
         var recorded: [String] = []
         var withdrawn: [String] = []
@@ -85,26 +85,34 @@ extension SQLStore {
     private static func cancel(guidances ids: [String], touched: inout [(school: String, due: String)], in database: any SQLDatabase)
         throws(StoreError)
     {
-        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
+        // By key: a guidance's sessions are `<id>/1` … `<id>/<n>`.
+        let keys = ids.flatMap { id in (1...Reason.maxServiceSessions).map { SQLValue.text(ServiceDuty.id(guidance: id, session: $0)) } }
+        for chunk in keys.chunks(of: max(1, database.rowsPerStatement)) {
             let list = placeholders(chunk.count)
             let rows = try database.query(
-                "SELECT school_id, due_date FROM service_duties WHERE guidance_id IN (\(list)) AND cancelled = 0 AND due_date IS NOT NULL",
-                chunk.map { .text($0) })
+                "SELECT school_id, due_date FROM service_duties WHERE duty_id IN (\(list)) AND cancelled = 0 AND due_date IS NOT NULL",
+                Array(chunk))
             touched += rows.map { ($0[0].string ?? "", $0[1].string ?? "") }
-            try database.run("UPDATE service_duties SET cancelled = 1 WHERE guidance_id IN (\(list))", chunk.map { .text($0) })
+            try database.run("UPDATE service_duties SET cancelled = 1 WHERE duty_id IN (\(list))", Array(chunk))
         }
     }
 
-    /// How many sessions each sitting of a school holds from `date` on.
-    private static func taken(school: String, from date: String, in database: any SQLDatabase) throws(StoreError) -> [SlotTime: Int] {
-        var taken: [SlotTime: Int] = [:]
-        try database.forEachRow(
-            """
-            SELECT slot_date, slot_time, COUNT(*) FROM service_duties
-            WHERE school_id = $1 AND slot_date >= $2 AND cancelled = 0 GROUP BY slot_date, slot_time
-            """, [.text(school), .text(date)]
-        ) { row in
-            taken[SlotTime(date: row[0].string ?? "", time: row[1].string ?? "", place: "")] = row[2].int ?? 0
+    /// How many sessions each sitting of `schools` holds after `date`, by school.
+    private static func taken(schools: [String], after date: String, in database: any SQLDatabase) throws(StoreError) -> [String: [SlotTime:
+        Int]]
+    {
+        var taken: [String: [SlotTime: Int]] = [:]
+        for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
+            try database.forEachRow(
+                """
+                SELECT school_id, slot_date, slot_time, COUNT(*) FROM service_duties
+                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0
+                GROUP BY school_id, slot_date, slot_time
+                """, [.text(date)] + chunk.map { .text($0) }
+            ) { row in
+                taken[row[0].string ?? "", default: [:]][SlotTime(date: row[1].string ?? "", time: row[2].string ?? "", place: "")] =
+                    row[3].int ?? 0
+            }
         }
         return taken
     }
@@ -112,59 +120,85 @@ extension SQLStore {
     /// Each newly stored guidance's sessions, in the order the guidances
     /// happened: the n-th due `service_due_days` school days after its day,
     /// at the first sitting with room after its day (after the one before).
-    private static func place(guidances ids: [String], schools: [String: School], in database: any SQLDatabase) throws(StoreError) {
-        var owed: [(id: String, school: String, student: String, date: String, sessions: Int)] = []
-        for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
-            owed += try database.query(
-                """
-                SELECT g.guidance_id, g.school_id, g.student_id, g.local_date, g.service_sessions FROM guidances g
-                WHERE g.guidance_id IN (\(placeholders(chunk.count))) AND g.registered = 1 AND g.deleted = 0 AND g.service_sessions > 0
-                  AND NOT EXISTS (SELECT 1 FROM service_duties d WHERE d.guidance_id = g.guidance_id)
-                ORDER BY g.school_id, g.occurred_at, g.guidance_id
-                """, chunk.map { .text($0) }
-            ) { row in
-                (row[0].string ?? "", row[1].string ?? "", row[2].string ?? "", row[3].string ?? "", row[4].int ?? 0)
-            }
+    /// A batch's schools are locked, counted and written together: a few
+    /// statements a batch, not a few a school.
+    private static func place(guidances stored: [GuidanceRecord], schools: [String: School], in database: any SQLDatabase)
+        throws(StoreError)
+    {
+        var owed = stored.filter { $0.serviceSessions > 0 && schools[$0.schoolId] != nil }
+        guard !owed.isEmpty else { return }
+        // Left out: those a deletion came first for (their row is a completed
+        // tombstone), and those placed before (a replay). Both by key.
+        var skipped: Set<String> = []
+        for chunk in owed.map(\.guidanceId).chunks(of: max(1, database.rowsPerStatement)) {
+            let list = placeholders(chunk.count)
+            skipped.formUnion(
+                try database.query(
+                    "SELECT guidance_id FROM guidances WHERE guidance_id IN (\(list)) AND deleted = 1", chunk.map { .text($0) }
+                )
+                .compactMap { $0[0].string })
+            skipped.formUnion(
+                try database.query(
+                    "SELECT guidance_id FROM service_duties WHERE duty_id IN (\(list))",
+                    chunk.map { .text(ServiceDuty.id(guidance: $0, session: 1)) }
+                ).compactMap { $0[0].string })
         }
-        let bySchool = Dictionary(grouping: owed.filter { schools[$0.school] != nil }, by: \.school)
-        for (schoolID, guidances) in bySchool.sorted(by: { $0.key < $1.key }) {
-            guard let school = schools[schoolID], let earliest = guidances.map(\.date).min() else { continue }
-            try database.lock([dutiesKey(schoolID)], exclusive: true)
-            var taken = try taken(school: schoolID, from: earliest, in: database)
-            var rows: [[SQLValue]] = []
-            for guidance in guidances {
-                let due = school.service.dueDays.flatMap { school.calendar.schoolDay($0, after: guidance.date) }
-                var after = guidance.date
-                for session in 1...guidance.sessions {
-                    let slot = school.service.firstSitting(after: after, calendar: school.calendar) {
-                        taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
-                    }
-                    if let slot {
-                        taken[SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
-                        after = slot.date
-                    }
-                    rows.append([
-                        .text(ServiceDuty.id(guidance: guidance.id, session: session)), .text(schoolID), .text(guidance.student),
-                        .text(guidance.id), .text(guidance.date), due.sql, slot.map(\.date).sql, slot.map(\.time).sql, slot.map(\.place).sql
-                    ])
+        // In the order they happened, each once (a batch may hold a registration twice).
+        owed = owed.filter { skipped.insert($0.guidanceId).inserted }.sorted {
+            ($0.occurredAt, $0.guidanceId) < ($1.occurredAt, $1.guidanceId)
+        }
+        guard let earliest = owed.map(\.date).min() else { return }
+        let schoolIDs = Set(owed.map(\.schoolId)).sorted()
+        for chunk in schoolIDs.chunks(of: max(1, database.rowsPerStatement)) {
+            try database.lock(chunk.map(dutiesKey), exclusive: true)
+        }
+        var taken = try taken(schools: schoolIDs, after: earliest, in: database)
+        // Where a search after a day may start: the sittings before the last
+        // one given were full, and stay full within the batch.
+        var resume: [String: String] = [:]
+        var dueDates: [String: String?] = [:]
+        var rows: [[SQLValue]] = []
+        for guidance in owed {
+            guard let school = schools[guidance.schoolId] else { continue }
+            // A day's guidances share their due date.
+            let dueKey = guidance.schoolId + " " + guidance.date
+            let due = dueDates[dueKey] ?? school.service.dueDays.flatMap { school.calendar.schoolDay($0, after: guidance.date) }
+            dueDates[dueKey] = due
+            var after = guidance.date
+            for session in 1...guidance.serviceSessions {
+                let key = guidance.schoolId + " " + after
+                let slot = school.service.firstSitting(after: max(after, resume[key] ?? after), calendar: school.calendar) {
+                    taken[guidance.schoolId]?[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
                 }
-            }
-            try database.savepoint(
-                database.inserts(
-                    "INSERT INTO service_duties (duty_id, school_id, student_id, guidance_id, guidance_date, due_date, slot_date, slot_time, place) VALUES ",
-                    rows: rows, perStatement: max(1, database.rowsPerStatement / 9), then: " ON CONFLICT (duty_id) DO NOTHING"))
-            // A 완료 for a session applied before its guidance (a replay
-            // into an empty store reads the topics side by side).
-            for chunk in rows.map({ $0[0] }).chunks(of: max(1, database.rowsPerStatement)) {
-                let early = try database.query(
-                    """
-                    SELECT service_id FROM service_records
-                    WHERE duty_id IN (\(placeholders(chunk.count))) AND recorded = 1 AND withdrawn = 0 AND duty_applied = 0
-                    """, Array(chunk))
-                var none: [(school: String, due: String)] = []
-                try applyRecords(early.compactMap { $0[0].string }, schools: schools, touched: &none, in: database)
+                if let slot {
+                    taken[guidance.schoolId, default: [:]][SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
+                    resume[key] = SchoolCalendar.day(slot.date).map { Timestamp.dateString(civil: $0 - 1) }
+                    after = slot.date
+                }
+                rows.append([
+                    .text(ServiceDuty.id(guidance: guidance.guidanceId, session: session)), .text(guidance.schoolId),
+                    .text(guidance.student.studentId), .text(guidance.guidanceId), .text(guidance.date), due.sql, slot.map(\.date).sql,
+                    slot.map(\.time).sql, slot.map(\.place).sql
+                ])
             }
         }
+        try database.savepoint(
+            database.inserts(
+                "INSERT INTO service_duties (duty_id, school_id, student_id, guidance_id, guidance_date, due_date, slot_date, slot_time, place) VALUES ",
+                rows: rows, perStatement: database.rowsPerStatement, then: " ON CONFLICT (duty_id) DO NOTHING"))
+        // A 완료 for a session applied before its guidance (a replay into an
+        // empty store reads the topics side by side).
+        var early: [String] = []
+        for chunk in rows.map({ $0[0] }).chunks(of: max(1, database.rowsPerStatement)) {
+            early += try database.query(
+                """
+                SELECT service_id FROM service_records
+                WHERE duty_id IN (\(placeholders(chunk.count))) AND recorded = 1 AND withdrawn = 0 AND duty_applied = 0
+                """, Array(chunk)
+            ).compactMap { $0[0].string }
+        }
+        var none: [(school: String, due: String)] = []
+        try applyRecords(early, schools: schools, touched: &none, in: database)
     }
 
     /// Service records applied to sessions: 완료 to its session (or, without
@@ -197,7 +231,7 @@ extension SQLStore {
                     // Not yet placed (its guidance comes later), served or cancelled: nothing to move.
                     guard let missed = found.first else { continue }
                     let from = max(date, missed[0].string ?? date)
-                    let taken = try taken(school: schoolID, from: from, in: database)
+                    let taken = try taken(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
                     let next = school.service.firstSitting(after: from, calendar: school.calendar) {
                         taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
                     }

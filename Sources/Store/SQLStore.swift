@@ -318,11 +318,13 @@ package final class SQLStore: Sendable {
                         case .registered(let record) = events[index], ids.insert(record.guidanceId).inserted
                     {
                         run.append((index, record))
-                        duties.registered.append(record.guidanceId)
                         students.insert(StudentKey(school: record.schoolId, student: record.student.studentId))
                         index += 1
                     }
-                    rejections += try SQLStore.register(run, in: database)
+                    let refused = try SQLStore.register(run, in: database)
+                    rejections += refused
+                    let out = Set(refused.map(\.index))
+                    duties.registered += run.filter { !out.contains($0.index) }.map(\.record)
                 }
                 for chunk in days.chunks(of: database.rowsPerStatement) {
                     try SQLStore.markAmendments(chunk, in: database)
