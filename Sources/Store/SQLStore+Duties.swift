@@ -37,8 +37,8 @@ extension SQLStore {
         CREATE INDEX IF NOT EXISTS service_records_by_duty ON service_records(duty_id) WHERE duty_id IS NOT NULL;
         """
 
-    /// Held exclusively while a batch places sessions in sittings (their
-    /// room is counted), shared by a run that lists overdue sessions.
+    /// Held exclusively by a batch that places or moves sessions (their
+    /// sittings' room is counted), shared by a run that lists overdue ones.
     static func dutiesKey(_ school: String) -> String { "duties/\(school)" }
 
     /// What a batch did that the schedule follows.
@@ -46,8 +46,8 @@ extension SQLStore {
         /// Registrations stored (not refused), as applied.
         var registered: [GuidanceRecord] = []
         var deleted: [String] = []
-        var recorded: [String] = []
-        var withdrawn: [String] = []
+        var recorded: [(id: String, school: String)] = []
+        var withdrawn: [(id: String, school: String)] = []
     }
 
     static let dutyColumns =
@@ -69,12 +69,21 @@ extension SQLStore {
     static func keepDuties(_ changes: DutyChanges, schools: [String: School], in database: any SQLDatabase) throws(StoreError) {
         let scheduled = schools.filter { !$0.value.service.isEmpty }
         guard !scheduled.isEmpty else { return }
+        // The schools whose sittings' room the batch counts or changes, all
+        // locked at once in one order: two batches each holding one school
+        // and waiting for the other's would deadlock.
+        let counted =
+            Set(changes.registered.map(\.schoolId) + changes.recorded.map(\.school) + changes.withdrawn.map(\.school))
+            .filter { scheduled[$0] != nil }.sorted()
+        for chunk in counted.chunks(of: max(1, database.rowsPerStatement)) {
+            try database.lock(chunk.map(dutiesKey), exclusive: true)
+        }
         // Sessions whose standing (served, cancelled) changed, for the overdue lists that named them.
         var touched: [(school: String, due: String)] = []
         try cancel(guidances: changes.deleted, touched: &touched, in: database)
         try place(guidances: changes.registered, schools: scheduled, in: database)
-        try applyRecords(changes.recorded, schools: scheduled, touched: &touched, in: database)
-        try undoRecords(changes.withdrawn, touched: &touched, in: database)
+        try applyRecords(changes.recorded.map(\.id), schools: scheduled, touched: &touched, in: database)
+        try undoRecords(changes.withdrawn.map(\.id), touched: &touched, in: database)
         try markDutyAmendments(touched, schools: scheduled, in: database)
     }
 
@@ -120,7 +129,7 @@ extension SQLStore {
     /// Each newly stored guidance's sessions, in the order the guidances
     /// happened: the n-th due `service_due_days` school days after its day,
     /// at the first sitting with room after its day (after the one before).
-    /// A batch's schools are locked, counted and written together: a few
+    /// A batch's schools are counted and written together: a few
     /// statements a batch, not a few a school.
     private static func place(guidances stored: [GuidanceRecord], schools: [String: School], in database: any SQLDatabase)
         throws(StoreError)
@@ -149,9 +158,6 @@ extension SQLStore {
         }
         guard let earliest = owed.map(\.date).min() else { return }
         let schoolIDs = Set(owed.map(\.schoolId)).sorted()
-        for chunk in schoolIDs.chunks(of: max(1, database.rowsPerStatement)) {
-            try database.lock(chunk.map(dutiesKey), exclusive: true)
-        }
         var taken = try taken(schools: schoolIDs, after: earliest, in: database)
         // Where a search after a day may start: the sittings before the last
         // one given were full, and stay full within the batch.
@@ -222,7 +228,6 @@ extension SQLStore {
                 let owner: [SQLValue] = [.text(schoolID), .text(student)]
                 if record[5].string == CommunityServiceRecord.Outcome.missed.rawValue {
                     guard let dutyID = record[6].string else { continue }
-                    try database.lock([dutiesKey(schoolID)], exclusive: true)
                     let found = try database.query(
                         """
                         SELECT slot_date, slot_time, place FROM service_duties
@@ -286,7 +291,6 @@ extension SQLStore {
                 """, chunk.map { .text($0) })
             for record in records {
                 if record[2].string == CommunityServiceRecord.Outcome.missed.rawValue {
-                    try database.lock([dutiesKey(record[1].string ?? "")], exclusive: true)
                     try database.run(
                         """
                         UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4, misses = misses - 1

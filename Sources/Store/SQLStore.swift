@@ -291,7 +291,7 @@ package final class SQLStore: Sendable {
                         if let reason = try SQLStore.record(service, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))
                         } else {
-                            duties.recorded.append(service.serviceId)
+                            duties.recorded.append((service.serviceId, service.schoolId))
                             changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
                         }
                     case .communityServiceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
@@ -300,7 +300,7 @@ package final class SQLStore: Sendable {
                         {
                         case .failure(let rejected): rejections.append(Rejection(index: index, reason: rejected.reason))
                         case .success(let date?):
-                            duties.withdrawn.append(serviceId)
+                            duties.withdrawn.append((serviceId, schoolId))
                             changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
                         }
