@@ -178,6 +178,21 @@ package struct ServiceDuty: Sendable, Equatable, Codable {
         self.misses = misses
     }
 
+    private enum CodingKeys: String, CodingKey { case dutyId, studentId, guidanceId, dueDate, slot, servedOn, serviceId, misses }
+
+    /// Every field, `null` where there is none: the contract's `ServiceSession`.
+    package func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(dutyId, forKey: .dutyId)
+        try container.encode(studentId, forKey: .studentId)
+        try container.encode(guidanceId, forKey: .guidanceId)
+        try container.encode(dueDate, forKey: .dueDate)
+        try container.encode(slot, forKey: .slot)
+        try container.encode(servedOn, forKey: .servedOn)
+        try container.encode(serviceId, forKey: .serviceId)
+        try container.encode(misses, forKey: .misses)
+    }
+
     package static func id(guidance: String, session: Int) -> String { "\(guidance)/\(session)" }
 
     /// `<guidance uuid>/<n>`, n from 1 to `Reason.maxServiceSessions`.

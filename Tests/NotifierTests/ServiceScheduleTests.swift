@@ -183,6 +183,9 @@ final class ServiceScheduleTests: XCTestCase {
         XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 다음 자리 11월 24일(화) 16:00 상담실"), overdue[0])
         let other = try await digests(harness, "t-hr-1-2", scope: "overdue")
         XCTAssertEqual(other, [], "a121 served on the due day")
+        // The entry's session as the contract's ServiceSession: every field, null where there is none.
+        let inbox = try await fetch("GET", "\(harness.notifierBase)/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
+        XCTAssertTrue(inbox.text.contains(#""servedOn":null"#) && inbox.text.contains(#""dueDate":"2026-11-19""#), inbox.text)
         let school = try await digests(harness, "t-admin", scope: "overdue")
         XCTAssertEqual(school.count, 1, "\(school)")
         XCTAssertTrue(school.first?.contains("[1학년 1반]") ?? false, "\(school)")
