@@ -136,15 +136,8 @@ package struct Frequency: Sendable, Equatable, Codable {
     /// The first day of each count for `date` (`YYYY-MM-DD`): 6 and 29 days
     /// before it; nil for a malformed date.
     package static func window(of date: String) -> (last7Start: String, last30Start: String)? {
-        guard let (year, month, day) = Timestamp.parseDate(date) else { return nil }
-        let days = Timestamp.daysFromCivil(year: year, month: month, day: day)
+        guard let days = Timestamp.civilDay(date) else { return nil }
         return (Timestamp.dateString(civil: days - 6), Timestamp.dateString(civil: days - 29))
-    }
-
-    /// Whether `date` is a Monday, the day the weekly 봉사 명단 goes out.
-    package static func isWeekStart(_ date: String) -> Bool {
-        guard let (year, month, day) = Timestamp.parseDate(date) else { return false }
-        return Timestamp.daysSinceMonday(civil: Timestamp.daysFromCivil(year: year, month: month, day: day)) == 0
     }
 }
 

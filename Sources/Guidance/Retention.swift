@@ -34,8 +34,6 @@ package struct Retention: Sendable, Equatable {
     /// The oldest school day kept when the school's today is `today`
     /// (`YYYY-MM-DD`); older days are purged. Nil for a malformed date.
     package func firstKeptDay(today: String) -> String? {
-        Timestamp.parseDate(today).map {
-            Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) - days)
-        }
+        Timestamp.civilDay(today).map { Timestamp.dateString(civil: $0 - days) }
     }
 }

@@ -327,10 +327,10 @@ extension Roster {
             (row) throws(RosterError) in
             let schoolID = try row.nonEmpty("school_id")
             guard schoolID == "*" || schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)' (* for every school)") }
-            guard let first = SchoolCalendar.day(row["date"]) else { throw row.error("date '\(row["date"])' is not YYYY-MM-DD") }
+            guard let first = Timestamp.civilDay(row["date"]) else { throw row.error("date '\(row["date"])' is not YYYY-MM-DD") }
             var last = first
             if !row["end_date"].isEmpty {
-                guard let end = SchoolCalendar.day(row["end_date"]) else {
+                guard let end = Timestamp.civilDay(row["end_date"]) else {
                     throw row.error("end_date '\(row["end_date"])' is not YYYY-MM-DD (empty for one day)")
                 }
                 guard end >= first, end - first < 366 else {

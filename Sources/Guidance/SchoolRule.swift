@@ -62,8 +62,7 @@ package struct SchoolRule: Sendable, Equatable {
         var crossings: [[Counted]] = []
         var open: [(day: Int, record: Counted)] = []
         for record in records where reason == nil || record.reasonCode == reason {
-            guard let (year, month, day) = Timestamp.parseDate(record.date) else { continue }
-            let today = Timestamp.daysFromCivil(year: year, month: month, day: day)
+            guard let today = Timestamp.civilDay(record.date) else { continue }
             open.removeAll { $0.day <= today - days }
             open.append((today, record))
             if open.count >= count {

@@ -20,17 +20,17 @@ package struct SchoolCalendar: Sendable, Equatable {
     }
 
     package func isSchoolDay(_ date: String) -> Bool {
-        SchoolCalendar.day(date).map(isSchoolDay) ?? false
+        Timestamp.civilDay(date).map(isSchoolDay) ?? false
     }
 
     /// The name of the holiday or vacation `date` falls in.
     package func dayOff(_ date: String) -> String? {
-        SchoolCalendar.day(date).flatMap { daysOff[$0] }
+        Timestamp.civilDay(date).flatMap { daysOff[$0] }
     }
 
     /// The `count`-th school day after `date` (1: the next school day).
     package func schoolDay(_ count: Int, after date: String) -> String? {
-        guard var day = SchoolCalendar.day(date) else { return nil }
+        guard var day = Timestamp.civilDay(date) else { return nil }
         var left = count
         for _ in 0..<SchoolCalendar.horizon {
             day += 1
@@ -44,7 +44,7 @@ package struct SchoolCalendar: Sendable, Equatable {
 
     /// The last school day before `date`.
     package func schoolDay(before date: String) -> String? {
-        guard var day = SchoolCalendar.day(date) else { return nil }
+        guard var day = Timestamp.civilDay(date) else { return nil }
         for _ in 0..<SchoolCalendar.horizon {
             day -= 1
             if isSchoolDay(day) { return Timestamp.dateString(civil: day) }
@@ -56,13 +56,9 @@ package struct SchoolCalendar: Sendable, Equatable {
     /// 명단 goes out (a Monday, or the Wednesday after a Monday and
     /// Tuesday off).
     package func isWeekStart(_ date: String) -> Bool {
-        guard let day = SchoolCalendar.day(date), isSchoolDay(day) else { return false }
+        guard let day = Timestamp.civilDay(date), isSchoolDay(day) else { return false }
         let monday = day - Timestamp.daysSinceMonday(civil: day)
         return !(monday..<day).contains(where: isSchoolDay)
-    }
-
-    package static func day(_ date: String) -> Int? {
-        Timestamp.parseDate(date).map { Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) }
     }
 }
 
@@ -120,7 +116,7 @@ package struct ServicePolicy: Sendable, Equatable {
     /// The slots' sittings on school days after `date`, in time order, as
     /// far as `SchoolCalendar.horizon` looks.
     package func sittings(after date: String, calendar: SchoolCalendar) -> some Sequence<(SlotTime, capacity: Int)> {
-        let first = (SchoolCalendar.day(date) ?? 0) + 1
+        let first = (Timestamp.civilDay(date) ?? 0) + 1
         let slots = self.slots
         return (first..<first + SchoolCalendar.horizon).lazy.filter(calendar.isSchoolDay).flatMap { day in
             let weekday = Timestamp.daysSinceMonday(civil: day)

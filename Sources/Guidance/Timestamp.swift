@@ -129,6 +129,11 @@ package enum Timestamp {
         return "\(month)월 \(day)일(\(weekdays[((days % 7) + 7) % 7]))"
     }
 
+    /// `YYYY-MM-DD` as days since 1970-01-01; nil when it is not a date.
+    package static func civilDay(_ date: String) -> Int? {
+        parseDate(date).map { daysFromCivil(year: $0.year, month: $0.month, day: $0.day) }
+    }
+
     /// Parses `YYYY-MM-DD` into its parts.
     package static func parseDate(_ text: String) -> (year: Int, month: Int, day: Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)

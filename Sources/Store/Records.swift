@@ -80,7 +80,7 @@ package struct DeliveryRun: Sendable {
         self.school = school
         self.date = date
         self.completedAt = completedAt
-        self.weekly = weekly ?? Frequency.isWeekStart(date)
+        self.weekly = weekly ?? SchoolCalendar().isWeekStart(date)
         self.overdueSince = overdueSince
         self.plan = plan
         self.targets = targets

@@ -178,7 +178,7 @@ extension SQLStore {
                 }
                 if let slot {
                     taken[guidance.schoolId, default: [:]][SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
-                    resume[key] = SchoolCalendar.day(slot.date).map { Timestamp.dateString(civil: $0 - 1) }
+                    resume[key] = Timestamp.civilDay(slot.date).map { Timestamp.dateString(civil: $0 - 1) }
                     after = slot.date
                 }
                 rows.append([

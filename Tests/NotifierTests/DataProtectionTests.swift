@@ -25,7 +25,7 @@ final class DataProtectionTests: XCTestCase {
 
     /// `seoulDay(days)`, or the day before it when that is a Monday.
     private func seoulWeekday(_ days: Int) -> (date: String, at: String) {
-        Frequency.isWeekStart(seoulDay(days).date) ? seoulDay(days + 1) : seoulDay(days)
+        SchoolCalendar().isWeekStart(seoulDay(days).date) ? seoulDay(days + 1) : seoulDay(days)
     }
 
     private func ids(_ reply: Reply) -> [String] {

@@ -173,7 +173,7 @@ struct CommunityServiceHandlers: Sendable {
         let now = Timestamp.localDate(clock(), in: school.timeZone)
         let today =
             try request.query["date"].map { (date) throws(HTTPError) -> String in
-                guard let asked = SchoolCalendar.day(date), let current = SchoolCalendar.day(now), abs(asked - current) <= 60 else {
+                guard let asked = Timestamp.civilDay(date), let current = Timestamp.civilDay(now), abs(asked - current) <= 60 else {
                     throw HTTPError(FieldError(field: "date", message: "must be YYYY-MM-DD within 60 days of the school's today (\(now))"))
                 }
                 return date
@@ -214,7 +214,7 @@ struct CommunityServiceHandlers: Sendable {
                     next: miss.next))
         }
         // Today's sittings from the policy, each with its rows; rows of another sitting (served early) after them.
-        let weekday = SchoolCalendar.day(today).map { Timestamp.daysSinceMonday(civil: $0) } ?? -1
+        let weekday = Timestamp.civilDay(today).map { Timestamp.daysSinceMonday(civil: $0) } ?? -1
         let sittings =
             school.calendar.isSchoolDay(today)
             ? school.service.slots.filter { $0.weekday == weekday }.map {

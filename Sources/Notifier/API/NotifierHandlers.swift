@@ -305,12 +305,10 @@ struct NotifierHandlers: Sendable {
         guard let from, let to else {
             throw HTTPError(FieldError(field: from == nil ? "from" : "to", message: "is required with the other"))
         }
-        guard let first = Timestamp.parseDate(from), let last = Timestamp.parseDate(to) else {
-            throw HTTPError(FieldError(field: Timestamp.parseDate(from) == nil ? "from" : "to", message: "must be YYYY-MM-DD"))
+        guard let first = Timestamp.civilDay(from), let last = Timestamp.civilDay(to) else {
+            throw HTTPError(FieldError(field: Timestamp.civilDay(from) == nil ? "from" : "to", message: "must be YYYY-MM-DD"))
         }
-        let days =
-            Timestamp.daysFromCivil(year: last.year, month: last.month, day: last.day)
-            - Timestamp.daysFromCivil(year: first.year, month: first.month, day: first.day) + 1
+        let days = last - first + 1
         guard days >= 1 else { throw HTTPError(FieldError(field: "to", message: "must not be before from")) }
         guard days <= longestPeriod else {
             throw HTTPError(FieldError(field: "to", message: "must be at most \(longestPeriod) days after from (the period holds \(days))"))

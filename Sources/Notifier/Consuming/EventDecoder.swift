@@ -88,10 +88,7 @@ struct EventDecoder: Sendable {
         if let problem = idProblem(event.eventId, event.record.serviceId, name: "serviceId") { return .failure(problem) }
         let today = roster.school(event.record.schoolId).map { Timestamp.localDate(now, in: $0.timeZone) } ?? ""
         // A day's worth of clock skew between the ingest and this replica is not an error.
-        let tomorrow =
-            Timestamp.parseDate(today).map {
-                Timestamp.dateString(civil: Timestamp.daysFromCivil(year: $0.year, month: $0.month, day: $0.day) + 1)
-            } ?? today
+        let tomorrow = Timestamp.civilDay(today).map { Timestamp.dateString(civil: $0 + 1) } ?? today
         do {
             // By identity, as registrations are: the grade is the one the ingest saw.
             return .success(

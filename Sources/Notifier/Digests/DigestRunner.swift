@@ -85,10 +85,8 @@ final class DigestRunner: Sendable {
     /// school's `today`: it must be a date, at most a day ahead and at most
     /// `Registration.pastWindowDays` back. Nil when it may.
     static func dateProblem(_ date: String, today: String, pastDays: Int = Registration.pastWindowDays) -> String? {
-        guard let asked = Timestamp.parseDate(date), let now = Timestamp.parseDate(today) else { return "must be YYYY-MM-DD" }
-        let days =
-            Timestamp.daysFromCivil(year: asked.year, month: asked.month, day: asked.day)
-            - Timestamp.daysFromCivil(year: now.year, month: now.month, day: now.day)
+        guard let asked = Timestamp.civilDay(date), let now = Timestamp.civilDay(today) else { return "must be YYYY-MM-DD" }
+        let days = asked - now
         if days > 1 { return "must be at most one day after the school's today (\(today))" }
         if days < -pastDays {
             return

@@ -86,9 +86,7 @@ final class RuleNotices: Sendable {
         guard let school = roster.school(crossing.schoolId) else { return [] }
         let rule = crossing.rule
         let today = Timestamp.localDate(now, in: school.timeZone)
-        guard let (year, month, day) = Timestamp.parseDate(today), let crossed = Timestamp.parseDate(crossing.date),
-            Timestamp.daysFromCivil(year: crossed.year, month: crossed.month, day: crossed.day)
-                > Timestamp.daysFromCivil(year: year, month: month, day: day) - rule.days
+        guard let current = Timestamp.civilDay(today), let crossed = Timestamp.civilDay(crossing.date), crossed > current - rule.days
         else { return [] }
         let seated = roster.student(school: school.id, id: crossing.studentId)
         guard
