@@ -11,16 +11,26 @@ package struct Channel: RawRepresentable, Hashable, Sendable, Codable {
 
     package static let email = Channel(rawValue: "email")
     package static let webhook = Channel(rawValue: "webhook")
+    package static let push = Channel(rawValue: "push")
 }
 
-/// Where one digest revision must be sent: an e-mail address or a webhook URL.
+/// Where one digest revision must be sent: an e-mail address, a webhook
+/// URL, a teacher's devices; and when, if not at once.
 package struct DeliveryTarget: Sendable, Equatable {
     package let channel: Channel
     package let target: String
+    /// Held until then (seconds since the epoch): the teacher's own time or
+    /// the end of their quiet hours (`TeacherSettings.release`).
+    package var heldUntil: Double?
+    /// A rule crossing whose `rules.csv` row says `urgent`: never held, and
+    /// pushed with `Urgency: high`.
+    package var urgent = false
 
-    package init(channel: Channel, target: String) {
+    package init(channel: Channel, target: String, heldUntil: Double? = nil, urgent: Bool = false) {
         self.channel = channel
         self.target = target
+        self.heldUntil = heldUntil
+        self.urgent = urgent
     }
 }
 
@@ -28,6 +38,9 @@ package struct DeliveryTarget: Sendable, Equatable {
 package struct Delivery: Sendable, Equatable {
     package enum Status: String, Sendable, Codable, CaseIterable {
         case pending, sent, failed
+        /// Held (quiet hours, the teacher's own time) and replaced before it
+        /// went by a newer message of the same kind, which says it stands for it.
+        case merged
     }
 
     /// `<digestId>.<channel>`: the same on every attempt, so receivers dedupe by it.

@@ -370,7 +370,7 @@ extension Roster {
     }
 
     /// "08:50" → 530.
-    static func minuteOfDay(_ text: String) -> Int? {
+    package static func minuteOfDay(_ text: String) -> Int? {
         let parts = text.split(separator: ":")
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
             let hour = Int(parts[0]), let minute = Int(parts[1]),

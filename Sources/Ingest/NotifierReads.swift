@@ -27,6 +27,8 @@ struct NotifierReads: Sendable {
         ("POST", "/v1/teachers/{teacherId}/inbox/{digestId}/read"),
         ("GET", "/v1/teachers/{teacherId}/settings"),
         ("POST", "/v1/teachers/{teacherId}/settings"),
+        ("POST", "/v1/teachers/{teacherId}/push"),
+        ("POST", "/v1/teachers/{teacherId}/push/remove"),
         ("POST", "/v1/digests/run"),
         ("GET", "/v1/schools/{schoolId}/deliveries"),
         ("POST", "/v1/schools/{schoolId}/deliveries/{deliveryId}/retry"),

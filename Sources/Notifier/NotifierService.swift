@@ -39,18 +39,18 @@ package final class NotifierService: Sendable, GroupMember {
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
-        dispatcher = Dispatcher(
-            config: config.delivery, channels: try config.delivery.channels(metrics: metrics, logger: logger), roster: roster, store: store,
-            metrics: metrics, logger: logger, clock: config.clock, timer: config.timer)
-        runner = try DigestRunner(
-            config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics,
-            logger: logger)
-
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
             cookieName: SessionCookie.notifier, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
             producer: producer, logger: logger)
         let sessions = policy.sessions
+        dispatcher = Dispatcher(
+            config: config.delivery,
+            channels: try config.delivery.channels(store: store, sessions: sessions, metrics: metrics, logger: logger), roster: roster,
+            store: store, metrics: metrics, logger: logger, clock: config.clock, timer: config.timer)
+        runner = try DigestRunner(
+            config: config, roster: roster, store: store, dispatcher: dispatcher, commits: materializer.committed, metrics: metrics,
+            logger: logger)
         var router = Router()
         let store = self.store
         let producer = self.producer
@@ -83,8 +83,11 @@ package final class NotifierService: Sendable, GroupMember {
             producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
             clock: config.timer)
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
-        NotifierHandlers(store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, logger: logger)
-            .routes(into: &routes)
+        NotifierHandlers(
+            store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, push: config.delivery.vapid,
+            pushOverHTTP: config.delivery.pushOverHTTP, logger: logger
+        )
+        .routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         StudentHistoryHandlers(store: store, photos: photos, accessLog: accessLog, clock: config.clock).routes(into: &routes)
         OverviewHandlers(store: store, accessLog: accessLog, clock: config.clock).routes(into: &routes)

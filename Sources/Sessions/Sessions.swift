@@ -137,6 +137,19 @@ package final class Sessions: Sendable {
         }
     }
 
+    /// Whether the session `hash` of `teacher`, signed in having read the log
+    /// up to `seen` and last known renewed at `renewedAt`, has ended: signed
+    /// out, signed out everywhere, or unused past `SESSION_DAYS`. Nil while
+    /// this process's view of the log is not current.
+    package func hasEnded(hash: String, teacher: String, seen: Int64?, renewedAt: Int64) -> Bool? {
+        if renewedAt + lifetime <= SessionLog.now() { return true }
+        guard log.isCurrent else { return nil }
+        return log.read { state -> Bool? in
+            guard state.caughtUp else { return nil }
+            return state.ended[hash] != nil || state.signedOut(teacher, seen: seen, renewedAt: renewedAt)
+        }
+    }
+
     /// The session renewed now, when it was last renewed over an hour ago.
     package func renewal(of session: Session) -> Session? {
         let now = SessionLog.now()

@@ -96,6 +96,11 @@ package struct ClaimedDelivery: Sendable {
     /// Another sender claimed it before and never reported back (killed, or
     /// stuck past its lease): it may have been sent already.
     package let takenOver: Bool
+    /// How many held messages of its kind this one replaced (quiet hours):
+    /// it says it stands for them.
+    package var merged = 0
+    /// Pushed with `Urgency: high` (an urgent rule's notice).
+    package var urgent = false
 }
 
 /// What asking to send a failed delivery again found.

@@ -9,21 +9,53 @@ extension SQLStore {
         d.last_error, d.created_ms, d.next_attempt_ms, d.sent_ms
         """
 
-    /// The statements writing the digests' pending deliveries, to run with them.
+    /// The statements writing the digests' pending deliveries, to run with
+    /// them. A delivery held for the teacher (`DeliveryTarget.heldUntil`)
+    /// is due then, and replaces the teacher's held deliveries of the same
+    /// kind and channel (a list's day, a day's notices): it goes in their
+    /// place and counts them, so that one message arrives, not a queue.
     static func enqueue(_ digests: [(digest: Digest, targets: [DeliveryTarget])], in database: any SQLDatabase) -> [SQLStatement] {
-        database.inserts(
-            "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms) VALUES ",
-            rows: digests.flatMap { digest, targets in
-                let created = SQLValue.integer(milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now()))
-                return targets.map { target -> [SQLValue] in
-                    [
-                        .text(Delivery.id(digest: digest.digestId, channel: target.channel)), .text(digest.digestId),
-                        .text(digest.schoolId),
-                        .text(digest.teacherId), .text(target.channel.rawValue), .text(target.target), .text("pending"), created, created,
-                        created
-                    ]
+        var held: [SQLStatement] = []
+        let rows = digests.flatMap { digest, targets in
+            let created = milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now())
+            return targets.map { target -> [SQLValue] in
+                let id = Delivery.id(digest: digest.digestId, channel: target.channel)
+                let due = target.heldUntil.map(milliseconds).map { max($0, created) } ?? created
+                var kind = SQLValue.null
+                if due > created {
+                    kind = .text("\(digest.scope.rawValue)/\(digest.date)")
+                    held += SQLStore.merging(into: id, teacher: digest.teacherId, channel: target.channel, kind: kind, now: created)
                 }
-            }, perStatement: database.rowsPerStatement)
+                return [
+                    .text(id), .text(digest.digestId), .text(digest.schoolId), .text(digest.teacherId), .text(target.channel.rawValue),
+                    .text(target.target), .text("pending"), .integer(created), .integer(due), .integer(due), kind,
+                    .integer(target.urgent ? 1 : 0)
+                ]
+            }
+        }
+        return database.inserts(
+            "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms, kind, urgent) VALUES ",
+            rows: rows, perStatement: database.rowsPerStatement) + held
+    }
+
+    /// After the held delivery `id` is written: it counts the teacher's other
+    /// held deliveries of its kind and channel (and those they stood for),
+    /// which end as `merged`. Only ones not yet due, so never one a
+    /// dispatcher may hold.
+    private static func merging(into id: String, teacher: String, channel: Channel, kind: SQLValue, now: Int64) -> [SQLStatement] {
+        let others = """
+            teacher_id = $1 AND channel = $2 AND kind = $3 AND status = 'pending' AND delivery_id <> $4 AND next_attempt_ms > $5
+            """
+        let parameters: [SQLValue] = [.text(teacher), .text(channel.rawValue), kind, .text(id), .integer(now)]
+        return [
+            SQLStatement(
+                """
+                UPDATE deliveries SET merged = merged + (SELECT COALESCE(SUM(merged + 1), 0) FROM deliveries WHERE \(others))
+                WHERE delivery_id = $4
+                """, parameters),
+            SQLStatement(
+                "UPDATE deliveries SET status = 'merged', last_error = 'replaced by ' || $4 WHERE \(others)", parameters)
+        ]
     }
 
     /// Claims up to `limit` due deliveries of `channel` for `owner` until
@@ -54,7 +86,7 @@ extension SQLStore {
                 let placeholders = (1...claimed.count).map { "$\($0)" }.joined(separator: ", ")
                 let rows = try database.query(
                     """
-                    SELECT \(SQLStore.deliveryColumns), d.queued_ms, d.claims, \(SQLStore.digestColumns.split(separator: ",").map { "g." + $0.trimmingWhitespace() }.joined(separator: ", "))
+                    SELECT \(SQLStore.deliveryColumns), d.queued_ms, d.claims, d.merged, d.urgent, \(SQLStore.digestColumns.split(separator: ",").map { "g." + $0.trimmingWhitespace() }.joined(separator: ", "))
                     FROM deliveries d JOIN digests g ON g.digest_id = d.digest_id
                     WHERE d.delivery_id IN (\(placeholders))
                     ORDER BY d.next_attempt_ms, d.delivery_id
@@ -65,8 +97,9 @@ extension SQLStore {
                     // is one whose sender never reported back.
                     let claims = row[13].int ?? 0
                     return ClaimedDelivery(
-                        delivery: delivery, digest: try SQLStore.digest(row[14...]), queuedAt: seconds(row[12]),
-                        takenOver: claims - 1 > delivery.attempts)
+                        delivery: delivery, digest: try SQLStore.digest(row[16...]), queuedAt: seconds(row[12]),
+                        takenOver: claims - 1 > delivery.attempts, merged: row[14].int ?? 0,
+                        urgent: row[15].int == 1)
                 }
             }
         }

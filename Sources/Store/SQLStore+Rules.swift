@@ -191,7 +191,8 @@ extension SQLStore {
     /// scope `rule` whose revision counts the teacher's notices of that
     /// day. Returns the notices written.
     package func tellCrossings(
-        schools: [String], createdAt: String, notices: (RuleCrossing) -> [RuleNotice], targets: (Digest) -> [DeliveryTarget]
+        schools: [String], createdAt: String, notices: (RuleCrossing) -> [RuleNotice],
+        targets: (Digest, RuleCrossing) -> [DeliveryTarget]
     ) throws(StoreError) -> [Digest] {
         let schools = Array(Set(schools)).sorted()
         guard !schools.isEmpty else { return [] }
@@ -234,7 +235,7 @@ extension SQLStore {
                             grade: notice.grade,
                             classNumber: notice.classNumber, revision: revision, createdAt: createdAt, read: false, subject: notice.subject,
                             text: notice.text, entries: notice.entries, counts: notice.counts)
-                        digests.append((digest, targets(digest)))
+                        digests.append((digest, targets(digest, crossing)))
                     }
                     try database.run(
                         """

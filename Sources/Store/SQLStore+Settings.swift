@@ -1,7 +1,9 @@
 import Guidance
 
-/// Each teacher's own settings: for now whether their lists also come by
-/// e-mail (the 알림함 always has them). A teacher with no row has the default.
+/// Each teacher's own settings (`TeacherSettings`: e-mailed lists, their
+/// own time, quiet hours) and the devices they turned push on for. A
+/// teacher with no row has the defaults. Kept in the store every replica
+/// shares, so every replica holds and sends alike.
 extension SQLStore {
     /// Version 9.
     static let teacherSettings = """
@@ -14,36 +16,192 @@ extension SQLStore {
         );
         """
 
-    /// Whether the teacher's lists also go by e-mail (by default they do).
-    package func emailsLists(school: String, teacher: String) throws(StoreError) -> Bool {
+    /// Version 13: the teacher's own time and quiet hours (NULL: the
+    /// default), push subscriptions, and held deliveries' kind (a newer
+    /// message of the same kind replaces a held one), how many held ones
+    /// each stands for, and whether it is urgent.
+    static let quietHoursAndPush = """
+        ALTER TABLE teacher_settings ADD COLUMN list_minute INTEGER;
+        ALTER TABLE teacher_settings ADD COLUMN quiet_from INTEGER;
+        ALTER TABLE teacher_settings ADD COLUMN quiet_until INTEGER;
+        CREATE TABLE IF NOT EXISTS push_subscriptions (
+            endpoint TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            teacher_id TEXT NOT NULL,
+            p256dh TEXT NOT NULL,
+            auth TEXT NOT NULL,
+            session_hash TEXT NOT NULL,
+            session_seen BIGINT,
+            renewed_ms BIGINT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS push_by_teacher ON push_subscriptions(school_id, teacher_id);
+        ALTER TABLE deliveries ADD COLUMN kind TEXT;
+        ALTER TABLE deliveries ADD COLUMN merged INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN urgent INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries(teacher_id, channel, kind);
+        """
+
+    private static let settingsColumns = "teacher_id, email_lists, list_minute, quiet_from, quiet_until"
+
+    private static func settings(_ row: [SQLValue]) -> TeacherSettings {
+        var settings = TeacherSettings()
+        settings.emailLists = row[1].int.map { $0 != 0 } ?? true
+        settings.listMinute = row[2].int
+        if let from = row[3].int, let until = row[4].int {
+            settings.quietFrom = from
+            settings.quietUntil = until
+        }
+        return settings
+    }
+
+    package func teacherSettings(school: String, teacher: String) throws(StoreError) -> TeacherSettings {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.query(
-                "SELECT email_lists FROM teacher_settings WHERE school_id = $1 AND teacher_id = $2",
+                "SELECT \(SQLStore.settingsColumns) FROM teacher_settings WHERE school_id = $1 AND teacher_id = $2",
                 [.text(school), .text(teacher)]
-            ).first?.first?.int.map { $0 != 0 } ?? true
+            ).first.map(SQLStore.settings) ?? .standard
         }
     }
 
-    package func setEmailsLists(_ on: Bool, school: String, teacher: String, at: String) throws(StoreError) {
+    package func setTeacherSettings(_ settings: TeacherSettings, school: String, teacher: String, at: String) throws(StoreError) {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
             _ = try database.run(
                 """
-                INSERT INTO teacher_settings (school_id, teacher_id, email_lists, updated_at) VALUES ($1, $2, $3, $4)
-                ON CONFLICT (school_id, teacher_id) DO UPDATE SET email_lists = excluded.email_lists, updated_at = excluded.updated_at
-                """, [.text(school), .text(teacher), .integer(on ? 1 : 0), .text(at)])
+                INSERT INTO teacher_settings (school_id, teacher_id, email_lists, list_minute, quiet_from, quiet_until, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                ON CONFLICT (school_id, teacher_id) DO UPDATE SET email_lists = excluded.email_lists,
+                    list_minute = excluded.list_minute, quiet_from = excluded.quiet_from, quiet_until = excluded.quiet_until,
+                    updated_at = excluded.updated_at
+                """,
+                [
+                    .text(school), .text(teacher), .integer(settings.emailLists ? 1 : 0),
+                    settings.listMinute.map { .integer(Int64($0)) } ?? .null, .integer(Int64(settings.quietFrom)),
+                    .integer(Int64(settings.quietUntil)), .text(at)
+                ])
         }
     }
 
-    /// The teachers of `schools` who turned e-mailed lists off.
-    package func teachersWithoutEmailedLists(schools: [String]) throws(StoreError) -> Set<String> {
-        guard !schools.isEmpty else { return [] }
+    /// What deciding the deliveries of `schools`' digests needs, read once
+    /// for a run: the settings of the teachers who changed any, and who has a
+    /// device to push to.
+    package func deliveryPreferences(schools: [String]) throws(StoreError) -> DeliveryPreferences {
+        guard !schools.isEmpty else { return DeliveryPreferences() }
         return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             let placeholders = (1...schools.count).map { "$\($0)" }.joined(separator: ", ")
-            return Set(
+            var preferences = DeliveryPreferences()
+            for row in try database.query(
+                "SELECT \(SQLStore.settingsColumns) FROM teacher_settings WHERE school_id IN (\(placeholders))", schools.map(SQLValue.text))
+            {
+                preferences.settings[row[0].string ?? ""] = SQLStore.settings(row)
+            }
+            preferences.pushing = Set(
                 try database.query(
-                    "SELECT teacher_id FROM teacher_settings WHERE email_lists = 0 AND school_id IN (\(placeholders))",
-                    schools.map(SQLValue.text)
+                    "SELECT DISTINCT teacher_id FROM push_subscriptions WHERE school_id IN (\(placeholders))", schools.map(SQLValue.text)
                 ) { $0[0].string ?? "" })
+            return preferences
         }
+    }
+
+    /// Keeps a device's subscription for `teacher`, bound to the session
+    /// that turned it on: it goes when that session ends. The same endpoint
+    /// again (the app opening) renews it, for whoever is signed in now.
+    package func savePushSubscription(_ subscription: PushSubscription) throws(StoreError) {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            _ = try database.run(
+                """
+                INSERT INTO push_subscriptions (endpoint, school_id, teacher_id, p256dh, auth, session_hash, session_seen, renewed_ms, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                ON CONFLICT (endpoint) DO UPDATE SET school_id = excluded.school_id, teacher_id = excluded.teacher_id,
+                    p256dh = excluded.p256dh, auth = excluded.auth, session_hash = excluded.session_hash,
+                    session_seen = excluded.session_seen, renewed_ms = excluded.renewed_ms
+                """,
+                [
+                    .text(subscription.endpoint), .text(subscription.schoolId), .text(subscription.teacherId), .text(subscription.p256dh),
+                    .text(subscription.auth), .text(subscription.sessionHash), subscription.sessionSeen.map { .integer($0) } ?? .null,
+                    .integer(subscription.renewedMs), .text(subscription.createdAt)
+                ])
+        }
+    }
+
+    /// Drops subscriptions: of `teacher` at `endpoint`, or all of theirs
+    /// when `endpoint` is nil. How many went.
+    @discardableResult
+    package func removePushSubscriptions(school: String, teacher: String, endpoint: String? = nil) throws(StoreError) -> Int {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.run(
+                """
+                DELETE FROM push_subscriptions
+                WHERE school_id = $1 AND teacher_id = $2 AND (CAST($3 AS TEXT) IS NULL OR endpoint = CAST($3 AS TEXT))
+                """, [.text(school), .text(teacher), endpoint.map(SQLValue.text) ?? .null])
+        }
+    }
+
+    /// Drops one subscription wherever it is: the push service said it is gone (404, 410).
+    package func removePushSubscription(endpoint: String) throws(StoreError) {
+        try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
+            _ = try database.run("DELETE FROM push_subscriptions WHERE endpoint = $1", [.text(endpoint)])
+        }
+    }
+
+    package func pushSubscriptions(school: String, teacher: String) throws(StoreError) -> [PushSubscription] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query(
+                """
+                SELECT endpoint, school_id, teacher_id, p256dh, auth, session_hash, session_seen, renewed_ms, created_at
+                FROM push_subscriptions WHERE school_id = $1 AND teacher_id = $2 ORDER BY endpoint
+                """, [.text(school), .text(teacher)]
+            ) { row in
+                PushSubscription(
+                    endpoint: row[0].string ?? "", schoolId: row[1].string ?? "", teacherId: row[2].string ?? "",
+                    p256dh: row[3].string ?? "", auth: row[4].string ?? "", sessionHash: row[5].string ?? "",
+                    sessionSeen: row[6] == .null ? nil : row[6].int.map(Int64.init), renewedMs: Int64(row[7].int ?? 0),
+                    createdAt: row[8].string ?? "")
+            }
+        }
+    }
+}
+
+/// The settings a digest run decides deliveries by.
+package struct DeliveryPreferences: Sendable {
+    /// Teachers who changed a setting; the others have the defaults.
+    package var settings: [String: TeacherSettings] = [:]
+    /// Teachers with at least one device to push to.
+    package var pushing: Set<String> = []
+
+    package init() {}
+
+    package func of(_ teacher: String) -> TeacherSettings { settings[teacher] ?? .standard }
+}
+
+/// A device's Web Push subscription (the browser's `PushSubscription`), bound to a session.
+package struct PushSubscription: Sendable, Equatable {
+    /// The push service's URL for this device.
+    package let endpoint: String
+    package let schoolId: String
+    package let teacherId: String
+    /// The browser's P-256 public key and auth secret, base64url.
+    package let p256dh: String
+    package let auth: String
+    /// The session that turned it on (`Session.hash`), how far its replica
+    /// had read the session log then, and when it was last renewed.
+    package let sessionHash: String
+    package let sessionSeen: Int64?
+    package let renewedMs: Int64
+    package let createdAt: String
+
+    package init(
+        endpoint: String, schoolId: String, teacherId: String, p256dh: String, auth: String, sessionHash: String, sessionSeen: Int64?,
+        renewedMs: Int64, createdAt: String
+    ) {
+        self.endpoint = endpoint
+        self.schoolId = schoolId
+        self.teacherId = teacherId
+        self.p256dh = p256dh
+        self.auth = auth
+        self.sessionHash = sessionHash
+        self.sessionSeen = sessionSeen
+        self.renewedMs = renewedMs
+        self.createdAt = createdAt
     }
 }

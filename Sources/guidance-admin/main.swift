@@ -17,6 +17,7 @@ import Store
 ///                                              re-publishes dead letters to the topic they came from
 ///     guidance-admin purge [--dry-run]         removes now what is past RETENTION_DAYS / ACCESS_LOG_DAYS
 ///                                              (what the notifier does daily), and says what went
+///     guidance-admin vapid                     prints a new VAPID key pair for Web Push (VAPID_PRIVATE_KEY)
 ///
 /// Token commands change the roster folder (`ROSTER_DIR`); running services
 /// pick the change up within seconds (or at once on SIGHUP). The replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
@@ -26,6 +27,7 @@ let usage = """
            guidance-admin session revoke TEACHER_ID
            guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
            guidance-admin purge [--dry-run]
+           guidance-admin vapid
     (ROSTER_DIR names the roster folder, default examples/roster; KAFKA_BOOTSTRAP_SERVERS the brokers)
     """
 
@@ -41,6 +43,15 @@ if arguments.first == "dlq" {
 }
 if arguments.first == "purge" {
     purge(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments == ["vapid"] {
+    // One key pair for every notifier replica: browsers subscribe with the
+    // public key, and the notifier signs each push with the private one.
+    let key = P256Key.generate()
+    print("VAPID_PRIVATE_KEY=\(RandomID.base64url(key.privateKey ?? []))")
+    print("# the public key browsers subscribe with (the notifier gives it to the app itself):")
+    print("# \(RandomID.base64url(key.publicKey))")
     exit(0)
 }
 if arguments.first == "session" {

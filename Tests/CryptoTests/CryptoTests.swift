@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import XCTest
 
 final class CryptoTests: XCTestCase {
@@ -29,5 +30,43 @@ final class CryptoTests: XCTestCase {
         b[31] ^= 1
         XCTAssertFalse(SHA256.constantTimeEqual(a, b))
         XCTAssertFalse(SHA256.constantTimeEqual(a, Array(a.prefix(16))))
+    }
+}
+
+final class P256Tests: XCTestCase {
+    private func bytes(_ base64url: String) -> [UInt8] {
+        var text = base64url.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
+        return Array(Data(base64Encoded: text) ?? Data())
+    }
+
+    /// RFC 8291 Appendix A: the application server's key pair and the
+    /// secret it shares with the user agent.
+    func testTheRFC8291ExampleKeysGiveItsPublicKeyAndSharedSecret() throws {
+        let server = try XCTUnwrap(P256Key(privateKey: bytes("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw")))
+        XCTAssertEqual(
+            server.publicKey, bytes("BP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8"))
+        let agent = try XCTUnwrap(
+            P256Key(publicKey: bytes("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4")))
+        XCTAssertEqual(server.sharedSecret(with: agent), bytes("kyrL1jIIOHEzg3sM2ZWRHDRB62YACZhhSlknJ672kSs"))
+        XCTAssertNil(agent.sharedSecret(with: server), "a public key alone derives nothing")
+    }
+
+    func testAPointOffTheCurveAndAScalarOutOfRangeAreRefused() {
+        var point = bytes("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4")
+        point[64] ^= 1
+        XCTAssertNil(P256Key(publicKey: point))
+        XCTAssertNil(P256Key(publicKey: Array(point.prefix(33))), "compressed points are not what browsers send")
+        XCTAssertNil(P256Key(privateKey: [UInt8](repeating: 0, count: 32)))
+        XCTAssertNil(P256Key(privateKey: [UInt8](repeating: 0xFF, count: 32)), "above the curve's order")
+    }
+
+    func testSignaturesAreSixtyFourBytesAndDifferEachTime() throws {
+        let key = P256Key.generate()
+        let first = try XCTUnwrap(key.signature(of: Array("message".utf8)))
+        let second = try XCTUnwrap(key.signature(of: Array("message".utf8)))
+        XCTAssertEqual(first.count, 64)
+        XCTAssertNotEqual(first, second, "ECDSA draws a fresh nonce")
+        XCTAssertNil(P256Key(publicKey: key.publicKey)?.signature(of: [1]))
     }
 }

@@ -18,7 +18,7 @@ extension StoreSuite {
                         teacherId: $0, grade: 1, classNumber: 3, subject: crossing.active ? "notice" : "withdrawn", text: "",
                         entries: [], counts: [:])
                 }
-            } targets: { _ in
+            } targets: { _, _ in
                 []
             }
         }

@@ -16,6 +16,10 @@ struct NotifierHandlers: Sendable {
     let accessLog: AccessLog
     /// How far back a digest run may reach (`Retention.windowDays`).
     let retention: Retention
+    /// Web Push, when `VAPID_PRIVATE_KEY` is set.
+    let push: VAPIDSettings?
+    /// Push endpoints may be http on loopback (`DeliveryConfig.pushOverHTTP`).
+    let pushOverHTTP: Bool
     let logger: Logger
 
     /// Every route takes any teacher; each handler narrows to what the
@@ -27,6 +31,8 @@ struct NotifierHandlers: Sendable {
         router.post("/v1/teachers/{teacherId}/inbox/{digestId}/read", .teacher, markRead)
         router.get("/v1/teachers/{teacherId}/settings", .teacher, settings)
         router.post("/v1/teachers/{teacherId}/settings", .teacher, changeSettings)
+        router.post("/v1/teachers/{teacherId}/push", .teacher, subscribe)
+        router.post("/v1/teachers/{teacherId}/push/remove", .teacher, unsubscribe)
         router.post("/v1/digests/run", .teacher, runDigests)
     }
 
@@ -166,37 +172,6 @@ struct NotifierHandlers: Sendable {
         return .noContent
     }
 
-    /// `{"teacherId", "emailLists"}`: whether the teacher's lists also come
-    /// by e-mail (the 알림함 always has them). The teacher or an admin of the
-    /// school reads it; the teacher alone changes it.
-    @Sendable func settings(_ request: Request, _ caller: Caller) async throws -> Response {
-        let teacherID = request.parameter("teacherId")
-        try mayReadInbox(caller, of: teacherID)
-        let (store, school) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "")
-        let on = try await blocking { try store.emailsLists(school: school, teacher: teacherID) }
-        return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
-    }
-
-    @Sendable func changeSettings(_ request: Request, _ caller: Caller) async throws -> Response {
-        let teacherID = request.parameter("teacherId")
-        try mayReadInbox(caller, of: teacherID)
-        if let teacher = caller.teacher, teacher.id != teacherID {
-            throw HTTPError(status: 403, detail: "each teacher chooses their own settings")
-        }
-        let on = try request.json { (body) throws(FieldError) in try body.boolean("emailLists") }
-        let (store, school, at) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "", Timestamp.format(Timestamp.now()))
-        try await blocking { try store.setEmailsLists(on, school: school, teacher: teacherID, at: at) }
-        logger.info("teacher settings changed", ["requestId": request.requestID, "teacher": teacherID, "emailLists": String(on)])
-        return .json(written: NotifierHandlers.settingsJSON(teacherID, emailLists: on))
-    }
-
-    private static func settingsJSON(_ teacherID: String, emailLists: Bool) -> [UInt8] {
-        var writer = JSONWriter(capacity: 64)
-        writer.field("teacherId", teacherID)
-        writer.field("emailLists", emailLists)
-        return writer.finish()
-    }
-
     struct RunRequest: Sendable {
         let schoolId: String?
         let date: String?
@@ -264,7 +239,7 @@ struct NotifierHandlers: Sendable {
     // MARK: - Access
 
     /// A teacher reads their own inbox; an admin, any inbox of their school.
-    private func mayReadInbox(_ caller: Caller, of teacherID: String) throws(HTTPError) {
+    func mayReadInbox(_ caller: Caller, of teacherID: String) throws(HTTPError) {
         let owner = caller.roster.teachers[teacherID]
         guard let teacher = caller.teacher else {
             guard owner != nil else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }

@@ -1,6 +1,7 @@
 import Common
 import Curl
 import Foundation
+import Sessions
 import Store
 import Wiring
 
@@ -29,8 +30,13 @@ package struct DeliveryConfig: Sendable {
     /// How often an idle dispatcher looks for due deliveries; a digest run on
     /// the same replica wakes it at once.
     package var pollInterval: Duration = .seconds(1)
-    /// Most time a webhook POST may take.
+    /// Most time a webhook POST (or a push) may take.
     package var webhookTimeout: Duration = .seconds(10)
+    /// `VAPID_PRIVATE_KEY`, `VAPID_SUBJECT`: Web Push is on when set.
+    package var vapid: VAPIDSettings?
+    /// Push endpoints may be plain http on loopback: the tests' push
+    /// service. Never from the environment; a browser's endpoint is https.
+    package var pushOverHTTP = false
 
     /// Most time one attempt may take: the channel's own limit (30 s for a
     /// message over SMTP, 10 s for a webhook), and never more than a third
@@ -41,13 +47,19 @@ package struct DeliveryConfig: Sendable {
 
     /// The channels this configuration turns on: e-mail when `SMTP_URL` is
     /// set (or a mail folder is), webhooks always (a school without a row in
-    /// webhooks.csv gets none). A new channel is added here.
-    func channels(metrics: Metrics, logger: Logger) throws(ConfigurationError) -> [any DeliveryChannel] {
+    /// webhooks.csv gets none), push when the VAPID key is set (a teacher
+    /// without a device gets none). A new channel is added here.
+    func channels(store: SQLStore, sessions: Sessions, metrics: Metrics, logger: Logger) throws(ConfigurationError)
+        -> [any DeliveryChannel]
+    {
         var channels: [any DeliveryChannel] = []
         if let mail {
             channels.append(try EmailChannel(mail: mail, config: self, metrics: metrics, logger: logger))
         }
         channels.append(try WebhookChannel(config: self))
+        if let vapid {
+            channels.append(try PushChannel(vapid: vapid, config: self, store: store, sessions: sessions, logger: logger))
+        }
         return channels
     }
 
@@ -66,6 +78,7 @@ package struct DeliveryConfig: Sendable {
         config.maxAge = .seconds(3600 * (try environment.int("DELIVERY_MAX_AGE_HOURS", default: 24, range: 1...720)))
         config.concurrency = try environment.int("DELIVERY_CONCURRENCY", default: 4, range: 1...64)
         config.lease = .seconds(try environment.int("DELIVERY_LEASE_SECONDS", default: 60, range: 5...3600))
+        config.vapid = try VAPIDSettings.fromEnvironment(environment)
         return config
     }
 }

@@ -60,6 +60,28 @@ final class Dispatcher: Sendable {
         channels.compactMap { channel in channel.target(of: digest, in: roster).map { DeliveryTarget(channel: channel.id, target: $0) } }
     }
 
+    /// Where `digest`, written at `now`, goes and when, by its teacher's
+    /// settings (설정): e-mail unless they turned it off, push to their
+    /// devices if they have any, both held for their own time and their
+    /// quiet hours unless `urgent`. The school's webhook is its system, not
+    /// a teacher's phone: never held.
+    func targets(for digest: Digest, roster: Roster, preferences: DeliveryPreferences, urgent: Bool = false, now: Double)
+        -> [DeliveryTarget]
+    {
+        let settings = preferences.of(digest.teacherId)
+        let release = roster.school(digest.schoolId).map { settings.release(of: digest, urgent: urgent, school: $0, now: now) } ?? now
+        return targets(for: digest, roster: roster).compactMap { target in
+            switch target.channel {
+            case .webhook: return target
+            case .email where !settings.emailLists: return nil
+            case .push where !preferences.pushing.contains(digest.teacherId): return nil
+            default:
+                return DeliveryTarget(
+                    channel: target.channel, target: target.target, heldUntil: release > now ? release : nil, urgent: urgent)
+            }
+        }
+    }
+
     /// Lets each channel count what it left out, and wakes the loops: the
     /// new deliveries go out now, not at the next poll.
     func written(_ digests: [Digest], roster: Roster) {

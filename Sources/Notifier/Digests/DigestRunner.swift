@@ -142,8 +142,8 @@ final class DigestRunner: Sendable {
             let results: [Result<[Digest], StoreError>]
             do {
                 results = try await blocking {
-                    // A teacher who turned e-mailed lists off (설정) gets them in the 알림함 only, from the next list on.
-                    let unmailed = try store.teachersWithoutEmailedLists(schools: part.map(\.school.id))
+                    // Each teacher's 설정: e-mail or not, push, their own time and quiet hours, from the next list on.
+                    let preferences = try store.deliveryPreferences(schools: part.map(\.school.id))
                     let runs = part.map { school, date in
                         DeliveryRun(
                             school: school.id, date: date, completedAt: Timestamp.format(clock()),
@@ -151,9 +151,7 @@ final class DigestRunner: Sendable {
                         ) { state in
                             planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                         } targets: { digest in
-                            dispatcher.targets(for: digest, roster: roster).filter {
-                                !($0.channel == .email && unmailed.contains(digest.teacherId))
-                            }
+                            dispatcher.targets(for: digest, roster: roster, preferences: preferences, now: clock())
                         }
                     }
                     return try store.writeDigests(runs)

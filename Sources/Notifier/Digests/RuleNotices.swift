@@ -53,14 +53,14 @@ final class RuleNotices: Sendable {
             let digests = try await blocking { () throws(StoreError) -> [Digest] in
                 let schools = try store.untoldSchools()
                 guard !schools.isEmpty else { return [] }
-                // A teacher who turned e-mailed lists off (설정) is told in the 알림함 only, as of their lists.
-                let unmailed = try store.teachersWithoutEmailedLists(schools: schools)
+                // Each teacher's 설정, as for their lists; an urgent rule's notice is never held.
+                let preferences = try store.deliveryPreferences(schools: schools)
                 return try store.tellCrossings(schools: schools, createdAt: Timestamp.format(now)) { crossing in
                     RuleNotices.notices(of: crossing, roster: roster, now: now)
-                } targets: { digest in
-                    dispatcher.targets(for: digest, roster: roster).filter {
-                        !($0.channel == .email && unmailed.contains(digest.teacherId))
-                    }
+                } targets: { digest, crossing in
+                    // Urgent as the rule's row in rules.csv says now.
+                    let urgent = roster.rules[crossing.schoolId]?.first { $0.key == crossing.ruleKey }?.urgent ?? false
+                    return dispatcher.targets(for: digest, roster: roster, preferences: preferences, urgent: urgent, now: now)
                 }
             }
             guard !digests.isEmpty else { return }

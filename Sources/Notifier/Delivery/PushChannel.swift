@@ -1,0 +1,207 @@
+import Common
+import Crypto
+import Curl
+import Foundation
+import Guidance
+import Sessions
+import Store
+
+/// Digests as a notification on each device a teacher turned push on for
+/// (Web Push: RFC 8030, encrypted per RFC 8291, signed per RFC 8292). The
+/// message names no student: a phone's lock screen is public. It carries
+/// the list's title (its subject, which gives a seat at most), a count and
+/// where the app opens it; the names are behind sign-in.
+final class PushChannel: DeliveryChannel {
+    let id = Channel.push
+    let summary = "Web Push to the devices teachers turned it on for"
+    let connections: Int
+    let timeout: Duration
+    private let vapid: VAPIDSettings
+    private let store: SQLStore
+    private let sessions: Sessions
+    private let allowsHTTP: Bool
+    private let http: [Locked<HTTPSession>]
+    private let cancellations: [CurlCancellation]
+    private let logger: Logger
+
+    /// How long a push service keeps a message for a device that is off:
+    /// a list of today is stale tomorrow.
+    static let timeToLive = 12 * 3600
+
+    init(vapid: VAPIDSettings, config: DeliveryConfig, store: SQLStore, sessions: Sessions, logger: Logger) throws(ConfigurationError) {
+        self.vapid = vapid
+        self.store = store
+        self.sessions = sessions
+        self.logger = logger
+        allowsHTTP = config.pushOverHTTP
+        connections = config.concurrency
+        timeout = config.sendTimeout(config.webhookTimeout)
+        let made: [(CurlCancellation, Locked<HTTPSession>)]
+        do {
+            made = try (0..<connections).map { [timeout] (_) throws(CurlError) in
+                let session = try HTTPSession(timeout: timeout)
+                return (session.cancellation, Locked(session))
+            }
+        } catch {
+            throw ConfigurationError(variable: "VAPID_PRIVATE_KEY", reason: "libcurl cannot send: \(error)")
+        }
+        cancellations = made.map(\.0)
+        http = made.map(\.1)
+    }
+
+    func cancelSends() {
+        for cancellation in cancellations { cancellation.cancel() }
+    }
+
+    /// Every teacher may have devices; the run leaves out those with none.
+    func target(of digest: Digest, in roster: Roster) -> String? { "devices" }
+
+    /// Whether `endpoint` may be pushed to: https (or http on loopback,
+    /// where tests run their push service, when the configuration allows it).
+    static func acceptsEndpoint(_ endpoint: String, overHTTP: Bool) -> Bool {
+        guard let url = URL(string: endpoint), let host = url.host, !host.isEmpty else { return false }
+        if url.scheme == "https" { return true }
+        return overHTTP && url.scheme == "http" && (host == "127.0.0.1" || host == "localhost")
+    }
+
+    func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
+        let delivery = claim.delivery
+        let found: [PushSubscription]?
+        do {
+            found = try live(store.pushSubscriptions(school: delivery.schoolId, teacher: delivery.teacherId))
+        } catch {
+            return .retriable("the store did not answer: \(error)")
+        }
+        // Send nothing rather than to a device that may have signed out.
+        guard let devices = found else { return .retriable("the session log is not current; held until it is") }
+        // Nothing to send to: the teacher's devices signed out or turned push off since.
+        guard !devices.isEmpty else { return .sent }
+        let payload = PushChannel.payload(claim.digest, merged: claim.merged)
+        var outcomes: [DeliveryAttempt] = []
+        for device in devices {
+            outcomes.append(push(payload, to: device, claim: claim, over: connection, now: now))
+        }
+        if let retriable = outcomes.first(where: { if case .retriable = $0 { true } else { false } }) { return retriable }
+        if outcomes.contains(.sent) { return .sent }
+        return outcomes.first ?? .sent
+    }
+
+    /// The subscriptions whose session still lives; the others are dropped
+    /// (the device signed out, the teacher was signed out everywhere, or
+    /// the session went unused past `SESSION_DAYS`). Nil while this
+    /// replica's view of the session log is not current.
+    private func live(_ devices: [PushSubscription]) throws(StoreError) -> [PushSubscription]? {
+        var kept: [PushSubscription] = []
+        for device in devices {
+            switch sessions.hasEnded(
+                hash: device.sessionHash, teacher: device.teacherId, seen: device.sessionSeen, renewedAt: device.renewedMs)
+            {
+            case true?:
+                try store.removePushSubscription(endpoint: device.endpoint)
+                logger.info("push subscription dropped: its session ended", ["teacher": device.teacherId])
+            case false?: kept.append(device)
+            case nil: return nil
+            }
+        }
+        return kept
+    }
+
+    private func push(_ payload: [UInt8], to device: PushSubscription, claim: ClaimedDelivery, over connection: Int, now: Double)
+        -> DeliveryAttempt
+    {
+        guard PushChannel.acceptsEndpoint(device.endpoint, overHTTP: allowsHTTP), let audience = WebPush.origin(of: device.endpoint),
+            let p256dh = RandomID.unbase64url(device.p256dh), let auth = RandomID.unbase64url(device.auth),
+            let body = WebPush.encrypt(payload, p256dh: p256dh, auth: auth),
+            let authorization = WebPush.authorization(
+                audience: audience, subject: vapid.subject, expires: Int(now) + PushChannel.timeToLive, key: vapid.key)
+        else {
+            return .notRetriable("a device's subscription cannot be encrypted for or reached")
+        }
+        var headers = [
+            ("Content-Type", "application/octet-stream"), ("Content-Encoding", "aes128gcm"), ("TTL", String(PushChannel.timeToLive)),
+            ("Urgency", claim.urgent ? "high" : "normal"), ("Authorization", authorization)
+        ]
+        // A list's newer revision replaces one the push service still holds for an absent device.
+        if claim.digest.scope != .rule { headers.append(("Topic", PushChannel.topic(claim.digest))) }
+        switch http[connection].withLock({ $0.post(device.endpoint, headers: headers, body: body) }) {
+        case .answered(let status, _, _) where (200..<300).contains(status):
+            return .sent
+        case .answered(let status, _, _) where status == 404 || status == 410:
+            // RFC 8030 §7.3: the subscription expired or the browser dropped it.
+            try? store.removePushSubscription(endpoint: device.endpoint)
+            logger.info(
+                "push subscription dropped: the push service says it is gone", ["teacher": device.teacherId, "status": String(status)])
+            return .notRetriable("HTTP \(status): the device's subscription is gone; dropped")
+        case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
+            return .retriable("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+        case .answered(let status, _, let text):
+            return .notRetriable("HTTP \(status): \(text.prefix(200))")
+        case .unreachable(let reason):
+            return .retriable(reason)
+        }
+    }
+
+    /// What the device shows: the list's title, a count, and the app's
+    /// address of the list. `tag` makes a later message of the same list
+    /// replace the notification, and a retry's copy replace its first. A
+    /// message that replaced held ones (`merged`) says how many it stands for.
+    static func payload(_ digest: Digest, merged: Int) -> [UInt8] {
+        let added = digest.entries.count { $0.change != .removed }
+        let removed = digest.entries.count - added
+        let what: String
+        switch digest.scope {
+        case _ where merged > 0: what = "알림 \(merged + 1)건"
+        case .rule: what = "학교 규칙 알림"
+        case .service, .overdue: what = "학생 \(digest.entries.count)명"
+        case .class, .grade:
+            what = digest.revision > 1 ? "정정 · 추가 \(added)건" + (removed > 0 ? " · 삭제 \(removed)건" : "") : "지도 \(added)건"
+        }
+        var writer = JSONWriter(capacity: 256)
+        writer.field("title", digest.subject)
+        writer.field("body", what + " · 앱에서 보기")
+        writer.field("entries", digest.entries.count)
+        writer.field("messages", merged + 1)
+        writer.field(
+            "url", "/digests/" + (digest.digestId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? digest.digestId))
+        writer.field("tag", "\(digest.scope.rawValue)/\(digest.date)")
+        writer.field("digestId", digest.digestId)
+        return writer.finish()
+    }
+
+    /// RFC 8030 §5.4: at most 32 characters of the URL-safe base64 alphabet.
+    static func topic(_ digest: Digest) -> String {
+        String(RandomID.base64url(SHA256.hash(utf8: "\(digest.schoolId)/\(digest.scope.rawValue)/\(digest.date)")).prefix(32))
+    }
+}
+
+/// `VAPID_PRIVATE_KEY` and `VAPID_SUBJECT`: who this server says it is to
+/// push services. Push is on when they are set.
+package struct VAPIDSettings: Sendable {
+    package let key: P256Key
+    /// `mailto:` the operator, or their `https:` page.
+    package let subject: String
+
+    package init(key: P256Key, subject: String) {
+        self.key = key
+        self.subject = subject
+    }
+
+    /// The public key browsers subscribe with (`applicationServerKey`), base64url.
+    package var publicKey: String { RandomID.base64url(key.publicKey) }
+
+    static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> VAPIDSettings? {
+        guard let text = environment["VAPID_PRIVATE_KEY"], !text.isEmpty else { return nil }
+        guard let scalar = RandomID.unbase64url(text), let key = P256Key(privateKey: scalar) else {
+            throw ConfigurationError(
+                variable: "VAPID_PRIVATE_KEY",
+                reason: "is not a P-256 private key as base64url of 32 bytes; `guidance-admin vapid` makes one")
+        }
+        let subject = environment["VAPID_SUBJECT"] ?? ""
+        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
+            throw ConfigurationError(
+                variable: "VAPID_SUBJECT",
+                reason: "must be mailto:<the operator's address> or https://<their page> when VAPID_PRIVATE_KEY is set")
+        }
+        return VAPIDSettings(key: key, subject: subject)
+    }
+}
