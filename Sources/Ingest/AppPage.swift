@@ -250,6 +250,16 @@ struct AppPage: Sendable {
         let email = """
             <label class="check"><input type="checkbox" id="email-lists" disabled> 명단을 이메일로도 받기</label>
             <p class="meta">끄면 다음 명단부터 이메일은 가지 않고 알림함에만 옵니다.</p>
+            <label class="check" id="push-choice" hidden><input type="checkbox" id="push-on"> 이 기기에서 알림 받기</label>
+            <p class="meta" id="push-note" hidden>잠금 화면에는 학생 이름 없이 명단 제목과 건수만 보입니다. 이름은 로그인한 앱에서 봅니다. 로그아웃하면 이 기기의 알림도 꺼집니다.</p>
+            <form id="times" novalidate>
+            <label for="list-time">명단 받는 시각 <span class="meta" id="school-time"></span></label>
+            <input type="time" id="list-time" step="60">
+            <label class="check"><input type="checkbox" id="quiet-on"> 방해 금지 시간 (이메일·알림을 보내지 않고 끝나면 한 번에)</label>
+            <div class="choices"><label for="quiet-from">시작</label><input type="time" id="quiet-from" step="60">
+            <label for="quiet-until">끝</label><input type="time" id="quiet-until" step="60"></div>
+            <div class="actions"><button type="submit" id="times-save" disabled>시각 저장</button></div>
+            </form>
             <p id="settings-status" class="status" role="status" aria-live="polite"></p>
 
             """

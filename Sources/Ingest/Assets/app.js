@@ -18,7 +18,11 @@
       if (worker) worker.postMessage('sign-out');
       window.Guidance.forgetStudents(localStorage);
       const emptied = window.caches ? Promise.all([caches.delete('gate-data'), caches.delete('gate-shell')]) : Promise.resolve();
-      emptied.then(() => signOutForm.submit(), () => signOutForm.submit());
+      // This device's push ends with the session (the server drops it too).
+      const unsubscribed = navigator.serviceWorker && window.PushManager
+        ? navigator.serviceWorker.getRegistration().then((r) => r && r.pushManager.getSubscription()).then((s) => s && s.unsubscribe())
+        : Promise.resolve();
+      Promise.all([emptied, unsubscribed]).then(() => signOutForm.submit(), () => signOutForm.submit());
     });
   }
 

@@ -116,3 +116,56 @@ self.addEventListener('message', (event) => {
   if (event.data === 'sign-out') event.waitUntil(forget());
   if (event.data === 'session-ended') event.waitUntil(servedTo(''));
 });
+
+// ---- Web Push: a list, an amendment or a rule's notice, as the notifier
+// sent it (PushChannel). It names no student (a lock screen is public):
+// the list's title, a count, and where the app opens it. A browser that
+// pushes must show something, so a message it cannot read still says
+// where to look.
+function appPath(url) {
+  try {
+    const parsed = new URL(url || '/', self.location.origin);
+    return parsed.origin === self.location.origin ? parsed.pathname + parsed.search + parsed.hash : '/';
+  } catch (error) {
+    return '/';
+  }
+}
+
+function notice(data) {
+  let message = {};
+  try {
+    message = (data && data.json()) || {};
+  } catch (error) {
+    message = {};
+  }
+  return {
+    title: typeof message.title === 'string' && message.title ? message.title : '교문 지도 알림',
+    options: {
+      body: typeof message.body === 'string' ? message.body : '앱에서 보세요.',
+      // The digest's id: a retry's copy replaces the first, silently.
+      tag: typeof message.tag === 'string' && message.tag ? message.tag : 'guidance',
+      data: { url: appPath(message.url) }, icon: '/assets/icon-192.png', badge: '/assets/icon-192.png', lang: 'ko',
+    },
+  };
+}
+
+self.addEventListener('push', (event) => {
+  const { title, options } = notice(event.data);
+  event.waitUntil(self.registration.showNotification(title, options));
+});
+
+// A tap opens the item in the app: in a window of the app already open
+// (focused, then sent there), else a new one.
+async function openApp(url) {
+  const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+  const open = windows.find((client) => new URL(client.url).origin === self.location.origin);
+  if (!open) return self.clients.openWindow(url);
+  const focused = await open.focus();
+  return (focused || open).navigate(url);
+}
+
+self.addEventListener('notificationclick', (event) => {
+  event.notification.close();
+  event.waitUntil(openApp(appPath(event.notification.data && event.notification.data.url)));
+});
+

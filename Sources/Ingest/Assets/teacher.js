@@ -687,14 +687,94 @@
 
   const settingsURL = '/v1/teachers/' + encodeURIComponent(data.teacher) + '/settings';
 
+  // The times as the form shows them: the teacher's own (empty: the
+  // school's) and the quiet hours (off: none).
+  function showTimes(settings) {
+    $('school-time').textContent = '(비우면 학교 시각 ' + settings.schoolTime + ')';
+    $('list-time').value = settings.listTime || '';
+    $('list-time').min = settings.schoolTime;
+    $('quiet-on').checked = settings.quietFrom !== null;
+    $('quiet-from').value = settings.quietFrom || '21:00';
+    $('quiet-until').value = settings.quietUntil || '07:00';
+    $('times-save').disabled = false;
+  }
+
   async function loadSettings() {
     try {
-      $('email-lists').checked = (await G.api('GET', settingsURL)).emailLists;
+      const settings = await G.api('GET', settingsURL);
+      $('email-lists').checked = settings.emailLists;
       $('email-lists').disabled = false;
+      showTimes(settings);
+      await showPush(settings.pushKey);
     } catch (error) {
       G.say('settings-status', '설정을 불러오지 못했습니다. ' + G.message(error), 'warn');
     }
   }
+
+  async function saveTimes(event) {
+    event.preventDefault();
+    const quiet = $('quiet-on').checked;
+    const body = { listTime: $('list-time').value || null,
+                   quietFrom: quiet ? $('quiet-from').value : null, quietUntil: quiet ? $('quiet-until').value : null };
+    try {
+      showTimes(await G.api('POST', settingsURL, body));
+      G.say('settings-status', '시각을 저장했습니다. 다음 명단부터 따릅니다.', 'ok');
+    } catch (error) {
+      G.say('settings-status', '저장하지 못했습니다. ' + G.message(error), 'warn');
+    }
+  }
+  if ($('times')) $('times').addEventListener('submit', saveTimes);
+
+  // --- 이 기기에서 알림 받기 (Web Push): shown when the server has a VAPID
+  // key and the browser can push. The browser's permission is asked only
+  // when the teacher turns it on. A subscription kept on this device is
+  // sent again each time 설정 opens: it lives as long as this session.
+  const pushURL = '/v1/teachers/' + encodeURIComponent(data.teacher) + '/push';
+  let pushKey = null;
+  const canPush = () => 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window;
+
+  async function showPush(key) {
+    pushKey = key;
+    const shown = Boolean(key) && canPush();
+    $('push-choice').hidden = !shown;
+    $('push-note').hidden = !shown;
+    if (!shown) return;
+    const subscription = await (await navigator.serviceWorker.ready).pushManager.getSubscription();
+    $('push-on').checked = Boolean(subscription) && Notification.permission === 'granted';
+    if ($('push-on').checked) await G.api('POST', pushURL, subscription.toJSON());
+  }
+
+  // The key as the browser takes it: bytes of its base64url text.
+  const keyBytes = (text) => Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+
+  async function changePush() {
+    const box = $('push-on');
+    const wanted = box.checked;
+    try {
+      const registration = await navigator.serviceWorker.ready;
+      if (wanted) {
+        if (await Notification.requestPermission() !== 'granted') {
+          box.checked = false;
+          G.say('settings-status', '브라우저에서 알림이 허용되지 않았습니다. 브라우저 설정에서 허용한 뒤 다시 켜 주세요.', 'warn');
+          return;
+        }
+        const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(pushKey) });
+        await G.api('POST', pushURL, subscription.toJSON());
+        G.say('settings-status', '이 기기에서 명단 알림을 받습니다.', 'ok');
+      } else {
+        const subscription = await registration.pushManager.getSubscription();
+        if (subscription) {
+          await G.api('POST', pushURL + '/remove', { endpoint: subscription.endpoint });
+          await subscription.unsubscribe();
+        }
+        G.say('settings-status', '이 기기의 알림을 껐습니다.', 'ok');
+      }
+    } catch (error) {
+      box.checked = !wanted;
+      G.say('settings-status', '바꾸지 못했습니다. ' + G.message(error), 'warn');
+    }
+  }
+  if ($('push-on')) $('push-on').addEventListener('change', changePush);
 
   async function saveEmailLists() {
     const box = $('email-lists');

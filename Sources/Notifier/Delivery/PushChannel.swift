@@ -142,8 +142,8 @@ final class PushChannel: DeliveryChannel {
     }
 
     /// What the device shows: the list's title, a count, and the app's
-    /// address of the list. `tag` makes a later message of the same list
-    /// replace the notification, and a retry's copy replace its first. A
+    /// address of the list. `tag` (the digest's id) makes a retry's copy
+    /// replace the first notification instead of showing twice. A
     /// message that replaced held ones (`merged`) says how many it stands for.
     static func payload(_ digest: Digest, merged: Int) -> [UInt8] {
         let added = digest.entries.count { $0.change != .removed }
@@ -163,8 +163,7 @@ final class PushChannel: DeliveryChannel {
         writer.field("messages", merged + 1)
         writer.field(
             "url", "/digests/" + (digest.digestId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? digest.digestId))
-        writer.field("tag", "\(digest.scope.rawValue)/\(digest.date)")
-        writer.field("digestId", digest.digestId)
+        writer.field("tag", digest.digestId)
         return writer.finish()
     }
 
