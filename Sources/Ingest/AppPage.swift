@@ -256,8 +256,10 @@ struct AppPage: Sendable {
             <label for="list-time">명단 받는 시각 <span class="meta" id="school-time"></span></label>
             <input type="time" id="list-time" step="60">
             <label class="check"><input type="checkbox" id="quiet-on"> 방해 금지 시간 (이메일·알림을 보내지 않고 끝나면 한 번에)</label>
-            <div class="choices"><label for="quiet-from">시작</label><input type="time" id="quiet-from" step="60">
-            <label for="quiet-until">끝</label><input type="time" id="quiet-until" step="60"></div>
+            <label for="quiet-from">방해 금지 시작</label>
+            <input type="time" id="quiet-from" step="60">
+            <label for="quiet-until">방해 금지 끝</label>
+            <input type="time" id="quiet-until" step="60">
             <div class="actions"><button type="submit" id="times-save" disabled>시각 저장</button></div>
             </form>
             <p id="settings-status" class="status" role="status" aria-live="polite"></p>
