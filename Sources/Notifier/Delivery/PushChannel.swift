@@ -15,13 +15,12 @@ final class PushChannel: DeliveryChannel {
     let id = Channel.push
     let summary = "Web Push to the devices teachers turned it on for"
     let connections: Int
-    let timeout: Duration
+    var timeout: Duration { posts.timeout }
     private let vapid: VAPIDSettings
     private let store: SQLStore
     private let sessions: Sessions
     private let allowsHTTP: Bool
-    private let http: [Locked<HTTPSession>]
-    private let cancellations: [CurlCancellation]
+    private let posts: HTTPPosts
     private let logger: Logger
 
     /// How long a push service keeps a message for a device that is off:
@@ -35,23 +34,10 @@ final class PushChannel: DeliveryChannel {
         self.logger = logger
         allowsHTTP = config.pushOverHTTP
         connections = config.concurrency
-        timeout = config.sendTimeout(config.webhookTimeout)
-        let made: [(CurlCancellation, Locked<HTTPSession>)]
-        do {
-            made = try (0..<connections).map { [timeout] (_) throws(CurlError) in
-                let session = try HTTPSession(timeout: timeout)
-                return (session.cancellation, Locked(session))
-            }
-        } catch {
-            throw ConfigurationError(variable: "VAPID_PRIVATE_KEY", reason: "libcurl cannot send: \(error)")
-        }
-        cancellations = made.map(\.0)
-        http = made.map(\.1)
+        posts = try HTTPPosts(connections: connections, timeout: config.sendTimeout(config.webhookTimeout), variable: "VAPID_PRIVATE_KEY")
     }
 
-    func cancelSends() {
-        for cancellation in cancellations { cancellation.cancel() }
-    }
+    func cancelSends() { posts.cancel() }
 
     /// Every teacher may have devices; the run leaves out those with none.
     func target(of digest: Digest, in roster: Roster) -> String? { "devices" }
@@ -123,22 +109,15 @@ final class PushChannel: DeliveryChannel {
         ]
         // A list's newer revision replaces one the push service still holds for an absent device.
         if claim.digest.scope != .rule { headers.append(("Topic", PushChannel.topic(claim.digest))) }
-        switch http[connection].withLock({ $0.post(device.endpoint, headers: headers, body: body) }) {
-        case .answered(let status, _, _) where (200..<300).contains(status):
-            return .sent
-        case .answered(let status, _, _) where status == 404 || status == 410:
+        let result = posts.post(device.endpoint, headers: headers, body: body, over: connection)
+        if case .answered(let status, _, _) = result, status == 404 || status == 410 {
             // RFC 8030 §7.3: the subscription expired or the browser dropped it.
             try? store.removePushSubscription(endpoint: device.endpoint)
             logger.info(
                 "push subscription dropped: the push service says it is gone", ["teacher": device.teacherId, "status": String(status)])
             return .notRetriable("HTTP \(status): the device's subscription is gone; dropped")
-        case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-            return .retriable("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
-        case .answered(let status, _, let text):
-            return .notRetriable("HTTP \(status): \(text.prefix(200))")
-        case .unreachable(let reason):
-            return .retriable(reason)
         }
+        return HTTPPosts.attempt(result)
     }
 
     /// What the device shows: the list's title, a count, and the app's
