@@ -9,29 +9,21 @@ package struct TeacherSettings: Sendable, Equatable {
     /// When the day's list comes, after the school's `digest_time`; nil:
     /// at the school's time.
     package var listMinute: Int?
-    /// Quiet from this minute until `quietUntil`, across midnight when it
-    /// is the later; equal minutes: no quiet hours.
-    package var quietFrom = 21 * 60
-    package var quietUntil = 7 * 60
+    /// The teacher's own quiet hours (`QuietHours.none`: none); nil: the
+    /// service's default (`QUIET_HOURS`).
+    package var quietHours: QuietHours?
 
     package init() {}
 
     package static let standard = TeacherSettings()
-
-    package var hasQuietHours: Bool { quietFrom != quietUntil }
-
-    /// Whether the school-local `minute` lies in the quiet hours.
-    package func isQuiet(_ minute: Int) -> Bool {
-        guard hasQuietHours else { return false }
-        return quietFrom < quietUntil ? (quietFrom..<quietUntil).contains(minute) : minute >= quietFrom || minute < quietUntil
-    }
 
     /// When a message about `digest`, written at `now`, may go to the
     /// teacher by e-mail or push: the day's lists of today (and their
     /// amendments) not before the teacher's own time; then, unless it is
     /// `urgent` (a rule whose `rules.csv` row says so), not within quiet
     /// hours but when they end. `now` when nothing holds it.
-    package func release(of digest: Digest, urgent: Bool, school: School, now: Double) -> Double {
+    package func release(of digest: Digest, urgent: Bool, school: School, now: Double, quietByDefault: QuietHours?) -> Double {
+        let quiet = quietHours ?? quietByDefault ?? .none
         let (today, minute) = Timestamp.local(now, in: school.timeZone)
         // Seconds since the school's midnight; zones are whole minutes from UTC.
         let midnight = now - Double(minute * 60) - now.truncatingRemainder(dividingBy: 60)
@@ -41,8 +33,8 @@ package struct TeacherSettings: Sendable, Equatable {
             at = midnight + Double(own * 60)
             atMinute = own
         }
-        if !urgent, isQuiet(atMinute) {
-            let wait = (quietUntil - atMinute + 1440) % 1440
+        if !urgent, quiet.contains(atMinute) {
+            let wait = (quiet.until - atMinute + 1440) % 1440
             let start = at - at.truncatingRemainder(dividingBy: 60)
             at = start + Double(wait * 60)
         }
@@ -52,5 +44,44 @@ package struct TeacherSettings: Sendable, Equatable {
     /// `HH:MM` of a minute of the day.
     package static func clock(_ minute: Int) -> String {
         (minute / 60 < 10 ? "0" : "") + String(minute / 60) + ":" + (minute % 60 < 10 ? "0" : "") + String(minute % 60)
+    }
+}
+
+/// Hours of the school's day in which nothing is sent to a teacher by
+/// e-mail or push: from `from` until `until` (minutes), across midnight
+/// when `from` is the later; equal: none.
+package struct QuietHours: Sendable, Equatable {
+    package let from: Int
+    package let until: Int
+
+    package init(from: Int, until: Int) {
+        self.from = from
+        self.until = until
+    }
+
+    package static let standard = QuietHours(from: 21 * 60, until: 7 * 60)
+    package static let none = QuietHours(from: 0, until: 0)
+
+    package var isNone: Bool { from == until }
+
+    package func contains(_ minute: Int) -> Bool {
+        guard !isNone else { return false }
+        return from < until ? (from..<until).contains(minute) : minute >= from || minute < until
+    }
+
+    /// `21:00-07:00`, or `off`.
+    package var text: String { isNone ? "off" : TeacherSettings.clock(from) + "-" + TeacherSettings.clock(until) }
+
+    /// Of `text`'s form; nil when it is not that.
+    package init?(_ text: String) {
+        if text == "off" {
+            self = .none
+            return
+        }
+        let ends = text.split(separator: "-")
+        guard ends.count == 2, let from = Roster.minuteOfDay(String(ends[0])), let until = Roster.minuteOfDay(String(ends[1])),
+            from != until
+        else { return nil }
+        self.init(from: from, until: until)
     }
 }

@@ -17,7 +17,7 @@ extension SQLStore {
         """
 
     /// Version 13: the teacher's own time and quiet hours (NULL: the
-    /// default), push subscriptions, and held deliveries' kind (a newer
+    /// school's time, the service's `QUIET_HOURS`; equal ends: none), push subscriptions, and held deliveries' kind (a newer
     /// message of the same kind replaces a held one), how many held ones
     /// each stands for, and whether it is urgent.
     static let quietHoursAndPush = """
@@ -48,10 +48,7 @@ extension SQLStore {
         var settings = TeacherSettings()
         settings.emailLists = row[1].int.map { $0 != 0 } ?? true
         settings.listMinute = row[2].int
-        if let from = row[3].int, let until = row[4].int {
-            settings.quietFrom = from
-            settings.quietUntil = until
-        }
+        if let from = row[3].int, let until = row[4].int { settings.quietHours = QuietHours(from: from, until: until) }
         return settings
     }
 
@@ -76,8 +73,9 @@ extension SQLStore {
                 """,
                 [
                     .text(school), .text(teacher), .integer(settings.emailLists ? 1 : 0),
-                    settings.listMinute.map { .integer(Int64($0)) } ?? .null, .integer(Int64(settings.quietFrom)),
-                    .integer(Int64(settings.quietUntil)), .text(at)
+                    settings.listMinute.map { .integer(Int64($0)) } ?? .null,
+                    settings.quietHours.map { .integer(Int64($0.from)) } ?? .null,
+                    settings.quietHours.map { .integer(Int64($0.until)) } ?? .null, .text(at)
                 ])
         }
     }

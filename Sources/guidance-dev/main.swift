@@ -92,6 +92,8 @@ do {
         // A local run on this machine: a roster without tokens.csv is served
         // open (with the services' loud warning) rather than refused.
         if values["AUTHENTICATION"] == nil { values["AUTHENTICATION"] = "optional" }
+        // A local run shows every e-mail at once, whatever the hour; set QUIET_HOURS to try them.
+        if values["QUIET_HOURS"] == nil { values["QUIET_HOURS"] = "off" }
         if values["STORE_URL"] == nil {
             // The mock cluster starts empty, so the store does too: old
             // digests beside a new cluster's offsets would mix two histories.

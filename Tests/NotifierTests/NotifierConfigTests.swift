@@ -19,7 +19,7 @@ final class NotifierConfigTests: XCTestCase {
     func testBadValuesNameTheirVariable() {
         for (variable, value) in [
             ("STORE_URL", "mysql://db"), ("NOTIFIER_PORT", "eighty"), ("TOPIC_PARTITIONS", "0"), ("LOG_LEVEL", "loud"),
-            ("AMENDMENT_INTERVAL_SECONDS", "-5")
+            ("AMENDMENT_INTERVAL_SECONDS", "-5"), ("QUIET_HOURS", "21-7"), ("VAPID_PRIVATE_KEY", "not-a-key")
         ] {
             XCTAssertThrowsError(try NotifierConfig.fromEnvironment(Environment([variable: value])), variable) { error in
                 XCTAssertEqual((error as? ConfigurationError)?.variable, variable)

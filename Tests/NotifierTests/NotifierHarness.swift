@@ -99,13 +99,18 @@ final class NotifierHarness: @unchecked Sendable {
         delivery: DeliveryConfig = DeliveryConfig(), webhooks: String? = nil, rosterFolders: Bool = false,
         rosterGrace: Duration = .seconds(60),
         publicIngestURL: String? = nil, failedSignInLimit: Int = 10, retention: Retention = Retention(), reasons: String? = nil,
-        rules: String? = nil, schools: String? = nil, calendar: String? = nil, serviceSlots: String? = nil
+        rules: String? = nil, schools: String? = nil, calendar: String? = nil, serviceSlots: String? = nil,
+        quietHours: QuietHours? = nil
     ) async throws {
         self.retention = retention
         self.publicIngestURL = publicIngestURL
         self.store = store
         self.clock = clock
         self.timer = timer
+        // No quiet hours unless a test asks: on the real clock a test's
+        // e-mails would wait for the morning in Seoul from 12:00 UTC.
+        var delivery = delivery
+        delivery.quietHours = quietHours
         self.delivery = delivery
         self.rosterFolders = rosterFolders
         self.rosterGrace = rosterGrace

@@ -13,12 +13,15 @@ import XCTest
 final class PushTests: XCTestCase {
     var harness: NotifierHarness?
     var service: Counterpart?
+    var sink: Counterpart?
 
     override func tearDown() async throws {
         await harness?.shutdown()
         harness = nil
         service?.stop()
         service = nil
+        sink?.stop()
+        sink = nil
     }
 
     /// A clock the test moves.
@@ -96,10 +99,10 @@ final class PushTests: XCTestCase {
 
     func testAListReachesEachDeviceAsTheReferenceLibrariesDecryptAndVerifyAndAGoneOrSignedOutDeviceIsDropped() async throws {
         let service = try startService()
-        let harness = try await NotifierHarness(authentication: true, delivery: delivery)
+        // The service's quiet hours, which the teacher turns off: whatever the hour this test runs at.
+        let harness = try await NotifierHarness(authentication: true, delivery: delivery, quietHours: .standard)
         self.harness = harness
         let base = harness.notifierBase
-        // Whatever the hour this test runs at: no quiet hours.
         let quiet = try await settings("t-hr-1-1", #"{"quietFrom":null,"quietUntil":null}"#, at: base)
         XCTAssertEqual(quiet.status, 200, quiet.text)
         XCTAssertEqual(quiet.object["quietFrom"], .null)
@@ -182,12 +185,20 @@ final class PushTests: XCTestCase {
     }
 
     /// Quiet hours (21:00–07:00 by default) hold a list and its amendment,
-    /// which go as one message when they end; an urgent rule's notice goes at once.
+    /// which go as one message when they end, by push and by e-mail alike;
+    /// an urgent rule's notice goes at once.
     func testQuietHoursHoldTheListsAndReleaseOneMessageWhenTheyEndWhileAnUrgentRuleGoesAtOnce() async throws {
         let service = try startService()
         let now = Now("2026-11-21T13:00:00Z")  // 22:00 in Seoul
         let rules = "school_id,reason,count,days,notify,label,urgent\nsa,*,2,7,homeroom,두 번,true\n"
-        let harness = try await NotifierHarness(authentication: true, clock: now.read, delivery: delivery, rules: rules)
+        let sink = try Counterpart(interpreter: DeliveryTests.systemPython, script: "smtp-sink.py")
+        try sink.start()
+        self.sink = sink
+        var delivery = DeliveryTests.delivery(smtpPort: sink.port)
+        delivery.vapid = self.delivery.vapid
+        delivery.pushOverHTTP = true
+        let harness = try await NotifierHarness(
+            authentication: true, clock: now.read, delivery: delivery, rules: rules, quietHours: .standard)
         self.harness = harness
         let base = harness.notifierBase
         try await subscribe("phone", teacher: "t-hr-1-1", cookie: try await signIn("t-hr-1-1", at: base), at: base)
@@ -214,9 +225,12 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(urgent.count, 1, "\(urgent)")
         XCTAssertEqual(urgent.first?["urgency"] as? String, "high")
         XCTAssertEqual(urgent.first.map(payload)?["body"] as? String, "학교 규칙 알림 · 앱에서 보기")
+        let urgentMail = try await sink.waitFor { !$0.isEmpty }
+        XCTAssertEqual(urgentMail.first?["to"] as? [String], ["t-hr-1-1@sa.school.example"], "the notice's e-mail goes at once too")
         // The dispatcher polls every second: three polls, and the lists stay held.
         try await Task.sleep(for: .seconds(3))
         XCTAssertEqual(service.records.count, 1, "nothing else during quiet hours")
+        XCTAssertEqual(sink.records.count, 1, "no list by e-mail during quiet hours")
 
         now.set("2026-11-21T22:00:30Z")  // 07:00:30 the next morning
         let released = try await service.waitFor { $0.count >= 2 }
@@ -226,6 +240,9 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(message["body"] as? String, "알림 2건 · 앱에서 보기", "the newest revision, standing for both")
         XCTAssertEqual(message["messages"] as? Int, 2)
         XCTAssertEqual(released[1]["urgency"] as? String, "normal")
+        let mails = sink.records.filter { ($0["to"] as? [String]) == ["t-hr-1-1@sa.school.example"] }
+        XCTAssertEqual(mails.count, 2, "one list e-mail after the notice's: \(mails)")
+        XCTAssertEqual(mails.last?["digestId"] as? String, message["tag"] as? String, "the same newest revision by e-mail")
     }
 
     /// A teacher's own time, later than the school's: their list waits for
@@ -234,7 +251,8 @@ final class PushTests: XCTestCase {
         let service = try startService()
         let url = try NotifierHarness.postgresURL(schema: "push")
         let now = Now("2026-11-21T07:30:00Z")  // 16:30 in Seoul; the school's time is 08:50
-        let harness = try await NotifierHarness(authentication: true, store: .postgres(url: url), clock: now.read, delivery: delivery)
+        let harness = try await NotifierHarness(
+            authentication: true, store: .postgres(url: url), clock: now.read, delivery: delivery, quietHours: .standard)
         self.harness = harness
         let second = try await harness.startReplica(sharing: true)
         let base = harness.notifierBase

@@ -20,6 +20,8 @@ struct NotifierHandlers: Sendable {
     let push: VAPIDSettings?
     /// Push endpoints may be http on loopback (`DeliveryConfig.pushOverHTTP`).
     let pushOverHTTP: Bool
+    /// `QUIET_HOURS`: a teacher's who chose none of their own.
+    let quietHours: QuietHours?
     let logger: Logger
 
     /// Every route takes any teacher; each handler narrows to what the

@@ -10,7 +10,8 @@ import Store
 extension NotifierHandlers {
     /// `{"teacherId", "emailLists", "listTime", "schoolTime", "quietFrom",
     /// "quietUntil", "pushKey", "pushDevices"}`. `listTime` null: the
-    /// school's time; `quietFrom`/`quietUntil` null: no quiet hours;
+    /// school's time; `quietFrom`/`quietUntil`: the teacher's quiet hours,
+    /// else the service's (`QUIET_HOURS`), null: none;
     /// `pushKey` null: push is not set up on this server. The teacher or an
     /// admin of the school reads it; the teacher alone changes it.
     @Sendable func settings(_ request: Request, _ caller: Caller) async throws -> Response {
@@ -40,7 +41,9 @@ extension NotifierHandlers {
         guard let school = caller.roster.school(schoolID) else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
         let store = self.store
         var settings = try await blocking { try store.teacherSettings(school: schoolID, teacher: teacherID) }
-        try request.json { (body) throws(FieldError) in try NotifierHandlers.change(&settings, by: body, school: school) }
+        try request.json { (body) throws(FieldError) in
+            try NotifierHandlers.change(&settings, by: body, school: school, quietByDefault: quietHours)
+        }
         let at = Timestamp.format(Timestamp.now())
         try await blocking { [settings] in try store.setTeacherSettings(settings, school: schoolID, teacher: teacherID, at: at) }
         logger.info(
@@ -48,14 +51,15 @@ extension NotifierHandlers {
             [
                 "requestId": request.requestID, "teacher": teacherID, "emailLists": String(settings.emailLists),
                 "listTime": settings.listMinute.map(TeacherSettings.clock) ?? "school",
-                "quietHours": settings.hasQuietHours
-                    ? TeacherSettings.clock(settings.quietFrom) + "-" + TeacherSettings.clock(settings.quietUntil) : "none"
+                "quietHours": settings.quietHours?.text ?? "default"
             ])
         let devices = try await blocking { try store.pushSubscriptions(school: schoolID, teacher: teacherID).count }
         return .json(written: settingsJSON(teacherID, settings, school: school, devices: devices))
     }
 
-    static func change(_ settings: inout TeacherSettings, by body: JSONFields, school: School) throws(FieldError) {
+    static func change(_ settings: inout TeacherSettings, by body: JSONFields, school: School, quietByDefault: QuietHours?)
+        throws(FieldError)
+    {
         if body.object["emailLists"] != nil { settings.emailLists = try body.boolean("emailLists") }
         let hasFrom = body.object["quietFrom"] != nil
         if hasFrom != (body.object["quietUntil"] != nil) {
@@ -66,14 +70,14 @@ extension NotifierHandlers {
             let until = try body.optionalString("quietUntil")
             switch (from, until) {
             case (nil, nil):
-                (settings.quietFrom, settings.quietUntil) = (0, 0)
+                settings.quietHours = QuietHours.none
             case (let from?, let until?):
                 guard let start = Roster.minuteOfDay(from) else { throw FieldError(field: "quietFrom", message: "must be HH:MM") }
                 guard let end = Roster.minuteOfDay(until) else { throw FieldError(field: "quietUntil", message: "must be HH:MM") }
                 guard start != end else {
                     throw FieldError(field: "quietUntil", message: "must differ from quietFrom; both null turn quiet hours off")
                 }
-                (settings.quietFrom, settings.quietUntil) = (start, end)
+                settings.quietHours = QuietHours(from: start, until: end)
             default:
                 throw FieldError(field: from == nil ? "quietFrom" : "quietUntil", message: "is null while the other is not")
             }
@@ -91,12 +95,9 @@ extension NotifierHandlers {
                 settings.listMinute = nil
             }
         }
-        if let minute = settings.listMinute, settings.isQuiet(minute) {
-            throw FieldError(
-                field: "listTime",
-                message:
-                    "\(TeacherSettings.clock(minute)) falls in the quiet hours (\(TeacherSettings.clock(settings.quietFrom))–\(TeacherSettings.clock(settings.quietUntil)))"
-            )
+        let quiet = settings.quietHours ?? quietByDefault ?? .none
+        if let minute = settings.listMinute, quiet.contains(minute) {
+            throw FieldError(field: "listTime", message: "\(TeacherSettings.clock(minute)) falls in the quiet hours (\(quiet.text))")
         }
     }
 
@@ -106,8 +107,9 @@ extension NotifierHandlers {
         writer.field("emailLists", settings.emailLists)
         writer.field("listTime", settings.listMinute.map(TeacherSettings.clock))
         writer.field("schoolTime", school.map { TeacherSettings.clock($0.digestMinute) })
-        writer.field("quietFrom", settings.hasQuietHours ? TeacherSettings.clock(settings.quietFrom) : nil)
-        writer.field("quietUntil", settings.hasQuietHours ? TeacherSettings.clock(settings.quietUntil) : nil)
+        let quiet = settings.quietHours ?? quietHours ?? .none
+        writer.field("quietFrom", quiet.isNone ? nil : TeacherSettings.clock(quiet.from))
+        writer.field("quietUntil", quiet.isNone ? nil : TeacherSettings.clock(quiet.until))
         writer.field("pushKey", push?.publicKey)
         writer.field("pushDevices", devices)
         return writer.finish()

@@ -1,6 +1,7 @@
 import Common
 import Curl
 import Foundation
+import Guidance
 import Sessions
 import Store
 import Wiring
@@ -34,6 +35,9 @@ package struct DeliveryConfig: Sendable {
     package var webhookTimeout: Duration = .seconds(10)
     /// `VAPID_PRIVATE_KEY`, `VAPID_SUBJECT`: Web Push is on when set.
     package var vapid: VAPIDSettings?
+    /// `QUIET_HOURS` (`21:00-07:00`, or `off`): the quiet hours of a
+    /// teacher who set none of their own, in the school's time.
+    package var quietHours: QuietHours? = .standard
     /// Push endpoints may be plain http on loopback: the tests' push
     /// service. Never from the environment; a browser's endpoint is https.
     package var pushOverHTTP = false
@@ -79,6 +83,12 @@ package struct DeliveryConfig: Sendable {
         config.concurrency = try environment.int("DELIVERY_CONCURRENCY", default: 4, range: 1...64)
         config.lease = .seconds(try environment.int("DELIVERY_LEASE_SECONDS", default: 60, range: 5...3600))
         config.vapid = try VAPIDSettings.fromEnvironment(environment)
+        if let text = environment["QUIET_HOURS"], !text.isEmpty {
+            guard let quiet = QuietHours(text) else {
+                throw ConfigurationError(variable: "QUIET_HOURS", reason: "must be HH:MM-HH:MM (two different times) or off, not '\(text)'")
+            }
+            config.quietHours = quiet.isNone ? nil : quiet
+        }
         return config
     }
 }

@@ -69,7 +69,10 @@ final class Dispatcher: Sendable {
         -> [DeliveryTarget]
     {
         let settings = preferences.of(digest.teacherId)
-        let release = roster.school(digest.schoolId).map { settings.release(of: digest, urgent: urgent, school: $0, now: now) } ?? now
+        let release =
+            roster.school(digest.schoolId).map {
+                settings.release(of: digest, urgent: urgent, school: $0, now: now, quietByDefault: config.quietHours)
+            } ?? now
         return targets(for: digest, roster: roster).compactMap { target in
             switch target.channel {
             case .webhook: return target
