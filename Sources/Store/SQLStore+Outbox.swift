@@ -15,27 +15,53 @@ extension SQLStore {
     /// kind and channel (a list's day, a day's notices): it goes in their
     /// place and counts them, so that one message arrives, not a queue.
     static func enqueue(_ digests: [(digest: Digest, targets: [DeliveryTarget])], in database: any SQLDatabase) -> [SQLStatement] {
-        var held: [SQLStatement] = []
+        struct Row {
+            let id: String
+            let digest: Digest
+            let target: DeliveryTarget
+            let created: Int64
+            let due: Int64
+            /// Teacher, channel and kind of a held one.
+            var group: String? { due > created ? "\(digest.teacherId)/\(target.channel.rawValue)/\(kind)" : nil }
+            var kind: String { "\(digest.scope.rawValue)/\(digest.date)" }
+        }
         let rows = digests.flatMap { digest, targets in
             let created = milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now())
-            return targets.map { target -> [SQLValue] in
-                let id = Delivery.id(digest: digest.digestId, channel: target.channel)
-                let due = target.heldUntil.map(milliseconds).map { max($0, created) } ?? created
-                var kind = SQLValue.null
-                if due > created {
-                    kind = .text("\(digest.scope.rawValue)/\(digest.date)")
-                    held += SQLStore.merging(into: id, teacher: digest.teacherId, channel: target.channel, kind: kind, now: created)
-                }
-                return [
-                    .text(id), .text(digest.digestId), .text(digest.schoolId), .text(digest.teacherId), .text(target.channel.rawValue),
-                    .text(target.target), .text("pending"), .integer(created), .integer(due), .integer(due), kind,
-                    .integer(target.urgent ? 1 : 0)
-                ]
+            return targets.map { target in
+                Row(
+                    id: Delivery.id(digest: digest.digestId, channel: target.channel), digest: digest, target: target, created: created,
+                    due: target.heldUntil.map(milliseconds).map { max($0, created) } ?? created)
             }
         }
+        // Held ones of one group in this batch (two notices at once): the
+        // last goes, counting the others, which are written as merged.
+        var newest: [String: (id: String, earlier: Int)] = [:]
+        for row in rows {
+            guard let group = row.group else { continue }
+            newest[group] = (row.id, (newest[group].map { $0.earlier + 1 }) ?? 0)
+        }
+        var held: [SQLStatement] = []
+        let values = rows.map { row -> [SQLValue] in
+            var (status, replacedBy, merged, kind) = ("pending", SQLValue.null, 0, SQLValue.null)
+            if let group = row.group, let last = newest[group] {
+                kind = .text(row.kind)
+                if last.id == row.id {
+                    merged = last.earlier
+                    held += SQLStore.merging(
+                        into: row.id, teacher: row.digest.teacherId, channel: row.target.channel, kind: kind, now: row.created)
+                } else {
+                    (status, replacedBy) = ("merged", .text("replaced by " + last.id))
+                }
+            }
+            return [
+                .text(row.id), .text(row.digest.digestId), .text(row.digest.schoolId), .text(row.digest.teacherId),
+                .text(row.target.channel.rawValue), .text(row.target.target), .text(status), .integer(row.created), .integer(row.due),
+                .integer(row.due), kind, .integer(row.target.urgent ? 1 : 0), .integer(Int64(merged)), replacedBy
+            ]
+        }
         return database.inserts(
-            "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms, kind, urgent) VALUES ",
-            rows: rows, perStatement: database.rowsPerStatement) + held
+            "INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms, kind, urgent, merged, last_error) VALUES ",
+            rows: values, perStatement: database.rowsPerStatement) + held
     }
 
     /// After the held delivery `id` is written: it counts the teacher's other

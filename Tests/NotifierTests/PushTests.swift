@@ -243,6 +243,7 @@ final class PushTests: XCTestCase {
         let mails = sink.records.filter { ($0["to"] as? [String]) == ["t-hr-1-1@sa.school.example"] }
         XCTAssertEqual(mails.count, 2, "one list e-mail after the notice's: \(mails)")
         XCTAssertEqual(mails.last?["digestId"] as? String, message["tag"] as? String, "the same newest revision by e-mail")
+        XCTAssertTrue((mails.last?["plain"] as? String)?.hasPrefix("방해 금지 시간 동안 온 알림 2건 중") == true, "\(mails.last ?? [:])")
     }
 
     /// A teacher's own time, later than the school's: their list waits for

@@ -58,3 +58,42 @@ extension StoreSuite {
         XCTAssertEqual(try store.crossings(school: "sa", student: "s1312"), [])
     }
 }
+
+extension StoreSuite {
+    /// Held deliveries (quiet hours) of one teacher, channel and kind: the
+    /// newest goes and counts the others, whether they came in one batch
+    /// (two notices at once) or in two.
+    func heldDeliveriesOfAKindBecomeOne() throws {
+        let store = try makeStore()
+        let rules = ["sa": [SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.homeroom], label: "두 번")]]
+        let createdAt = "2026-11-30T13:00:00Z"
+        let release = Timestamp.parse("2026-11-30T22:00:00Z")!
+        func tell() throws -> [Digest] {
+            try store.tellCrossings(schools: store.untoldSchools(), createdAt: createdAt) { crossing in
+                [RuleNotice(teacherId: "t-hr", grade: 1, classNumber: 3, subject: crossing.studentId, text: "", entries: [], counts: [:])]
+            } targets: { _, _ in
+                [DeliveryTarget(channel: .push, target: "devices", heldUntil: release)]
+            }
+        }
+        // Two students of one class cross the rule in one batch: two notices at once.
+        _ = try store.apply(
+            [
+                .registered(record("a1", number: 1)), .registered(record("a2", number: 1)), .registered(record("b1", number: 2)),
+                .registered(record("b2", number: 2))
+            ], rules: rules)
+        XCTAssertEqual(try tell().count, 2)
+        let now = Timestamp.parse(createdAt)! + 1
+        XCTAssertEqual(try store.claimDeliveries(channel: .push, limit: 10, owner: "A", now: now, leaseUntil: now + 60).count, 0, "held")
+        let first = try store.deliveries(school: "sa", status: nil, limit: 10)
+        XCTAssertEqual(first.map(\.status).sorted { $0.rawValue < $1.rawValue }, [.merged, .pending])
+        XCTAssertEqual(first.first { $0.status == .merged }?.lastError, "replaced by sa.2026-11-30.t-hr.rule.r2.push")
+
+        // A third, in a later batch, replaces the one waiting and stands for all three.
+        _ = try store.apply([.registered(record("c1", number: 4)), .registered(record("c2", number: 4))], rules: rules)
+        XCTAssertEqual(try tell().count, 1)
+        let claimed = try store.claimDeliveries(channel: .push, limit: 10, owner: "A", now: release, leaseUntil: release + 60)
+        XCTAssertEqual(claimed.map(\.delivery.deliveryId), ["sa.2026-11-30.t-hr.rule.r3.push"])
+        XCTAssertEqual(claimed.first?.merged, 2)
+        XCTAssertEqual(try store.deliveries(school: "sa", status: .merged, limit: 10).count, 2)
+    }
+}

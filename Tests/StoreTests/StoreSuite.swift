@@ -429,6 +429,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
     /// What a digest run and the dispatcher look up by day or channel is
     /// found through an index: a scan would read a school year's digests
@@ -554,6 +555,7 @@ final class PostgresStoreTests: XCTestCase {
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
     /// Statements are prepared once per session; when the server ends the
     /// session (a restart, an operator's pg_terminate_backend), the next

@@ -96,8 +96,9 @@ final class EmailChannel: DeliveryChannel {
         }
         guard let to = MailAddress(delivery.target) else { return .notRetriable("'\(delivery.target)' is not an e-mail address") }
         let recipient = MailAddress(name: roster.teachers[delivery.teacherId]?.name, address: to.address)
-        let message = DigestMail(digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: publicURL).render(
-            date: now)
+        let message = DigestMail(
+            digest: claim.digest, school: school, to: recipient, from: mail.from, publicURL: publicURL, merged: claim.merged
+        ).render(date: now)
         return senders[connection].withLock { sender in
             switch sender {
             case .smtp(let session):

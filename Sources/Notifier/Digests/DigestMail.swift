@@ -15,6 +15,13 @@ struct DigestMail {
     let from: MailAddress
     /// `PUBLIC_INGEST_URL`, for a link to the digest in the app's 알림함.
     let publicURL: String?
+    /// How many held messages of its kind this one replaced (quiet hours).
+    var merged = 0
+
+    /// Said first when the message stands for others held with it.
+    var mergedNote: String? {
+        merged > 0 ? "방해 금지 시간 동안 온 알림 \(merged + 1)건 중 가장 새로운 것입니다. 모두 알림함에 있습니다." : nil
+    }
 
     /// Stable across attempts and replicas, so mail clients and servers
     /// drop a second copy: `<digest id@sender's domain>`.
@@ -59,7 +66,7 @@ struct DigestMail {
             "Content-Type: multipart/alternative; boundary=\"\(boundary)\""
         ]
         let link = self.link
-        var plain = digest.text
+        var plain = (mergedNote.map { $0 + "\n\n" } ?? "") + digest.text
         if let link { plain += "\n\n알림함에서 보기: \(link)" }
         let lines =
             headers + [
@@ -93,6 +100,7 @@ struct DigestMail {
             <h1 style="font-size:1.2em">\(escape(digest.subject))</h1>
 
             """
+        if let mergedNote { out += "<p><b>\(escape(mergedNote))</b></p>\n" }
         // A rule notice's words are its text, written once (`RuleNotices`).
         if digest.scope == .rule {
             for line in digest.text.split(separator: "\n") { out += "<p>\(escape(String(line)))</p>\n" }
