@@ -776,6 +776,18 @@
   }
   if ($('push-on')) $('push-on').addEventListener('change', changePush);
 
+  // Each time the app opens, a subscription this device keeps is sent
+  // again: the server keeps it as long as the session that sent it lives,
+  // and a session in daily use lives on. Quietly: without push on the
+  // server, or offline, nothing changes.
+  async function renewPush() {
+    if (!canPush() || Notification.permission !== 'granted') return;
+    const registration = await navigator.serviceWorker.getRegistration();
+    const subscription = registration && await registration.pushManager.getSubscription();
+    if (subscription) await G.api('POST', pushURL, subscription.toJSON());
+  }
+  if (data.teacher) renewPush().catch(() => {});
+
   async function saveEmailLists() {
     const box = $('email-lists');
     const wanted = box.checked;
