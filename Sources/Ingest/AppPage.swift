@@ -114,12 +114,17 @@ struct AppPage: Sendable {
             """
         var data = [("roles", teacher.roleText)]
         if let digestID { data.append(("open", digestID)) }
+        // 현황's script only where its tab is: a gate teacher's first load on a slow network stays light.
+        var scripts = AppPage.scripts.map(\.name).filter { $0 != "overview.js" || tabs.contains { $0.id == "overview" } }
+        // Where the gate is the first tab, it is usable before the other tabs' scripts arrive (`app.js` loads them after).
+        if tabs.first?.id == "gate" {
+            data.append(("later", scripts.filter { $0 != "app.js" && $0 != "gate.js" }.joined(separator: " ")))
+            scripts = ["app.js", "gate.js"]
+        }
         let school = roster.school(teacher.schoolID)
         return Page.signedIn(
             title: "\(school?.name ?? teacher.schoolID) \(AppPage.title)", teacher: teacher, school: school, main: main, data: data,
-            // 현황's script only where its tab is: a gate teacher's first load on a slow network stays light.
-            scripts: AppPage.scripts.map(\.name).filter { $0 != "overview.js" || tabs.contains { $0.id == "overview" } },
-            manifest: "/manifest.webmanifest")
+            scripts: scripts, manifest: "/manifest.webmanifest")
     }
 
     /// The school's seats and reasons as a JSON data block the gate's script

@@ -62,8 +62,31 @@
   }
   window.addEventListener('hashchange', () => show(location.hash.slice(1), false));
 
-  // Once every script of the page has run (they are deferred, in order), so each heard of its panel.
+  // Scripts the page loads after it is usable (`data-later`): where the gate
+  // is the first tab, a slow phone network brings the gate's own script
+  // first, and the other tabs' after it.
+  function loadLater(names) {
+    return names.reduce((previous, file) => previous.then(() => new Promise((resolve) => {
+      const script = document.createElement('script');
+      script.src = '/assets/' + file;
+      script.onload = resolve;
+      script.onerror = resolve;
+      document.head.append(script);
+    })), Promise.resolve());
+  }
+
+  // Once every deferred script of the page has run (in order), so each heard of its panel.
   document.addEventListener('DOMContentLoaded', () => {
     show(location.hash.slice(1) || (document.body.dataset.open ? 'inbox' : ''), false);
+  });
+  // After the page's load, so that they hold up neither the gate nor the load.
+  window.addEventListener('load', () => {
+    const later = (document.body.dataset.later || '').split(' ').filter(Boolean);
+    if (!later.length) return;
+    loadLater(later).then(() => {
+      // A panel other than the gate shown before its script came: now it hears it.
+      const open = tabs.find((tab) => tab.getAttribute('aria-selected') === 'true');
+      if (open && name(open) !== 'gate') panel(open).dispatchEvent(new CustomEvent('shown'));
+    });
   });
 })();
