@@ -23,25 +23,25 @@ enum DevGuide {
               설정 → 기기 연결 shows a code that signs another device in.
               (The notifier's own address sends a browser to this one.)
 
-            With curl:
+            With curl (each answer on a line of its own):
 
             1. The gate teacher looks up grade 1, class 3, number 12:
-               curl -s\(bearer("t-gate-01")) \(ingest)/v1/schools/demo-hs/students/1/3/12
+               curl -s -w '\\n'\(bearer("t-gate-01")) \(ingest)/v1/schools/demo-hs/students/1/3/12
 
             2. ...and records a guidance:
-               curl -s -X POST\(bearer("t-gate-01")) -H 'Content-Type: application/json' \\
-                 -d '{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"spat gum on the road"}}' \\
+               curl -s -w '\\n' -X POST\(bearer("t-gate-01")) -H 'Content-Type: application/json' \\
+                 -d '{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"길에 껌을 뱉음"}}' \\
                  \(ingest)/v1/schools/demo-hs/guidances
 
             3. The homeroom teacher's list for today:
-               curl -s\(bearer("t-hr-1-03")) '\(notifier)/v1/schools/demo-hs/guidances?grade=1&classNumber=3'
+               curl -s -w '\\n'\(bearer("t-hr-1-03")) '\(notifier)/v1/schools/demo-hs/guidances?grade=1&classNumber=3'
 
             4. The admin sends today's digests now (the schedule does it at 08:50 Seoul time):
-               curl -s -X POST\(bearer("t-admin")) -H 'Content-Type: application/json' -d '{"schoolId":"demo-hs"}' \(notifier)/v1/digests/run
+               curl -s -w '\\n' -X POST\(bearer("t-admin")) -H 'Content-Type: application/json' -d '{"schoolId":"demo-hs"}' \(notifier)/v1/digests/run
 
             5. The homeroom teacher (class list) and the volunteer-duty teacher (grade list) read their inboxes:
-               curl -s\(bearer("t-hr-1-03")) \(notifier)/v1/teachers/t-hr-1-03/inbox
-               curl -s\(bearer("t-vd-1")) \(notifier)/v1/teachers/t-vd-1/inbox
+               curl -s -w '\\n'\(bearer("t-hr-1-03")) \(notifier)/v1/teachers/t-hr-1-03/inbox
+               curl -s -w '\\n'\(bearer("t-vd-1")) \(notifier)/v1/teachers/t-vd-1/inbox
 
             Ctrl-C stops everything.
             """
