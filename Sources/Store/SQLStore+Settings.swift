@@ -101,24 +101,38 @@ extension SQLStore {
         }
     }
 
+    /// The devices a teacher may push to at once; a newer one replaces the
+    /// one renewed longest ago (a browser uninstalled, a phone replaced).
+    package static let devicesPerTeacher = 5
+
     /// Keeps a device's subscription for `teacher`, bound to the session
     /// that turned it on: it goes when that session ends. The same endpoint
     /// again (the app opening) renews it, for whoever is signed in now.
     package func savePushSubscription(_ subscription: PushSubscription) throws(StoreError) {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            _ = try database.run(
-                """
-                INSERT INTO push_subscriptions (endpoint, school_id, teacher_id, p256dh, auth, session_hash, session_seen, renewed_ms, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                ON CONFLICT (endpoint) DO UPDATE SET school_id = excluded.school_id, teacher_id = excluded.teacher_id,
-                    p256dh = excluded.p256dh, auth = excluded.auth, session_hash = excluded.session_hash,
-                    session_seen = excluded.session_seen, renewed_ms = excluded.renewed_ms
-                """,
-                [
-                    .text(subscription.endpoint), .text(subscription.schoolId), .text(subscription.teacherId), .text(subscription.p256dh),
-                    .text(subscription.auth), .text(subscription.sessionHash), subscription.sessionSeen.map { .integer($0) } ?? .null,
-                    .integer(subscription.renewedMs), .text(subscription.createdAt)
-                ])
+            try database.transaction { () throws(StoreError) in
+                _ = try database.run(
+                    """
+                    INSERT INTO push_subscriptions (endpoint, school_id, teacher_id, p256dh, auth, session_hash, session_seen, renewed_ms, created_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    ON CONFLICT (endpoint) DO UPDATE SET school_id = excluded.school_id, teacher_id = excluded.teacher_id,
+                        p256dh = excluded.p256dh, auth = excluded.auth, session_hash = excluded.session_hash,
+                        session_seen = excluded.session_seen, renewed_ms = excluded.renewed_ms
+                    """,
+                    [
+                        .text(subscription.endpoint), .text(subscription.schoolId), .text(subscription.teacherId),
+                        .text(subscription.p256dh), .text(subscription.auth), .text(subscription.sessionHash),
+                        subscription.sessionSeen.map { .integer($0) } ?? .null, .integer(subscription.renewedMs),
+                        .text(subscription.createdAt)
+                    ])
+                _ = try database.run(
+                    """
+                    DELETE FROM push_subscriptions WHERE school_id = $1 AND teacher_id = $2 AND endpoint NOT IN (
+                        SELECT endpoint FROM push_subscriptions WHERE school_id = $1 AND teacher_id = $2
+                        ORDER BY renewed_ms DESC, created_at DESC, endpoint LIMIT $3)
+                    """,
+                    [.text(subscription.schoolId), .text(subscription.teacherId), .integer(Int64(SQLStore.devicesPerTeacher))])
+            }
         }
     }
 

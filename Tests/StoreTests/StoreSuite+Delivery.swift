@@ -123,3 +123,27 @@ extension StoreSuite {
         XCTAssertEqual(try store.inbox(teacher: "t-hr").first?.read, true)
     }
 }
+
+extension StoreSuite {
+    /// A teacher's devices: the same endpoint renews, another session's
+    /// sign-out drops only its own, and the five renewed last are kept.
+    func pushSubscriptionsAreBoundAndCapped() throws {
+        let store = try makeStore()
+        func device(_ n: Int, session: String = "s1", renewed: Int64) -> PushSubscription {
+            PushSubscription(
+                endpoint: "https://push.example/\(n)", schoolId: "sa", teacherId: "t-hr", p256dh: "k\(n)", auth: "a", sessionHash: session,
+                sessionSeen: nil, renewedMs: renewed, createdAt: "2026-12-01T00:00:00Z")
+        }
+        for n in 1...7 { try store.savePushSubscription(device(n, renewed: Int64(n))) }
+        XCTAssertEqual(
+            try store.pushSubscriptions(school: "sa", teacher: "t-hr").map(\.endpoint), (3...7).map { "https://push.example/\($0)" },
+            "the five renewed last")
+        try store.savePushSubscription(device(3, session: "s2", renewed: 100))
+        XCTAssertEqual(try store.pushSubscriptions(school: "sa", teacher: "t-hr").first { $0.endpoint.hasSuffix("/3") }?.sessionHash, "s2")
+        XCTAssertEqual(try store.removePushSubscriptions(school: "sb", teacher: "t-hr", endpoint: "https://push.example/3"), 0)
+        XCTAssertEqual(try store.removePushSubscriptions(school: "sa", teacher: "t-hr", endpoint: "https://push.example/3"), 1)
+        XCTAssertEqual(try store.deliveryPreferences(schools: ["sa"]).pushing, ["t-hr"])
+        XCTAssertEqual(try store.removePushSubscriptions(school: "sa", teacher: "t-hr"), 4)
+        XCTAssertEqual(try store.deliveryPreferences(schools: ["sa"]).pushing, [])
+    }
+}

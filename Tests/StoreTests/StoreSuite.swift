@@ -428,6 +428,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
+    func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
@@ -554,6 +555,7 @@ final class PostgresStoreTests: XCTestCase {
     func testPurgeRemovesOldDaysAndKeepsNewerOnes() throws { try suite.purgeRemovesOldDaysAndKeepsNewerOnes() }
     func testAccessRecordsAreStoredOnceAndFiltered() throws { try suite.accessRecordsAreStoredOnceAndFiltered() }
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
+    func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
