@@ -369,6 +369,11 @@ extension Roster {
         }
     }
 
+    /// 530 → "08:50": what `minuteOfDay` reads.
+    package static func clock(_ minute: Int) -> String {
+        (minute / 60 < 10 ? "0" : "") + String(minute / 60) + ":" + (minute % 60 < 10 ? "0" : "") + String(minute % 60)
+    }
+
     /// "08:50" → 530.
     package static func minuteOfDay(_ text: String) -> Int? {
         let parts = text.split(separator: ":")

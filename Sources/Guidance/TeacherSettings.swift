@@ -40,11 +40,6 @@ package struct TeacherSettings: Sendable, Equatable {
         }
         return at
     }
-
-    /// `HH:MM` of a minute of the day.
-    package static func clock(_ minute: Int) -> String {
-        (minute / 60 < 10 ? "0" : "") + String(minute / 60) + ":" + (minute % 60 < 10 ? "0" : "") + String(minute % 60)
-    }
 }
 
 /// Hours of the school's day in which nothing is sent to a teacher by
@@ -70,7 +65,7 @@ package struct QuietHours: Sendable, Equatable {
     }
 
     /// `21:00-07:00`, or `off`.
-    package var text: String { isNone ? "off" : TeacherSettings.clock(from) + "-" + TeacherSettings.clock(until) }
+    package var text: String { isNone ? "off" : Roster.clock(from) + "-" + Roster.clock(until) }
 
     /// Of `text`'s form; nil when it is not that.
     package init?(_ text: String) {

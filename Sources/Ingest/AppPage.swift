@@ -81,7 +81,7 @@ struct AppPage: Sendable {
             tabs.append(Tab(id: "service", name: "봉사", panel: AppPage.service(teacher, school: roster.school(teacher.schoolID))))
         }
         // The school's own time: "매일 08:50에", not "정해진 시각에".
-        let time = roster.school(teacher.schoolID).map { String(format: "%02d:%02d", $0.digestMinute / 60, $0.digestMinute % 60) }
+        let time = roster.school(teacher.schoolID).map { Roster.clock($0.digestMinute) }
         let when = time.map { "매일 \($0)에" } ?? "매일 정해진 시각에"
         if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox(when: when))) }
         if teacher.has(.admin) {

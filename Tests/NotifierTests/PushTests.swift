@@ -169,7 +169,13 @@ final class PushTests: XCTestCase {
         let out = try await fetch(
             "POST", base + "/session/end", headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": base, "Cookie": phone])
         XCTAssertEqual(out.status, 303, out.text)
-        try await Task.sleep(for: .seconds(1))
+        // The sign-out reaches the notifier through the session log: its cookie is refused there.
+        let refused = try await eventually {
+            try await fetch("GET", "\(base)/v1/teachers/t-hr-1-1/settings", headers: ["Cookie": phone]).status
+        } until: {
+            $0 == 401
+        }
+        XCTAssertEqual(refused, 401)
         try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-21T00:10:00Z", as: "t-gate")
         _ = try await harness.waitForList(count: 3, as: "t-admin")
         try await run(harness)

@@ -306,7 +306,7 @@ struct NotifierHandlers: Sendable {
             let time = Timestamp.parse(record.occurredAt).map { Timestamp.local($0, in: school.timeZone).minuteOfDay } ?? 0
             lines.append(
                 [
-                    record.date, String(format: "%02d:%02d", time / 60, time % 60), String(record.student.grade),
+                    record.date, Roster.clock(time), String(record.student.grade),
                     String(record.student.classNumber), String(record.student.number), record.student.name, record.reason.label,
                     record.reason.detail ?? "", teacherName(record.recordedBy) ?? record.recordedBy, record.guidanceId
                 ].map(DataProtectionHandlers.field).joined(separator: ","))

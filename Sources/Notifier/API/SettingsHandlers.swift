@@ -50,7 +50,7 @@ extension NotifierHandlers {
             "teacher settings changed",
             [
                 "requestId": request.requestID, "teacher": teacherID, "emailLists": String(settings.emailLists),
-                "listTime": settings.listMinute.map(TeacherSettings.clock) ?? "school",
+                "listTime": settings.listMinute.map(Roster.clock) ?? "school",
                 "quietHours": settings.quietHours?.text ?? "default"
             ])
         let devices = try await blocking { try store.pushSubscriptions(school: schoolID, teacher: teacherID).count }
@@ -88,7 +88,7 @@ extension NotifierHandlers {
                 guard minute > school.digestMinute else {
                     throw FieldError(
                         field: "listTime",
-                        message: "must be after the school's time (\(TeacherSettings.clock(school.digestMinute))), or null for it")
+                        message: "must be after the school's time (\(Roster.clock(school.digestMinute))), or null for it")
                 }
                 settings.listMinute = minute
             } else {
@@ -97,7 +97,7 @@ extension NotifierHandlers {
         }
         let quiet = settings.quietHours ?? quietByDefault ?? .none
         if let minute = settings.listMinute, quiet.contains(minute) {
-            throw FieldError(field: "listTime", message: "\(TeacherSettings.clock(minute)) falls in the quiet hours (\(quiet.text))")
+            throw FieldError(field: "listTime", message: "\(Roster.clock(minute)) falls in the quiet hours (\(quiet.text))")
         }
     }
 
@@ -105,11 +105,11 @@ extension NotifierHandlers {
         var writer = JSONWriter(capacity: 256)
         writer.field("teacherId", teacherID)
         writer.field("emailLists", settings.emailLists)
-        writer.field("listTime", settings.listMinute.map(TeacherSettings.clock))
-        writer.field("schoolTime", school.map { TeacherSettings.clock($0.digestMinute) })
+        writer.field("listTime", settings.listMinute.map(Roster.clock))
+        writer.field("schoolTime", school.map { Roster.clock($0.digestMinute) })
         let quiet = settings.quietHours ?? quietHours ?? .none
-        writer.field("quietFrom", quiet.isNone ? nil : TeacherSettings.clock(quiet.from))
-        writer.field("quietUntil", quiet.isNone ? nil : TeacherSettings.clock(quiet.until))
+        writer.field("quietFrom", quiet.isNone ? nil : Roster.clock(quiet.from))
+        writer.field("quietUntil", quiet.isNone ? nil : Roster.clock(quiet.until))
         writer.field("pushKey", push?.publicKey)
         writer.field("pushDevices", devices)
         return writer.finish()

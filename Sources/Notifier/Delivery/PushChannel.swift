@@ -1,3 +1,4 @@
+import Access
 import Common
 import Crypto
 import Curl
@@ -5,6 +6,7 @@ import Foundation
 import Guidance
 import Sessions
 import Store
+import Web
 
 /// Digests as a notification on each device a teacher turned push on for
 /// (Web Push: RFC 8030, encrypted per RFC 8291, signed per RFC 8292). The
@@ -95,8 +97,10 @@ final class PushChannel: DeliveryChannel {
     private func push(_ payload: [UInt8], to device: PushSubscription, claim: ClaimedDelivery, over connection: Int, now: Double)
         -> DeliveryAttempt
     {
-        guard PushChannel.acceptsEndpoint(device.endpoint, overHTTP: allowsHTTP), let audience = WebPush.origin(of: device.endpoint),
-            let p256dh = RandomID.unbase64url(device.p256dh), let auth = RandomID.unbase64url(device.auth),
+        // The token's audience is the endpoint's origin (RFC 8292 §2).
+        let audience = AccessPolicy.origin(of: device.endpoint)
+        guard PushChannel.acceptsEndpoint(device.endpoint, overHTTP: allowsHTTP), let p256dh = RandomID.unbase64url(device.p256dh),
+            let auth = RandomID.unbase64url(device.auth),
             let body = WebPush.encrypt(payload, p256dh: p256dh, auth: auth),
             let authorization = WebPush.authorization(
                 audience: audience, subject: vapid.subject, expires: Int(now) + PushChannel.timeToLive, key: vapid.key)
@@ -140,8 +144,7 @@ final class PushChannel: DeliveryChannel {
         writer.field("body", what + " · 앱에서 보기")
         writer.field("entries", digest.entries.count)
         writer.field("messages", merged + 1)
-        writer.field(
-            "url", "/digests/" + (digest.digestId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? digest.digestId))
+        writer.field("url", Page.digestPath(of: digest.digestId))
         writer.field("tag", digest.digestId)
         return writer.finish()
     }

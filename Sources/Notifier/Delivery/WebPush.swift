@@ -1,6 +1,5 @@
 import Common
 import Crypto
-import Foundation
 import Guidance
 
 /// The two pieces of Web Push that are cryptography: a message encrypted
@@ -56,11 +55,5 @@ enum WebPush {
             RandomID.base64url(Array(#"{"typ":"JWT","alg":"ES256"}"#.utf8)) + "." + RandomID.base64url(claims.finish())
         guard let signature = key.signature(of: Array(signed.utf8)) else { return nil }
         return "vapid t=\(signed).\(RandomID.base64url(signature)),k=\(RandomID.base64url(key.publicKey))"
-    }
-
-    /// The origin of an endpoint URL (`https://push.example.net`): the token's audience.
-    static func origin(of endpoint: String) -> String? {
-        guard let url = URL(string: endpoint), let scheme = url.scheme, let host = url.host else { return nil }
-        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
     }
 }
