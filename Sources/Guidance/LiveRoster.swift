@@ -65,6 +65,7 @@ package final class LiveRoster: Sendable {
     package func reload(because reason: String) -> Bool {
         guard let directory else { return false }
         let signature = LiveRoster.signature(of: directory)
+        let started = Timestamp.now()
         do {
             let roster = try Roster.load(from: directory)
             if requireTokens && !roster.authenticationEnabled {
@@ -77,7 +78,8 @@ package final class LiveRoster: Sendable {
                 "roster reloaded",
                 [
                     "reason": reason, "schools": String(roster.schools.count), "students": String(roster.studentCount),
-                    "teachers": String(roster.teachers.count), "authentication": roster.authenticationEnabled ? "on" : "off"
+                    "teachers": String(roster.teachers.count), "authentication": roster.authenticationEnabled ? "on" : "off",
+                    "seconds": String(format: "%.2f", Timestamp.now() - started)
                 ])
             return true
         } catch {

@@ -16,7 +16,8 @@ import Synchronization
 ///   guidance-bench kafka  [--messages N] [--inflight C] [--bootstrap B]  producer round trips, awaited
 ///   guidance-bench apply  [--events N] [--store URL]      notifier: backlog → committed store rows
 ///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API, one at a time
-///   guidance-bench load   --url U [--rate R] [--seconds S] [--connections C]   paced POSTs; 202 latency
+///   guidance-bench load   --url U [--rate R] [--seconds S] [--connections C] [--latencies FILE]   paced POSTs; 202 latency
+///   guidance-bench morning --url U [--seconds S] [--per-school N] [--latencies FILE]   a district's gate morning, compressed
 /// `scripts/bench` runs them with wrk and the services as processes and prints the table.
 struct Options {
     var command = "all"
@@ -28,7 +29,7 @@ struct Options {
         while let flag = rest.popFirst() {
             guard flag.hasPrefix("--"), let text = rest.popFirst() else {
                 FileHandle.standardError.write(
-                    Data("usage: guidance-bench [kafka|apply|e2e|load|all] [--name value]… (see the source's header)\n".utf8))
+                    Data("usage: guidance-bench [kafka|apply|e2e|load|morning|all] [--name value]… (see the source's header)\n".utf8))
                 exit(2)
             }
             values[String(flag.dropFirst(2))] = text
@@ -284,69 +285,199 @@ func benchEndToEnd() async throws {
     withExtendedLifetime(cluster) {}
 }
 
-/// The shared progress of `benchLoad`'s threads.
-final class LoadState: Sendable {
+/// The shared progress of `sendPaced`'s threads.
+final class PacedState: Sendable {
     let next = Atomic(0)
-    let results = Mutex<(latencies: [Double], errors: Int)>(([], 0))
+    let results = Mutex<[(sent: Double, milliseconds: Double, kind: String, status: Int)]>([])
 }
 
-/// Paced POSTs at `rate` a second for `seconds`, spread over the roster's
-/// schools; prints the count, the errors and the 202 latency. Sent by
-/// `--connections` threads (32 by default), each with its own keep-alive
-/// libcurl session, taking the next due request in turn: a URLSession client
-/// queued requests for hundreds of milliseconds on these two shared cores.
-func benchLoad() async throws {
-    guard let url = options.string("url") else { report("load needs --url"); exit(2) }
-    let rate = options.int("rate", 1000)
-    let seconds = options.int("seconds", 20)
-    let connections = options.int("connections", 32)
-    let students = BenchData.students
-    let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
-    let total = rate * seconds
-    let state = LoadState()
+/// Sends requests `0..<total`, request `i` not before `due(i)` after the
+/// start, from `connections` threads (32 by default), each with its own
+/// keep-alive libcurl session, taking the next due request in turn (a
+/// URLSession client queued requests for hundreds of milliseconds on these
+/// two shared cores). `send` makes the request and says its kind and status
+/// (0: no answer). Returns each request's send time (Unix seconds), latency,
+/// kind and status.
+func sendPaced(
+    total: Int, connections: Int, due: @escaping @Sendable (Int) -> Duration,
+    send: @escaping @Sendable (HTTPSession, Int) -> (kind: String, status: Int)
+) async -> [(sent: Double, milliseconds: Double, kind: String, status: Int)] {
+    let state = PacedState()
     let started = ContinuousClock.now
-    let interval = Duration.seconds(1) / rate
     let group = DispatchGroup()
     for _ in 0..<connections {
         group.enter()
         Thread.detachNewThread {
             defer { group.leave() }
-            guard let session = try? HTTPSession(timeout: .seconds(10)) else { return state.results.withLock { $0.errors += 1 } }
+            guard let session = try? HTTPSession(timeout: .seconds(10)) else { return }
             while true {
                 let index = state.next.add(1, ordering: .relaxed).oldValue
                 guard index < total else { return }
-                let due = started + interval * index
-                if due > .now { Thread.sleep(forTimeInterval: (due - .now).seconds) }
-                let student = students[(index &* 7919) % students.count]
-                let body =
-                    #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
-                var headers = [("Content-Type", "application/json")]
-                if roster.authenticationEnabled, let gate = BenchData.gate[student.schoolID] {
-                    headers.append(("Authorization", "Bearer demo-\(gate)"))
-                }
-                let sent = ContinuousClock.now
-                let result = session.post("\(url)/v1/schools/\(student.schoolID)/guidances", headers: headers, body: Array(body.utf8))
+                let at = started + due(index)
+                if at > .now { Thread.sleep(forTimeInterval: (at - .now).seconds) }
+                let (sentAt, sent) = (Timestamp.now(), ContinuousClock.now)
+                let (kind, status) = send(session, index)
                 let took = (ContinuousClock.now - sent).seconds * 1000
-                state.results.withLock {
-                    if case .answered(status: 202, _, _) = result { $0.latencies.append(took) } else { $0.errors += 1 }
-                }
+                state.results.withLock { $0.append((sentAt, took, kind, status)) }
             }
         }
     }
     await withCheckedContinuation { continuation in group.notify(queue: .global()) { continuation.resume() } }
-    let (latencies, errors) = state.results.withLock { ($0.latencies.sorted(), $0.errors) }
-    func percentile(_ p: Double) -> Double {
-        latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+    return state.results.withLock { $0 }
+}
+
+/// `--latencies FILE`: one line per request: Unix send time, latency in ms, kind, status.
+func writeLatencies(_ results: [(sent: Double, milliseconds: Double, kind: String, status: Int)]) {
+    guard let path = options.string("latencies") else { return }
+    let lines = results.map { String(format: "%.3f %.3f %@ %d\n", $0.sent, $0.milliseconds, $0.kind, $0.status) }
+    _ = FileManager.default.createFile(atPath: path, contents: Data(lines.joined().utf8))
+}
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func gateHeaders(_ school: String) -> [(String, String)] {
+    var headers = [("Content-Type", "application/json")]
+    if roster.authenticationEnabled, let gate = BenchData.gate[school] { headers.append(("Authorization", "Bearer demo-\(gate)")) }
+    return headers
+}
+
+/// Paced POSTs at `rate` a second for `seconds`, spread over the roster's
+/// schools; prints the count, the errors and the 202 latency.
+func benchLoad() async throws {
+    guard let url = options.string("url") else { report("load needs --url"); exit(2) }
+    let rate = options.int("rate", 1000)
+    let seconds = options.int("seconds", 20)
+    let students = BenchData.students
+    let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
+    let started = ContinuousClock.now
+    let interval = Duration.seconds(1) / rate
+    let results = await sendPaced(total: rate * seconds, connections: options.int("connections", 32), due: { interval * $0 }) {
+        session, index in
+        let student = students[(index &* 7919) % students.count]
+        let body =
+            #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4]),"recordedBy":"\#(BenchData.gate[student.schoolID] ?? "")"}"#
+        return (
+            "registration",
+            status(
+                of: session.post(
+                    "\(url)/v1/schools/\(student.schoolID)/guidances", headers: gateHeaders(student.schoolID), body: Array(body.utf8)))
+        )
     }
+    writeLatencies(results)
+    let latencies = results.filter { $0.status == 202 }.map(\.milliseconds).sorted()
+    let errors = results.count - latencies.count
     let took = (ContinuousClock.now - started).seconds
     report(
         String(
             format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
-            latencies.count + errors, took, Double(latencies.count + errors) / took, errors, percentile(0.5), percentile(0.99)))
+            results.count, took, Double(results.count) / took, errors, percentile(latencies, 0.5), percentile(latencies, 0.99)))
+}
+
+func status(of result: HTTPResult) -> Int {
+    if case .answered(let status, _, _) = result { return status }
+    return 0
+}
+
+/// A small seeded generator (SplitMix64): the same morning for the same roster.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// One request of a morning: a registration (deleted again right after when
+/// `deletes`), or a 봉사 record.
+struct MorningStep: Sendable {
+    let at: Duration
+    let student: Student
+    let service: Bool
+    let deletes: Bool
+}
+
+/// A school morning compressed into `--seconds` (60): each school's gate
+/// opens at its own time within the first third and stays open for the
+/// other two thirds, its registrations (20-40 a school, `--per-school` on
+/// average) thickest in the middle of its window, as the hour 07:30-08:30
+/// is; one in `--delete-every` (33) is deleted again at once (recorded by
+/// mistake), and each school's volunteer-duty teacher records one 봉사.
+func benchMorning() async throws {
+    guard let url = options.string("url") else { report("morning needs --url"); exit(2) }
+    let seconds = Double(options.int("seconds", 60))
+    let perSchool = options.int("per-school", 30)
+    let deleteEvery = options.int("delete-every", 33)
+    var random = SeededRandom(state: 20_261_204)
+    let bySchool = Dictionary(grouping: BenchData.students, by: \.schoolID)
+    var steps: [MorningStep] = []
+    for school in bySchool.keys.sorted() {
+        let students = bySchool[school]!
+        let opens = Double.random(in: 0..<seconds / 3, using: &random)
+        let length = seconds * 2 / 3
+        func anytime(_ random: inout SeededRandom) -> Duration {
+            .seconds(opens + length * (Double.random(in: 0..<1, using: &random) + Double.random(in: 0..<1, using: &random)) / 2)
+        }
+        for _ in 0..<Int.random(in: perSchool - 10...perSchool + 10, using: &random) {
+            steps.append(
+                MorningStep(
+                    at: anytime(&random), student: students.randomElement(using: &random)!, service: false,
+                    deletes: Int.random(in: 0..<deleteEvery, using: &random) == 0))
+        }
+        steps.append(MorningStep(at: anytime(&random), student: students.randomElement(using: &random)!, service: true, deletes: false))
+    }
+    steps.sort { $0.at < $1.at }
+    let plan = steps
+    let volunteer = Dictionary(
+        roster.teachers.values.filter { $0.has(.volunteerDuty) }.map { ("\($0.schoolID)/\($0.grade ?? 0)", $0.id) }, uniquingKeysWith: min)
+    let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
+    let results = await sendPaced(total: plan.count, connections: options.int("connections", 32), due: { plan[$0].at }) {
+        session, index in
+        let step = plan[index]
+        let (student, school) = (step.student, step.student.schoolID)
+        if step.service {
+            let teacher = volunteer["\(school)/\(student.grade)"] ?? ""
+            let today = Timestamp.localDate(Timestamp.now(), in: roster.school(school)!.timeZone)
+            let body = #"{"serviceId":"\#(RandomID.uuid())","date":"\#(today)","sessions":1}"#
+            let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer demo-\(teacher)")]
+            let answer = session.post(
+                "\(url)/v1/schools/\(school)/grades/\(student.grade)/students/\(student.id)/service", headers: headers,
+                body: Array(body.utf8))
+            return ("service", status(of: answer))
+        }
+        let body =
+            #"{"student":{"grade":\#(student.grade),"classNumber":\#(student.classNumber),"number":\#(student.number)},"reason":\#(reasons[index % 4])}"#
+        let answer = session.post("\(url)/v1/schools/\(school)/guidances", headers: gateHeaders(school), body: Array(body.utf8))
+        guard step.deletes, case .answered(202, _, let reply) = answer,
+            let id = reply.firstMatch(of: /"guidanceId":"([0-9a-f-]+)"/)?.1
+        else { return ("registration", status(of: answer)) }
+        let deleted = session.send(
+            "DELETE", "\(url)/v1/schools/\(school)/grades/\(student.grade)/guidances/\(id)", headers: gateHeaders(school), body: [],
+            maxBody: nil)
+        return ("registration+deletion", status(of: deleted))
+    }
+    writeLatencies(results)
+    let failed = results.filter { !(200..<300).contains($0.status) }
+    let registrations = results.filter { $0.kind.hasPrefix("registration") }.map(\.milliseconds).sorted()
+    var perSecond: [Int: Int] = [:]
+    for result in results { perSecond[Int(result.sent), default: 0] += 1 }
+    report(
+        String(
+            format:
+                "morning: %d schools, %d registrations (%d deleted again), %d service records in %.0f s, peak %d requests/s, %d failed (%@); latency p50 %.1f ms, p99 %.1f ms",
+            bySchool.count, registrations.count, results.filter { $0.kind == "registration+deletion" }.count,
+            results.filter { $0.kind == "service" }.count, seconds, perSecond.values.max() ?? 0, failed.count,
+            Set(failed.map { "\($0.kind) \($0.status)" }).sorted().joined(separator: ", "), percentile(registrations, 0.5),
+            percentile(registrations, 0.99)))
 }
 
 switch options.command {
 case "load": try await benchLoad()
+case "morning": try await benchMorning()
 case "kafka": try await benchKafka()
 case "apply": try await benchApply()
 case "e2e": try await benchEndToEnd()

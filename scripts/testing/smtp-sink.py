@@ -6,7 +6,9 @@ Each accepted message is parsed with Python's own `email` package (from
 bytes, see PITFALLS) and one JSON line is appended to --log:
 {"messageId", "digestId", "to", "from", "subject", "plain", "html",
 "inReplyTo", "references", "contentType"}. With --fast nothing is parsed or
-written but "<count> <unix time>" per message (the benchmark).
+written but "<count> <unix time>" per message (the benchmark); with
+--recipients, "<count> <unix time> <recipient> <Message-ID>" (scripts/district-day:
+each school's last e-mail, and none twice).
 
 --reject ADDRESS  answers 550 to RCPT TO for that address (repeatable)
 --defer-first     answers 451 to the first DATA of every Message-ID
@@ -19,12 +21,11 @@ import email
 import email.policy
 import json
 import os
+import re
 import signal
-import sys
 import time
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
@@ -33,6 +34,7 @@ parser.add_argument("--reject", action="append", default=[])
 parser.add_argument("--defer-first", action="store_true")
 parser.add_argument("--delay-ms", type=int, default=0)
 parser.add_argument("--fast", action="store_true")
+parser.add_argument("--recipients", action="store_true")
 args = parser.parse_args()
 
 
@@ -52,6 +54,12 @@ class Handler:
         if args.delay_ms:
             await asyncio.sleep(args.delay_ms / 1000)
         self.count += 1
+        if args.recipients:
+            found = re.search(rb"^Message-ID:\s*(\S+)", envelope.content, re.M | re.I)
+            message_id = found.group(1).decode() if found else "-"
+            self.log.write(f"{self.count} {time.time():.3f} {','.join(envelope.rcpt_tos)} {message_id}\n")
+            self.log.flush()
+            return "250 Message accepted for delivery"
         if args.fast:
             self.log.write(f"{self.count} {time.time():.3f}\n")
             self.log.flush()
