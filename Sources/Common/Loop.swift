@@ -46,6 +46,9 @@ package final class Loop: Sendable {
     /// it does: for the design table and the logs.
     package let wokenBy: String
     private let clock: any Clock<Duration>
+    /// A wait shorter than the period when it says so (the schedule's next
+    /// minute on the wall clock).
+    private let sooner: (@Sendable () -> Duration)?
     /// The turn, unless the owner gives it at `start` (a part made before
     /// its owner is whole).
     private let turn: Turn?
@@ -56,16 +59,18 @@ package final class Loop: Sendable {
     private let finished = Atomic<Bool>(false)
 
     /// A loop of turns in a task.
+    /// - `sooner`: how long until a turn is wanted before the period ends.
     /// - `waitsFirst`: a wait comes before the first turn (a lease renewed a
     ///   third of its length after it was taken).
     package init(
-        _ name: String, every period: Duration? = nil, bell: Doorbell = Doorbell(), wokenBy: String,
-        clock: any Clock<Duration> = ContinuousClock(),
+        _ name: String, every period: Duration? = nil, orSooner sooner: (@Sendable () -> Duration)? = nil, bell: Doorbell = Doorbell(),
+        wokenBy: String, clock: any Clock<Duration> = ContinuousClock(),
         waitsFirst: Bool = false, turn: @escaping @Sendable () async -> Void
     ) {
         self.name = name
         place = .task
         self.period = period
+        self.sooner = sooner
         self.bell = bell
         self.wokenBy = wokenBy
         self.clock = clock
@@ -83,6 +88,7 @@ package final class Loop: Sendable {
     ) {
         self.name = name
         place = .thread
+        sooner = nil
         self.period = period
         self.bell = bell
         self.wokenBy = wokenBy
@@ -206,7 +212,8 @@ package final class Loop: Sendable {
     }
 
     private func pause(after seen: Int) async {
-        await bell.wait(after: seen, atMost: period ?? .seconds(86_400), clock: clock)
+        let longest = period ?? .seconds(86_400)
+        await bell.wait(after: seen, atMost: sooner.map { min($0(), longest) } ?? longest, clock: clock)
     }
 
     private func end() {

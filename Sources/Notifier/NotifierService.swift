@@ -205,8 +205,12 @@ package final class NotifierService: Sendable, GroupMember {
         let amendEvery = max(1, Int((config.amendmentInterval / interval).rounded(.up)))
         let purger = Purger(store: store, retention: config.retention, clock: config.clock, logger: logger.with(["part": "purge"]))
         let state = Mutex<(turns: Int, purgeChecked: Int?)>((0, nil))
+        // Digest times are whole minutes: a turn just after each minute
+        // begins, so a school's run starts within a second of its time.
+        let clock = config.clock
         return Loop(
-            "schedule", every: interval, wokenBy: "`stop`; the period: what is due follows the wall clock and other replicas' runs",
+            "schedule", every: interval, orSooner: { .seconds(60.05 - clock().truncatingRemainder(dividingBy: 60)) },
+            wokenBy: "`stop`; the next minute or the period: what is due follows the wall clock and other replicas' runs",
             clock: config.timer
         ) {
             await runner.runDueSchools()

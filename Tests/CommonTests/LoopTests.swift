@@ -63,6 +63,37 @@ final class LoopTests: XCTestCase {
         await loop.stop()
     }
 
+    /// `orSooner`: the wait ends when it says, if that comes before the
+    /// period (the schedule's next minute), and never later than the period.
+    func testALoopWakesSoonerWhenAskedAndNeverLaterThanItsPeriod() async throws {
+        let clock = ManualClock()
+        let turns = Atomic<Int>(0)
+        let turned = Doorbell()
+        let wanted = Mutex<Duration>(.seconds(2))
+        let loop = Loop("minute", every: .seconds(15), orSooner: { wanted.withLock { $0 } }, wokenBy: "the test", clock: clock) {
+            turns.add(1, ordering: .acquiringAndReleasing)
+            turned.ring()
+        }
+        func reached(_ count: Int) async -> Bool {
+            await turned.wait(until: { turns.load(ordering: .acquiring) == count }, atMost: .seconds(10))
+        }
+        loop.start()
+        let first = await reached(1)
+        XCTAssertTrue(first)
+        await clock.sleeps(atLeast: 1)
+        clock.advance(by: .milliseconds(1999))
+        XCTAssertEqual(turns.load(ordering: .acquiring), 1, "turned before it was asked to")
+        wanted.withLock { $0 = .seconds(40) }
+        clock.advance(by: .milliseconds(1))
+        let second = await reached(2)
+        XCTAssertTrue(second, "did not wake when asked")
+        await clock.sleeps(atLeast: 2)
+        clock.advance(by: .seconds(15))
+        let third = await reached(3)
+        XCTAssertTrue(third, "waited past its period")
+        await loop.stop()
+    }
+
     /// A thread's loop: its turns run on a thread named after it, one after
     /// another; `stop(within:)` says whether the turn in hand ended in time,
     /// and waits again when called again.
