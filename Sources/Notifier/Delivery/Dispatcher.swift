@@ -128,7 +128,7 @@ final class Dispatcher: Sendable {
 
     // MARK: - The loop of one channel
 
-    /// Holds new claims while `body`, a batch of digest runs, writes; then
+    /// Holds new claims while `body`, a commit of digest runs, writes; then
     /// rings once.
     func holdingClaims<T>(_ body: () async throws -> T) async rethrows -> T {
         runs.add(1, ordering: .acquiringAndReleasing)

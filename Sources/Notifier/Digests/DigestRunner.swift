@@ -3,6 +3,7 @@ import Foundation
 import Guidance
 import Kafka
 import Store
+import Synchronization
 
 /// Runs the cutoff procedure of docs/design.md for a batch of schools: capture the
 /// high watermarks of the events topics, wait until the group's committed offsets
@@ -39,6 +40,11 @@ final class DigestRunner: Sendable {
     private let timer: any Clock<Duration>
     private let metrics: Metrics
     private let logger: Logger
+    /// Each school's latest date whose run this replica made or saw in the
+    /// store: the schedule asks the store about a school once a day, not on
+    /// every turn for the rest of the day (2,000 queries a turn in a
+    /// province).
+    private let ranThrough = Mutex<[String: String]>([:])
 
     init(
         config: NotifierConfig, roster: LiveRoster, store: SQLStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics,
@@ -114,9 +120,7 @@ final class DigestRunner: Sendable {
     func run(_ batch: [(school: School, date: String)]) async throws -> [Run] {
         guard !batch.isEmpty else { return [] }
         try await waitForCutoff()
-        return try await dispatcher.holdingClaims {
-            try await writeDigests(batch).map { try $0.get() }
-        }
+        return try await writeDigests(batch).compactMap { try $0.get() }
     }
 
     /// How many schools share one store commit: one disk flush for them all,
@@ -126,41 +130,65 @@ final class DigestRunner: Sendable {
     /// Writes the digests (or amendments) of each school and date, without
     /// waiting for a cutoff, `schoolsPerCommit` schools to a commit. Each
     /// school's outcome, in order; a failed commit fails its schools.
-    private func writeDigests(_ batch: [(school: School, date: String)]) async -> [Result<Run, any Error>] {
+    /// `leavingOutRun`: a school whose run is in the store by the time its
+    /// commit comes (another replica's) is left out, its outcome nil.
+    private func writeDigests(_ batch: [(school: School, date: String)], leavingOutRun: Bool = false) async -> [Result<
+        Run?, any Error
+    >] {
         // A busy day's run reads and renders tens of megabytes, freed at its
         // end: given back, so that resident memory is flat between runs.
         defer { Memory.releaseFreePages() }
-        var outcomes: [Result<Run, any Error>] = []
-        for part in batch.chunks(of: DigestRunner.schoolsPerCommit) {
+        var outcomes: [Result<Run?, any Error>] = []
+        for chunk in batch.chunks(of: DigestRunner.schoolsPerCommit) {
+            let store = self.store
+            var ranElsewhere: Set<String> = []
+            if leavingOutRun {
+                ranElsewhere =
+                    (try? await blocking {
+                        try Set(chunk.filter { try store.runCompleted(school: $0.school.id, date: $0.date) }.map(\.school.id))
+                    }) ?? []
+            }
+            let part = chunk.filter { !ranElsewhere.contains($0.school.id) }
             // The recipients of the roster in service now.
             let roster = rosters.current
             let planner = DigestPlanner(roster: roster)
-            let store = self.store
             let dispatcher = self.dispatcher
             // The one clock of the service: a digest is due for delivery when it was written.
             let clock = self.clock
-            let results: [Result<[Digest], StoreError>]
+            var results: [Result<[Digest], StoreError>] = []
             do {
-                results = try await blocking {
-                    // Each teacher's 설정: e-mail or not, push, their own time and quiet hours, from the next list on.
-                    let preferences = try store.deliveryPreferences(schools: part.map(\.school.id))
-                    let runs = part.map { school, date in
-                        DeliveryRun(
-                            school: school.id, date: date, completedAt: Timestamp.format(clock()),
-                            weekly: school.calendar.isWeekStart(date), overdueSince: DigestRunner.overdueSince(date, of: school)
-                        ) { state in
-                            planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
-                        } targets: { digest in
-                            dispatcher.targets(for: digest, roster: roster, preferences: preferences, now: clock())
+                // The dispatcher claims nothing while the commit writes (they
+                // would contend for SQLite's one writer and the cores), and
+                // sends this commit's deliveries while the next one writes.
+                if !part.isEmpty {
+                    results = try await dispatcher.holdingClaims {
+                        try await blocking {
+                            // Each teacher's 설정: e-mail or not, push, their own time and quiet hours, from the next list on.
+                            let preferences = try store.deliveryPreferences(schools: part.map(\.school.id))
+                            let runs = part.map { school, date in
+                                DeliveryRun(
+                                    school: school.id, date: date, completedAt: Timestamp.format(clock()),
+                                    weekly: school.calendar.isWeekStart(date), overdueSince: DigestRunner.overdueSince(date, of: school)
+                                ) { state in
+                                    planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
+                                } targets: { digest in
+                                    dispatcher.targets(for: digest, roster: roster, preferences: preferences, now: clock())
+                                }
+                            }
+                            return try store.writeDigests(runs)
                         }
                     }
-                    return try store.writeDigests(runs)
                 }
             } catch {
-                outcomes += part.map { _ in Result<Run, any Error>.failure(error) }
+                outcomes += chunk.map { ranElsewhere.contains($0.school.id) ? .success(nil) : .failure(error) }
                 continue
             }
-            for ((school, date), result) in zip(part, results) {
+            var written = results.makeIterator()
+            for (school, date) in chunk {
+                guard !ranElsewhere.contains(school.id), let result = written.next() else {
+                    outcomes.append(.success(nil))
+                    continue
+                }
                 outcomes.append(
                     result.mapError { $0 as any Error }.map { digests in
                         dispatcher.written(digests, roster: roster)
@@ -184,13 +212,19 @@ final class DigestRunner: Sendable {
     @discardableResult
     func runDueSchools() async -> [(school: String, date: String)] {
         var due: [(school: School, date: String)] = []
+        let ran = ranThrough.withLock { $0 }
         for school in rosters.current.schools.values.sorted(by: { $0.id < $1.id }) {
             let now = clock()
             guard Timestamp.local(now, in: school.timeZone).minuteOfDay >= school.digestMinute else { continue }
             let date = Timestamp.localDate(now, in: school.timeZone)
+            guard ran[school.id] != date else { continue }
             do {
                 let store = self.store
-                if try await !blocking({ try store.runCompleted(school: school.id, date: date) }) { due.append((school, date)) }
+                if try await blocking({ try store.runCompleted(school: school.id, date: date) }) {
+                    noteRan(school.id, date)
+                } else {
+                    due.append((school, date))
+                }
             } catch {
                 logger.error(
                     "could not check for a digest run; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"]
@@ -206,17 +240,27 @@ final class DigestRunner: Sendable {
                 ["schools": String(due.count), "error": "\(error)"])
             return []
         }
-        return await dispatcher.holdingClaims {
-            var ran: [(school: String, date: String)] = []
-            for ((school, date), outcome) in zip(due, await writeDigests(due)) {
-                switch outcome {
-                case .success: ran.append((school.id, date))
-                case .failure(let error):
-                    logger.error(
-                        "scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
-                }
+        // Replicas share the work: each takes the schools in an order of its
+        // own and leaves out those another replica ran meanwhile.
+        let order = due.shuffled()
+        var made: [(school: String, date: String)] = []
+        for ((school, date), outcome) in zip(order, await writeDigests(order, leavingOutRun: true)) {
+            switch outcome {
+            case .success(nil): noteRan(school.id, date)
+            case .success:
+                noteRan(school.id, date)
+                made.append((school.id, date))
+            case .failure(let error):
+                logger.error(
+                    "scheduled digest run failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
             }
-            return ran
+        }
+        return made
+    }
+
+    private func noteRan(_ school: String, _ date: String) {
+        ranThrough.withLock { ran in
+            if ran[school].map({ $0 < date }) ?? true { ran[school] = date }
         }
     }
 
@@ -228,9 +272,7 @@ final class DigestRunner: Sendable {
             guard !pending.isEmpty else { return }
             let roster = rosters.current
             let due = pending.compactMap { school, date in roster.school(school).map { (school: $0, date: date) } }
-            try await dispatcher.holdingClaims {
-                for outcome in await writeDigests(due) { _ = try outcome.get() }
-            }
+            for outcome in await writeDigests(due) { _ = try outcome.get() }
         } catch {
             logger.error("amendment run failed; retrying at the next tick", ["error": "\(error)"])
         }
