@@ -380,18 +380,6 @@ func status(of result: HTTPResult) -> Int {
     return 0
 }
 
-/// A small seeded generator (SplitMix64): the same morning for the same roster.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One request of a morning: a registration (deleted again right after when
 /// `deletes`), or a 봉사 record.
 struct MorningStep: Sendable {
@@ -412,14 +400,14 @@ func benchMorning() async throws {
     let seconds = Double(options.int("seconds", 60))
     let perSchool = options.int("per-school", 30)
     let deleteEvery = options.int("delete-every", 33)
-    var random = SeededRandom(state: 20_261_204)
+    var random = SeededGenerator(seed: 20_261_204)
     let bySchool = Dictionary(grouping: BenchData.students, by: \.schoolID)
     var steps: [MorningStep] = []
     for school in bySchool.keys.sorted() {
         let students = bySchool[school]!
         let opens = Double.random(in: 0..<seconds / 3, using: &random)
         let length = seconds * 2 / 3
-        func anytime(_ random: inout SeededRandom) -> Duration {
+        func anytime(_ random: inout SeededGenerator) -> Duration {
             .seconds(opens + length * (Double.random(in: 0..<1, using: &random) + Double.random(in: 0..<1, using: &random)) / 2)
         }
         for _ in 0..<Int.random(in: perSchool - 10...perSchool + 10, using: &random) {

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Guidance
 import Kafka
@@ -201,24 +202,5 @@ final class FuzzTests: XCTestCase {
         XCTAssertEqual(letters.count, values.count, "seed \(random.seed): every broken message is dead-lettered once")
         XCTAssertTrue(letters.allSatisfy { !($0.header("dlq-reason") ?? "").isEmpty })
         XCTAssertEqual(harness.notifier?.metrics.value("notifier_dead_letters_total"), Double(values.count))
-    }
-}
-
-/// SplitMix64: a small deterministic generator, so a seed replays a run.
-struct SeededGenerator: RandomNumberGenerator {
-    let seed: UInt64
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.seed = seed
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49EB_00D8_05B9
-        return z ^ (z >> 31)
     }
 }

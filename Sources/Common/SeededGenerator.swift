@@ -1,0 +1,19 @@
+/// SplitMix64: a small deterministic generator, so a seed replays a run
+/// (the fuzz tests' `FUZZ_SEED`, the benchmark's morning).
+package struct SeededGenerator: RandomNumberGenerator {
+    package let seed: UInt64
+    private var state: UInt64
+
+    package init(seed: UInt64) {
+        self.seed = seed
+        state = seed
+    }
+
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
