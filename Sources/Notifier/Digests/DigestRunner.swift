@@ -213,7 +213,7 @@ final class DigestRunner: Sendable {
     func runDueSchools() async -> [(school: String, date: String)] {
         var due: [(school: School, date: String)] = []
         let ran = ranThrough.withLock { $0 }
-        for school in rosters.current.schools.values.sorted(by: { $0.id < $1.id }) {
+        for school in rosters.current.schools.values {
             let now = clock()
             guard Timestamp.local(now, in: school.timeZone).minuteOfDay >= school.digestMinute else { continue }
             let date = Timestamp.localDate(now, in: school.timeZone)
