@@ -97,11 +97,7 @@ extension SQLStore {
                 let claimed = try database.query(
                     """
                     UPDATE deliveries SET lease_owner = $1, lease_until_ms = $2, claims = claims + 1
-                    WHERE delivery_id IN (
-                        SELECT delivery_id FROM deliveries
-                        WHERE channel = $3 AND status = 'pending' AND next_attempt_ms <= $4
-                          AND (lease_until_ms IS NULL OR lease_until_ms < $4)
-                        ORDER BY next_attempt_ms, delivery_id LIMIT $5\(database.skipLocked))
+                    WHERE delivery_id IN (\(SQLStore.due(channel: "$3", now: "$4", limit: "$5"))\(database.skipLocked))
                     RETURNING delivery_id
                     """,
                     [
@@ -130,6 +126,28 @@ extension SQLStore {
             }
         }
     }
+
+    /// The first `limit` due deliveries of a channel, oldest first, read in
+    /// the order of `deliveries_due`: no sort, so a claim reads its `limit`
+    /// rows whatever the backlog (`claimOrder`).
+    static func due(channel: String, now: String, limit: String) -> String {
+        """
+        SELECT delivery_id FROM deliveries
+        WHERE channel = \(channel) AND status = 'pending' AND next_attempt_ms <= \(now)
+          AND (lease_until_ms IS NULL OR lease_until_ms < \(now))
+        ORDER BY next_attempt_ms, delivery_id LIMIT \(limit)
+        """
+    }
+
+    /// Version 14. The due index ends with `delivery_id`, the claim's last
+    /// sort key. Without it PostgreSQL sorted every pending delivery to
+    /// claim 64, whenever its statistics were older than the backlog (a
+    /// digest wave, with a year of sent ones in the table): 58–75 ms a
+    /// claim at 49,000 pending, against 0.2–0.6 ms read in index order.
+    static let claimOrder = """
+        DROP INDEX IF EXISTS deliveries_due;
+        CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(channel, status, next_attempt_ms, delivery_id);
+        """
 
     /// Records attempts' outcomes in one transaction and ends `owner`'s
     /// leases on them. A `sent` is recorded even if the lease was lost

@@ -449,6 +449,17 @@ final class SQLiteStoreTests: XCTestCase {
         }
     }
 
+    /// A claim reads the due deliveries in the index's order: no sort of
+    /// the whole backlog for the first few.
+    func testAClaimReadsTheDueIndexInOrder() throws {
+        _ = try suite.makeStore()
+        let database = try SQLiteConnection(path: directory.appendingPathComponent("test.db").path)
+        let sql = SQLStore.due(channel: "'email'", now: "1000", limit: "64")
+        let plan = try database.query("EXPLAIN QUERY PLAN " + sql, []).compactMap { $0.last?.string }
+        XCTAssertTrue(plan.contains { $0.contains("deliveries_due") }, "\(plan)")
+        XCTAssertFalse(plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+    }
+
     func testASnapshotReadsOneMoment() throws {
         _ = try suite.makeStore()
         let path = directory.appendingPathComponent("test.db").path
@@ -493,6 +504,30 @@ final class PostgresStoreTests: XCTestCase {
 
     func testASnapshotReadsOneMoment() throws {
         try StoreSuite.aSnapshotReadsOneMoment(reader: PostgresConnection(url: url), writer: PostgresConnection(url: url))
+    }
+
+    /// A claim reads `deliveries_due` in order and stops at its limit, even
+    /// when the statistics are older than the backlog: a digest wave's
+    /// pending deliveries, in a table the last ANALYZE saw all sent. With
+    /// the index ending at `next_attempt_ms` (before `claimOrder`) this
+    /// plan sorted every pending delivery for each claim.
+    func testAClaimReadsTheDueIndexInOrderWhateverTheStatistics() throws {
+        _ = try suite.makeStore()
+        let database = try PostgresConnection(url: url)
+        try database.execute(
+            """
+            INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts)
+            VALUES ('d-t-hr-r1', 't-hr', 'sa', '2026-11-30', 'class', 1, 3, 1, '2026-11-29T23:50:01Z', 0, 's1', 't', '[]', '{}');
+            INSERT INTO deliveries (delivery_id, digest_id, school_id, teacher_id, channel, target, status, created_ms, queued_ms, next_attempt_ms)
+            SELECT 'e' || n, 'd-t-hr-r1', 'sa', 't-hr', 'email', 't-hr@school.example', 'sent', n / 25, n / 25, n / 25
+            FROM generate_series(1, 20000) AS n;
+            ANALYZE deliveries;
+            UPDATE deliveries SET status = 'pending';
+            """)
+        let sql = SQLStore.due(channel: "'email'", now: "100000", limit: "64")
+        let plan = try database.query("EXPLAIN " + sql, []).compactMap { $0.first?.string }
+        XCTAssertTrue(plan.contains { $0.contains("deliveries_due") }, plan.joined(separator: "\n"))
+        XCTAssertFalse(plan.contains { $0.contains("Sort") }, plan.joined(separator: "\n"))
     }
 
     /// A read session that stalls (here a 3 s `pg_sleep`, as a lock wait or
