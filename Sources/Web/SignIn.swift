@@ -457,7 +457,7 @@ package struct SignIn: Sendable {
             "Content-Transfer-Encoding: base64"
         ]
         return Array(
-            (headers.joined(separator: "\r\n") + "\r\n\r\n" + MailHeader.base64(text.replacingOccurrences(of: "\n", with: "\r\n")) + "\r\n")
+            (headers.joined(separator: "\r\n") + "\r\n\r\n" + MailHeader.base64(text: text) + "\r\n")
                 .utf8)
     }
 

@@ -26,6 +26,17 @@ final class DeliveryUnitTests: XCTestCase {
         XCTAssertEqual(MailHeader.date(1795996800), "Mon, 30 Nov 2026 00:00:00 +0000")
     }
 
+    /// A text body's line breaks go out as CRLF, in base64 lines of 76.
+    func testATextBodyIsBase64OfCRLFLines() throws {
+        let text = String(repeating: "1학년 3반 12번 학생12 · 실내화 미착용\n", count: 4) + "끝"
+        let encoded = MailHeader.base64(text: text)
+        let lines = encoded.components(separatedBy: "\r\n")
+        XCTAssertGreaterThan(lines.count, 1)
+        XCTAssertTrue(lines.dropLast().allSatisfy { $0.count == 76 }, encoded)
+        let decoded = try XCTUnwrap(Data(base64Encoded: lines.joined()))
+        XCTAssertEqual(String(decoding: decoded, as: UTF8.self), text.replacingOccurrences(of: "\n", with: "\r\n"))
+    }
+
     func testAddressesRefuseWhatCouldEndAHeader() {
         XCTAssertEqual(MailAddress("학생부 알림 <guidance@school.example>"), MailAddress(name: "학생부 알림", address: "guidance@school.example"))
         XCTAssertEqual(MailAddress("guidance@school.example"), MailAddress(name: nil, address: "guidance@school.example"))

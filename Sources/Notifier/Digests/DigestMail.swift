@@ -75,7 +75,7 @@ struct DigestMail {
                 "Content-Type: text/plain; charset=utf-8",
                 "Content-Transfer-Encoding: base64",
                 "",
-                MailHeader.base64(plain.replacingOccurrences(of: "\n", with: "\r\n")),
+                MailHeader.base64(text: plain),
                 "--\(boundary)",
                 "Content-Type: text/html; charset=utf-8",
                 "Content-Transfer-Encoding: base64",
