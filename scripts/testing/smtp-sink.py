@@ -13,19 +13,24 @@ each school's last e-mail, and none twice).
 --reject ADDRESS  answers 550 to RCPT TO for that address (repeatable)
 --defer-first     answers 451 to the first DATA of every Message-ID
 --delay-ms N      waits N ms before answering DATA (a slow server)
-Stops on SIGTERM.
+--workers N       N processes accept on the one port (SO_REUSEPORT), as a
+                  relay serves connections in parallel; each appends its own
+                  lines to --log, counting its own messages
+Stops on SIGTERM (with its workers).
 """
 import argparse
 import asyncio
+import ctypes
 import email
 import email.policy
 import json
 import os
 import re
 import signal
+import socket
 import time
 
-from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
@@ -35,6 +40,7 @@ parser.add_argument("--defer-first", action="store_true")
 parser.add_argument("--delay-ms", type=int, default=0)
 parser.add_argument("--fast", action="store_true")
 parser.add_argument("--recipients", action="store_true")
+parser.add_argument("--workers", type=int, default=1)
 args = parser.parse_args()
 
 
@@ -91,21 +97,65 @@ class Handler:
         return "250 Message accepted for delivery"
 
 
+def serve(listening):
+    """Serves SMTP on the bound socket until SIGTERM."""
+    handler = Handler()
+
+    def finish(*_):
+        handler.log.close()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, finish)
+    signal.signal(signal.SIGINT, finish)
+    loop = asyncio.new_event_loop()
+    # A fixed name: the default asks DNS for this host's (one lookup a connection).
+    loop.run_until_complete(loop.create_server(lambda: SMTP(handler, decode_data=False, hostname="smtp-sink.test"), sock=listening))
+    loop.run_forever()
+
+
+def bound():
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.workers > 1:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listening.bind(("127.0.0.1", args.port))
+    listening.listen(128)
+    return listening
+
+
 # A parent that handles SIGTERM itself (the Swift test process) may have it
 # blocked, and a child inherits the mask: unblock it, or SIGTERM never arrives.
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-handler = Handler()
-controller = Controller(handler, hostname="127.0.0.1", port=args.port, decode_data=False)
-controller.start()
-print(f"smtp-sink: listening on 127.0.0.1:{args.port}", flush=True)
+if args.workers == 1:
+    listening = bound()
+    print(f"smtp-sink: listening on 127.0.0.1:{args.port}", flush=True)
+    serve(listening)
+# Each worker binds its own socket to the port, and the kernel spreads the
+# connections over them; a worker ends with its parent.
+sockets = [bound() for _ in range(args.workers)]
+workers = []
+for listening in sockets:
+    pid = os.fork()
+    if pid == 0:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        for other in sockets:
+            if other is not listening:
+                other.close()
+        serve(listening)
+    workers.append(pid)
+for listening in sockets:
+    listening.close()
+print(f"smtp-sink: listening on 127.0.0.1:{args.port} ({args.workers} workers)", flush=True)
 
 
-def finish(*_):
-    # Not controller.stop(): called from a signal handler it can wait for ever.
-    handler.log.close()
+def stop(*_):
+    for pid in workers:
+        os.kill(pid, signal.SIGTERM)
+    for pid in workers:
+        os.waitpid(pid, 0)
     os._exit(0)
 
 
-signal.signal(signal.SIGTERM, finish)
-signal.signal(signal.SIGINT, finish)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
 signal.pause()
