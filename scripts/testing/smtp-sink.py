@@ -15,7 +15,7 @@ each school's last e-mail, and none twice).
 --delay-ms N      waits N ms before answering DATA (a slow server)
 --workers N       N processes accept on the one port (SO_REUSEPORT), as a
                   relay serves connections in parallel; each appends its own
-                  lines to --log, counting its own messages
+                  lines to --log, and counts and defers (--defer-first) alone
 Stops on SIGTERM (with its workers).
 """
 import argparse
