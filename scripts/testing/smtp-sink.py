@@ -129,7 +129,7 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 if args.workers == 1:
     listening = bound()
     print(f"smtp-sink: listening on 127.0.0.1:{args.port}", flush=True)
-    serve(listening)
+    serve(listening)  # until SIGTERM: it does not return
 # Each worker binds its own socket to the port, and the kernel spreads the
 # connections over them; a worker ends with its parent.
 sockets = [bound() for _ in range(args.workers)]
