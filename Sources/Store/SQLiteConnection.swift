@@ -12,14 +12,24 @@ final class SQLiteConnection: SQLDatabase {
     /// (0600), whatever the umask. Made so before SQLite opens it, since
     /// SQLite gives its journal and WAL files the database file's mode;
     /// those left by an earlier run are narrowed too.
+    ///
+    /// An existing file is never opened here, only `chmod`ed by its path:
+    /// SQLite's locks on it are POSIX locks, which belong to the process,
+    /// and a `close()` of any descriptor of the file drops them all (the
+    /// store's other connections' included). The next outside process to
+    /// open and close the database (a backup, `sqlite3`, `guidance-admin
+    /// purge`) would then take itself for the last one, checkpoint and
+    /// unlink the WAL, and every later commit would go to a file nobody
+    /// reads again (docs/pitfalls.md). A new file is made with `O_EXCL`: no
+    /// lock can be held on an inode this call created.
     static func keepPrivate(_ path: String) {
         guard path != ":memory:", !path.isEmpty else { return }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             _ = fchmod(descriptor, 0o600)
             close(descriptor)
         }
-        for suffix in ["-wal", "-shm", "-journal"] { _ = chmod(path + suffix, 0o600) }
+        for suffix in ["", "-wal", "-shm", "-journal"] { _ = chmod(path + suffix, 0o600) }
     }
 
     init(path: String) throws(StoreError) {
