@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws invented placeholder portraits for a sample roster: flat cartoon
 faces (shapes and colours picked from the student id), never photos of
-people. Writes ROSTER_DIR/photos/<student_id>.jpg for the students of the
+people. Writes ROSTER_DIR/photos/<school_id>/<student_id>.jpg for the students of the
 chosen classes, so the gate page's face check shows a face locally; the other
 students have no photo (the page says 사진 없음).
 
@@ -103,10 +103,20 @@ def main():
     parser.add_argument("--if-missing", action="store_true", help="do nothing when every portrait is there")
     args = parser.parse_args()
     first, last = (int(part) for part in args.classes.split("-"))
-    folder = os.path.join(args.roster, "photos")
-    os.makedirs(folder, exist_ok=True)
     with open(os.path.join(args.roster, "students.csv"), encoding="utf-8") as f:
-        ids = [row["student_id"] for row in csv.DictReader(f) if int(row["grade"]) == args.grade and first <= int(row["class"]) <= last]
+        rows = [row for row in csv.DictReader(f) if int(row["grade"]) == args.grade and first <= int(row["class"]) <= last]
+    # A student id is unique within its school only: photos are kept by school.
+    schools = {row["school_id"] for row in rows}
+    if len(schools) != 1:
+        raise SystemExit(f"make-portraits: expected the students of one school, found {sorted(schools)}")
+    folder = os.path.join(args.roster, "photos", schools.pop())
+    os.makedirs(folder, exist_ok=True)
+    ids = [row["student_id"] for row in rows]
+    # The layout before photos were kept by school: this script's own portraits, drawn again below.
+    for i in ids:
+        flat = os.path.join(args.roster, "photos", i + ".jpg")
+        if os.path.exists(flat):
+            os.remove(flat)
     if args.if_missing and all(os.path.exists(os.path.join(folder, i + ".jpg")) for i in ids):
         return
     with tempfile.TemporaryDirectory() as work:

@@ -6,8 +6,9 @@ import HTTP
 import Images
 import Synchronization
 
-/// Students' photos, from `ROSTER_DIR/photos/<studentId>.jpg` (or `.png`,
-/// `.webp`). They are personal data of minors: served only to a signed-in
+/// Students' photos, from `ROSTER_DIR/photos/<schoolId>/<studentId>.jpg` (or
+/// `.png`, `.webp`): a student id is unique within its school only, so a
+/// photo is found by both (a second school's `s10101` is another child). They are personal data of minors: served only to a signed-in
 /// teacher of the school who may see the student (gate and admin teachers
 /// any, a homeroom teacher their class, a volunteer-duty teacher their
 /// grade), kept by the teacher's browser only (`Cache-Control: private`),
@@ -37,6 +38,7 @@ package struct StudentPhotos: Sendable {
         directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
         self.accessLog = accessLog
         self.logger = logger
+        warnOfUnscopedPhotos()
     }
 
     /// The path `GET` serves a student's photo at.
@@ -47,7 +49,7 @@ package struct StudentPhotos: Sendable {
     /// Where a page loads the student's photo from: this service when the
     /// folder has one, else the roster's https `photo_url`, else nil (none).
     package func url(for student: Student) -> String? {
-        if file(for: student.id) != nil { return StudentPhotos.path(student) }
+        if file(for: student) != nil { return StudentPhotos.path(student) }
         return student.photoURL.isEmpty ? nil : student.photoURL
     }
 
@@ -70,19 +72,33 @@ package struct StudentPhotos: Sendable {
     }
 
     /// The student's photo file, its media type and what `lstat` says of
-    /// it, if the folder has one.
-    func file(for studentID: String) -> (path: String, type: String, info: stat)? {
+    /// it, if the school's folder has one.
+    func file(for student: Student) -> (path: String, type: String, info: stat)? {
         // Roster ids hold no '/'; control characters would cut a C path short.
-        guard let directory, !studentID.hasPrefix("."), !studentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" }) else {
-            return nil
+        func plain(_ name: String) -> Bool {
+            !name.isEmpty && !name.hasPrefix(".") && !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" })
         }
+        guard let directory, plain(student.schoolID), plain(student.id) else { return nil }
         for (suffix, type) in StudentPhotos.types {
-            let path = directory + "/" + studentID + "." + suffix
+            let path = directory + "/" + student.schoolID + "/" + student.id + "." + suffix
             var info = stat()
             // A regular file of the folder only: lstat does not follow a link.
             if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (path, type, info) }
         }
         return nil
+    }
+
+    /// Photos left directly in `photos/` (the layout before photos were kept
+    /// by school) are never served: a file named by a student id alone
+    /// could be any school's child. Says so once at start, naming the count
+    /// only, so that an operator moves them into `photos/<schoolId>/`.
+    private func warnOfUnscopedPhotos() {
+        guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        let unscoped = names.filter { name in StudentPhotos.types.contains { name.hasSuffix("." + $0.0) } }
+        guard !unscoped.isEmpty else { return }
+        logger.warning(
+            "photos not served: they are directly in photos/, not in a school's folder; move each into photos/<school_id>/",
+            ["directory": directory, "files": "\(unscoped.count)"])
     }
 
     /// The photo's bytes and what `fstat` says of them: opened without
@@ -118,7 +134,7 @@ package struct StudentPhotos: Sendable {
         if let teacher = caller.teacher, !StudentPhotos.sees(teacher, student) {
             throw HTTPError.notFound("no student '\(studentID)' at this school")
         }
-        guard let file = file(for: student.id), let photo = await served(file) else {
+        guard let file = file(for: student), let photo = await served(file) else {
             throw HTTPError.notFound("no photo of student '\(studentID)'")
         }
         let etag = "\"\(photo.version)\""

@@ -184,7 +184,7 @@ final class IngestServiceTests: XCTestCase {
     /// may see the student, never stored by a shared cache.
     func testStudentPhotosAreServedFromTheRosterFolderToSignedInTeachers() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos/sa"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\nsa,s10315,1,3,15,최유나,\n"
         for (name, text) in [
@@ -193,13 +193,13 @@ final class IngestServiceTests: XCTestCase {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
-        try Data(png).write(to: folder.appendingPathComponent("photos/s10313.png"))
+        try Data(png).write(to: folder.appendingPathComponent("photos/sa/s10313.png"))
         // A school's photo as schools have them: large; the gate gets a small JPEG made from it.
         let large = PNG.noisy(width: 600, height: 800)  // 1.4 MB: its writer does not compress
-        try Data(large).write(to: folder.appendingPathComponent("photos/s10315.png"))
+        try Data(large).write(to: folder.appendingPathComponent("photos/sa/s10315.png"))
         // A link in the folder to another readable file is no photo.
         try FileManager.default.createSymbolicLink(
-            atPath: folder.appendingPathComponent("photos/s10314.png").path,
+            atPath: folder.appendingPathComponent("photos/sa/s10314.png").path,
             withDestinationPath: folder.appendingPathComponent("tokens.csv").path)
         try await startService(authentication: true, folder: folder)
         let gate = ["Authorization": "Bearer gate-a"]
@@ -232,7 +232,7 @@ final class IngestServiceTests: XCTestCase {
             304,
             await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 }))
         // A new photo in the folder is a new image and a new ETag.
-        try Data(PNG.noisy(width: 800, height: 600)).write(to: folder.appendingPathComponent("photos/s10315.png"))
+        try Data(PNG.noisy(width: 800, height: 600)).write(to: folder.appendingPathComponent("photos/sa/s10315.png"))
         let replaced = try await fetch(
             "GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 })
         XCTAssertEqual(replaced.status, 200)
@@ -252,6 +252,46 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(linked.object["photoUrl"], .null, "a link is not offered as a photo")
         // An escaped slash becomes a path of another shape: no file is ever named by it.
         try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/..%2Fschools.csv/photo", headers: gate))
+    }
+
+    /// A student id is unique within its school only: a district's second
+    /// school has its own `s10313`, another child. Each school's teachers
+    /// see their own school's photo of that id, or none; a file left
+    /// directly in `photos/` (the flat layout) is nobody's.
+    func testTwoSchoolsWithTheSameStudentIdSeeEachTheirOwnPhoto() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos/sa"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsb,s10313,1,3,13,Bea,\nsb,s10314,1,3,14,Cal,\n"
+        for (name, text) in [
+            ("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)
+        ] {
+            try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        let schoolA: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xa]
+        try Data(schoolA).write(to: folder.appendingPathComponent("photos/sa/s10313.png"))
+        try Data([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xf]).write(to: folder.appendingPathComponent("photos/s10314.png"))
+        try await startService(authentication: true, folder: folder)
+        let (gateA, gateB) = (["Authorization": "Bearer gate-a"], ["Authorization": "Bearer gate-b"])
+
+        let own = try await fetch("GET", "\(base)/v1/schools/sa/students/s10313/photo", headers: gateA)
+        XCTAssertEqual(Array(own.body), schoolA)
+        // School B's s10313 has no photo: not school A's child's.
+        let other = try await fetch("GET", "\(base)/v1/schools/sb/students/1/3/13", headers: gateB)
+        XCTAssertEqual(other.object["name"]?.string, "Bea")
+        XCTAssertEqual(other.object["photoUrl"], .null)
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sb/students/s10313/photo", headers: gateB))
+        // A flat file names no school: served to neither.
+        try await expectStatus(404, await fetch("GET", "\(base)/v1/schools/sb/students/s10314/photo", headers: gateB))
+
+        // School B's own photo of its s10313 is what school B sees; school A's is unchanged.
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos/sb"), withIntermediateDirectories: true)
+        let schoolB: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xb]
+        try Data(schoolB).write(to: folder.appendingPathComponent("photos/sb/s10313.png"))
+        try await assertEqualAsync(
+            Array(await fetch("GET", "\(base)/v1/schools/sb/students/s10313/photo", headers: gateB).body), schoolB)
+        try await assertEqualAsync(
+            Array(await fetch("GET", "\(base)/v1/schools/sa/students/s10313/photo", headers: gateA).body), schoolA)
     }
 
     func testEveryClientErrorIsProblemJSONNamingTheFieldAndProducesNothing() async throws {

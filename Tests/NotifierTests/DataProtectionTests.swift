@@ -336,7 +336,7 @@ final class DataProtectionTests: XCTestCase {
             let folder = URL(fileURLWithPath: harness.rosterFolder(service))
             try NotifierHarness.tokens().write(to: folder.appendingPathComponent("tokens.csv"), atomically: true, encoding: .utf8)
         }
-        let photos = URL(fileURLWithPath: harness.rosterFolder("ingest")).appendingPathComponent("photos")
+        let photos = URL(fileURLWithPath: harness.rosterFolder("ingest")).appendingPathComponent("photos/sa")
         try FileManager.default.createDirectory(at: photos, withIntermediateDirectories: true)
         for id in ["a111", "a112"] {
             try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).write(to: photos.appendingPathComponent(id + ".png"))
