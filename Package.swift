@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
         .testTarget(name: "CommonTests", dependencies: ["Common", "TestSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
-        .testTarget(name: "CurlTests", dependencies: ["Curl", "TestSupport"]),
+        .testTarget(name: "CurlTests", dependencies: ["Curl", "Common", "TestSupport"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "KafkaMock", "TestSupport"]),
         .testTarget(

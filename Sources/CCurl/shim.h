@@ -24,6 +24,14 @@ static inline CURLcode guidance_curl_set_progress(CURL *handle, guidance_curl_pr
     if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
     return code;
 }
+/* The socket for each address libcurl connects to (CURLOPT_OPENSOCKETFUNCTION):
+ * the callback may refuse one by returning CURL_SOCKET_BAD. */
+typedef curl_socket_t (*guidance_curl_opensocket)(void *, curlsocktype, struct curl_sockaddr *);
+static inline CURLcode guidance_curl_set_opensocket(CURL *handle, guidance_curl_opensocket value, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, value);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, context);
+    return code;
+}
 /* The connection's socket, or -1 when the handle holds none. */
 static inline int guidance_curl_active_socket(CURL *handle) {
     curl_socket_t socket = CURL_SOCKET_BAD;

@@ -119,6 +119,15 @@ final class CurlHandle {
         errorBuffer.deallocate()
     }
 
+    /// Connects only to public addresses (`PublicAddress`), checked for
+    /// each address libcurl is about to connect to, after its own name
+    /// resolution: a name that resolved to a public address a moment ago
+    /// and to the service's own network now is refused all the same.
+    /// `loopback` lets 127.0.0.0/8 and ::1 through (the tests' services).
+    func connectOnlyToPublicAddresses(loopback: Bool) throws(CurlError) {
+        try check(guidance_curl_set_opensocket(handle, curlOpenSocket, loopback ? UnsafeMutableRawPointer(bitPattern: 1) : nil))
+    }
+
     func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
         try check(guidance_curl_set_long(handle, option, value))
     }
@@ -178,6 +187,18 @@ final class CurlList {
 }
 
 // libcurl's callbacks: each hands bytes to the handle's `Transfer` and nothing else.
+
+/// A socket for an address `PublicAddress` allows, else none (libcurl then
+/// tries the name's next address, and fails with "couldn't connect").
+private func curlOpenSocket(_ context: UnsafeMutableRawPointer?, _ purpose: curlsocktype, _ target: UnsafeMutablePointer<curl_sockaddr>?)
+    -> curl_socket_t
+{
+    guard let target, let offset = MemoryLayout<curl_sockaddr>.offset(of: \.addr) else { return -1 }
+    // The address is as long as `addrlen` says (an IPv6 one is longer than the field's `sockaddr`).
+    let address = (UnsafeRawPointer(target) + offset).assumingMemoryBound(to: sockaddr.self)
+    guard PublicAddress.allows(address, loopback: context != nil) else { return -1 }
+    return socket(target.pointee.family, target.pointee.socktype, target.pointee.protocol)
+}
 
 private func curlHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }

@@ -17,9 +17,20 @@ package final class HTTPSession {
     /// Stops the request under way (a shutdown): it ends `unreachable`.
     package let cancellation = CurlCancellation()
 
-    package init(timeout: Duration) throws(CurlError) {
-        curl = try CurlHandle(protocols: "http,https", timeout: timeout, cancellation: cancellation)
+    /// Where a session may connect: anywhere (a school's webhook, which the
+    /// operator wrote), or only over https to public addresses (a push
+    /// endpoint, which a browser named), loopback over http too for the
+    /// tests' push service.
+    package enum Destinations: Sendable {
+        case any
+        case publicHTTPS
+        case publicOrLoopback
+    }
+
+    package init(timeout: Duration, destinations: Destinations = .any) throws(CurlError) {
+        curl = try CurlHandle(protocols: destinations == .publicHTTPS ? "https" : "http,https", timeout: timeout, cancellation: cancellation)
         try curl.set(CURLOPT_FOLLOWLOCATION, 0)
+        if destinations != .any { try curl.connectOnlyToPublicAddresses(loopback: destinations == .publicOrLoopback) }
     }
 
     package func post(_ url: String, headers: [(String, String)], body: [UInt8]) -> HTTPResult {

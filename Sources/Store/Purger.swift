@@ -1,7 +1,6 @@
 import Common
 import Foundation
 import Guidance
-import Store
 
 /// Removes what is past its retention (docs/guarantees.md, "Data protection"): school
 /// days older than `RETENTION_DAYS` (guidances, digests, their deliveries,

@@ -51,6 +51,34 @@ final class DeliveryUnitTests: XCTestCase {
             "<s.2026-11-30.t=3C1=3E.=2Ex.class.r1@school.example>")
     }
 
+    /// A push endpoint is a browser's push service: an https name on the
+    /// default port. Each hostile form the sixth outside pass sent is refused.
+    func testPushEndpointsAreHTTPSNamesOnTheDefaultPortOnly() {
+        for endpoint in [
+            "https://127.0.0.1/x", "https://[::1]/x", "https://169.254.169.254/latest/meta-data", "https://0x7f000001/x", "https://127.1/x",
+            "https://[::ffff:127.0.0.1]/x", "https://2130706433/x", "https://0177.0.0.1/x", "https://user:pass@push.example.com/x",
+            "https://push.example.com@127.0.0.1/x", "https://push.example.com:8443/x", "https://push.example.com:22/x",
+            "https://localhost/x", "https://push.example.com/x\r\nX-Injected: 1", "https://push.example.com/a b",
+            "https://push.example.com/\u{7f}", "http://push.example.com/x", "ftp://push.example.com/x", "https:///x",
+            "https://-bad.example.com/x", "https://push..example/x", "https://push.example.com\\@127.0.0.1/x", "https://10.0.0.1/x",
+            "https://[fe80::1]/x", "https://push.example.123/x", "https://푸시.example/x", "https://0x7f.0x1/x", "HTTPS://127.0.0.1/x"
+        ] {
+            XCTAssertNil(PushChannel.endpointHost(endpoint, overHTTP: false), endpoint)
+        }
+        for (endpoint, host) in [
+            ("https://fcm.googleapis.com/fcm/send/dGVzdA:APA91b", "fcm.googleapis.com"),
+            ("https://updates.push.services.mozilla.com/wpush/v2/gAAAA", "updates.push.services.mozilla.com"),
+            ("https://web.push.apple.com/QGuQyavXutnMH", "web.push.apple.com"),
+            ("https://wns2-by3p.notify.windows.com:443/w/?token=BQYAAA", "wns2-by3p.notify.windows.com")
+        ] {
+            XCTAssertEqual(PushChannel.endpointHost(endpoint, overHTTP: false), host, endpoint)
+        }
+        // The tests' push service, where the configuration allows it: loopback over http only.
+        XCTAssertEqual(PushChannel.endpointHost("http://127.0.0.1:4000/push/a", overHTTP: true), "127.0.0.1")
+        XCTAssertNil(PushChannel.endpointHost("http://127.0.0.1:4000/push/a", overHTTP: false))
+        XCTAssertNil(PushChannel.endpointHost("http://10.0.0.1:4000/push/a", overHTTP: true))
+    }
+
     func testBackoffDoublesWithJitterUpToTheCapHonoursRetryAfterAndStopsAtTheMaximumAge() {
         let policy = RetryPolicy(base: 30, maxBackoff: 900, maxAge: 86_400)
         XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: nil, random: 1), 1030)

@@ -122,6 +122,21 @@ final class PushTests: XCTestCase {
             headers: ["Content-Type": "application/json", "Cookie": phone, "Origin": base])
         XCTAssertEqual(badKey.status, 400, badKey.text)
         XCTAssertTrue(badKey.text.contains("keys.p256dh"), badKey.text)
+        // An endpoint is a URL the notifier will POST to: none into its own network, whatever the spelling.
+        for hostile in [
+            "https://127.0.0.1/x", "https://[::1]/x", "https://169.254.169.254/latest", "https://0x7f000001/x", "https://127.1/x",
+            "https://[::ffff:127.0.0.1]/x", "https://user@push.example.com/x", "https://push.example.com:22/x", "https://localhost/x",
+            "https://push.example.com/x\r\nX: 1", "http://10.0.0.1/x"
+        ] {
+            let body = try JSONSerialization.data(withJSONObject: [
+                "endpoint": hostile, "keys": ["p256dh": RandomID.base64url(P256Key.generate().publicKey), "auth": "AAAAAAAAAAAAAAAAAAAAAA"]
+            ])
+            let refused = try await fetch(
+                "POST", "\(base)/v1/teachers/t-hr-1-1/push", body: String(decoding: body, as: UTF8.self),
+                headers: ["Content-Type": "application/json", "Cookie": phone, "Origin": base])
+            XCTAssertEqual(refused.status, 400, "\(hostile): \(refused.text)")
+            XCTAssertTrue(refused.text.contains("endpoint"), refused.text)
+        }
         let two = try await settings("t-hr-1-1", at: base)
         XCTAssertEqual(two.object["pushDevices"], .int(2))
 

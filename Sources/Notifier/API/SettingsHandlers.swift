@@ -124,8 +124,8 @@ extension NotifierHandlers {
         let (session, school) = try pushCaller(caller, teacherID)
         let subscription = try request.json { (body) throws(FieldError) -> PushSubscription in
             let endpoint = try body.string("endpoint")
-            guard endpoint.utf8.count <= 2048, PushChannel.acceptsEndpoint(endpoint, overHTTP: pushOverHTTP) else {
-                throw FieldError(field: "endpoint", message: "must be the push service's https URL")
+            guard PushChannel.endpointHost(endpoint, overHTTP: pushOverHTTP) != nil else {
+                throw FieldError(field: "endpoint", message: "must be the push service's https URL (a name, no port or user)")
             }
             let keys = try body.object("keys")
             let p256dh = try keys.string("p256dh")
@@ -139,6 +139,12 @@ extension NotifierHandlers {
             return PushSubscription(
                 endpoint: endpoint, schoolId: school, teacherId: teacherID, p256dh: p256dh, auth: auth, sessionHash: session.hash,
                 sessionSeen: session.seen, renewedMs: session.renewedAt, createdAt: Timestamp.format(Timestamp.now()))
+        }
+        // A name that resolves into the service's own network is no push
+        // service; one that does not resolve now is checked at each connection.
+        let (host, loopback) = (PushChannel.endpointHost(subscription.endpoint, overHTTP: pushOverHTTP) ?? "", pushOverHTTP)
+        if await blocking(within: .seconds(5), { PublicAddress.resolvesAllowed(host, loopback: loopback) }) == false {
+            throw HTTPError(FieldError(field: "endpoint", message: "names an address that is not on the public internet"))
         }
         let store = self.store
         try await blocking { try store.savePushSubscription(subscription) }

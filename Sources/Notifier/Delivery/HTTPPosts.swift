@@ -10,14 +10,17 @@ final class HTTPPosts: Sendable {
     /// The sessions' cancellations: a send holds its session's lock.
     private let cancellations: [CurlCancellation]
 
-    /// `connections` sessions, each POST cut off after `timeout`; `variable`
-    /// names the setting a failure is reported against.
-    init(connections: Int, timeout: Duration, variable: String) throws(ConfigurationError) {
+    /// `connections` sessions, each POST cut off after `timeout`, each
+    /// connecting only to `destinations`; `variable` names the setting a
+    /// failure is reported against.
+    init(connections: Int, timeout: Duration, variable: String, destinations: HTTPSession.Destinations = .any)
+        throws(ConfigurationError)
+    {
         self.timeout = timeout
         let made: [(CurlCancellation, Locked<HTTPSession>)]
         do {
             made = try (0..<connections).map { (_) throws(CurlError) in
-                let session = try HTTPSession(timeout: timeout)
+                let session = try HTTPSession(timeout: timeout, destinations: destinations)
                 return (session.cancellation, Locked(session))
             }
         } catch {
@@ -42,11 +45,16 @@ final class HTTPPosts: Sendable {
         case .answered(let status, _, _) where (200..<300).contains(status):
             return .sent
         case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-            return .retriable("HTTP \(status): \(text.prefix(200))", retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+            return .retriable(described(status, text), retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
         case .answered(let status, _, let text):
-            return .notRetriable("HTTP \(status): \(text.prefix(200))")
+            return .notRetriable(described(status, text))
         case .unreachable(let reason):
             return .retriable(reason)
         }
+    }
+
+    /// A status and the start of the answer, if any.
+    private static func described(_ status: Int, _ text: String) -> String {
+        text.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(text.prefix(200))"
     }
 }

@@ -36,7 +36,9 @@ final class PushChannel: DeliveryChannel {
         self.logger = logger
         allowsHTTP = config.pushOverHTTP
         connections = config.concurrency
-        posts = try HTTPPosts(connections: connections, timeout: config.sendTimeout(config.webhookTimeout), variable: "VAPID_PRIVATE_KEY")
+        posts = try HTTPPosts(
+            connections: connections, timeout: config.sendTimeout(config.webhookTimeout), variable: "VAPID_PRIVATE_KEY",
+            destinations: config.pushOverHTTP ? .publicOrLoopback : .publicHTTPS)
     }
 
     func cancelSends() { posts.cancel() }
@@ -44,12 +46,37 @@ final class PushChannel: DeliveryChannel {
     /// Every teacher may have devices; the run leaves out those with none.
     func target(of digest: Digest, in roster: Roster) -> String? { "devices" }
 
-    /// Whether `endpoint` may be pushed to: https (or http on loopback,
-    /// where tests run their push service, when the configuration allows it).
-    static func acceptsEndpoint(_ endpoint: String, overHTTP: Bool) -> Bool {
-        guard let url = URL(string: endpoint), let host = url.host, !host.isEmpty else { return false }
-        if url.scheme == "https" { return true }
-        return overHTTP && url.scheme == "http" && (host == "127.0.0.1" || host == "localhost")
+    /// The host of `endpoint` if it may be pushed to, else nil: a browser's
+    /// push service is `https://name/path` on the default port. Refused:
+    /// another scheme, userinfo, a port, an address written as digits in any
+    /// form (`127.1`, `0x7f000001`, `[::1]`), spaces and control characters
+    /// (a header injected into the request line). Plain http on loopback
+    /// (`127.0.0.1`, `localhost`, any port) only where the configuration
+    /// allows it for the tests' push service (`DeliveryConfig.pushOverHTTP`).
+    /// The name's addresses are checked too, at subscription
+    /// (`PublicAddress.resolvesAllowed`) and at each connection (`HTTPSession`).
+    static func endpointHost(_ endpoint: String, overHTTP: Bool) -> String? {
+        guard endpoint.utf8.count <= 2048, endpoint.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else { return nil }
+        let https = endpoint.hasPrefix("https://")
+        guard https || (overHTTP && endpoint.hasPrefix("http://")) else { return nil }
+        let rest = endpoint.drop(while: { $0 != "/" }).dropFirst(2)
+        let authority = rest.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
+        guard !authority.contains("@"), !authority.contains("\\") else { return nil }
+        if !https {
+            let host = authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            return host == "127.0.0.1" || host == "localhost" ? host : nil
+        }
+        let host = authority.hasSuffix(":443") ? String(authority.dropLast(4)).lowercased() : String(authority).lowercased()
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        var numeric = in_addr()
+        guard labels.count >= 2, host.utf8.count <= 253, inet_aton(host, &numeric) == 0,
+            labels.allSatisfy({ label in
+                (1...63).contains(label.count) && !label.hasPrefix("-") && !label.hasSuffix("-")
+                    && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+            }),
+            labels.last!.unicodeScalars.contains(where: { ("a"..."z").contains($0) })
+        else { return nil }
+        return host
     }
 
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
@@ -99,7 +126,7 @@ final class PushChannel: DeliveryChannel {
     {
         // The token's audience is the endpoint's origin (RFC 8292 §2).
         let audience = AccessPolicy.origin(of: device.endpoint)
-        guard PushChannel.acceptsEndpoint(device.endpoint, overHTTP: allowsHTTP), let p256dh = RandomID.unbase64url(device.p256dh),
+        guard PushChannel.endpointHost(device.endpoint, overHTTP: allowsHTTP) != nil, let p256dh = RandomID.unbase64url(device.p256dh),
             let auth = RandomID.unbase64url(device.auth),
             let body = WebPush.encrypt(payload, p256dh: p256dh, auth: auth),
             let authorization = WebPush.authorization(
@@ -121,7 +148,13 @@ final class PushChannel: DeliveryChannel {
                 "push subscription dropped: the push service says it is gone", ["teacher": device.teacherId, "status": String(status)])
             return .notRetriable("HTTP \(status): the device's subscription is gone; dropped")
         }
-        return HTTPPosts.attempt(result)
+        // What an admin reads in 관리 says what happened, never what the far
+        // side said or how its connection failed: an endpoint is a browser's
+        // choice, and its answers would make the notifier a scanner.
+        switch result {
+        case .answered(let status, let retryAfter, _): return HTTPPosts.attempt(.answered(status: status, retryAfter: retryAfter, body: ""))
+        case .unreachable: return .retriable("the push service did not answer")
+        }
     }
 
     /// What the device shows: the list's title, a count, and the app's
