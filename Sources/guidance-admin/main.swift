@@ -79,14 +79,25 @@ guard let teacherColumn = columns.firstIndex(of: "teacher_id"), columns.contains
 let rows = lines.dropFirst().filter { !$0.trimmingWhitespace().isEmpty }
 
 /// Writes the file whole and renames it into place, so that a service
-/// starting meanwhile reads the old file or the new one, never half.
+/// starting meanwhile reads the old file or the new one, never half. The
+/// file holds who may sign in: a new one is the operator's alone (0600),
+/// whatever the umask, and a rewrite keeps the mode the operator gave it.
 func write(_ rows: [String]) {
     let temporary = file.path + ".tmp"
-    do {
-        try Data(([header] + rows).joined(separator: "\n").appending("\n").utf8).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, file.path) == 0 else { fail("cannot replace \(file.path): \(String(cString: strerror(errno)))") }
-    } catch {
-        fail("cannot write \(temporary): \(error)")
+    var info = stat()
+    let mode = stat(file.path, &info) == 0 ? info.st_mode & 0o777 : 0o600
+    unlink(temporary)
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+    guard descriptor >= 0 else { fail("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+    let bytes = Array(([header] + rows).joined(separator: "\n").appending("\n").utf8)
+    // The umask narrowed the mode given to open; fchmod sets it as it was.
+    let written = fchmod(descriptor, mode) == 0 && bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == bytes.count
+    let synced = written && fsync(descriptor) == 0
+    close(descriptor)
+    guard synced, rename(temporary, file.path) == 0 else {
+        let reason = String(cString: strerror(errno))
+        unlink(temporary)
+        fail("cannot replace \(file.path): \(reason)")
     }
 }
 

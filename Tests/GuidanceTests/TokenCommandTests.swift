@@ -57,4 +57,25 @@ final class TokenCommandTests: XCTestCase {
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.errors.contains("no teacher 't-nobody'"), unknown.errors)
     }
+
+    /// tokens.csv says who may sign in: a new one is the operator's alone
+    /// under any umask, and a rewrite keeps the mode the operator chose.
+    func testTheTokensFileIsTheOperatorsAloneAndKeepsItsMode() throws {
+        let roster = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
+        try FileManager.default.copyItem(at: root.appendingPathComponent("examples/roster"), to: roster)
+        defer { try? FileManager.default.removeItem(at: roster) }
+        let tokens = roster.appendingPathComponent("tokens.csv")
+        try FileManager.default.removeItem(at: tokens)
+        func mode() throws -> Int { try XCTUnwrap(FileManager.default.attributesOfItem(atPath: tokens.path)[.posixPermissions] as? Int) }
+        let saved = umask(0)
+        defer { umask(saved) }
+        XCTAssertEqual(try admin(["token", "issue", "t-gate-01"], roster: roster).status, 0)
+        XCTAssertEqual(try mode(), 0o600, "made under umask 000")
+        XCTAssertEqual(chmod(tokens.path, 0o640), 0)
+        XCTAssertEqual(try admin(["token", "issue", "t-admin"], roster: roster).status, 0)
+        XCTAssertEqual(try mode(), 0o640, "the operator's mode, kept by a rewrite")
+        XCTAssertEqual(try admin(["token", "revoke", "t-admin"], roster: roster).status, 0)
+        XCTAssertEqual(try mode(), 0o640)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: tokens.path + ".tmp"))
+    }
 }
