@@ -117,6 +117,10 @@ final class NotifierAccessTests: XCTestCase {
         }
         XCTAssertEqual(inbox.object["unreadCount"]?.int, 1)
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-2"), 403)
+        // An admin may read a teacher's 알림함, not mark it read: what is unread is the teacher's to know.
+        try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-admin"), 403)
+        let stillUnread = try await fetch("GET", harness.notifierBase + "/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-admin"))
+        XCTAssertEqual(stillUnread.object["unreadCount"]?.int, 1, "the admin's attempt changed nothing")
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/\(digestID)/read", as: "t-hr-1-1"), 204)
         try await assertEqualAsync(await status("POST", "/v1/teachers/t-hr-1-1/inbox/missing/read", as: "t-hr-1-1"), 404)
         let unread = try await fetch(

@@ -167,6 +167,11 @@ struct NotifierHandlers: Sendable {
         let teacherID = request.parameter("teacherId")
         let digestID = request.parameter("digestId")
         try mayReadInbox(caller, of: teacherID)
+        // An admin may read another teacher's 알림함 but not mark it read:
+        // what is still unread is the teacher's own to know.
+        if let teacher = caller.teacher, teacher.id != teacherID {
+            throw HTTPError(status: 403, detail: "only teacher \(teacherID) marks their own 알림함 read")
+        }
         let store = self.store
         guard try await blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
