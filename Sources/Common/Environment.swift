@@ -17,9 +17,35 @@ package struct ConfigurationError: Error, CustomStringConvertible, Sendable {
 /// Typed reads of environment variables, each failing with the variable's name.
 package struct Environment: Sendable {
     package let values: [String: String]
+    /// Variables whose value is not UTF-8, byte for byte: Foundation's
+    /// strings replace such bytes, and a secret (a password) must reach its
+    /// library as it was given.
+    private let nonUTF8: [String: [UInt8]]
 
-    package init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+    /// The process's environment.
+    package init() {
+        var nonUTF8: [String: [UInt8]] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let bytes = Array(
+                UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
+            if let equals = bytes.firstIndex(of: UInt8(ascii: "=")), String(validating: bytes[(equals + 1)...], as: UTF8.self) == nil {
+                nonUTF8[String(decoding: bytes[..<equals], as: UTF8.self)] = Array(bytes[(equals + 1)...])
+            }
+            entry += 1
+        }
+        self.init(ProcessInfo.processInfo.environment, nonUTF8: nonUTF8)
+    }
+
+    package init(_ values: [String: String], nonUTF8: [String: [UInt8]] = [:]) {
         self.values = values
+        self.nonUTF8 = nonUTF8
+    }
+
+    /// A variable's bytes as the process was given them; nil when unset or empty.
+    package func bytes(_ name: String) -> [UInt8]? {
+        if let raw = nonUTF8[name], !raw.isEmpty { return raw }
+        return self[name].map { Array($0.utf8) }
     }
 
     package subscript(name: String) -> String? {

@@ -28,7 +28,8 @@ package final class HTTPSession {
     }
 
     package init(timeout: Duration, destinations: Destinations = .any) throws(CurlError) {
-        curl = try CurlHandle(protocols: destinations == .publicHTTPS ? "https" : "http,https", timeout: timeout, cancellation: cancellation)
+        curl = try CurlHandle(
+            protocols: destinations == .publicHTTPS ? "https" : "http,https", timeout: timeout, cancellation: cancellation)
         try curl.set(CURLOPT_FOLLOWLOCATION, 0)
         if destinations != .any { try curl.connectOnlyToPublicAddresses(loopback: destinations == .publicOrLoopback) }
     }

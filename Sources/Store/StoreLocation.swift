@@ -34,7 +34,7 @@ package enum StoreLocation: Sendable, Equatable {
             }
             return location
         }
-        if let password = environment["STORE_PASSWORD"] {
+        if let password = environment.bytes("STORE_PASSWORD") {
             guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
                 !url[scheme.upperBound..<at].contains(":"), !url[scheme.upperBound..<at].isEmpty
             else {
@@ -43,14 +43,22 @@ package enum StoreLocation: Sendable, Equatable {
                     reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
             }
             // Only RFC 3986's unreserved characters stay, as in a path segment.
-            url.insert(contentsOf: ":" + password.percentEncoded, at: at)
+            url.insert(contentsOf: ":" + StoreLocation.percentEncoded(password), at: at)
             location = .postgres(url: url)
         }
         let advice =
             "if the password holds '/', '@', ':', '?', '#' or '%', percent-encode it, or give it alone in STORE_PASSWORD (any bytes work there)"
+        // A password with a raw delimiter is read by libpq as part of the host,
+        // the port, the database or the query, and its error text would then
+        // quote a piece of it: refused here, the password never echoed.
+        if let password = StoreLocation.password(in: url), StoreLocation.misread(password) {
+            throw ConfigurationError(variable: "STORE_URL", reason: "the password in it cannot be read as it is: \(advice)")
+        }
         switch SQLStore.postgresOptions(url) {
         case .failure(let error):
-            throw ConfigurationError(variable: "STORE_URL", reason: "libpq cannot read '\(redacted(url))' (\(error.message)); \(advice)")
+            // libpq's text quotes what it could not read: with a password in the URL, that may be the password.
+            let detail = StoreLocation.password(in: url) == nil ? " (\(error.message))" : ""
+            throw ConfigurationError(variable: "STORE_URL", reason: "libpq cannot read '\(redacted(url))'\(detail); \(advice)")
         case .success(let options):
             // A raw '/' in the password ends the host part early: libpq reads
             // `user:pass` as host and port and fails only when it connects.
@@ -62,6 +70,45 @@ package enum StoreLocation: Sendable, Equatable {
             }
         }
         return location
+    }
+
+    /// The password written in a URL's user part (between the first `:` and
+    /// the last `@` of the part after `://`), if any.
+    static func password(in url: String) -> Substring? {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
+            let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return nil }
+        return url[url.index(after: colon)..<at]
+    }
+
+    /// Whether libpq would read a URL's raw password otherwise than meant: a
+    /// delimiter in it, or a `%` that starts no percent-encoded byte.
+    static func misread(_ password: Substring) -> Bool {
+        let bytes = Array(password.utf8)
+        for (index, byte) in bytes.enumerated() {
+            if "/?#@".utf8.contains(byte) { return true }
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, bytes[(index + 1)...(index + 2)].allSatisfy({ isxdigit(Int32($0)) != 0 }) else {
+                    return true
+                }
+            }
+        }
+        return false
+    }
+
+    /// Bytes as a URL's user part carries them: RFC 3986's unreserved
+    /// characters as they are, every other byte percent-encoded.
+    static func percentEncoded(_ bytes: [UInt8]) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        for byte in bytes {
+            if byte < 0x80 && (isalnum(Int32(byte)) != 0 || "-._~".utf8.contains(byte)) {
+                encoded.append(byte)
+            } else {
+                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
     /// The URL as it may be logged: a password in the user part or the query

@@ -91,7 +91,8 @@ func write(_ rows: [String]) {
     guard descriptor >= 0 else { fail("cannot write \(temporary): \(String(cString: strerror(errno)))") }
     let bytes = Array(([header] + rows).joined(separator: "\n").appending("\n").utf8)
     // The umask narrowed the mode given to open; fchmod sets it as it was.
-    let written = fchmod(descriptor, mode) == 0 && bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == bytes.count
+    let written =
+        fchmod(descriptor, mode) == 0 && bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == bytes.count
     let synced = written && fsync(descriptor) == 0
     close(descriptor)
     guard synced, rename(temporary, file.path) == 0 else {

@@ -49,11 +49,15 @@ final class HTTPSessionDestinationTests: XCTestCase {
     func testAPushSessionNeverConnectsToTheServicesOwnNetworkWhateverTheName() throws {
         let listener = try Listener()
         let push = try HTTPSession(timeout: .seconds(2), destinations: .publicHTTPS)
-        for url in ["https://127.0.0.1:\(listener.port)/x", "https://localhost:\(listener.port)/x", "https://[::ffff:127.0.0.1]:\(listener.port)/x"] {
+        for url in [
+            "https://127.0.0.1:\(listener.port)/x", "https://localhost:\(listener.port)/x", "https://[::ffff:127.0.0.1]:\(listener.port)/x"
+        ] {
             guard case .unreachable = push.post(url, headers: [], body: Array("{}".utf8)) else { return XCTFail("\(url) was answered") }
             XCTAssertEqual(listener.connections(), 0, "\(url): no connection was made")
         }
-        guard case .unreachable = push.post("http://8.8.8.8:\(listener.port)/x", headers: [], body: []) else { return XCTFail("http answered") }
+        guard case .unreachable = push.post("http://8.8.8.8:\(listener.port)/x", headers: [], body: []) else {
+            return XCTFail("http answered")
+        }
 
         // The same request from a session that may go anywhere (a school's webhook) connects.
         let webhook = try HTTPSession(timeout: .seconds(1), destinations: .any)

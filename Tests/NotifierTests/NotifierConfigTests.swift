@@ -58,6 +58,37 @@ final class NotifierConfigTests: XCTestCase {
                 "\(String(describing: error))")
             XCTAssertFalse("\(String(describing: error))".contains("xyz"), "the password is not echoed")
         }
+        // A raw delimiter or a stray '%': libpq's own text would quote a piece of the password (its host, its database).
+        for (password, pieces) in [
+            ("Zq9%xyz", ["Zq9", "xyz"]), ("abc@def", ["abc", "def"]), ("ab?cdef", ["cdef"]), ("ab#cdef", ["cdef"]), ("ab%4", ["ab%4"])
+        ] {
+            XCTAssertThrowsError(
+                try NotifierConfig.fromEnvironment(
+                    Environment(["STORE_URL": "postgres://guidance:\(password)@127.0.0.1:5432/guidance?connect_timeout=5"]))
+            ) { error in
+                let text = "\(error)"
+                XCTAssertTrue(text.contains("STORE_URL") && text.contains("STORE_PASSWORD"), text)
+                for piece in pieces { XCTAssertFalse(text.contains(piece), "\(piece) of the password is in: \(text)") }
+            }
+        }
+        // Bytes that are not UTF-8 (psql takes them): percent-encoded as they are, not replaced.
+        let latin1: [UInt8] = [0x70, 0xe4, 0x73, 0x73, 0xff, 0x2f]
+        let config = try NotifierConfig.fromEnvironment(
+            Environment(
+                ["STORE_URL": "postgres://guidance@postgres:5432/guidance", "STORE_PASSWORD": "\u{FFFD}"],
+                nonUTF8: ["STORE_PASSWORD": latin1]))
+        guard case .postgres(let url) = config.store else { return XCTFail("\(config.store)") }
+        XCTAssertTrue(url.hasPrefix("postgres://guidance:p%E4ss%FF%2F@postgres"), url)
+        // The process's own environment keeps such bytes too.
+        let name = "GUIDANCE_TEST_NON_UTF8"
+        XCTAssertEqual(
+            latin1.withUnsafeBufferPointer { buffer in
+                Array(buffer + [0]).withUnsafeBufferPointer {
+                    setenv(name, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), 1)
+                }
+            }, 0)
+        defer { unsetenv(name) }
+        XCTAssertEqual(Environment().bytes(name), latin1)
         XCTAssertThrowsError(
             try NotifierConfig.fromEnvironment(
                 Environment(["STORE_URL": "postgres://guidance:old@postgres/guidance", "STORE_PASSWORD": "new"]))
