@@ -126,6 +126,28 @@ extension SQLStore {
         return taken
     }
 
+    /// The sittings after `date` the students of `schools` already have a
+    /// seat in, as `seat(school, student, sitting)` keys: a student sits once
+    /// in a sitting, whatever number of guidances owe sessions.
+    private static func seats(schools: [String], after date: String, in database: any SQLDatabase) throws(StoreError) -> Set<String> {
+        var seats: Set<String> = []
+        for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
+            try database.forEachRow(
+                """
+                SELECT school_id, student_id, slot_date, slot_time FROM service_duties
+                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0
+                """, [.text(date)] + chunk.map { .text($0) }
+            ) { row in
+                seats.insert(seat(row[0].string ?? "", row[1].string ?? "", date: row[2].string ?? "", time: row[3].string ?? ""))
+            }
+        }
+        return seats
+    }
+
+    private static func seat(_ school: String, _ student: String, date: String, time: String) -> String {
+        [school, student, date, time].joined(separator: "\u{1}")
+    }
+
     /// Each newly stored guidance's sessions, in the order the guidances
     /// happened: the n-th due `service_due_days` school days after its day,
     /// at the first sitting with room after its day (after the one before).
@@ -159,6 +181,7 @@ extension SQLStore {
         guard let earliest = owed.map(\.date).min() else { return }
         let schoolIDs = Set(owed.map(\.schoolId)).sorted()
         var taken = try taken(schools: schoolIDs, after: earliest, in: database)
+        var seated = try seats(schools: schoolIDs, after: earliest, in: database)
         // Where a search after a day may start: the sittings before the last
         // one given were full, and stay full within the batch.
         var resume: [String: String] = [:]
@@ -171,14 +194,23 @@ extension SQLStore {
             let due = dueDates[dueKey] ?? school.service.dueDays.flatMap { school.calendar.schoolDay($0, after: guidance.date) }
             dueDates[dueKey] = due
             var after = guidance.date
+            let (schoolID, student) = (guidance.schoolId, guidance.student.studentId)
             for session in 1...guidance.serviceSessions {
-                let key = guidance.schoolId + " " + after
+                let key = schoolID + " " + after
+                // A sitting the student already sits in is passed over, not full:
+                // the day's resume point moves only past sittings that were full.
+                var passedOver = false
                 let slot = school.service.firstSitting(after: max(after, resume[key] ?? after), calendar: school.calendar) {
-                    taken[guidance.schoolId]?[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
+                    if seated.contains(seat(schoolID, student, date: $0.date, time: $0.time)) {
+                        passedOver = true
+                        return Int.max
+                    }
+                    return taken[schoolID]?[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
                 }
                 if let slot {
-                    taken[guidance.schoolId, default: [:]][SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
-                    resume[key] = Timestamp.civilDay(slot.date).map { Timestamp.dateString(civil: $0 - 1) }
+                    taken[schoolID, default: [:]][SlotTime(date: slot.date, time: slot.time, place: ""), default: 0] += 1
+                    seated.insert(seat(schoolID, student, date: slot.date, time: slot.time))
+                    if !passedOver { resume[key] = Timestamp.civilDay(slot.date).map { Timestamp.dateString(civil: $0 - 1) } }
                     after = slot.date
                 }
                 rows.append([
@@ -237,8 +269,10 @@ extension SQLStore {
                     guard let missed = found.first else { continue }
                     let from = max(date, missed[0].string ?? date)
                     let taken = try taken(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
+                    let seated = try seats(schools: [schoolID], after: from, in: database)
                     let next = school.service.firstSitting(after: from, calendar: school.calendar) {
-                        taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
+                        seated.contains(seat(schoolID, student, date: $0.date, time: $0.time))
+                            ? Int.max : taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
                     }
                     try database.run(
                         """

@@ -246,6 +246,46 @@ final class ServiceScheduleTests: XCTestCase {
     /// Two replicas on one PostgreSQL store apply grades 1, 2 and 3 (keys
     /// of their own partitions) side by side: the school's sittings fill in
     /// order, none beyond its room, and a replay changes nothing.
+    /// A student owes one session for each of two guidances: each session
+    /// gets a sitting of its own, and the seat a sitting had left goes to
+    /// the next student. A 불참 moves the session past the sitting where
+    /// the student already sits.
+    func testAStudentSitsOnceInASittingWhateverTheGuidancesOwed() async throws {
+        let clock = self.clock
+        at("2026-11-13T00:00:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, clock: { clock.time.withLock { $0 } }, schools: Self.schools, calendar: Self.calendar,
+            serviceSlots: Self.slots)
+        self.harness = harness
+        // Friday 13 November: a111 stopped twice, then a112.
+        for (minute, seat) in [(30, (1, 1, 1)), (31, (1, 1, 1)), (32, (1, 1, 2))] {
+            try await harness.register(
+                grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
+        }
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        let placed = try await eventually {
+            try store.duties(school: "sa")
+        } until: {
+            $0.count == 3
+        }
+        let sittings = { (duties: [ServiceDuty], student: String) in
+            duties.filter { $0.studentId == student }.compactMap(\.slot?.date).sorted()
+        }
+        XCTAssertEqual(sittings(placed, "a111"), ["2026-11-17", "2026-11-19"], "one seat a sitting: \(placed)")
+        XCTAssertEqual(sittings(placed, "a112"), ["2026-11-17"], "Tuesday's second seat was free for the next student")
+
+        // a111 misses Tuesday's sitting: the next with room is Thursday's, where a111 already sits.
+        let tuesday = try XCTUnwrap(placed.first { $0.studentId == "a111" && $0.slot?.date == "2026-11-17" })
+        at("2026-11-17T08:00:00Z")
+        _ = try await mark(harness, student: "a111", duty: tuesday.dutyId, outcome: "missed", date: "2026-11-17")
+        let moved = try await eventually {
+            try store.duties(school: "sa")
+        } until: { duties in
+            duties.contains { $0.dutyId == tuesday.dutyId && $0.slot?.date != "2026-11-17" }
+        }
+        XCTAssertEqual(sittings(moved, "a111"), ["2026-11-19", "2026-11-24"], "\(moved)")
+    }
+
     func testTwoReplicasFillTheSittingsInOrderNeverBeyondTheirRoom() async throws {
         let url = try NotifierHarness.postgresURL(schema: "duties")
         let clock = self.clock
