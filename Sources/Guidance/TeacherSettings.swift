@@ -23,13 +23,20 @@ package struct TeacherSettings: Sendable, Equatable {
     /// `urgent` (a rule whose `rules.csv` row says so), not within quiet
     /// hours but when they end. `now` when nothing holds it.
     package func release(of digest: Digest, urgent: Bool, school: School, now: Double, quietByDefault: QuietHours?) -> Double {
+        release(scope: digest.scope, date: digest.date, urgent: urgent, school: school, now: now, quietByDefault: quietByDefault)
+    }
+
+    /// The same for a message of `scope` about `date` (a held delivery's kind).
+    package func release(scope: DigestScope, date: String, urgent: Bool, school: School, now: Double, quietByDefault: QuietHours?)
+        -> Double
+    {
         let quiet = quietHours ?? quietByDefault ?? .none
         let (today, minute) = Timestamp.local(now, in: school.timeZone)
         // Seconds since the school's midnight; zones are whole minutes from UTC.
         let midnight = now - Double(minute * 60) - now.truncatingRemainder(dividingBy: 60)
         var at = now
         var atMinute = minute
-        if let own = listMinute, own > minute, digest.scope != .rule, Timestamp.civilDay(digest.date) == today {
+        if let own = listMinute, own > minute, scope != .rule, Timestamp.civilDay(date) == today {
             at = midnight + Double(own * 60)
             atMinute = own
         }

@@ -85,7 +85,7 @@ package final class NotifierService: Sendable, GroupMember {
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         NotifierHandlers(
             store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, push: config.delivery.vapid,
-            pushOverHTTP: config.delivery.pushOverHTTP, quietHours: config.delivery.quietHours, logger: logger
+            pushOverHTTP: config.delivery.pushOverHTTP, quietHours: config.delivery.quietHours, clock: config.clock, logger: logger
         )
         .routes(into: &routes)
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)

@@ -61,23 +61,53 @@ extension SQLStore {
         }
     }
 
-    package func setTeacherSettings(_ settings: TeacherSettings, school: String, teacher: String, at: String) throws(StoreError) {
+    /// Saves the teacher's settings, and gives each of their messages held
+    /// for their time or quiet hours (e-mail, push; not yet tried, not
+    /// claimed) the time `release` says now, from its kind (`scope/date`)
+    /// and urgency: quiet hours extended keep it held longer, turned off let
+    /// it go at once. In one transaction: a dispatcher never sees the new
+    /// settings with the old release times.
+    package func setTeacherSettings(
+        _ settings: TeacherSettings, school: String, teacher: String, now: Double,
+        release: (_ scope: DigestScope, _ date: String, _ urgent: Bool) -> Double
+    ) throws(StoreError) {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
-            _ = try database.run(
-                """
-                INSERT INTO teacher_settings (school_id, teacher_id, email_lists, list_minute, quiet_from, quiet_until, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
-                ON CONFLICT (school_id, teacher_id) DO UPDATE SET email_lists = excluded.email_lists,
-                    list_minute = excluded.list_minute, quiet_from = excluded.quiet_from, quiet_until = excluded.quiet_until,
-                    updated_at = excluded.updated_at
-                """,
-                [
-                    .text(school), .text(teacher), .integer(settings.emailLists ? 1 : 0),
-                    settings.listMinute.map { .integer(Int64($0)) } ?? .null,
-                    settings.quietHours.map { .integer(Int64($0.from)) } ?? .null,
-                    settings.quietHours.map { .integer(Int64($0.until)) } ?? .null, .text(at)
-                ])
+            try database.transaction { () throws(StoreError) in
+                try SQLStore.saveSettings(settings, school: school, teacher: teacher, at: Timestamp.format(now), in: database)
+                let nowMs = milliseconds(now)
+                let held = try database.query(
+                    """
+                    SELECT delivery_id, kind, urgent FROM deliveries
+                    WHERE school_id = $1 AND teacher_id = $2 AND status = 'pending' AND kind IS NOT NULL AND attempts = 0
+                        AND next_attempt_ms > $3 AND (lease_until_ms IS NULL OR lease_until_ms < $3)
+                    """, [.text(school), .text(teacher), .integer(nowMs)])
+                for row in held {
+                    let kind = (row[1].string ?? "").split(separator: "/", maxSplits: 1).map(String.init)
+                    guard kind.count == 2, let scope = DigestScope(rawValue: kind[0]) else { continue }
+                    let due = max(nowMs, milliseconds(release(scope, kind[1], (row[2].int ?? 0) != 0)))
+                    try database.run("UPDATE deliveries SET next_attempt_ms = $2 WHERE delivery_id = $1", [row[0], .integer(due)])
+                }
+            }
         }
+    }
+
+    private static func saveSettings(_ settings: TeacherSettings, school: String, teacher: String, at: String, in database: any SQLDatabase)
+        throws(StoreError)
+    {
+        _ = try database.run(
+            """
+            INSERT INTO teacher_settings (school_id, teacher_id, email_lists, list_minute, quiet_from, quiet_until, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (school_id, teacher_id) DO UPDATE SET email_lists = excluded.email_lists,
+                list_minute = excluded.list_minute, quiet_from = excluded.quiet_from, quiet_until = excluded.quiet_until,
+                updated_at = excluded.updated_at
+            """,
+            [
+                .text(school), .text(teacher), .integer(settings.emailLists ? 1 : 0),
+                settings.listMinute.map { .integer(Int64($0)) } ?? .null,
+                settings.quietHours.map { .integer(Int64($0.from)) } ?? .null,
+                settings.quietHours.map { .integer(Int64($0.until)) } ?? .null, .text(at)
+            ])
     }
 
     /// What deciding the deliveries of `schools`' digests needs, read once

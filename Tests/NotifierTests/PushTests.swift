@@ -308,4 +308,41 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(messages(to: "phone", service.records).count, 1, "sent once by the two replicas")
         XCTAssertEqual(messages(to: "desk", service.records).count, 1)
     }
+
+    /// A message held for quiet hours follows the teacher's quiet hours as
+    /// they are when it would go, not as they were when it was written: one
+    /// teacher turns them off and gets the list at once, another extends
+    /// them to 09:00 and gets nothing at 07:00.
+    func testHeldMessagesFollowAChangeOfQuietHours() async throws {
+        let now = Now("2026-11-21T13:00:00Z")  // 22:00 in Seoul
+        let sink = try Counterpart(interpreter: DeliveryTests.systemPython, script: "smtp-sink.py")
+        try sink.start()
+        self.sink = sink
+        let harness = try await NotifierHarness(
+            authentication: true, clock: now.read, delivery: DeliveryTests.delivery(smtpPort: sink.port), quietHours: .standard)
+        self.harness = harness
+        let base = harness.notifierBase
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-21T00:30:00Z", as: "t-gate")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, at: "2026-11-21T00:31:00Z", as: "t-gate")
+        _ = try await harness.waitForList(count: 2, as: "t-admin")
+        try await run(harness)
+        func mails(to teacher: String) -> Int { sink.records.filter { ($0["to"] as? [String]) == ["\(teacher)@sa.school.example"] }.count }
+        // The dispatcher polls every 200 ms: a second, and both lists are held until 07:00.
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(sink.records.count, 0, "held for quiet hours: \(sink.records)")
+
+        let off = try await settings("t-hr-1-1", #"{"quietFrom":null,"quietUntil":null}"#, at: base)
+        XCTAssertEqual(off.status, 200, off.text)
+        _ = try await sink.waitFor { $0.contains { ($0["to"] as? [String]) == ["t-hr-1-1@sa.school.example"] } }
+        let longer = try await settings("t-hr-1-2", #"{"quietFrom":"21:00","quietUntil":"09:00"}"#, at: base)
+        XCTAssertEqual(longer.status, 200, longer.text)
+
+        now.set("2026-11-21T22:00:30Z")  // 07:00:30, the old end
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(mails(to: "t-hr-1-2"), 0, "still in the quiet hours the teacher set")
+        now.set("2026-11-22T00:00:30Z")  // 09:00:30, the new end
+        _ = try await sink.waitFor { $0.contains { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] } }
+        XCTAssertEqual(mails(to: "t-hr-1-1"), 1)
+        XCTAssertEqual(mails(to: "t-hr-1-2"), 1)
+    }
 }

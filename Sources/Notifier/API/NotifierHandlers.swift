@@ -22,6 +22,8 @@ struct NotifierHandlers: Sendable {
     let pushOverHTTP: Bool
     /// `QUIET_HOURS`: a teacher's who chose none of their own.
     let quietHours: QuietHours?
+    /// The service's one clock (`NotifierConfig.clock`).
+    let clock: @Sendable () -> Double
     let logger: Logger
 
     /// Every route takes any teacher; each handler narrows to what the

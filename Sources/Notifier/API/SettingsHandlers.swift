@@ -44,8 +44,13 @@ extension NotifierHandlers {
         try request.json { (body) throws(FieldError) in
             try NotifierHandlers.change(&settings, by: body, school: school, quietByDefault: quietHours)
         }
-        let at = Timestamp.format(Timestamp.now())
-        try await blocking { [settings] in try store.setTeacherSettings(settings, school: schoolID, teacher: teacherID, at: at) }
+        // Messages held under the old settings are held by the new ones.
+        let (now, quietByDefault) = (clock(), quietHours)
+        try await blocking { [settings] in
+            try store.setTeacherSettings(settings, school: schoolID, teacher: teacherID, now: now) { scope, date, urgent in
+                settings.release(scope: scope, date: date, urgent: urgent, school: school, now: now, quietByDefault: quietByDefault)
+            }
+        }
         logger.info(
             "teacher settings changed",
             [
