@@ -405,6 +405,7 @@ extension SQLStore {
                 try database.run("DELETE FROM service_records WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM service_duties WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM rule_crossings WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM rule_notices_told WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 var changed: [Digest] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
                     let neutral = digest.entries.map { entry in

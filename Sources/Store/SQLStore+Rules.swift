@@ -28,6 +28,23 @@ extension SQLStore {
         CREATE INDEX IF NOT EXISTS rule_crossings_untold ON rule_crossings(school_id) WHERE active <> told;
         """
 
+    /// Version 15: what each teacher was told today of a student and rule,
+    /// and in which notice: a later crossing (or withdrawal) of the same day
+    /// is merged into that notice, not told again. Only the school's
+    /// current day is kept.
+    static let ruleNoticesToday = """
+        CREATE TABLE IF NOT EXISTS rule_notices_told (
+            school_id TEXT NOT NULL,
+            student_id TEXT NOT NULL,
+            rule_key TEXT NOT NULL,
+            teacher_id TEXT NOT NULL,
+            day TEXT NOT NULL,
+            active INTEGER NOT NULL,
+            digest_id TEXT NOT NULL,
+            PRIMARY KEY (school_id, student_id, rule_key, teacher_id)
+        );
+        """
+
     /// A student of a school whose records an event batch changed.
     struct StudentKey: Hashable, Comparable {
         let school: String
@@ -189,9 +206,14 @@ extension SQLStore {
     /// `targets`, and the crossing marked told, in one transaction under its
     /// school's lock: two replicas tell it once. A notice is a digest of
     /// scope `rule` whose revision counts the teacher's notices of that
-    /// day. Returns the notices written.
+    /// day. A teacher hears of a student and rule at most once a school day
+    /// (`today`), and once more if it is withdrawn: a later crossing of the
+    /// same day (a flood of back-dated records crosses the rule again and
+    /// again) is merged into the day's notice, which shows its newest words
+    /// as unread again, without a message of its own. Returns the notices
+    /// written.
     package func tellCrossings(
-        schools: [String], createdAt: String, notices: (RuleCrossing) -> [RuleNotice],
+        schools: [String], createdAt: String, today: (_ school: String) -> String, notices: (RuleCrossing) -> [RuleNotice],
         targets: (Digest, RuleCrossing) -> [DeliveryTarget]
     ) throws(StoreError) -> [Digest] {
         let schools = Array(Set(schools)).sorted()
@@ -209,11 +231,34 @@ extension SQLStore {
                     """, schools.map(SQLValue.text))
                 let records = try SQLStore.records(
                     Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
+                // What each teacher was told today, by student and rule: the notice and whether it said the crossing stands.
+                var told: [String: (active: Bool, digest: String)] = [:]
+                for school in schools {
+                    try database.run(
+                        "DELETE FROM rule_notices_told WHERE school_id = $1 AND day <> $2", [.text(school), .text(today(school))])
+                    try database.forEachRow(
+                        "SELECT student_id, rule_key, teacher_id, active, digest_id FROM rule_notices_told WHERE school_id = $1",
+                        [.text(school)]
+                    ) { row in
+                        let key = [school, row[0].string ?? "", row[1].string ?? "", row[2].string ?? ""].joined(separator: "\u{1}")
+                        told[key] = (row[3].int == 1, row[4].string ?? "")
+                    }
+                }
                 var digests: [(digest: Digest, targets: [DeliveryTarget])] = []
+                var merged: [String: RuleNotice] = [:]
                 var revisions: [String: Int] = [:]
                 for row in rows {
                     let crossing = SQLStore.crossing(row, records: records)
                     for notice in notices(crossing) {
+                        let key = [crossing.schoolId, crossing.studentId, crossing.ruleKey, notice.teacherId].joined(separator: "\u{1}")
+                        if let earlier = told[key], earlier.active == crossing.active {
+                            if let index = digests.firstIndex(where: { $0.digest.digestId == earlier.digest }) {
+                                digests[index].digest = digests[index].digest.replacing(with: notice)
+                            } else {
+                                merged[earlier.digest] = notice
+                            }
+                            continue
+                        }
                         let day = "\(notice.teacherId)/\(crossing.date)"
                         let revision: Int
                         if let last = revisions[day] {
@@ -236,6 +281,18 @@ extension SQLStore {
                             classNumber: notice.classNumber, revision: revision, createdAt: createdAt, read: false, subject: notice.subject,
                             text: notice.text, entries: notice.entries, counts: notice.counts)
                         digests.append((digest, targets(digest, crossing)))
+                        told[key] = (crossing.active, digest.digestId)
+                        try database.run(
+                            """
+                            INSERT INTO rule_notices_told (school_id, student_id, rule_key, teacher_id, day, active, digest_id)
+                            VALUES ($1, $2, $3, $4, $5, $6, $7)
+                            ON CONFLICT (school_id, student_id, rule_key, teacher_id) DO UPDATE SET
+                                day = excluded.day, active = excluded.active, digest_id = excluded.digest_id
+                            """,
+                            [
+                                .text(crossing.schoolId), .text(crossing.studentId), .text(crossing.ruleKey), .text(notice.teacherId),
+                                .text(today(crossing.schoolId)), .integer(crossing.active ? 1 : 0), .text(digest.digestId)
+                            ])
                     }
                     try database.run(
                         """
@@ -259,6 +316,15 @@ extension SQLStore {
                         ]
                     }, perStatement: database.rowsPerStatement)
                 statements += SQLStore.enqueue(digests, in: database)
+                // Notices of earlier batches today, with their newest words: unread again, no message of their own.
+                statements += merged.sorted { $0.key < $1.key }.map { digestID, notice in
+                    SQLStatement(
+                        "UPDATE digests SET subject = $2, text = $3, entries = $4, counts = $5, read = 0 WHERE digest_id = $1",
+                        [
+                            .text(digestID), .text(notice.subject), .text(notice.text), .text(DigestColumns.entries(notice.entries)),
+                            .text(DigestColumns.counts(notice.counts))
+                        ])
+                }
                 if !statements.isEmpty { try database.pipeline(statements) { _, _ in } }
                 return digests.map(\.digest)
             }
@@ -335,5 +401,16 @@ package struct RuleNotice: Sendable {
         self.text = text
         self.entries = entries
         self.counts = counts
+    }
+}
+
+extension Digest {
+    /// The same notice with `notice`'s words and records: a later crossing
+    /// merged into the day's notice.
+    fileprivate func replacing(with notice: RuleNotice) -> Digest {
+        Digest(
+            digestId: digestId, teacherId: teacherId, schoolId: schoolId, date: date, scope: scope, grade: grade,
+            classNumber: classNumber, revision: revision, createdAt: createdAt, read: read, subject: notice.subject, text: notice.text,
+            entries: notice.entries, counts: notice.counts)
     }
 }

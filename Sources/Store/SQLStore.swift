@@ -61,7 +61,7 @@ package final class SQLStore: Sendable {
         [
             schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
             volunteerService,
-            teacherSettings, erasedStudents, ruleCrossings, serviceSchedule, quietHoursAndPush, claimOrder
+            teacherSettings, erasedStudents, ruleCrossings, serviceSchedule, quietHoursAndPush, claimOrder, ruleNoticesToday
         ]
     }
 

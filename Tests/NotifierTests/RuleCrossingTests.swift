@@ -4,6 +4,7 @@ import Guidance
 import Kafka
 @testable import Notifier
 @testable import Store
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -143,6 +144,48 @@ final class RuleCrossingTests: XCTestCase {
         XCTAssertEqual(
             try store.crossings(school: "sa", student: "a111").map { "\($0.ruleKey) \($0.active) \($0.told)" },
             ["*/3/7 false false", "noShoes/2/30 false false"])
+    }
+
+    /// One gate token posts many back-dated records for one student: each
+    /// crossing of a rule is stored, but a teacher hears of the student and
+    /// rule once a school day, through the API; the next day, once more.
+    func testAFloodOfBackDatedRecordsTellsEachTeacherOnceADay() async throws {
+        let clock = Mutex(Timestamp.parse("2026-11-21T03:00:00Z")!)  // Saturday 12:00 in Seoul
+        let harness = try await NotifierHarness(clock: { clock.withLock { $0 } }, rules: Self.rules)
+        self.harness = harness
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        // Two records a day for the last seven days: four crossings of "3 in 7 days", seven of "실내화 2 in 30".
+        for day in 15...21 {
+            for hour in ["00", "01"] {
+                try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-\(day - 1)T\(hour):10:00Z", as: "t-gate")
+            }
+        }
+        let crossings = try await eventually(within: .seconds(30)) {
+            try store.crossings(school: "sa", student: "a111")
+        } until: {
+            $0.count == 4 + 7 && $0.allSatisfy(\.told)
+        }
+        XCTAssertEqual(crossings.count, 11, "every crossing is kept")
+        for teacher in ["t-hr-1-1", "t-admin", "t-vd-1"] {
+            try await assertEqualAsync(try await Self.notices(of: teacher, at: harness.notifierBase).count, 1, "\(teacher): once today")
+        }
+        let today = try await Self.notices(of: "t-hr-1-1", at: harness.notifierBase)
+        let notice = try XCTUnwrap(today.first)
+        XCTAssertTrue(notice["subject"]?.string?.contains("지도") == true, "\(notice)")
+
+        // Sunday: two more records cross the rule again, told once more.
+        clock.withLock { $0 = Timestamp.parse("2026-11-22T03:00:00Z")! }
+        for minute in 10...12 {
+            try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-22T00:\(minute):00Z", as: "t-gate")
+        }
+        let next = try await eventually(within: .seconds(30)) {
+            try await Self.notices(of: "t-hr-1-1", at: harness.notifierBase)
+        } until: {
+            $0.count >= 2
+        }
+        XCTAssertEqual(next.count, 2, "one notice a day")
+        try await Task.sleep(for: .seconds(1))
+        try await assertEqualAsync(try await Self.notices(of: "t-hr-1-1", at: harness.notifierBase).count, 2)
     }
 
     /// Whom a crossing tells: the teachers its rule names for the student's

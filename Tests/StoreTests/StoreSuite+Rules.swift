@@ -11,7 +11,8 @@ extension StoreSuite {
         let rules = ["sa": [SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.admin], label: "두 번")]]
         var told: [String] = []
         func tell() throws -> [Digest] {
-            try store.tellCrossings(schools: store.untoldSchools(), createdAt: "2026-12-01T00:00:00Z") { crossing in
+            try store.tellCrossings(schools: store.untoldSchools(), createdAt: "2026-12-01T00:00:00Z", today: { _ in "2026-12-01" }) {
+                crossing in
                 told.append("\(crossing.ruleKey) \(crossing.ordinal) \(crossing.active) \(crossing.records.map(\.guidanceId))")
                 return ["t-admin", "t-hr"].map {
                     RuleNotice(
@@ -60,6 +61,53 @@ extension StoreSuite {
 }
 
 extension StoreSuite {
+    /// A flood of back-dated records crosses a rule again and again: each
+    /// teacher hears of the student and rule once a school day, the day's
+    /// notice showing the newest crossing (unread again), in one batch or
+    /// in several; the next day is a new notice.
+    func aFloodOfCrossingsIsOneNoticeADay() throws {
+        let store = try makeStore()
+        let rules = ["sa": [SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.admin], label: "두 번")]]
+        func tell(on day: String) throws -> [Digest] {
+            try store.tellCrossings(schools: store.untoldSchools(), createdAt: day + "T01:00:00Z", today: { _ in day }) { crossing in
+                [
+                    RuleNotice(
+                        teacherId: "t-admin", grade: 1, classNumber: 3, subject: "crossing \(crossing.ordinal)", text: "", entries: [],
+                        counts: [:])
+                ]
+            } targets: { _, _ in
+                [DeliveryTarget(channel: .email, target: "admin@school.example", heldUntil: nil)]
+            }
+        }
+        // 40 records of one student over 40 days: 20 crossings of "two in 7 days", told in one batch.
+        let days = (1...40).map { Timestamp.dateString(civil: Timestamp.civilDay("2026-10-20")! + $0) }
+        _ = try store.apply(days.enumerated().map { .registered(record("f\($0.offset)", date: $0.element)) }, rules: rules)
+        let first = try tell(on: "2026-12-01")
+        XCTAssertEqual(first.count, 1, "one notice for the student and rule: \(first.map(\.subject))")
+        XCTAssertEqual(first.first?.subject, "crossing 20", "showing the newest crossing")
+        XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 100).count, 1, "one e-mail")
+        _ = try store.markRead(teacher: "t-admin", digestId: try XCTUnwrap(first.first?.digestId))
+
+        // More, in later batches of the same day: merged into that notice, which is unread again; no new message.
+        for batch in 0..<3 {
+            _ = try store.apply(
+                [.registered(record("m\(batch)a", date: "2026-11-30")), .registered(record("m\(batch)b", date: "2026-11-30"))], rules: rules
+            )
+            XCTAssertEqual(try tell(on: "2026-12-01"), [], "batch \(batch): nothing new is told")
+        }
+        let inbox = try store.inbox(teacher: "t-admin")
+        XCTAssertEqual(inbox.map(\.subject), ["crossing 23"])
+        XCTAssertEqual(inbox.first?.read, false, "the merged notice is unread again")
+        XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 100).count, 1)
+
+        // The next school day, the next crossing is told again.
+        _ = try store.apply([.registered(record("n1", date: "2026-12-01")), .registered(record("n2", date: "2026-12-01"))], rules: rules)
+        XCTAssertEqual(try tell(on: "2026-12-02").map(\.subject), ["crossing 24"])
+        XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 100).count, 2)
+    }
+}
+
+extension StoreSuite {
     /// Held deliveries (quiet hours) of one teacher, channel and kind: the
     /// newest goes and counts the others, whether they came in one batch
     /// (two notices at once) or in two.
@@ -69,7 +117,7 @@ extension StoreSuite {
         let createdAt = "2026-11-30T13:00:00Z"
         let release = Timestamp.parse("2026-11-30T22:00:00Z")!
         func tell() throws -> [Digest] {
-            try store.tellCrossings(schools: store.untoldSchools(), createdAt: createdAt) { crossing in
+            try store.tellCrossings(schools: store.untoldSchools(), createdAt: createdAt, today: { _ in "2026-11-30" }) { crossing in
                 [RuleNotice(teacherId: "t-hr", grade: 1, classNumber: 3, subject: crossing.studentId, text: "", entries: [], counts: [:])]
             } targets: { _, _ in
                 [DeliveryTarget(channel: .push, target: "devices", heldUntil: release)]

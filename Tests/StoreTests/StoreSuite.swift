@@ -430,6 +430,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
     /// What a digest run and the dispatcher look up by day or channel is
@@ -592,6 +593,7 @@ final class PostgresStoreTests: XCTestCase {
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
     /// Statements are prepared once per session; when the server ends the

@@ -55,7 +55,8 @@ final class RuleNotices: Sendable {
                 guard !schools.isEmpty else { return [] }
                 // Each teacher's 설정, as for their lists; an urgent rule's notice is never held.
                 let preferences = try store.deliveryPreferences(schools: schools)
-                return try store.tellCrossings(schools: schools, createdAt: Timestamp.format(now)) { crossing in
+                let today = { (school: String) in roster.school(school).map { Timestamp.localDate(now, in: $0.timeZone) } ?? "" }
+                return try store.tellCrossings(schools: schools, createdAt: Timestamp.format(now), today: today) { crossing in
                     RuleNotices.notices(of: crossing, roster: roster, now: now)
                 } targets: { digest, crossing in
                     // Urgent as the rule's row in rules.csv says now.
