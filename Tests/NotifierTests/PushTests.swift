@@ -179,6 +179,21 @@ final class PushTests: XCTestCase {
             $0 == .int(1)
         }
         XCTAssertEqual(devices, .int(1), "the gone device is dropped")
+        // A teacher whose only device is gone: nothing to push to, which is no failed delivery (the alert's metric).
+        try await assertEqualAsync(try await settings("t-hr-1-2", #"{"quietFrom":null,"quietUntil":null}"#, at: base).status, 200)
+        try await subscribe("solo", teacher: "t-hr-1-2", cookie: try await signIn("t-hr-1-2", at: base), at: base)
+        _ = try await fetch("POST", "http://127.0.0.1:\(service.port)/gone/solo")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 3, as: "t-admin")
+        try await run(harness)
+        let solo = try await eventually {
+            try await self.deliveries(harness, teacher: "t-hr-1-2")
+        } until: { items in
+            !items.isEmpty && items.allSatisfy { $0["status"]?.string != "pending" }
+        }
+        XCTAssertEqual(solo.map { $0["status"]?.string }, ["sent"], "a gone device owes nothing: \(solo)")
+        let metrics = try await fetch("GET", base + "/metrics")
+        XCTAssertFalse(metrics.text.contains(#"notifier_deliveries_total{channel="push",outcome="failed"}"#), metrics.text)
 
         // The phone signs out: its subscription goes with its session.
         let out = try await fetch(

@@ -146,7 +146,9 @@ final class PushChannel: DeliveryChannel {
             try? store.removePushSubscription(endpoint: device.endpoint)
             logger.info(
                 "push subscription dropped: the push service says it is gone", ["teacher": device.teacherId, "status": String(status)])
-            return .notRetriable("HTTP \(status): the device's subscription is gone; dropped")
+            // Nothing is owed to a device that is gone, as to a teacher with
+            // none: the message is in the 알림함, and no failure is counted.
+            return .sent
         }
         // What an admin reads in 관리 says what happened, never what the far
         // side said or how its connection failed: an endpoint is a browser's
