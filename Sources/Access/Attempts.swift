@@ -11,6 +11,11 @@ package enum AttemptKey: Hashable, Sendable {
     case teacher(String)
     /// A mailbox sign-in links are mailed to (`SignIn.mailboxes`).
     case mailbox(String)
+    /// Sign-in links asked for from a client address: no failures, and
+    /// counted apart from them, so that a guesser behind a school's NAT does
+    /// not take the e-mailed link from its teachers; bounded all the same
+    /// (`linkLimit`), and each mailbox gets a few links at most whatever asks.
+    case linkRequests(String)
 }
 
 /// Failed sign-ins (a wrong token, link or code) counted per key over a
@@ -35,10 +40,16 @@ package final class AttemptLimiter: Sendable {
         self.window = window
     }
 
+    /// Link requests an address may make in a window: five times its
+    /// failures' limit, so that every teacher of a school behind one address
+    /// can ask for a link in the same few minutes of a Monday morning.
+    package var linkLimit: Int { addressLimit * 5 }
+
     private func limit(of key: AttemptKey) -> Int {
         switch key {
         case .address: addressLimit
         case .teacher, .mailbox: limit
+        case .linkRequests: linkLimit
         }
     }
 

@@ -138,12 +138,12 @@ package struct SignIn: Sendable {
         guard MailAddress.isAddress(address) else {
             return form(next: next, status: 400, errors: [.email: "이메일 주소를 입력하세요(예: kim@school.example)."])
         }
-        // Requests count like failures against the address, so nobody floods
-        // the service; a mailbox gets at most `mailboxes.limit` links in a
+        // Requests are counted against the address on a count of their own,
+        // not with its failed sign-ins (a guesser behind the school's NAT
+        // must not take the link from its teachers), so nobody floods the
+        // service; a mailbox gets at most `mailboxes.limit` links in a
         // link's life, past which nothing is sent (its links still work).
-        let keys = AccessPolicy.attemptKeys(client: caller.client)
-        if let refusal = policy.attempts.refusal(keys) { return tooMany(refusal, next: next) }
-        policy.attempts.fail(keys)
+        if let refusal = policy.attempts.attempt([.linkRequests(caller.client)]) { return tooMany(refusal, next: next) }
         // The same work for a known and an unknown address before the answer:
         // the roster is looked up, the links made and sent, and the request
         // logged by a task of its own afterwards.

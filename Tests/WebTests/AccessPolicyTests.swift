@@ -423,6 +423,41 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertEqual(signedIn.status, 303, "a link from the mailbox still signs in: \(text(signedIn).prefix(300))")
     }
 
+    /// A school's NAT carries a guesser's wrong keys and every teacher's
+    /// link requests: the guesser's failures do not take the e-mailed link
+    /// away, and a hundred and more teachers asking for links in the same
+    /// minutes are not refused; link requests are bounded on their own count.
+    func testAGuesserBehindTheSchoolsAddressDoesNotTakeTheLinkAway() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mail = MailSettings(transport: .directory(folder.path), from: try XCTUnwrap(MailAddress("교문 <gate@a.example>")))
+        let limiter = AttemptLimiter(limit: 10, addressLimit: 20)
+        let router = try router(publicURL: "https://gate.a.example", attempts: limiter, mail: mail)
+        let headers = form.merging(["host": "gate.a.example", "origin": "https://gate.a.example"]) { $1 }
+        let school = "10.9.9.9"
+        for attempt in 1...25 {
+            let wrong = await send(router, "POST", "/session", headers: headers, body: "token=guess-\(attempt)", from: school)
+            XCTAssertEqual(wrong.status, attempt <= 20 ? 401 : 429, "guess \(attempt)")
+        }
+        let asked = await send(router, "POST", "/session/link", headers: headers, body: "email=g1%40a.example", from: school)
+        XCTAssertEqual(asked.status, 200, "the link is asked for past the guesser's limit: \(text(asked).prefix(300))")
+        _ = try await eventually(within: .seconds(10)) {
+            (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") }.count ?? 0
+        } until: {
+            $0 == 1
+        }
+        // Every teacher of the school asks (other addresses of the roster or not): refused only past the link count.
+        var statuses: [Int] = []
+        for teacher in 1..<(limiter.linkLimit + 5) {
+            statuses.append(
+                await send(router, "POST", "/session/link", headers: headers, body: "email=t\(teacher)%40a.example", from: school).status)
+        }
+        XCTAssertEqual(statuses.filter { $0 == 200 }.count, limiter.linkLimit - 1, "the first request counted too")
+        XCTAssertEqual(statuses.suffix(5), [429, 429, 429, 429, 429])
+        let right = await send(router, "POST", "/session", headers: headers, body: "token=gate-a", from: school)
+        XCTAssertEqual(right.status, 303, "a right key still signs in")
+    }
+
     /// Behind a trusted proxy the client is the address it names.
     func testTheClientAddressComesFromTrustedProxiesOnly() {
         let clients = ClientAddresses(trusted: ["10.0.0.0/8", "192.168.1.1"])
