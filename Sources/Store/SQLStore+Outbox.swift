@@ -85,11 +85,13 @@ extension SQLStore {
     }
 
     /// Claims up to `limit` due deliveries of `channel` for `owner` until
-    /// `leaseUntil`: pending, due by `now`, and not leased by a live claim.
-    /// Two dispatchers never hold the same delivery at once.
-    package func claimDeliveries(channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double) throws(StoreError)
-        -> [ClaimedDelivery]
-    {
+    /// `leaseUntil`: pending, due by `now`, not leased by a live claim, and
+    /// none of the schools `excluding` names (those whose sends already
+    /// fill their share of the connections). Two dispatchers never hold the
+    /// same delivery at once.
+    package func claimDeliveries(
+        channel: Channel, limit: Int, owner: String, now: Double, leaseUntil: Double, excluding schools: [String] = []
+    ) throws(StoreError) -> [ClaimedDelivery] {
         try outbox.withLock { (database: inout any SQLDatabase) throws(StoreError) -> [ClaimedDelivery] in
             try database.transaction { () throws(StoreError) -> [ClaimedDelivery] in
                 // PostgreSQL skips rows another replica is claiming right now;
@@ -97,13 +99,13 @@ extension SQLStore {
                 let claimed = try database.query(
                     """
                     UPDATE deliveries SET lease_owner = $1, lease_until_ms = $2, claims = claims + 1
-                    WHERE delivery_id IN (\(SQLStore.due(channel: "$3", now: "$4", limit: "$5"))\(database.skipLocked))
+                    WHERE delivery_id IN (\(SQLStore.due(channel: "$3", now: "$4", limit: "$5", excluding: schools.indices.map { "$\($0 + 6)" }))\(database.skipLocked))
                     RETURNING delivery_id
                     """,
                     [
                         .text(owner), .integer(milliseconds(leaseUntil)), .text(channel.rawValue), .integer(milliseconds(now)),
                         .integer(Int64(limit))
-                    ])
+                    ] + schools.map(SQLValue.text))
                 guard !claimed.isEmpty else { return [] }
                 let placeholders = (1...claimed.count).map { "$\($0)" }.joined(separator: ", ")
                 let rows = try database.query(
@@ -127,16 +129,26 @@ extension SQLStore {
         }
     }
 
-    /// The first `limit` due deliveries of a channel, oldest first, read in
-    /// the order of `deliveries_due`: no sort, so a claim reads its `limit`
-    /// rows whatever the backlog (`claimOrder`).
-    static func due(channel: String, now: String, limit: String) -> String {
-        """
-        SELECT delivery_id FROM deliveries
-        WHERE channel = \(channel) AND status = 'pending' AND next_attempt_ms <= \(now)
-          AND (lease_until_ms IS NULL OR lease_until_ms < \(now))
-        ORDER BY next_attempt_ms, delivery_id LIMIT \(limit)
-        """
+    /// The due deliveries a claim takes: the first due school's (leaving
+    /// out `excluding`), both read in the due index's order. One school a
+    /// claim, so that a batch sent over one connection never holds another
+    /// school's message behind a slow endpoint. The school is compared as
+    /// `school_id || ''`, which no index covers: with statistics older than
+    /// the backlog, PostgreSQL would otherwise read the school's rows by
+    /// `deliveries_by_school` and sort every pending one of them (a
+    /// one-school district's whole backlog) to take the first few.
+    static func due(channel: String, now: String, limit: String, excluding schools: [String] = []) -> String {
+        let due = """
+            channel = \(channel) AND status = 'pending' AND next_attempt_ms <= \(now)
+              AND (lease_until_ms IS NULL OR lease_until_ms < \(now))
+            """
+        let others = schools.isEmpty ? "" : " AND school_id NOT IN (\(schools.joined(separator: ", ")))"
+        return """
+            SELECT delivery_id FROM deliveries
+            WHERE \(due) AND school_id || '' = (
+                SELECT school_id FROM deliveries WHERE \(due)\(others) ORDER BY next_attempt_ms, delivery_id LIMIT 1)
+            ORDER BY next_attempt_ms, delivery_id LIMIT \(limit)
+            """
     }
 
     /// Version 14. The due index ends with `delivery_id`, the claim's last

@@ -360,4 +360,49 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(mails(to: "t-hr-1-1"), 1)
         XCTAssertEqual(mails(to: "t-hr-1-2"), 1)
     }
+
+    /// Three teachers of one school whose devices do not answer (each push
+    /// waits out its timeout, device after device) beside another school's
+    /// teacher: that teacher's push goes while the slow ones still wait,
+    /// not after them.
+    func testOneSchoolsSlowEndpointsDoNotHoldAnotherSchoolsPush() async throws {
+        let service = try startService()
+        var delivery = self.delivery
+        delivery.webhookTimeout = .seconds(3)
+        let harness = try await NotifierHarness(authentication: true, delivery: delivery)
+        self.harness = harness
+        let base = harness.notifierBase
+        for teacher in ["t-hr-1-1", "t-hr-1-2", "t-vd-1"] {
+            let cookie = try await signIn(teacher, at: base)
+            for device in 1...3 {
+                try await subscribe("\(teacher)-\(device)", teacher: teacher, cookie: cookie, at: base)
+                _ = try await fetch("POST", "http://127.0.0.1:\(service.port)/slow/\(teacher)-\(device)")
+            }
+        }
+        try await subscribe("b-phone", teacher: "t-hr-b", cookie: try await signIn("t-hr-b", at: base), at: base)
+
+        // School A's lists: three deliveries of three devices, 9 s each until every device timed out.
+        try await harness.register(grade: 1, classNumber: 1, number: 1, as: "t-gate")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
+        _ = try await harness.waitForList(count: 2, as: "t-admin")
+        try await run(harness)
+        try await Task.sleep(for: .milliseconds(500))
+        // School B's list, once A's are under way.
+        try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1, at: "2026-11-20T18:00:00Z", as: "t-gate-b")
+        _ = try await eventually {
+            try await fetch("GET", "\(base)/v1/schools/sb/guidances?date=2026-11-20", headers: harness.headers("t-hr-b")).object["items"]
+        } until: {
+            if case .array(let items)? = $0 { items.count == 1 } else { false }
+        }
+        let runner = try XCTUnwrap(harness.notifier?.runner)
+        let school = try XCTUnwrap(harness.notifier?.roster.current.school("sb"))
+        _ = try await runner.run([(school, "2026-11-20")])
+        _ = try await service.waitFor { self.messages(to: "b-phone", $0).count == 1 }
+        // When B's arrived, none of A's had even ended its first attempt.
+        let slow =
+            try await deliveries(harness, teacher: "t-hr-1-1") + deliveries(harness, teacher: "t-hr-1-2")
+            + deliveries(harness, teacher: "t-vd-1")
+        XCTAssertEqual(slow.count, 3, "\(slow)")
+        XCTAssertEqual(slow.map { $0["attempts"]?.int }, [0, 0, 0], "B's push went before A's slow ones ended: \(slow)")
+    }
 }

@@ -11,6 +11,8 @@ expiry and subject), "error", "ttl", "urgency", "topic", "encoding"}.
 GET  /subscribe/<device>  a new subscription: {"endpoint", "keys": {"p256dh", "auth"}}
 POST /push/<device>       a push message; 201, or 410 for a device in --gone
                           (or one made gone by POST /gone/<device>)
+POST /slow/<device>       a tarpit from now on: that device's pushes are
+                          answered only after 30 s (a sender gives up first)
 --vapid-key KEY     the notifier's VAPID public key (base64url)
 Stops on SIGTERM.
 """
@@ -39,6 +41,7 @@ args = parser.parse_args()
 origin = f"http://127.0.0.1:{args.port}"
 devices = {}  # device -> (private key, auth secret)
 gone = set(filter(None, args.gone.split(",")))
+slow = set()
 lock = threading.Lock()
 log = open(args.log, "a", encoding="utf-8")
 
@@ -96,9 +99,9 @@ class Service(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         parts = self.path.split("/")
-        if self.path.startswith("/gone/"):
+        if self.path.startswith("/gone/") or self.path.startswith("/slow/"):
             with lock:
-                gone.add(parts[2])
+                (gone if parts[1] == "gone" else slow).add(parts[2])
             return self.answer(204)
         if not self.path.startswith("/push/"):
             return self.answer(404)
@@ -109,6 +112,10 @@ class Service(BaseHTTPRequestHandler):
         with lock:
             keys = devices.get(device)
             is_gone = device in gone
+            tarpit = device in slow
+        if tarpit:
+            record["slow"] = True
+            time.sleep(30)
         try:
             record["vapid"], record["error"] = check_vapid(self.headers.get("Authorization", ""))
             if keys is None:

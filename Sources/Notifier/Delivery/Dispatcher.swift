@@ -5,11 +5,16 @@ import HTTP
 import Store
 import Synchronization
 
-/// Sends the outbox. On every replica, one loop per channel claims due
-/// deliveries under a lease, sends them over the channel's connections, and
-/// records each outcome: sent, retried with backoff, or failed. A replica
-/// killed mid-send loses its lease and another sends again: at-least-once,
-/// with the same Message-ID / webhook-id for the receiver to drop a copy.
+/// Sends the outbox. On every replica, one loop per connection of each
+/// channel claims due deliveries under a lease, sends them over its
+/// connection, and records each outcome: sent, retried with backoff, or
+/// failed. The loops go at their own pace: a slow receiver holds its own
+/// connection, not the others'. A school whose deliveries already take
+/// half a channel's connections gets no more of them while another
+/// school's are due (its slow endpoints cannot hold another school's
+/// messages), and all of them when nobody else's are. A replica killed
+/// mid-send loses its lease and another sends again: at-least-once, with
+/// the same Message-ID / webhook-id for the receiver to drop a copy.
 final class Dispatcher: Sendable {
     private let config: DeliveryConfig
     private let rosters: LiveRoster
@@ -35,6 +40,10 @@ final class Dispatcher: Sendable {
     /// Channels whose last attempt failed, retriably: logged once per change.
     private let failing = Mutex<Set<Channel>>([])
     private let backlog = Mutex<(readAt: Double, items: [DeliveryBacklog])>((0, []))
+    /// Per channel and school, how many connections are sending its
+    /// deliveries; held while a claim is made, so that two connections'
+    /// claims see each other's.
+    private let sending = Mutex<[Channel: [String: Int]]>([:])
 
     /// Deliveries claimed per connection at a time.
     static let batchPerConnection = 16
@@ -92,20 +101,24 @@ final class Dispatcher: Sendable {
         doorbell.ring()
     }
 
-    /// The part: a loop per channel, woken by `doorbell` or the poll
-    /// interval. Stopping stops claiming and gives back what was not sent:
+    /// The part: a loop per connection of each channel, woken by `doorbell`
+    /// or the poll interval. Stopping stops claiming and gives back what was not sent:
     /// another replica sends it. The messages under way have half of
     /// `limit` to finish (a reply that comes saves a copy sent twice); then
     /// they are cancelled, so that a server that does not answer cannot hold
     /// the replica. It waits at most `limit`.
     func part(stoppingWithin limit: Duration) -> Part {
         let wokenBy = "a digest run on this replica; other replicas' runs write the same outbox unseen, so the period"
-        let loops = channels.map { channel in
-            Loop("dispatcher (\(channel.id.rawValue))", every: config.pollInterval, bell: doorbell, wokenBy: wokenBy, clock: timer) {
-                [weak self] in await self?.turn(channel)
+        let loops = channels.flatMap { channel in
+            (0..<channel.connections).map { connection in
+                Loop(
+                    "dispatcher (\(channel.id.rawValue) \(connection + 1))", every: config.pollInterval, bell: doorbell, wokenBy: wokenBy,
+                    clock: timer
+                ) { [weak self] in await self?.turn(channel, over: connection) }
             }
         }
-        let waits = Part.Waits.loop("dispatcher (a loop per channel)", place: .task, period: config.pollInterval, wokenBy: wokenBy)
+        let waits = Part.Waits.loop(
+            "dispatcher (a loop per connection of each channel)", place: .task, period: config.pollInterval, wokenBy: wokenBy)
         return Part(
             "dispatcher", waits: [waits],
             start: { [self] in
@@ -139,26 +152,29 @@ final class Dispatcher: Sendable {
         return try await body()
     }
 
-    /// One turn of a channel's loop: claims what is due (unless digest runs
-    /// are writing) and sends it; after a batch, rings for the next at once.
-    private func turn(_ channel: any DeliveryChannel) async {
+    /// One turn of a connection's loop: claims what is due (unless digest
+    /// runs are writing) and sends it over the connection; after a batch,
+    /// rings for the next at once.
+    private func turn(_ channel: any DeliveryChannel, over connection: Int) async {
         guard runs.load(ordering: .acquiring) == 0 else { return }
         await refreshBacklog()
-        let connections = channel.connections
         let now = clock()
         let leaseUntil = now + config.lease.seconds
-        let (store, owner) = (self.store, self.owner)
         let claims: [ClaimedDelivery]
         do {
-            claims = try await blocking {
-                try store.claimDeliveries(
-                    channel: channel.id, limit: connections * Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
-            }
+            claims = try await blocking { try self.claim(channel, now: now, leaseUntil: leaseUntil) }
         } catch {
             logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
             return
         }
         guard !claims.isEmpty else { return }
+        let schools = Set(claims.map(\.delivery.schoolId))
+        defer {
+            sending.withLock { sending in
+                for school in schools { sending[channel.id]?[school, default: 1] -= 1 }
+                sending[channel.id] = sending[channel.id]?.filter { $0.value > 0 }
+            }
+        }
         let lease = BatchLease(until: leaseUntil)
         // Renewed every third of its length while the sends run: a message
         // waiting for its answer (SMTP allows 10 minutes) keeps its claim,
@@ -167,18 +183,32 @@ final class Dispatcher: Sendable {
             [self] in await renew(lease, of: claims.map(\.delivery.deliveryId))
         }
         keeper.start()
-        await withTaskGroup(of: Void.self) { sends in
-            for connection in 0..<min(connections, claims.count) {
-                let share = stride(from: connection, to: claims.count, by: connections).map { claims[$0] }
-                sends.addTask { [self] in
-                    _ = try? await blocking { self.send(share, through: channel, over: connection, lease: lease) }
-                }
-            }
-        }
+        _ = try? await blocking { self.send(claims, through: channel, over: connection, lease: lease) }
         await keeper.stop()
-        // A batch went out: there may be more, so the next turn comes at once
-        // (the other channels' loops wake too, and claim what is theirs).
-        doorbell.ring()
+        // A full batch went out: there may be more, so the next turn comes at
+        // once (the other loops wake too, and claim what is theirs). After a
+        // partial one the poll finds what falls due; rung for nothing, every
+        // idle loop would claim nothing.
+        if claims.count == Dispatcher.batchPerConnection { doorbell.ring() }
+    }
+
+    /// A connection's next batch: due deliveries of schools whose sends take
+    /// fewer than half the channel's connections; when none is due, any
+    /// school's (a school alone uses every connection). The schools claimed
+    /// count one more connection each until the batch ends.
+    private func claim(_ channel: any DeliveryChannel, now: Double, leaseUntil: Double) throws(StoreError) -> [ClaimedDelivery] {
+        try sending.withLock { (sending: inout [Channel: [String: Int]]) throws(StoreError) -> [ClaimedDelivery] in
+            let share = max(1, channel.connections / 2)
+            let full = (sending[channel.id] ?? [:]).filter { $0.value >= share }.map(\.key).sorted()
+            var claims = try store.claimDeliveries(
+                channel: channel.id, limit: Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil, excluding: full)
+            if claims.isEmpty && !full.isEmpty {
+                claims = try store.claimDeliveries(
+                    channel: channel.id, limit: Dispatcher.batchPerConnection, owner: owner, now: now, leaseUntil: leaseUntil)
+            }
+            for school in Set(claims.map(\.delivery.schoolId)) { sending[channel.id, default: [:]][school, default: 0] += 1 }
+            return claims
+        }
     }
 
     private func renew(_ lease: BatchLease, of deliveryIds: [String]) async {
