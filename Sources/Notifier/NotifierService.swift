@@ -162,6 +162,11 @@ package final class NotifierService: Sendable, GroupMember {
         await runner.checkPartitions(expected: config.partitions)
         try await parts.start()
         logger.info("notifier started", ["group": config.groupID, "instance": config.instanceID ?? "(dynamic)", "port": String(port)])
+        if config.delivery.publicAppURL == nil {
+            logger.warning(
+                "PUBLIC_INGEST_URL is not set: e-mails and pushes carry no link to the app, and this service's / cannot send browsers to it",
+                ["variable": "PUBLIC_INGEST_URL"])
+        }
     }
 
     /// Stops the parts, the last started first: the schedule, HTTP (drained),

@@ -111,7 +111,7 @@ case "issue":
     }
     FileHandle.standardError.write(
         Data(
-            "guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.roleText), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 5 s (kill -HUP: at once).\n"
+            "guidance-admin: token for \(teacher.name) (\(teacherID), \(teacher.roleText), \(teacher.schoolID)); shown once, only its SHA-256 is kept. Running services take it within 10 s (kill -HUP: at once).\n"
                 .utf8))
     print(token)
 case "revoke":

@@ -33,8 +33,8 @@ enum DevGuide {
                  -d '{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"길에 껌을 뱉음"}}' \\
                  \(ingest)/v1/schools/demo-hs/guidances
 
-            3. The homeroom teacher's list for today:
-               curl -s -w '\\n'\(bearer("t-hr-1-03")) '\(notifier)/v1/schools/demo-hs/guidances?grade=1&classNumber=3'
+            3. The homeroom teacher's list for today (the notifier applies the event within a second):
+               sleep 1; curl -s -w '\\n'\(bearer("t-hr-1-03")) '\(notifier)/v1/schools/demo-hs/guidances?grade=1&classNumber=3'
 
             4. The admin sends today's digests now (the schedule does it at 08:50 Seoul time):
                curl -s -w '\\n' -X POST\(bearer("t-admin")) -H 'Content-Type: application/json' -d '{"schoolId":"demo-hs"}' \(notifier)/v1/digests/run

@@ -19,7 +19,8 @@ final class NotifierConfigTests: XCTestCase {
     func testBadValuesNameTheirVariable() {
         for (variable, value) in [
             ("STORE_URL", "mysql://db"), ("NOTIFIER_PORT", "eighty"), ("TOPIC_PARTITIONS", "0"), ("LOG_LEVEL", "loud"),
-            ("AMENDMENT_INTERVAL_SECONDS", "-5"), ("QUIET_HOURS", "21-7"), ("VAPID_PRIVATE_KEY", "not-a-key")
+            ("AMENDMENT_INTERVAL_SECONDS", "-5"), ("QUIET_HOURS", "21-7"), ("VAPID_PRIVATE_KEY", "not-a-key"),
+            ("VAPID_SUBJECT", "mailto:ops@school.example")
         ] {
             XCTAssertThrowsError(try NotifierConfig.fromEnvironment(Environment([variable: value])), variable) { error in
                 XCTAssertEqual((error as? ConfigurationError)?.variable, variable)

@@ -206,7 +206,15 @@ package struct VAPIDSettings: Sendable {
     package var publicKey: String { RandomID.base64url(key.publicKey) }
 
     static func fromEnvironment(_ environment: Environment) throws(ConfigurationError) -> VAPIDSettings? {
-        guard let text = environment["VAPID_PRIVATE_KEY"], !text.isEmpty else { return nil }
+        guard let text = environment["VAPID_PRIVATE_KEY"], !text.isEmpty else {
+            // A subject alone says the operator meant push on: say why it is not.
+            if environment["VAPID_SUBJECT"] != nil {
+                throw ConfigurationError(
+                    variable: "VAPID_SUBJECT",
+                    reason: "is set but VAPID_PRIVATE_KEY is not: set both for Web Push (`guidance-admin vapid`), or neither")
+            }
+            return nil
+        }
         guard let scalar = RandomID.unbase64url(text), let key = P256Key(privateKey: scalar) else {
             throw ConfigurationError(
                 variable: "VAPID_PRIVATE_KEY",
