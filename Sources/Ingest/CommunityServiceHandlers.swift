@@ -95,6 +95,10 @@ struct CommunityServiceRequest: Sendable {
     let dutyId: String?
 
     init(json body: JSONFields) throws(FieldError) {
+        // Left out means served; `null` is not a value the contract allows.
+        if body.object["outcome"] == .null {
+            throw FieldError(field: "outcome", message: "must be served or missed; leave it out for served")
+        }
         let outcome = try body.optionalString("outcome") ?? CommunityServiceRecord.Outcome.served.rawValue
         guard let named = CommunityServiceRecord.Outcome(rawValue: outcome) else {
             throw FieldError(field: "outcome", message: "must be served or missed")

@@ -85,8 +85,14 @@ package final class SessionLog: Sendable {
                     session.map { ended[$0] != nil } ?? false
                     || signedOut[teacher].map { cut in seen.map { $0 <= cut.offset } ?? (at <= cut.at) } ?? false
                 codes[code] = issued
-            // The first use of a grant is the one that counts.
-            case .used(let grant, let session, let at): if used[grant] == nil { used[grant] = (session, at) }
+            // The first use of a grant is the one that counts; a code's use
+            // counts only if nothing before it in the log voided the code (a
+            // 로그아웃 of the session that showed it, published while the use
+            // was being checked): then nobody wins it.
+            case .used(let grant, let session, let at):
+                guard used[grant] == nil else { break }
+                let voided = grant.hasPrefix("code/") && codes[String(grant.dropFirst("code/".count))]?.void == true
+                used[grant] = (voided ? "" : session, at)
             }
         }
 

@@ -243,7 +243,10 @@ package final class Sessions: Sendable {
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
         if issued.void { return .failure(.revoked) }
         let session = new(teacher: issued.teacher, credential: issued.credential, seen: seen)
-        guard try await use(grant: "code/" + hash, by: session) else { return .failure(.used) }
+        guard try await use(grant: "code/" + hash, by: session) else {
+            // Voided before this use in the log's order (a 로그아웃 at the same moment), or used by another.
+            return .failure(log.read { $0.codes[hash]?.void == true } ? .revoked : .used)
+        }
         return .success(session)
     }
 

@@ -27,7 +27,9 @@ package struct Forwarding: Sendable {
         self.logger = logger
     }
 
-    /// Sends `method` `path` (with `body` as JSON) within 5 s; an answer
+    /// Sends `method` `path` (with the request's `body`, under the request's
+    /// own `Content-Type`, so that the other service refuses what it would
+    /// refuse from the client: 415 for a body that says it is not JSON) within 5 s; an answer
     /// that is neither 2xx nor 4xx, or none, is a 503 saying `unavailable`.
     /// A `HEAD` is sent on as a `GET` (the server leaves the body out of its
     /// answer): libcurl waits for the body of a custom `HEAD`. A path with a
@@ -52,7 +54,7 @@ package struct Forwarding: Sendable {
             // A change signed in by cookie must name its origin: the other service's own.
             headers.append(("Origin", AccessPolicy.origin(of: base)))
         }
-        if !body.isEmpty { headers.append(("Content-Type", "application/json")) }
+        if !body.isEmpty, let type = request.header("content-type") { headers.append(("Content-Type", type)) }
         let (url, sent) = (base + path, headers)
         let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
             do {

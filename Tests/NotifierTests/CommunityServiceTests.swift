@@ -164,13 +164,24 @@ final class CommunityServiceTests: XCTestCase {
             (#"{"serviceId":"\#(UUID())","date":"2126-11-21","sessions":1}"#, 422, "date"),
             (#"{"serviceId":"\#(UUID())","date":"2026-11-31","sessions":1}"#, 422, "date"),
             (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":0}"#, 422, "sessions"),
-            (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":"1"}"#, 400, "sessions")
+            (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":"1"}"#, 400, "sessions"),
+            (#"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":1,"outcome":null}"#, 400, "outcome")
         ]
         for (text, status, field) in bad {
-            let reply = try await record("t-vd-1", 1, "a111", text, harness.ingestBase)
-            XCTAssertEqual(reply.status, status, "\(text): \(reply.text)")
-            XCTAssertTrue(reply.text.contains(field), reply.text)
+            for base in [harness.ingestBase, harness.notifierBase] {
+                let reply = try await record("t-vd-1", 1, "a111", text, base)
+                XCTAssertEqual(reply.status, status, "\(text): \(reply.text)")
+                XCTAssertTrue(reply.text.contains(field), reply.text)
+            }
         }
+        // A body that says it is not JSON: 415 from either service (`Forwarding` passes its type on).
+        for base in [harness.ingestBase, harness.notifierBase] {
+            let plain = try await fetch(
+                "POST", "\(base)/v1/schools/sa/grades/1/students/a111/service", body: body,
+                headers: harness.headers("t-vd-1").merging(["Content-Type": "text/plain"]) { $1 })
+            XCTAssertEqual(plain.status, 415, "\(base): \(plain.text)")
+        }
+
         let unknown = try await record(
             "t-vd-1", 1, "a999", #"{"serviceId":"\#(UUID())","date":"2026-11-21","sessions":1}"#, harness.ingestBase)
         XCTAssertEqual(unknown.status, 422, unknown.text)
@@ -206,6 +217,12 @@ final class CommunityServiceTests: XCTestCase {
         let gone = try await fetch(
             "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
         XCTAssertEqual(gone.object["services"], .array([]), gone.text)
+        // An id that is no student of the school and has nothing stored: 404 for the erasure as for the export.
+        for method in ["GET", "DELETE"] {
+            let nobody = try await fetch(
+                method, "\(harness.notifierBase)/v1/schools/sa/students/a999/records", headers: harness.headers("t-admin"))
+            XCTAssertEqual(nobody.status, 404, "\(method): \(nobody.text)")
+        }
         let remaining = try await standings(harness, as: "t-vd-1", equalTo: ["a121": [1, 0, 1]])
         XCTAssertEqual(remaining, ["a121": [1, 0, 1]])
     }

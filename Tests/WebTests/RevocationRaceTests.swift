@@ -4,7 +4,7 @@ import Foundation
 import Guidance
 import Kafka
 import KafkaMock
-import Sessions
+@testable import Sessions
 import TestSupport
 import XCTest
 
@@ -128,5 +128,25 @@ final class RevocationRaceTests: XCTestCase {
         let later = try await sessions.issueCode(for: kept)
         let pairedLater = try await sessions.useCode(later, roster: roster)
         XCTAssertEqual(pairedLater.map(\.teacherID), .success("g1"), "a code made by the kept session")
+    }
+
+    /// A device code used at the same moment as the 로그아웃 of the session
+    /// that showed it: the log's order decides. The use is checked, then
+    /// published; a 로그아웃 published in between comes first in the log,
+    /// and the use then signs nobody in. A use first in the log stands.
+    func testACodeVoidedBeforeItsUseInTheLogSignsNobodyIn() {
+        func state(_ records: [SessionLog.Record]) -> SessionLog.State {
+            var state = SessionLog.State()
+            for (offset, record) in records.enumerated() { state.apply(record, offset: Int64(offset)) }
+            return state
+        }
+        let code = SessionLog.Record.code(code: "h", teacher: "g1", credential: "link", until: .max, at: 1, session: "phone", seen: nil)
+        let use = SessionLog.Record.used(grant: "code/h", session: "tablet", at: 3)
+        let logoutFirst = state([code, .ended(session: "phone", at: 2), use])
+        XCTAssertNotEqual(logoutFirst.used["code/h"]?.session, "tablet", "the 로그아웃 came first: the use signs nobody in")
+        let everywhereFirst = state([code, .signedOut(teacher: "g1", at: 2), use])
+        XCTAssertNotEqual(everywhereFirst.used["code/h"]?.session, "tablet", "signed out everywhere first")
+        let useFirst = state([code, use, .ended(session: "phone", at: 4)])
+        XCTAssertEqual(useFirst.used["code/h"]?.session, "tablet", "the use came first: it stands")
     }
 }

@@ -320,6 +320,13 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = request.parameter("studentId")
         let store = self.store
+        // As the export answers: an id that is neither a student of the
+        // school nor anything stored is 404, not an erasure of nothing.
+        if caller.roster.student(school: school.id, id: studentID) == nil,
+            try await blocking({ try store.records(school: school.id, student: studentID) }).isEmpty
+        {
+            throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
+        }
         let erased = try await blocking {
             try store.erase(school: school.id, student: studentID) { digest in
                 // A rule notice names the student only in its entries.
