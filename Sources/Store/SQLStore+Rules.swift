@@ -28,10 +28,10 @@ extension SQLStore {
         CREATE INDEX IF NOT EXISTS rule_crossings_untold ON rule_crossings(school_id) WHERE active <> told;
         """
 
-    /// Version 15: what each teacher was told today of a student and rule,
-    /// and in which notice: a later crossing (or withdrawal) of the same day
-    /// is merged into that notice, not told again. Only the school's
-    /// current day is kept.
+    /// Version 15: what each teacher was last told of a student and rule
+    /// (that it stands, or no longer does), on which day and in which
+    /// notice: a later crossing of the same day saying the same is merged
+    /// into that notice, not told again.
     static let ruleNoticesToday = """
         CREATE TABLE IF NOT EXISTS rule_notices_told (
             school_id TEXT NOT NULL,
@@ -207,11 +207,12 @@ extension SQLStore {
     /// school's lock: two replicas tell it once. A notice is a digest of
     /// scope `rule` whose revision counts the teacher's notices of that
     /// day. A teacher hears of a student and rule at most once a school day
-    /// (`today`), and once more if it is withdrawn: a later crossing of the
-    /// same day (a flood of back-dated records crosses the rule again and
-    /// again) is merged into the day's notice, which shows its newest words
-    /// as unread again, without a message of its own. Returns the notices
-    /// written.
+    /// (`today`) that it stands, and once that it no longer does: a later
+    /// crossing of the same day (a flood of back-dated records crosses the
+    /// rule again and again) is merged into the day's notice, which shows its
+    /// newest words as unread again, without a message of its own; a
+    /// crossing withdrawn while another of the rule stands tells nothing.
+    /// Returns the notices written.
     package func tellCrossings(
         schools: [String], createdAt: String, today: (_ school: String) -> String, notices: (RuleCrossing) -> [RuleNotice],
         targets: (Digest, RuleCrossing) -> [DeliveryTarget]
@@ -231,17 +232,24 @@ extension SQLStore {
                     """, schools.map(SQLValue.text))
                 let records = try SQLStore.records(
                     Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
-                // What each teacher was told today, by student and rule: the notice and whether it said the crossing stands.
-                var told: [String: (active: Bool, digest: String)] = [:]
-                for school in schools {
-                    try database.run(
-                        "DELETE FROM rule_notices_told WHERE school_id = $1 AND day <> $2", [.text(school), .text(today(school))])
-                    try database.forEachRow(
-                        "SELECT student_id, rule_key, teacher_id, active, digest_id FROM rule_notices_told WHERE school_id = $1",
-                        [.text(school)]
-                    ) { row in
-                        let key = [school, row[0].string ?? "", row[1].string ?? "", row[2].string ?? ""].joined(separator: "\u{1}")
-                        told[key] = (row[3].int == 1, row[4].string ?? "")
+                // What each teacher was last told of each student and rule of these
+                // rows (whether it stands, on which day, in which notice), and
+                // which still stand by any of their crossings.
+                var told: [String: (active: Bool, day: String, digest: String)] = [:]
+                var standing: Set<String> = []
+                for (school, students) in Dictionary(grouping: rows, by: { $0[0].string ?? "" }).mapValues({ $0.map { $0[1].string ?? "" } }) {
+                    for (among, parameters) in SQLStore.students(Array(Set(students)).sorted(), of: school) {
+                        try database.forEachRow(
+                            "SELECT student_id, rule_key, teacher_id, active, day, digest_id FROM rule_notices_told WHERE \(among)", parameters
+                        ) { row in
+                            let key = [school, row[0].string ?? "", row[1].string ?? "", row[2].string ?? ""].joined(separator: "\u{1}")
+                            told[key] = (row[3].int == 1, row[4].string ?? "", row[5].string ?? "")
+                        }
+                        try database.forEachRow(
+                            "SELECT DISTINCT student_id, rule_key FROM rule_crossings WHERE \(among) AND active = 1", parameters
+                        ) { row in
+                            standing.insert([school, row[0].string ?? "", row[1].string ?? ""].joined(separator: "\u{1}"))
+                        }
                     }
                 }
                 var digests: [(digest: Digest, targets: [DeliveryTarget])] = []
@@ -249,9 +257,17 @@ extension SQLStore {
                 var revisions: [String: Int] = [:]
                 for row in rows {
                     let crossing = SQLStore.crossing(row, records: records)
+                    let rule = [crossing.schoolId, crossing.studentId, crossing.ruleKey].joined(separator: "\u{1}")
+                    // A crossing withdrawn while another of the rule still stands changes nothing the teachers know.
+                    if !crossing.active && standing.contains(rule) {
+                        try SQLStore.markTold(crossing, in: database)
+                        continue
+                    }
+                    let today = today(crossing.schoolId)
                     for notice in notices(crossing) {
-                        let key = [crossing.schoolId, crossing.studentId, crossing.ruleKey, notice.teacherId].joined(separator: "\u{1}")
-                        if let earlier = told[key], earlier.active == crossing.active {
+                        let key = rule + "\u{1}" + notice.teacherId
+                        // Told the same today: this one is merged into that notice.
+                        if let earlier = told[key], earlier.active == crossing.active, earlier.day == today {
                             if let index = digests.firstIndex(where: { $0.digest.digestId == earlier.digest }) {
                                 digests[index].digest = digests[index].digest.replacing(with: notice)
                             } else {
@@ -281,7 +297,7 @@ extension SQLStore {
                             classNumber: notice.classNumber, revision: revision, createdAt: createdAt, read: false, subject: notice.subject,
                             text: notice.text, entries: notice.entries, counts: notice.counts)
                         digests.append((digest, targets(digest, crossing)))
-                        told[key] = (crossing.active, digest.digestId)
+                        told[key] = (crossing.active, today, digest.digestId)
                         try database.run(
                             """
                             INSERT INTO rule_notices_told (school_id, student_id, rule_key, teacher_id, day, active, digest_id)
@@ -291,18 +307,10 @@ extension SQLStore {
                             """,
                             [
                                 .text(crossing.schoolId), .text(crossing.studentId), .text(crossing.ruleKey), .text(notice.teacherId),
-                                .text(today(crossing.schoolId)), .integer(crossing.active ? 1 : 0), .text(digest.digestId)
+                                .text(today), .integer(crossing.active ? 1 : 0), .text(digest.digestId)
                             ])
                     }
-                    try database.run(
-                        """
-                        UPDATE rule_crossings SET told = $5
-                        WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal = $4
-                        """,
-                        [
-                            .text(crossing.schoolId), .text(crossing.studentId), .text(crossing.ruleKey), .integer(Int64(crossing.ordinal)),
-                            .integer(crossing.active ? 1 : 0)
-                        ])
+                    try SQLStore.markTold(crossing, in: database)
                 }
                 var statements = database.inserts(
                     "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
@@ -329,6 +337,19 @@ extension SQLStore {
                 return digests.map(\.digest)
             }
         }
+    }
+
+    /// Marks what `crossing`'s teachers know of it as what it is now.
+    private static func markTold(_ crossing: RuleCrossing, in database: any SQLDatabase) throws(StoreError) {
+        try database.run(
+            """
+            UPDATE rule_crossings SET told = $5
+            WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal = $4
+            """,
+            [
+                .text(crossing.schoolId), .text(crossing.studentId), .text(crossing.ruleKey), .integer(Int64(crossing.ordinal)),
+                .integer(crossing.active ? 1 : 0)
+            ])
     }
 
     /// A student's crossings, oldest first, withdrawn ones too: for the

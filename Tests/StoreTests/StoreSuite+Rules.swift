@@ -104,6 +104,12 @@ extension StoreSuite {
         _ = try store.apply([.registered(record("n1", date: "2026-12-01")), .registered(record("n2", date: "2026-12-01"))], rules: rules)
         XCTAssertEqual(try tell(on: "2026-12-02").map(\.subject), ["crossing 24"])
         XCTAssertEqual(try store.deliveries(school: "sa", status: nil, limit: 100).count, 2)
+
+        // A record deleted: the last crossing is withdrawn, but 23 others still stand: nothing to tell.
+        _ = try store.apply([deletion("n2")], rules: rules)
+        XCTAssertEqual(try store.crossings(school: "sa", student: "s1312").filter(\.active).count, 23)
+        XCTAssertEqual(try tell(on: "2026-12-02"), [], "the student still stands crossed")
+        XCTAssertEqual(try store.crossings(school: "sa", student: "s1312").filter { $0.active != $0.told }, [], "and it is marked told")
     }
 }
 

@@ -130,7 +130,13 @@ final class Dispatcher: Sendable {
             },
             stop: { [self] in
                 stopping.store(true, ordering: .releasing)
-                if await Loop.stop(loops, within: limit / 2) { return }
+                if await Loop.stop(loops, within: limit / 2) {
+                    // Nothing under way, but a connection may still be open to a
+                    // server that stopped answering: closing it must not wait
+                    // for a goodbye (SMTP's QUIT) that never comes.
+                    for channel in channels { channel.cancelSends() }
+                    return
+                }
                 logger.warning(
                     "messages under way did not finish; cancelling them (the next replica sends them again, with the same Message-ID)",
                     ["seconds": String(Int((limit / 2).seconds))])
