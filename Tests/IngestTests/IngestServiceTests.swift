@@ -180,18 +180,25 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(400, await fetch("GET", "\(base)/v1/schools/sa/students/one/3/12"))
     }
 
-    /// Photos come from ROSTER_DIR/photos behind sign-in, only to those who
-    /// may see the student, never stored by a shared cache.
-    func testStudentPhotosAreServedFromTheRosterFolderToSignedInTeachers() async throws {
+    /// A roster folder of this test's schools, teachers and tokens, its
+    /// students and `students` besides, and an empty `photos/sa`.
+    static func rosterFolder(students: String) throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos/sa"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\nsa,s10315,1,3,15,최유나,\n"
         for (name, text) in [
-            ("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)
+            ("schools.csv", Self.schools), ("students.csv", Self.students + students), ("teachers.csv", Self.teachers),
+            ("tokens.csv", Self.tokens)
         ] {
             try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
+        return folder
+    }
+
+    /// Photos come from ROSTER_DIR/photos behind sign-in, only to those who
+    /// may see the student, never stored by a shared cache.
+    func testStudentPhotosAreServedFromTheRosterFolderToSignedInTeachers() async throws {
+        let folder = try Self.rosterFolder(students: "sa,s10313,1,3,13,박서연,\nsa,s10314,1,3,14,이하준,\nsa,s10315,1,3,15,최유나,\n")
+        defer { try? FileManager.default.removeItem(at: folder) }
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]
         try Data(png).write(to: folder.appendingPathComponent("photos/sa/s10313.png"))
         // A school's photo as schools have them: large; the gate gets a small JPEG made from it.
@@ -259,15 +266,8 @@ final class IngestServiceTests: XCTestCase {
     /// see their own school's photo of that id, or none; a file left
     /// directly in `photos/` (the flat layout) is nobody's.
     func testTwoSchoolsWithTheSameStudentIdSeeEachTheirOwnPhoto() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roster-\(UUID())")
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("photos/sa"), withIntermediateDirectories: true)
+        let folder = try Self.rosterFolder(students: "sa,s10313,1,3,13,박서연,\nsb,s10313,1,3,13,Bea,\nsb,s10314,1,3,14,Cal,\n")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let students = Self.students + "sa,s10313,1,3,13,박서연,\nsb,s10313,1,3,13,Bea,\nsb,s10314,1,3,14,Cal,\n"
-        for (name, text) in [
-            ("schools.csv", Self.schools), ("students.csv", students), ("teachers.csv", Self.teachers), ("tokens.csv", Self.tokens)
-        ] {
-            try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
-        }
         let schoolA: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xa]
         try Data(schoolA).write(to: folder.appendingPathComponent("photos/sa/s10313.png"))
         try Data([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xf]).write(to: folder.appendingPathComponent("photos/s10314.png"))

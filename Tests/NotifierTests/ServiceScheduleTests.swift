@@ -101,13 +101,19 @@ final class ServiceScheduleTests: XCTestCase {
         }.sorted()
     }
 
-    func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
+    /// The school on Friday 13 November 2026, 09:00 in Seoul, on the test's clock (SQLite).
+    func fridayHarness() async throws -> NotifierHarness {
         let clock = self.clock
         at("2026-11-13T00:00:00Z")
         let harness = try await NotifierHarness(
             authentication: true, clock: { clock.time.withLock { $0 } }, schools: Self.schools, calendar: Self.calendar,
             serviceSlots: Self.slots)
         self.harness = harness
+        return harness
+    }
+
+    func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
+        let harness = try await fridayHarness()
         let runner = try XCTUnwrap(harness.notifier?.runner)
         // Friday 13 November, 08:30-08:32 in Seoul: three students stopped, in this order.
         for (minute, seat) in [(30, (1, 1, 1)), (31, (1, 1, 2)), (32, (1, 2, 1))] {
@@ -251,12 +257,7 @@ final class ServiceScheduleTests: XCTestCase {
     /// the next student. A 불참 moves the session past the sitting where
     /// the student already sits.
     func testAStudentSitsOnceInASittingWhateverTheGuidancesOwed() async throws {
-        let clock = self.clock
-        at("2026-11-13T00:00:00Z")
-        let harness = try await NotifierHarness(
-            authentication: true, clock: { clock.time.withLock { $0 } }, schools: Self.schools, calendar: Self.calendar,
-            serviceSlots: Self.slots)
-        self.harness = harness
+        let harness = try await fridayHarness()
         // Friday 13 November: a111 stopped twice, then a112.
         for (minute, seat) in [(30, (1, 1, 1)), (31, (1, 1, 1)), (32, (1, 1, 2))] {
             try await harness.register(
