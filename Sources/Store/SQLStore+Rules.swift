@@ -237,10 +237,12 @@ extension SQLStore {
                 // which still stand by any of their crossings.
                 var told: [String: (active: Bool, day: String, digest: String)] = [:]
                 var standing: Set<String> = []
-                for (school, students) in Dictionary(grouping: rows, by: { $0[0].string ?? "" }).mapValues({ $0.map { $0[1].string ?? "" } }) {
+                for (school, students) in Dictionary(grouping: rows, by: { $0[0].string ?? "" }).mapValues({ $0.map { $0[1].string ?? "" } }
+                ) {
                     for (among, parameters) in SQLStore.students(Array(Set(students)).sorted(), of: school) {
                         try database.forEachRow(
-                            "SELECT student_id, rule_key, teacher_id, active, day, digest_id FROM rule_notices_told WHERE \(among)", parameters
+                            "SELECT student_id, rule_key, teacher_id, active, day, digest_id FROM rule_notices_told WHERE \(among)",
+                            parameters
                         ) { row in
                             let key = [school, row[0].string ?? "", row[1].string ?? "", row[2].string ?? ""].joined(separator: "\u{1}")
                             told[key] = (row[3].int == 1, row[4].string ?? "", row[5].string ?? "")
