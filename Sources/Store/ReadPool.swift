@@ -1,5 +1,6 @@
 import Common
 import Dispatch
+import Synchronization
 
 /// The store's connections for reads (lists, inboxes, the 봉사 명단, the
 /// access log), each used by one thread at a time. A read takes any free
@@ -12,12 +13,20 @@ final class ReadPool: Sendable {
     private let slots: [Locked<any SQLDatabase>]
     /// One permit per connection: a reader holding one always finds a free slot.
     private let permits: DispatchSemaphore
+    /// After a read found the store unavailable (a server that stopped
+    /// answering, a lost session), the reads of the next `pause` fail at
+    /// once rather than each waiting out its deadline on another
+    /// connection: a list and its counts answer 503 within one deadline,
+    /// and reads arriving meanwhile are not held. Monotonic nanoseconds; 0: none.
+    private let failingUntil = Atomic<UInt64>(0)
+    let pause: Duration
 
     /// `count` connections from `open`.
-    init(count: Int, open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
+    init(count: Int, pause: Duration = .seconds(4), open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
         var slots: [Locked<any SQLDatabase>] = []
         for _ in 0..<max(1, count) { slots.append(Locked(try open())) }
         self.slots = slots
+        self.pause = pause
         permits = DispatchSemaphore(value: slots.count)
     }
 
@@ -25,6 +34,22 @@ final class ReadPool: Sendable {
 
     /// Runs `body` on a free connection; blocks while every one is in use.
     func withConnection<T>(_ body: (inout any SQLDatabase) throws(StoreError) -> sending T) throws(StoreError) -> sending T {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if now < failingUntil.load(ordering: .relaxed) {
+            throw StoreError(.unavailable, "the store did not answer a read a moment ago; reads wait for it again shortly")
+        }
+        do {
+            return try read(body)
+        } catch {
+            if error.code == .unavailable {
+                failingUntil.store(
+                    DispatchTime.now().uptimeNanoseconds + UInt64(pause.components.seconds) * 1_000_000_000, ordering: .relaxed)
+            }
+            throw error
+        }
+    }
+
+    private func read<T>(_ body: (inout any SQLDatabase) throws(StoreError) -> sending T) throws(StoreError) -> sending T {
         permits.wait()
         defer { permits.signal() }
         // Another holder of a permit may take the slot tried first; with a

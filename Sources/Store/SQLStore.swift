@@ -23,6 +23,12 @@ package final class SQLStore: Sendable {
     /// limit with several replicas (each holds 2 + this many).
     static let readerCount = 4
 
+    /// How long a read may wait for PostgreSQL: a list answers 503 within
+    /// it when the server stopped answering (writers keep their 5 s: a
+    /// batch's commit is worth waiting for), and a read that did not
+    /// answer pauses the others as long (`ReadPool`).
+    static let readDeadline: Duration = .seconds(4)
+
     /// One SQLite file in WAL mode (its readers do not block one another).
     package static func sqlite(path: String) throws(StoreError) -> SQLStore {
         try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) {
@@ -41,7 +47,7 @@ package final class SQLStore: Sendable {
     package static func postgres(url: String) throws(StoreError) -> SQLStore {
         try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) {
             () throws(StoreError) -> any SQLDatabase in
-            try PostgresConnection(url: url)
+            try PostgresConnection(url: url, timeout: SQLStore.readDeadline)
         }
     }
 
@@ -51,7 +57,7 @@ package final class SQLStore: Sendable {
     ) throws(StoreError) {
         try SQLStore.migrate(writing)
         writer = Mutex(writing)
-        readers = try ReadPool(count: SQLStore.readerCount, open: open)
+        readers = try ReadPool(count: SQLStore.readerCount, pause: SQLStore.readDeadline, open: open)
         outbox = Mutex(sending)
     }
 

@@ -44,6 +44,11 @@ final class Dispatcher: Sendable {
     /// deliveries; held while a claim is made, so that two connections'
     /// claims see each other's.
     private let sending = Mutex<[Channel: [String: Int]]>([:])
+    /// The channels one of whose loops is claiming now. One claim a channel
+    /// at a time: the others' loops skip their turn rather than park a
+    /// thread behind it (a store that stopped answering would hold one per
+    /// connection); a full batch rings them.
+    private let claiming = Mutex<Set<Channel>>([])
 
     /// Deliveries claimed per connection at a time.
     static let batchPerConnection = 16
@@ -166,8 +171,10 @@ final class Dispatcher: Sendable {
         await refreshBacklog()
         let now = clock()
         let leaseUntil = now + config.lease.seconds
+        guard claiming.withLock({ $0.insert(channel.id).inserted }) else { return }
         let claims: [ClaimedDelivery]
         do {
+            defer { claiming.withLock { _ = $0.remove(channel.id) } }
             claims = try await blocking { try self.claim(channel, now: now, leaseUntil: leaseUntil) }
         } catch {
             logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
