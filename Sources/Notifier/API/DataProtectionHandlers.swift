@@ -249,7 +249,7 @@ struct DataProtectionHandlers: Sendable {
     /// programs then read Korean right).
     @Sendable func export(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
-        let studentID = request.parameter("studentId")
+        let studentID = try DataProtectionHandlers.studentID(request)
         let store = self.store
         let records = try await blocking { try store.records(school: school.id, student: studentID) }
         guard caller.roster.student(school: school.id, id: studentID) != nil || !records.isEmpty else {
@@ -315,10 +315,19 @@ struct DataProtectionHandlers: Sendable {
         let digests: Int
     }
 
+    /// The path's student id. `(erased)`, what erased students become in
+    /// stored digests, is nobody's: not exported (it would gather every
+    /// erased student's leftovers), not erased again.
+    static func studentID(_ request: Request) throws(HTTPError) -> String {
+        let id = request.parameter("studentId")
+        guard id != SQLStore.erasedID else { throw HTTPError.notFound("'\(id)' names no student: it stands for students already erased") }
+        return id
+    }
+
     /// Erases the student's records from the store (see `SQLStore.erase`).
     @Sendable func erase(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
-        let studentID = request.parameter("studentId")
+        let studentID = try DataProtectionHandlers.studentID(request)
         let store = self.store
         // As the export answers: an id that is neither a student of the
         // school nor anything stored is 404, not an erasure of nothing.
