@@ -181,6 +181,10 @@ final class Dispatcher: Sendable {
             return
         }
         guard !claims.isEmpty else { return }
+        // More may be due (another school's, the rest of this one's): the
+        // idle loops, and those that skipped their turn while this one
+        // claimed, take the next batch while this one is sent.
+        doorbell.ring()
         let schools = Set(claims.map(\.delivery.schoolId))
         defer {
             sending.withLock { sending in
@@ -198,11 +202,9 @@ final class Dispatcher: Sendable {
         keeper.start()
         _ = try? await blocking { self.send(claims, through: channel, over: connection, lease: lease) }
         await keeper.stop()
-        // A full batch went out: there may be more, so the next turn comes at
-        // once (the other loops wake too, and claim what is theirs). After a
-        // partial one the poll finds what falls due; rung for nothing, every
-        // idle loop would claim nothing.
-        if claims.count == Dispatcher.batchPerConnection { doorbell.ring() }
+        // A batch went out: this loop's next turn comes at once, and so do the
+        // others' (a claim that finds nothing rings nobody).
+        doorbell.ring()
     }
 
     /// A connection's next batch: due deliveries of schools whose sends take
