@@ -55,7 +55,23 @@ extension String {
 extension String {
     /// Percent-encoded as a URL path segment or query value: only RFC 3986's
     /// unreserved characters stay (`.alphanumerics` would keep 한글 as is).
-    package var percentEncoded: String { addingPercentEncoding(withAllowedCharacters: String.unreserved) ?? self }
+    package var percentEncoded: String { String.percentEncoded(utf8) }
 
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    /// Bytes as a URL carries them: RFC 3986's unreserved characters as
+    /// they are, every other byte as `%XX` (bytes that are not UTF-8, a
+    /// password's, included).
+    package static func percentEncoded(_ bytes: some Sequence<UInt8>) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.append(byte)
+            default:
+                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
 }

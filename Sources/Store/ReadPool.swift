@@ -22,7 +22,7 @@ final class ReadPool: Sendable {
     let pause: Duration
 
     /// `count` connections from `open`.
-    init(count: Int, pause: Duration = .seconds(4), open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
+    init(count: Int, pause: Duration, open: () throws(StoreError) -> any SQLDatabase) throws(StoreError) {
         var slots: [Locked<any SQLDatabase>] = []
         for _ in 0..<max(1, count) { slots.append(Locked(try open())) }
         self.slots = slots

@@ -43,7 +43,7 @@ package enum StoreLocation: Sendable, Equatable {
                     reason: "needs a STORE_URL with a user and no password, e.g. postgres://guidance@postgres:5432/guidance")
             }
             // Only RFC 3986's unreserved characters stay, as in a path segment.
-            url.insert(contentsOf: ":" + StoreLocation.percentEncoded(password), at: at)
+            url.insert(contentsOf: ":" + String.percentEncoded(password), at: at)
             location = .postgres(url: url)
         }
         let advice =
@@ -96,30 +96,11 @@ package enum StoreLocation: Sendable, Equatable {
         return false
     }
 
-    /// Bytes as a URL's user part carries them: RFC 3986's unreserved
-    /// characters as they are, every other byte percent-encoded.
-    static func percentEncoded(_ bytes: [UInt8]) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var encoded: [UInt8] = []
-        for byte in bytes {
-            if byte < 0x80 && (isalnum(Int32(byte)) != 0 || "-._~".utf8.contains(byte)) {
-                encoded.append(byte)
-            } else {
-                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            }
-        }
-        return String(decoding: encoded, as: UTF8.self)
-    }
-
     /// The URL as it may be logged: a password in the user part or the query
     /// (`password=`) replaced by `***`.
     package static func redacted(_ url: String) -> String {
         var text = url
-        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@"),
-            let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
-        {
-            text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-        }
+        if let password = password(in: url) { text.replaceSubrange(password.startIndex..<password.endIndex, with: "***") }
         if let query = text.firstIndex(of: "?") {
             let parameters = text[text.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { part in
                 part.lowercased().hasPrefix("password=") ? "password=***" : String(part)

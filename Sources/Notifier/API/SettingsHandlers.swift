@@ -127,9 +127,9 @@ extension NotifierHandlers {
     @Sendable func subscribe(_ request: Request, _ caller: Caller) async throws -> Response {
         let teacherID = request.parameter("teacherId")
         let (session, school) = try pushCaller(caller, teacherID)
-        let subscription = try request.json { (body) throws(FieldError) -> PushSubscription in
+        let (subscription, host) = try request.json { (body) throws(FieldError) -> (PushSubscription, String) in
             let endpoint = try body.string("endpoint")
-            guard PushChannel.endpointHost(endpoint, overHTTP: pushOverHTTP) != nil else {
+            guard let host = PushChannel.endpointHost(endpoint, overHTTP: pushOverHTTP) else {
                 throw FieldError(field: "endpoint", message: "must be the push service's https URL (a name, no port or user)")
             }
             let keys = try body.object("keys")
@@ -141,13 +141,14 @@ extension NotifierHandlers {
             guard RandomID.unbase64url(auth)?.count == 16 else {
                 throw FieldError(field: "keys.auth", message: "must be base64url of 16 bytes")
             }
-            return PushSubscription(
+            let subscription = PushSubscription(
                 endpoint: endpoint, schoolId: school, teacherId: teacherID, p256dh: p256dh, auth: auth, sessionHash: session.hash,
                 sessionSeen: session.seen, renewedMs: session.renewedAt, createdAt: Timestamp.format(Timestamp.now()))
+            return (subscription, host)
         }
         // A name that resolves into the service's own network is no push
         // service; one that does not resolve now is checked at each connection.
-        let (host, loopback) = (PushChannel.endpointHost(subscription.endpoint, overHTTP: pushOverHTTP) ?? "", pushOverHTTP)
+        let loopback = pushOverHTTP
         if await blocking(within: .seconds(5), { PublicAddress.resolvesAllowed(host, loopback: loopback) }) == false {
             throw HTTPError(FieldError(field: "endpoint", message: "names an address that is not on the public internet"))
         }

@@ -47,7 +47,7 @@ final class Dispatcher: Sendable {
     /// The channels one of whose loops is claiming now. One claim a channel
     /// at a time: the others' loops skip their turn rather than park a
     /// thread behind it (a store that stopped answering would hold one per
-    /// connection); a full batch rings them.
+    /// connection); a claim that found work rings them.
     private let claiming = Mutex<Set<Channel>>([])
 
     /// Deliveries claimed per connection at a time.
