@@ -8,7 +8,12 @@
 'use strict';
 (() => {
   // ---- The installed app: a service worker opens it offline (sw.js says what it keeps).
-  if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
+  // A registration that fails (a connection dropped on a weak network) is tried
+  // again, 2 s and then 8 s later: without the worker the app does not open offline.
+  const register = (retries) => navigator.serviceWorker.register('/sw.js').catch(() => {
+    if (retries > 0) setTimeout(() => register(retries - 1), retries === 2 ? 2000 : 8000);
+  });
+  if ('serviceWorker' in navigator) register(2);
   // Signing out takes the names and photos this device kept with it.
   const signOutForm = document.querySelector('form[action="/session/end"]');
   if (signOutForm) {
