@@ -24,8 +24,10 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        // libvips's headers are in the default include path and need only GLib's (gobject-2.0 gives those);
+        // `vips`'s own pkg-config asks for -pthread, which SwiftPM refuses with a warning on every build.
         .systemLibrary(
-            name: "CVips", pkgConfig: "vips",
+            name: "CVips", pkgConfig: "gobject-2.0",
             providers: [.apt(["libvips-dev"])]),
 
         // glibc's malloc.h (arena limit, trim), not exported by Swift's Glibc module.

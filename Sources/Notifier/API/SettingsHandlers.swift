@@ -164,7 +164,7 @@ extension NotifierHandlers {
         let (_, school) = try pushCaller(caller, teacherID)
         let endpoint = try request.json { (body) throws(FieldError) in try body.string("endpoint") }
         let store = self.store
-        try await blocking { try store.removePushSubscriptions(school: school, teacher: teacherID, endpoint: endpoint) }
+        _ = try await blocking { try store.removePushSubscriptions(school: school, teacher: teacherID, endpoint: endpoint) }
         logger.info("push turned off for a device", ["requestId": request.requestID, "teacher": teacherID])
         return .noContent
     }
