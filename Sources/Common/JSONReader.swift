@@ -72,6 +72,26 @@ package enum JSONReader {
         }
     }
 
+    /// A document that must be an array, each element handed to `body` as
+    /// soon as it is read: a long list (a grade's stored digest, 13,000
+    /// entries) never stands as one tree of values beside what is made of it.
+    package static func forEachElement(of text: String, _ body: (JSONValue) throws(FieldError) -> Void) throws(FieldError) {
+        var text = text
+        let read = text.withUTF8 { (buffer) -> Result<Void, FieldError> in
+            Result { () throws(FieldError) in
+                var cursor = Cursor(bytes: buffer)
+                cursor.skipWhitespace()
+                guard cursor.position < buffer.count, buffer[cursor.position] == UInt8(ascii: "[") else {
+                    throw cursor.unexpected("where an array was expected")
+                }
+                try cursor.elements(depth: 0, body)
+                cursor.skipWhitespace()
+                guard cursor.position == buffer.count else { throw cursor.unexpected("after the document") }
+            }
+        }
+        try read.get()
+    }
+
     /// A document that must be an object.
     package static func object(_ bytes: [UInt8]) throws(FieldError) -> JSONObject {
         let value = try parse(bytes)
@@ -187,27 +207,35 @@ package enum JSONReader {
         }
 
         private mutating func array(depth: Int) throws(FieldError) -> [JSONValue] {
-            position += 1  // [
             var values: [JSONValue] = []
+            try elements(depth: depth) { values.append($0) }
+            return values
+        }
+
+        /// The array at the cursor, each element handed to `each` as it is read.
+        mutating func elements(depth: Int, _ each: (JSONValue) throws(FieldError) -> Void) throws(FieldError) {
+            position += 1  // [
             skipWhitespace()
             if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                 position += 1
-                return values
+                return
             }
+            var index = 0
             while true {
                 skipWhitespace()
                 if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                     throw FieldError(field: path, message: "is not valid JSON: a trailing comma before ']' at byte \(position)")
                 }
-                trail.append(.index(values.count))
-                values.append(try value(depth: depth + 1))
+                trail.append(.index(index))
+                try each(try value(depth: depth + 1))
+                index += 1
                 trail.removeLast()
                 skipWhitespace()
                 guard position < bytes.count else { throw unexpected("in an array") }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
-                case UInt8(ascii: "]"): return values
+                case UInt8(ascii: "]"): return
                 default:
                     position -= 1
                     throw unexpected("where ',' or ']' was expected")

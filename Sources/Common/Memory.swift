@@ -15,6 +15,16 @@ package enum Memory {
         _ = mallopt(M_ARENA_MAX, Int32(count))
     }
 
+    /// Blocks of `bytes` or more get pages of their own, given back when
+    /// freed. glibc raises this threshold (up to 32 MiB) each time such a
+    /// block is freed, so a digest run's big arrays and strings came from
+    /// the arenas after the first one and left them fragmented: a school of
+    /// 40,000 records peaked at 201 MiB resident with the default, 180 with
+    /// 128 KiB fixed (`scripts/memory-day --schools 1 --seconds 20`).
+    package static func mapBlocks(largerThan bytes: Int) {
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(bytes))
+    }
+
     /// Gives freed pages back to the system, after work that allocated much
     /// and is done (a digest run, reading a district's roster): resident
     /// memory stays flat between runs and reflects what is kept.

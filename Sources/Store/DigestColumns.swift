@@ -29,12 +29,8 @@ enum DigestColumns {
     }
 
     static func entries(from text: String) throws(FieldError) -> [DigestEntry] {
-        guard case .array(let values) = try JSONReader.parse(Array(text.utf8)) else {
-            throw FieldError(field: "entries", message: "must be an array")
-        }
         var entries: [DigestEntry] = []
-        entries.reserveCapacity(values.count)
-        for value in values {
+        try JSONReader.forEachElement(of: text) { (value) throws(FieldError) in
             guard case .object(let object) = value else { throw FieldError(field: "entries", message: "must hold objects") }
             let fields = JSONFields(object)
             let student = try StudentRef(json: fields.object("student"))

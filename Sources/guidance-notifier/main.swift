@@ -3,6 +3,7 @@ import Foundation
 import Notifier
 
 Memory.limitArenas(to: 2)
+Memory.mapBlocks(largerThan: 128 * 1024)
 do {
     let config = try NotifierConfig.fromEnvironment()
     let logger = Logger(component: "notifier", level: config.logLevel)

@@ -461,6 +461,19 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertFalse(plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 
+    /// A run reads what its day's recipients were told in revision order
+    /// from an index: sorting made SQLite hold every list of the day,
+    /// entries and all (the notifier's peak memory on a big school's day).
+    func testWhatADayWasToldIsReadInOrderWithoutASort() throws {
+        _ = try suite.makeStore()
+        let database = try SQLiteConnection(path: directory.appendingPathComponent("test.db").path)
+        let plan = try database.query("EXPLAIN QUERY PLAN " + SQLStore.toldOfDay, [.text("sa"), .text("2026-11-30")]).compactMap {
+            $0.last?.string
+        }
+        XCTAssertTrue(plan.contains { $0.contains("digests_told_of_day") }, "\(plan)")
+        XCTAssertFalse(plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+    }
+
     func testASnapshotReadsOneMoment() throws {
         _ = try suite.makeStore()
         let path = directory.appendingPathComponent("test.db").path
