@@ -5,8 +5,9 @@ import Foundation
 extension HTTPServer {
     /// Answers what needs no handler on libmicrohttpd's thread; otherwise
     /// runs the handler as a task that starts on this thread, and suspends
-    /// the connection if it waits; after a wait it goes on where its route
-    /// says (`Router.Runs`).
+    /// the connection if it waits; after a wait it goes on on Swift's pool,
+    /// whoever ended the wait (the producer's poll thread, a doorbell's
+    /// ringer) only hands it over.
     func dispatch(_ exchange: Exchange) -> MHD_Result {
         if !lifecycle.withLock({ $0.serving }) {
             return exchange.queue(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response)
@@ -27,15 +28,10 @@ extension HTTPServer {
             exchange.begin(in: self)
             // The handler runs here until it waits; one that never waits
             // (a look-up, a refusal) has answered when this returns.
-            let run: @Sendable () async -> Void = { [self, request] in
+            let task = Task.immediate { [self, request] in
                 let response = await Router.run(route.handler, request, logger: logger)
                 exchange.finish(response, in: self)
             }
-            let task =
-                switch route.runs {
-                case .inline: Task.immediate(executorPreference: InlineExecutor.shared, operation: run)
-                case .pool: Task.immediate(operation: run)
-                }
             exchange.handle(task)
             guard let answer = exchange.suspendUnlessAnswered() else { return .YES }
             return exchange.queue(answer)

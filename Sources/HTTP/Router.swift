@@ -7,25 +7,10 @@ package typealias Handler = @Sendable (Request) async throws -> Response
 /// A path that matches no pattern answers 404; one whose pattern lacks the
 /// method answers 405 with `Allow`.
 package struct Router: Sendable {
-    /// Where a route's handler goes on after it waits. Either way it starts
-    /// on libmicrohttpd's thread, so one that never waits answers there.
-    package enum Runs: Sendable {
-        /// On Swift's pool: whoever ended the wait (a doorbell's ringer, the
-        /// materializer's thread) only hands it over. Every route but the
-        /// produce path.
-        case pool
-        /// On the thread that ended the wait (`InlineExecutor`): a
-        /// registration goes on on the producer's poll thread when the broker
-        /// acknowledges it, two thread crossings instead of four. Only where
-        /// measured (docs/performance.md, "Where a request runs").
-        case inline
-    }
-
     private struct Route: Sendable {
         let method: String
         let pattern: String
         let segments: [Segment]
-        let runs: Runs
         let handler: Handler
     }
 
@@ -38,11 +23,11 @@ package struct Router: Sendable {
 
     package init() {}
 
-    package mutating func add(_ method: String, _ pattern: String, runs: Runs = .pool, _ handler: @escaping Handler) {
+    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments = Router.segments(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, runs: runs, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     package mutating func get(_ pattern: String, _ handler: @escaping Handler) { add("GET", pattern, handler) }
@@ -50,7 +35,7 @@ package struct Router: Sendable {
     package mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add("DELETE", pattern, handler) }
 
     enum Match {
-        case found(pattern: String, parameters: [(name: String, value: String)], runs: Runs, handler: Handler)
+        case found(pattern: String, parameters: [(name: String, value: String)], handler: Handler)
         case methodNotAllowed(allowed: [String])
         case notFound
     }
@@ -79,7 +64,7 @@ package struct Router: Sendable {
                 for case (.parameter(let name), let part) in zip(route.segments, parts) {
                     parameters.append((name, String(Substring(part))))
                 }
-                return .found(pattern: route.pattern, parameters: parameters, runs: route.runs, handler: route.handler)
+                return .found(pattern: route.pattern, parameters: parameters, handler: route.handler)
             }
             allowed.append(route.method)
         }
@@ -89,7 +74,7 @@ package struct Router: Sendable {
     /// The route for `method` on `path`, or the answer when there is none:
     /// 404, or 405 with `Allow`.
     func resolve(method: String, path: String) -> Result<
-        (pattern: String, parameters: [(name: String, value: String)], runs: Runs, handler: Handler), HTTPError
+        (pattern: String, parameters: [(name: String, value: String)], handler: Handler), HTTPError
     > {
         switch match(method: method, path: path) {
         case .notFound:
@@ -98,8 +83,8 @@ package struct Router: Sendable {
             return .failure(
                 HTTPError(status: 405, detail: "\(method) is not allowed on \(path)", headers: [("Allow", allowed.joined(separator: ", "))])
             )
-        case .found(let pattern, let parameters, let runs, let handler):
-            return .success((pattern, parameters, runs, handler))
+        case .found(let pattern, let parameters, let handler):
+            return .success((pattern, parameters, handler))
         }
     }
 

@@ -28,13 +28,12 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/reasons", gate, reasons)
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
         router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
-        // The produce path goes on on the producer's poll thread when the broker acknowledges (`Router.Runs.inline`).
-        router.post("/v1/schools/{schoolId}/guidances", gate, runs: .inline, register)
-        router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, runs: .inline, delete)
+        router.post("/v1/schools/{schoolId}/guidances", gate, register)
+        router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
         let service = Access.school(roles: IngestHandlers.communityServiceRoles)
-        router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, runs: .inline, recordService)
+        router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, recordService)
         router.delete(
-            "/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, runs: .inline, withdrawService)
+            "/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, withdrawService)
         photos.routes(into: &router)
     }
 
