@@ -69,8 +69,9 @@ package final class IngestService: Sendable {
                     base: $0, cookieName: SessionCookie.notifier, sessions: sessions, logger: logger.with(["part": "notifier-reads"]))
             }
         ).routes(into: &routes)
+        let errands = Errands(logger: logger.with(["part": "errands"]))
         let signIn = SignIn(
-            title: AppPage.title, roles: AppPage.roles, policy: policy, mail: config.mail, publicURL: config.publicURL,
+            title: AppPage.title, roles: AppPage.roles, policy: policy, mail: config.mail, publicURL: config.publicURL, errands: errands,
             logger: logger.with(["part": "web"]))
         AppPage(signIn: signIn).routes(into: &routes)
         let http = HTTPMetrics(metrics)
@@ -82,6 +83,8 @@ package final class IngestService: Sendable {
                 [.producer(producer, timeout: config.producer.deliveryTimeout)],
                 [accessLog.part],
                 [sessions.log.part],
+                // Stopped once no request can start one.
+                [errands.part(within: config.drainPeriod, clock: config.timer)],
                 [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod)]
                     + [roster.watching(every: config.rosterCheckInterval, clock: config.timer)].compactMap { $0 }
             ], logger: logger)

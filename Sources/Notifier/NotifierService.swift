@@ -102,9 +102,10 @@ package final class NotifierService: Sendable, GroupMember {
         photos.routes(into: &routes)
         // The app is the ingest's: the session routes stay for API clients
         // (a cookie of the notifier's own), the pages send browsers there.
+        let errands = Errands(logger: logger.with(["part": "errands"]))
         SignIn(
             title: "지도 알림", roles: [.homeroom, .volunteerDuty, .admin], policy: policy, mail: config.delivery.mail, publicURL: publicURL,
-            logger: logger.with(["part": "web"])
+            errands: errands, logger: logger.with(["part": "web"])
         ).routes(into: &routes, scripts: [])
         NotifierService.sendToTheApp(config.delivery.publicAppURL, into: &routes)
         let http = HTTPMetrics(metrics)
@@ -113,7 +114,7 @@ package final class NotifierService: Sendable, GroupMember {
         }
         parts = NotifierService.parts(
             config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server,
-            roster: roster,
+            errands: errands, roster: roster,
             dispatcher: dispatcher,
             notices: RuleNotices(
                 roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger),
@@ -183,7 +184,7 @@ package final class NotifierService: Sendable, GroupMember {
     /// The long-lived parts, in the order they start.
     private static func parts(
         config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer,
-        server: HTTPServer,
+        server: HTTPServer, errands: Errands,
         roster: LiveRoster, dispatcher: Dispatcher, notices: RuleNotices, schedule: Part?, logger: Logger
     ) -> Parts {
         Parts(
@@ -191,6 +192,8 @@ package final class NotifierService: Sendable, GroupMember {
                 [.producer(producer, timeout: .seconds(10))],
                 [accessLog.part],
                 [sessions.log.part],
+                // Stopped once no request can start one.
+                [errands.part(within: config.drainPeriod, clock: config.timer)],
                 [
                     // Stopping finishes the batch in hand, commits and leaves the group: it blocks.
                     materializer.part,

@@ -21,6 +21,8 @@ package struct SignIn: Sendable {
     /// offered only with both.
     let mail: MailSettings?
     let publicURL: String?
+    /// Where the links' e-mails are sent from, after the answer; shutdown waits for them.
+    let errands: Errands
     let logger: Logger
     /// Links mailed per mailbox on this replica: at most 3 within a link's
     /// life (15 minutes). Past it a request sends nothing and is answered
@@ -28,12 +30,16 @@ package struct SignIn: Sendable {
     /// flood a teacher's inbox, nor lock the teacher out of asking.
     let mailboxes = AttemptLimiter(limit: 3, window: .seconds(900))
 
-    package init(title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, logger: Logger) {
+    package init(
+        title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, errands: Errands,
+        logger: Logger
+    ) {
         self.title = title
         self.roles = roles
         self.policy = policy
         self.mail = mail
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.errands = errands
         self.logger = logger
     }
 
@@ -146,9 +152,9 @@ package struct SignIn: Sendable {
         if let refusal = policy.attempts.attempt([.linkRequests(caller.client)]) { return tooMany(refusal, next: next) }
         // The same work for a known and an unknown address before the answer:
         // the roster is looked up, the links made and sent, and the request
-        // logged by a task of its own afterwards.
+        // logged by an errand afterwards.
         let (requestID, client, roster) = (request.requestID, caller.client, caller.roster)
-        Task { [self] in
+        errands.run("sign-in link") { [self] in
             let teachers = roster.teachers(withEmail: address).filter { $0.hasAny(of: roles) }
             let sending = teachers.filter { mailboxes.attempt([.mailbox($0.email.lowercased())]) == nil }
             logger.info(

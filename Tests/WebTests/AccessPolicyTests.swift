@@ -46,7 +46,7 @@ final class AccessPolicyTests: XCTestCase {
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
         let signIn = SignIn(
             title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL,
-            logger: Logger(component: "test", level: .error))
+            errands: Errands(logger: Logger(component: "test", level: .error)), logger: Logger(component: "test", level: .error))
         signIn.routes(into: &routes, scripts: [Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';")])
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
