@@ -19,18 +19,25 @@ package struct Forwarding: Sendable {
     package let cookieName: String
     package let sessions: Sessions
     package let logger: Logger
+    /// Connections to the other service, kept open between requests (no
+    /// cookie engine: nothing of one caller's answer reaches the next). At
+    /// most this many requests wait on it at once, so a service that hangs
+    /// holds that many threads for its 4 s, not one per request.
+    private let connections: HandlePool<HTTPSession?>
 
-    package init(base: String, cookieName: String, sessions: Sessions, logger: Logger) {
+    package init(base: String, cookieName: String, sessions: Sessions, connections: Int = 8, logger: Logger) {
         self.base = base
         self.cookieName = cookieName
         self.sessions = sessions
         self.logger = logger
+        self.connections = HandlePool(count: connections) { try? HTTPSession(timeout: .seconds(4)) }
     }
 
     /// Sends `method` `path` (with the request's `body`, under the request's
     /// own `Content-Type`, so that the other service refuses what it would
-    /// refuse from the client: 415 for a body that says it is not JSON) within 5 s; an answer
-    /// that is neither 2xx nor 4xx, or none, is a 503 saying `unavailable`.
+    /// refuse from the client: 415 for a body that says it is not JSON) within 5 s: a connection
+    /// free within 1 s, an answer within 4 s. An answer that is neither 2xx
+    /// nor 4xx, or none, is a 503 saying `unavailable`.
     /// A `HEAD` is sent on as a `GET` (the server leaves the body out of its
     /// answer): libcurl waits for the body of a custom `HEAD`. A path with a
     /// `.` or `..` segment is refused: libcurl would collapse it and reach
@@ -56,15 +63,12 @@ package struct Forwarding: Sendable {
         }
         if !body.isEmpty, let type = request.header("content-type") { headers.append(("Content-Type", type)) }
         let (url, sent) = (base + path, headers)
-        let answer = await blocking(within: .seconds(5)) { () -> HTTPResult in
-            do {
-                let session = try HTTPSession(timeout: .seconds(4))
-                return method == "GET"
-                    ? session.get(url, headers: sent, maxBody: maxBody)
-                    : session.send(method, url, headers: sent, body: body, maxBody: maxBody)
-            } catch {
-                return .unreachable("\(error)")
-            }
+        let answer = await connections.run(waitingAtMost: .seconds(1)) { (session: inout HTTPSession?) -> HTTPResult in
+            if session == nil { session = try? HTTPSession(timeout: .seconds(4)) }
+            guard let session else { return .unreachable("libcurl could not make a handle") }
+            return method == "GET"
+                ? session.get(url, headers: sent, maxBody: maxBody)
+                : session.send(method, url, headers: sent, body: body, maxBody: maxBody)
         }
         // The route, not the path: a path names a student.
         let fields = ["requestId": request.requestID, "route": request.route]
@@ -79,7 +83,9 @@ package struct Forwarding: Sendable {
         case .unreachable(let reason)?:
             logger.warning("the other service could not be reached", fields.merging(["error": reason]) { $1 })
         case nil:
-            logger.warning("the other service could not be reached", fields.merging(["error": "no answer within 5 s"]) { $1 })
+            logger.warning(
+                "the other service could not be reached",
+                fields.merging(["error": "all \(connections.count) connections to it busy for 1 s"]) { $1 })
         }
         throw HTTPError.unavailable(unavailable, retryAfterSeconds: 10)
     }
