@@ -32,7 +32,7 @@ extension IngestHandlers {
         let event = CommunityServiceWithdrawn(
             eventId: RandomID.uuid(), serviceId: request.parameter("serviceId").lowercased(), schoolId: schoolID, grade: grade,
             studentId: studentID, withdrawnBy: caller.teacher?.id ?? request.query["withdrawnBy"] ?? "unknown",
-            occurredAt: Timestamp.format(Timestamp.now()))
+            occurredAt: Timestamp.format(clock()))
         return try await publish(
             event.json, type: .communityServiceWithdrawn, topic: topics.communityService, key: eventKey(school: schoolID, grade: grade),
             id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
@@ -68,7 +68,7 @@ extension IngestHandlers {
             throw HTTPError(
                 FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
         }
-        let now = Timestamp.now()
+        let now = clock()
         let asked = CommunityServiceRecord(
             serviceId: body.serviceId, schoolId: schoolID, grade: grade, studentId: studentID,
             date: body.date, sessions: body.sessions, note: body.note, recordedBy: recordedBy, recordedAt: Timestamp.format(now),

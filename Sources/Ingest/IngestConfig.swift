@@ -16,6 +16,9 @@ package struct IngestConfig: Sendable {
     package var partitions: Int
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
     package var rosterCheckInterval: Duration = .seconds(5)
+    /// Seconds since the epoch now: an event's times and a school's "today"
+    /// (how far back a registration may reach); tests move it.
+    package var clock: @Sendable () -> Double = Timestamp.now
     /// What the loops' periods are measured on: the continuous clock; a
     /// test's `ManualClock`, moved instead of slept.
     package var timer: any Clock<Duration> = ContinuousClock()

@@ -17,6 +17,8 @@ struct IngestHandlers: Sendable {
     let accessLog: AccessLog
     /// How far back `occurredAt` may reach (`Retention.windowDays`).
     let retention: Retention
+    /// Now, for events' times and the schools' "today" (`IngestConfig.clock`).
+    let clock: @Sendable () -> Double
     let metrics: Metrics
     let logger: Logger
 
@@ -134,7 +136,7 @@ struct IngestHandlers: Sendable {
         let (roster, teacher) = (caller.roster, caller.teacher)
         let schoolID = request.parameter("schoolId")
         let body = try request.json(RegisterRequest.init(json:))
-        let now = Timestamp.now()
+        let now = clock()
         let guidanceID = try guidanceID(body.guidanceId)
         let occurredAt = try body.occurredAt.map(IngestHandlers.occurredAt) ?? now
         guard let recordedBy = body.recordedBy ?? teacher?.id else {
@@ -183,7 +185,7 @@ struct IngestHandlers: Sendable {
         let deletedBy = teacher?.id ?? request.query["deletedBy"] ?? "unknown"
         let event = GuidanceDeleted(
             eventId: RandomID.uuid(), guidanceId: guidanceID, schoolId: schoolID, grade: grade,
-            deletedBy: deletedBy, occurredAt: Timestamp.format(Timestamp.now()))
+            deletedBy: deletedBy, occurredAt: Timestamp.format(clock()))
         return try await publish(
             event.json, type: .deleted, topic: topics.deleted, key: eventKey(school: schoolID, grade: grade),
             id: ("guidanceId", guidanceID), eventID: event.eventId, request: request)

@@ -61,7 +61,7 @@ package final class IngestService: Sendable {
         IngestHandlers(
             producer: producer, topics: config.topics,
             photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
-            accessLog: accessLog, retention: config.retention, metrics: metrics, logger: logger
+            accessLog: accessLog, retention: config.retention, clock: config.clock, metrics: metrics, logger: logger
         ).routes(into: &routes)
         NotifierReads(
             notifier: config.notifierURL.map {

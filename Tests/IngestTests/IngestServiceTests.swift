@@ -42,7 +42,9 @@ final class IngestServiceTests: XCTestCase {
         """
 
     /// With `folder`, the roster is read from that folder (photos and all), as in production.
-    func startService(authentication: Bool = false, deliveryTimeout: Duration = .seconds(2), folder: URL? = nil) async throws {
+    func startService(
+        authentication: Bool = false, deliveryTimeout: Duration = .seconds(2), folder: URL? = nil, clock: (@Sendable () -> Double)? = nil
+    ) async throws {
         cluster = try MockCluster(brokers: 3, logger: quietLogger("mock"))
         topics = Topics(prefix: "t\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
@@ -58,6 +60,7 @@ final class IngestServiceTests: XCTestCase {
             topics: topics, partitions: 4)
         config.drainPeriod = .seconds(3)
         config.web.authentication = .optional
+        if let clock { config.clock = clock }
         service = try IngestService(config: config, roster: folder == nil ? roster : nil, logger: quietLogger("ingest"))
         try await service.start()
         base = "http://127.0.0.1:\(service.port)"
@@ -147,6 +150,26 @@ final class IngestServiceTests: XCTestCase {
         let retry = try await register(body)
         XCTAssertEqual(retry.status, 202)
         XCTAssertEqual(retry.object["guidanceId"]?.string, guidanceID)
+    }
+
+    /// The ingest's "now" is its configuration's clock: a registration
+    /// without `occurredAt` is stamped by it, and one an hour before it is
+    /// accepted though that hour is months ahead of the machine's own time
+    /// (a school's March morning, run in December).
+    func testEventsTimesAndTheWindowFollowTheServicesClock() async throws {
+        let march = try XCTUnwrap(Timestamp.parse("2027-03-02T07:50:00+09:00"))
+        try await startService(clock: { march })
+        let stamped = try await register(
+            #"{"student":{"grade":1,"classNumber":3,"number":12},"reason":{"code":"others","detail":"gum"},"recordedBy":"t-gate-01"}"#)
+        XCTAssertEqual(stamped.status, 202, stamped.text)
+        let hourBefore = Timestamp.format(march - 3600)
+        let earlier = try await register(Self.validBody.replacingOccurrences(of: Self.occurredAt.seoul, with: hourBefore))
+        XCTAssertEqual(earlier.status, 202, earlier.text)
+        let events = try messages(on: topics.registered, expecting: 2).map {
+            try JSONDecoder().decode(GuidanceRegistered.self, from: Data($0.value ?? []))
+        }
+        XCTAssertEqual(Set(events.map(\.occurredAt)), [Timestamp.format(march), hourBefore])
+        XCTAssertEqual(Set(events.map(\.recordedAt)), [Timestamp.format(march)])
     }
 
     func testDeletionIsAcceptedAndReadableFromTheDeletedTopic() async throws {
