@@ -148,6 +148,9 @@ package struct ServiceDuty: Sendable, Equatable, Codable {
         case missed
         /// 지남: past its due date, not served.
         case overdue
+        /// 확인 필요: its sitting has passed and nobody marked it 완료 or 불참
+        /// (before its due date; after it, 지남 says so).
+        case unconfirmed
     }
 
     package let dutyId: String
@@ -202,6 +205,7 @@ package struct ServiceDuty: Sendable, Equatable, Codable {
     package func state(today: String) -> State {
         if servedOn != nil { return .served }
         if let dueDate, dueDate < today { return .overdue }
+        if let slot, slot.date < today { return .unconfirmed }
         return misses > 0 ? .missed : .scheduled
     }
 }

@@ -112,6 +112,30 @@ final class ServiceScheduleTests: XCTestCase {
         return harness
     }
 
+    /// A sitting nobody marked is 확인 필요 the next day, not 예정; once the
+    /// due date has passed the overdue list names it as a past seat with no
+    /// record, never as the "next" one (issue 67: "지남 · 다음 자리 12월 1일"
+    /// with 12월 1일 gone).
+    func testASittingNobodyMarkedIsToBeConfirmedAndNeverANextSittingInThePast() async throws {
+        let harness = try await fridayHarness()
+        let runner = try XCTUnwrap(harness.notifier?.runner)
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-12T23:30:00Z", as: "t-gate")
+        _ = try await schedule(harness, as: "t-admin") { $0["a111"] == ["scheduled", "2026-11-19", "2026-11-17"] }
+        // Tuesday 17's sitting passes with no 완료 and no 불참.
+        at("2026-11-18T01:00:00Z")
+        let wednesday = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] != "scheduled" }
+        XCTAssertEqual(wednesday["a111"], ["unconfirmed", "2026-11-19", "2026-11-17"])
+        // Friday 20: past the due date.
+        at("2026-11-20T01:00:00Z")
+        let friday = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "overdue" }
+        XCTAssertEqual(friday["a111"], ["overdue", "2026-11-19", "2026-11-17"])
+        _ = await runner.runDueSchools()
+        let overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(overdue.count, 1, "\(overdue)")
+        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 11월 17일(화) 자리 완료·불참 기록 없음"), overdue[0])
+        XCTAssertFalse(overdue[0].contains("다음 자리 11월 17일"), overdue[0])
+    }
+
     func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
         let harness = try await fridayHarness()
         let runner = try XCTUnwrap(harness.notifier?.runner)

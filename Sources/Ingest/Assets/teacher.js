@@ -471,15 +471,20 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
-  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남' };
+  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남', unconfirmed: '확인 필요' };
   // "11월 17일(화) 16:00 상담실"
   const sittingText = (slot) => G.day(slot.date) + ' ' + slot.time + ' ' + slot.place;
+
+  // A sitting on `today` or later is where the student goes ("다음 자리"); one already past that
+  // nobody marked says so, never "next" for a past day.
+  const seatText = (slot, today, word) =>
+    slot.date < today ? G.day(slot.date) + ' 자리 완료·불참 기록 없음' : word + sittingText(slot);
 
   // Where a student stands in the school's schedule: "지남 · 기한 11월 19일(목) · 다음 자리 11월 24일(화) 16:00 상담실".
   function scheduleLine(item) {
     if (!item.state) return null;
     const parts = ['기한 ' + (item.dueDate ? G.day(item.dueDate) : '없음')];
-    if (item.slot && item.state !== 'served') parts.push((item.state === 'scheduled' ? '자리 ' : '다음 자리 ') + sittingText(item.slot));
+    if (item.slot && item.state !== 'served') parts.push(seatText(item.slot, service.today, item.state === 'scheduled' ? '자리 ' : '다음 자리 '));
     return G.el('p', { class: 'often' }, G.el('span', { class: 'state state-' + item.state }, '교내봉사 ' + stateWords[item.state]), ' · ' + parts.join(' · '));
   }
 
@@ -631,7 +636,7 @@
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
           G.el('span', { class: 'state state-' + item.state }, stateWords[item.state])),
         item.dueDate ? G.el('p', { class: 'often' }, '기한 ' + G.day(item.dueDate)) : null,
-        item.slot ? G.el('p', { class: 'often' }, '다음 자리 ' + sittingText(item.slot)) : null,
+        item.slot ? G.el('p', { class: 'often' }, seatText(item.slot, sittings.today, '다음 자리 ')) : null,
         buttons.length ? G.el('p', { class: 'service-line marks' }, ...buttons) : null));
   }
 

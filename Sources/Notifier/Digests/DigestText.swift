@@ -130,7 +130,7 @@ struct DigestText {
 
     /// What an entry is about: the reason; in the 봉사 명단 the service left.
     func what(_ entry: DigestEntry) -> String {
-        if let duty = entry.overdue { return DigestText.overdue(duty) }
+        if let duty = entry.overdue { return DigestText.overdue(duty, on: date) }
         return weekly ? service(entry) ?? "" : reason(entry)
     }
 
@@ -148,12 +148,14 @@ struct DigestText {
         return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
     }
 
-    /// "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; served
-    /// late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
-    static func overdue(_ duty: ServiceDuty) -> String {
+    /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a
+    /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 자리 완료·불참 기록 없음"
+    /// (never "next" for a past day); served late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
+    static func overdue(_ duty: ServiceDuty, on date: String) -> String {
         let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"
         if let served = duty.servedOn { return "\(due) · \(Timestamp.koreanDay(served)) 늦게 완료" }
-        guard let slot = duty.slot else { return "\(due) 지남" }
+        guard let slot = duty.slot else { return "\(due) 지남 · 자리 없음" }
+        if slot.date < date { return "\(due) 지남 · \(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음" }
         return "\(due) 지남 · 다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
     }
 
