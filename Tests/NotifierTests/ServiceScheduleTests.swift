@@ -38,8 +38,10 @@ final class ServiceScheduleTests: XCTestCase {
     }
 
     /// 오늘 봉사 as the grade's volunteer-duty teacher: `studentId: [state, dutyId, serviceId]` by sitting time.
-    func today(_ harness: NotifierHarness) async throws -> (reply: Reply, rows: [String: [String]]) {
-        let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service/sittings", headers: harness.headers("t-vd-1"))
+    func today(_ harness: NotifierHarness, date: String? = nil) async throws -> (reply: Reply, rows: [String: [String]]) {
+        let reply = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/service/sittings" + (date.map { "?date=\($0)" } ?? ""),
+            headers: harness.headers("t-vd-1"))
         XCTAssertEqual(reply.status, 200, reply.text)
         var rows: [String: [String]] = [:]
         if case .array(let sittings) = reply.object["sittings"] {
@@ -125,6 +127,9 @@ final class ServiceScheduleTests: XCTestCase {
         at("2026-11-18T01:00:00Z")
         let wednesday = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] != "scheduled" }
         XCTAssertEqual(wednesday["a111"], ["unconfirmed", "2026-11-19", "2026-11-17"])
+        // Tuesday's sittings, looked at on Wednesday: to confirm, not 예정.
+        let tuesday = try await today(harness, date: "2026-11-17")
+        XCTAssertEqual(tuesday.rows["a111"]?[0], "unconfirmed", tuesday.reply.text)
         // Friday 20: past the due date.
         at("2026-11-20T01:00:00Z")
         let friday = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "overdue" }

@@ -625,7 +625,8 @@
     const nameId = 'sitting-name-' + index;
     // Marks are for a day that came; a later day's sittings are read.
     const open = sittings.date <= sittings.today;
-    const buttons = !open ? [] : item.state === 'scheduled'
+    // 확인 필요 (a past sitting nobody marked) gets the same two taps as 예정.
+    const buttons = !open ? [] : item.state === 'scheduled' || item.state === 'unconfirmed'
       ? [G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => mark(item, 'served') }, '완료'),
         G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId, onclick: () => mark(item, 'missed') }, '불참')]
       : [G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId, onclick: () => unmark(item) }, '되돌리기')];
@@ -682,7 +683,7 @@
       G.say('sitting-status', '되돌리지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
-    const shown = await untilSitting((x) => x && x.state === 'scheduled', item.dutyId);
+    const shown = await untilSitting((x) => x && (x.state === 'scheduled' || x.state === 'unconfirmed'), item.dutyId);
     G.say('sitting-status', s.name + ' 기록을 되돌렸습니다.' + (shown ? '' : ' 목록에는 곧 보입니다.'), 'ok');
   }
 
