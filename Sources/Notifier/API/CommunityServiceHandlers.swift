@@ -201,7 +201,8 @@ struct CommunityServiceHandlers: Sendable {
             let sitting = duty.slot.flatMap { $0.date == today ? $0 : nil }
             rows.append(
                 Row(
-                    student: student, dutyId: duty.dutyId, state: duty.servedOn != nil ? "served" : today < now ? "unconfirmed" : "scheduled",
+                    student: student, dutyId: duty.dutyId,
+                    state: duty.servedOn != nil ? "served" : today < now ? "unconfirmed" : "scheduled",
                     serviceId: duty.serviceId, dueDate: duty.dueDate, sitting: sitting))
         }
         for miss in missed {
