@@ -31,11 +31,11 @@ package final class HandlePool<Handle>: Sendable {
         waitingAtMost limit: Duration, clock: any Clock<Duration> = ContinuousClock(), _ body: @escaping @Sendable (inout Handle) -> T
     ) async -> T? {
         var taken: Int?
-        let got = await given.wait(
+        _ = await given.wait(
             until: {
                 taken = take(); return taken != nil
             }, atMost: limit, clock: clock)
-        guard got, let index = taken else { return nil }
+        guard let index = taken else { return nil }
         let handle = handles[index]
         let value = try? await blocking { handle.withLock { body(&$0) } }
         free.withLock { $0.append(index) }

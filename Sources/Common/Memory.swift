@@ -19,8 +19,9 @@ package enum Memory {
     /// freed. glibc raises this threshold (up to 32 MiB) each time such a
     /// block is freed, so a digest run's big arrays and strings came from
     /// the arenas after the first one and left them fragmented: a school of
-    /// 40,000 records peaked at 201 MiB resident with the default, 180 with
-    /// 128 KiB fixed (`scripts/memory-day --schools 1 --seconds 20`).
+    /// 40,000 records peaked at 201 MiB resident with the default, 189 with
+    /// 128 KiB fixed (`scripts/memory-day --schools 1 --seconds 20`,
+    /// docs/performance.md).
     package static func mapBlocks(largerThan bytes: Int) {
         _ = mallopt(M_MMAP_THRESHOLD, Int32(bytes))
     }

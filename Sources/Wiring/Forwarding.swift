@@ -22,7 +22,8 @@ package struct Forwarding: Sendable {
     /// Connections to the other service, kept open between requests (no
     /// cookie engine: nothing of one caller's answer reaches the next). At
     /// most this many requests wait on it at once, so a service that hangs
-    /// holds that many threads for its 4 s, not one per request.
+    /// holds that many threads for its 4 s, not one per request. Each
+    /// handle is made by its first use (and again if libcurl could not).
     private let connections: HandlePool<HTTPSession?>
 
     package init(base: String, cookieName: String, sessions: Sessions, connections: Int = 8, logger: Logger) {
@@ -30,7 +31,7 @@ package struct Forwarding: Sendable {
         self.cookieName = cookieName
         self.sessions = sessions
         self.logger = logger
-        self.connections = HandlePool(count: connections) { try? HTTPSession(timeout: .seconds(4)) }
+        self.connections = HandlePool(count: connections) { nil }
     }
 
     /// Sends `method` `path` (with the request's `body`, under the request's

@@ -728,11 +728,12 @@
     } catch (error) {
       // The reason in the teacher's words, for each field the API names.
       const school = $('list-time').min;
+      const quiet = '알림을 쉬는 시간의 시작과 끝을 둘 다, 서로 다르게 정하세요.';
       G.say('settings-status', '저장하지 못했습니다. ' + G.message(error, {
         listTime: '명단 시각은 학교 시각(' + school + ')보다 늦게, 알림을 쉬는 시간 밖으로 정하세요. '
           + '학교 시각 전에는 그날 명단이 아직 다 모이지 않았습니다.',
-        quietFrom: '알림을 쉬는 시간의 시작과 끝을 둘 다, 서로 다르게 정하세요.',
-        quietUntil: '알림을 쉬는 시간의 시작과 끝을 둘 다, 서로 다르게 정하세요.',
+        quietFrom: quiet,
+        quietUntil: quiet,
       }), 'warn');
     }
   }
