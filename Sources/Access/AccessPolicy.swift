@@ -1,8 +1,8 @@
-import Sessions
 import Common
 import Guidance
 import HTTP
 import Kafka
+import Sessions
 
 /// Who may call a route, declared when the route is registered on a
 /// `GuardedRouter`, so a new route cannot leave it out.

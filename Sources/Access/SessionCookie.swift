@@ -1,6 +1,6 @@
-import Sessions
 import Foundation
 import HTTP
+import Sessions
 
 /// A web page's session cookie: a signed session (`Sessions`), never a
 /// token, in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` when the

@@ -33,7 +33,8 @@ package final class HandlePool<Handle>: Sendable {
         var taken: Int?
         _ = await given.wait(
             until: {
-                taken = take(); return taken != nil
+                taken = take()
+                return taken != nil
             }, atMost: limit, clock: clock)
         guard let index = taken else { return nil }
         let handle = handles[index]

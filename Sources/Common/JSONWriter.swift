@@ -18,7 +18,12 @@ package struct JSONWriter {
 
     /// `null` when absent.
     package mutating func field(_ key: StaticString, _ value: String?) {
-        if let value { field(key, value) } else { self.key(key); bytes.append(contentsOf: "null".utf8) }
+        if let value {
+            field(key, value)
+        } else {
+            self.key(key)
+            bytes.append(contentsOf: "null".utf8)
+        }
     }
 
     package mutating func field(_ key: StaticString, _ value: Bool) {

@@ -175,7 +175,7 @@ package struct Logger: Sendable {
 /// holds the loggers back instead of the buffer growing); what waits is
 /// written when the process exits. A crash loses at most `delay` of info
 /// lines.
-private final class LogOutput: Sendable {
+fileprivate final class LogOutput: Sendable {
     static let shared = LogOutput()
 
     private struct Pending {

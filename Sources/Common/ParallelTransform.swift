@@ -35,7 +35,7 @@ extension Array where Element: Sendable {
 /// slot's semaphore signalled. Unchecked: `results` is raw memory; a slot
 /// is written only by the thread that took its index, and read only after
 /// its semaphore says so.
-private final class TransformQueue<Element: Sendable, T: Sendable>: @unchecked Sendable {
+fileprivate final class TransformQueue<Element: Sendable, T: Sendable>: @unchecked Sendable {
     private let elements: [Element]
     private let transform: @Sendable (Element) -> T
     private let next = Atomic(0)

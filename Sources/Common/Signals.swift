@@ -73,14 +73,14 @@ package func waitForTerminationSignal() async -> Int32 {
     }
 }
 
-private let terminations = Atomic<Int>(0)
-private let interrupts = Atomic<Int>(0)
-private let hangups = Atomic<Int>(0)
+fileprivate let terminations = Atomic<Int>(0)
+fileprivate let interrupts = Atomic<Int>(0)
+fileprivate let hangups = Atomic<Int>(0)
 /// The pipe's writing end (non-blocking: a full pipe already wakes the reader).
-private let wakeFD = Atomic<Int32>(-1)
+fileprivate let wakeFD = Atomic<Int32>(-1)
 
 /// The handler: one atomic add and one `write(2)`, both async-signal-safe.
-private func countSignal(_ signal: Int32) {
+fileprivate func countSignal(_ signal: Int32) {
     let saved = errno
     switch signal {
     case SIGTERM: terminations.add(1, ordering: .releasing)

@@ -190,7 +190,9 @@ final class CurlList {
 
 /// A socket for an address `PublicAddress` allows, else none (libcurl then
 /// tries the name's next address, and fails with "couldn't connect").
-private func curlOpenSocket(_ context: UnsafeMutableRawPointer?, _ purpose: curlsocktype, _ target: UnsafeMutablePointer<curl_sockaddr>?)
+fileprivate func curlOpenSocket(
+    _ context: UnsafeMutableRawPointer?, _ purpose: curlsocktype, _ target: UnsafeMutablePointer<curl_sockaddr>?
+)
     -> curl_socket_t
 {
     guard let target, let offset = MemoryLayout<curl_sockaddr>.offset(of: \.addr) else { return -1 }
@@ -200,7 +202,7 @@ private func curlOpenSocket(_ context: UnsafeMutableRawPointer?, _ purpose: curl
     return socket(target.pointee.family, target.pointee.socktype, target.pointee.protocol)
 }
 
-private func curlHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+fileprivate func curlHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
@@ -209,7 +211,7 @@ private func curlHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ cou
     return size * count
 }
 
-private func curlWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+fileprivate func curlWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     let room = max(0, transfer.bodyLimit - transfer.body.count)
@@ -217,7 +219,7 @@ private func curlWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ coun
     return size * count
 }
 
-private func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+fileprivate func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
     guard let buffer, let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = min(size * count, transfer.upload.count - transfer.uploaded)
@@ -234,7 +236,7 @@ private func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ cou
     return length
 }
 
-private func curlProgress(_ context: UnsafeMutableRawPointer?, _: curl_off_t, _: curl_off_t, _: curl_off_t, _: curl_off_t) -> Int32 {
+fileprivate func curlProgress(_ context: UnsafeMutableRawPointer?, _: curl_off_t, _: curl_off_t, _: curl_off_t, _: curl_off_t) -> Int32 {
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
     guard let reason = transfer.reasonToStop(at: .now) else { return 0 }

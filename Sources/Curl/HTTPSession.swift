@@ -1,5 +1,5 @@
-import Common
 import CCurl
+import Common
 
 /// What became of one HTTP request.
 package enum HTTPResult: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import Foundation
 import Common
+import Foundation
 
 /// RFC 4180 CSV: quoted fields with commas, quotes (`""`) and line breaks,
 /// CRLF or LF line ends, an optional UTF-8 byte-order mark. Bytes are fed in

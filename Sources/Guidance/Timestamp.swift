@@ -204,7 +204,10 @@ package enum Timestamp {
         }
         var digits = 1
         var rest = value / 10
-        while rest > 0 { digits += 1; rest /= 10 }
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
         for _ in digits..<max(digits, width) { text.append(UInt8(ascii: "0")) }
         var divisor = 1
         for _ in 1..<digits { divisor *= 10 }

@@ -449,7 +449,7 @@ func clientAddress(_ connection: OpaquePointer) -> String {
 /// A header name with A-Z lowered, other bytes as they are: names are ASCII
 /// tokens (anything else is refused as malformed), and `lowercased()` went
 /// through Unicode case mapping for each header of each request.
-private func asciiLowercased(_ text: UnsafePointer<CChar>, count length: Int) -> String {
+fileprivate func asciiLowercased(_ text: UnsafePointer<CChar>, count length: Int) -> String {
     text.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
         String(unsafeUninitializedCapacity: length) { buffer in
             for index in 0..<length {
@@ -462,13 +462,13 @@ private func asciiLowercased(_ text: UnsafePointer<CChar>, count length: Int) ->
 }
 
 /// `count` bytes from `text` as UTF-8, NULs included.
-private func utf8String(_ text: UnsafePointer<CChar>, count: Int) -> String {
+fileprivate func utf8String(_ text: UnsafePointer<CChar>, count: Int) -> String {
     text.withMemoryRebound(to: UInt8.self, capacity: count) {
         String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
     }
 }
 
 /// Whether two header names are equal, A-Z and a-z alike.
-private func asciiEqualIgnoringCase(_ name: String, _ lowercase: String) -> Bool {
+fileprivate func asciiEqualIgnoringCase(_ name: String, _ lowercase: String) -> Bool {
     name.utf8.elementsEqual(lowercase.utf8) { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
 }

@@ -32,7 +32,9 @@ package final class ClientContext: Sendable {
 }
 
 // Called on librdkafka's internal threads; only hands the line to the logger.
-private func kafkaLogCallback(_ handle: OpaquePointer?, _ level: Int32, _ facility: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?) {
+fileprivate func kafkaLogCallback(
+    _ handle: OpaquePointer?, _ level: Int32, _ facility: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?
+) {
     guard let handle, let context = ClientContext.from(rd_kafka_opaque(handle)) else { return }
     let logLevel: Logger.Level = level <= 3 ? .error : level == 4 ? .warning : .debug
     guard context.logger.isEnabled(logLevel) else { return }
@@ -42,7 +44,7 @@ private func kafkaLogCallback(_ handle: OpaquePointer?, _ level: Int32, _ facili
 }
 
 // Called from rd_kafka_poll on the client's own polling thread.
-private func kafkaErrorCallback(
+fileprivate func kafkaErrorCallback(
     _ handle: OpaquePointer?, _ code: Int32, _ reason: UnsafePointer<CChar>?, _ opaque: UnsafeMutableRawPointer?
 ) {
     guard let context = ClientContext.from(opaque) else { return }

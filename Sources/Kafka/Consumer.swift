@@ -245,7 +245,7 @@ package final class Consumer: @unchecked Sendable {
 }
 
 // Called by librdkafka inside rd_kafka_consumer_poll/close on the consuming thread.
-private func rebalanceCallback(
+fileprivate func rebalanceCallback(
     _ handle: OpaquePointer?, _ event: rd_kafka_resp_err_t,
     _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, _ opaque: UnsafeMutableRawPointer?
 ) {

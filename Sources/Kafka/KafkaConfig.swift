@@ -192,12 +192,10 @@ package func makeConf(_ properties: [(String, String)]) throws(KafkaError) -> Op
     // NULL only when out of memory, where librdkafka's allocator aborts first.
     let conf = rd_kafka_conf_new()!
     var errorText = [CChar](repeating: 0, count: 512)
-    for (name, value) in properties {
-        if rd_kafka_conf_set(conf, name, value, &errorText, errorText.count) != RD_KAFKA_CONF_OK {
-            rd_kafka_conf_destroy(conf)
-            let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            throw KafkaError(.invalidConfiguration, "\(name)=\(value): \(reason)")
-        }
+    for (name, value) in properties where rd_kafka_conf_set(conf, name, value, &errorText, errorText.count) != RD_KAFKA_CONF_OK {
+        rd_kafka_conf_destroy(conf)
+        let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        throw KafkaError(.invalidConfiguration, "\(name)=\(value): \(reason)")
     }
     return conf
 }

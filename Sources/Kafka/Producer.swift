@@ -355,7 +355,7 @@ extension ProducerClient {
 }
 
 /// A FIFO of sends awaiting their report, compacted as its head advances.
-private struct AwaitingQueue {
+fileprivate struct AwaitingQueue {
     private var items: [DeliveryBox] = []
     private var head = 0
 
@@ -390,7 +390,7 @@ private struct AwaitingQueue {
 /// and is let go then: a finished box waits in `AwaitingQueue` until the
 /// sends before it finish too, and what its completion held (an access
 /// batch's records) stayed with it, 8 MiB at 40,000 look-ups/s.
-private final class DeliveryBox: Sendable {
+fileprivate final class DeliveryBox: Sendable {
     /// Nil once the send finished: whoever takes it runs it.
     private let completion: Mutex<(@Sendable (Result<DeliveryReport, KafkaError>) -> Void)?>
     let client: ProducerClient
@@ -420,7 +420,7 @@ private final class DeliveryBox: Sendable {
 }
 
 // Called from rd_kafka_poll on the polling thread, once per produced message.
-private func deliveryReportCallback(
+fileprivate func deliveryReportCallback(
     _ handle: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?
 ) {
     guard let message, let boxPointer = message.pointee._private else { return }
@@ -447,7 +447,7 @@ extension Producer {
 
 /// One `send`'s wait for its delivery report, resumed once: by the report, or
 /// by the task's cancellation, whichever comes first.
-private final class DeliveryWait: Sendable {
+fileprivate final class DeliveryWait: Sendable {
     private enum State {
         case idle
         case waiting(CheckedContinuation<Result<DeliveryReport, KafkaError>, Never>)

@@ -1,5 +1,5 @@
-import Common
 import CPostgres
+import Common
 import Foundation
 
 /// One PostgreSQL connection: the only code that calls `PQ*`. Blocking and

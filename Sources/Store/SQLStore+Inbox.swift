@@ -1,5 +1,5 @@
-import Crypto
 import Common
+import Crypto
 import Foundation
 import Guidance
 

@@ -292,4 +292,4 @@ extension SQLStore {
 }
 
 func milliseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1000).rounded()) }
-private func seconds(_ value: SQLValue) -> Double { Double(value.int ?? 0) / 1000 }
+fileprivate func seconds(_ value: SQLValue) -> Double { Double(value.int ?? 0) / 1000 }

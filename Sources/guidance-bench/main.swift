@@ -25,7 +25,10 @@ struct Options {
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
-        if let first = rest.first, !first.hasPrefix("--") { command = first; rest = rest.dropFirst() }
+        if let first = rest.first, !first.hasPrefix("--") {
+            command = first
+            rest = rest.dropFirst()
+        }
         while let flag = rest.popFirst() {
             guard flag.hasPrefix("--"), let text = rest.popFirst() else {
                 FileHandle.standardError.write(
@@ -346,7 +349,10 @@ func gateHeaders(_ school: String) -> [(String, String)] {
 /// Paced POSTs at `rate` a second for `seconds`, spread over the roster's
 /// schools; prints the count, the errors and the 202 latency.
 func benchLoad() async throws {
-    guard let url = options.string("url") else { report("load needs --url"); exit(2) }
+    guard let url = options.string("url") else {
+        report("load needs --url")
+        exit(2)
+    }
     let rate = options.int("rate", 1000)
     let seconds = options.int("seconds", 20)
     let students = BenchData.students
@@ -396,7 +402,10 @@ struct MorningStep: Sendable {
 /// is; one in `--delete-every` (33) is deleted again at once (recorded by
 /// mistake), and each school's volunteer-duty teacher records one 봉사.
 func benchMorning() async throws {
-    guard let url = options.string("url") else { report("morning needs --url"); exit(2) }
+    guard let url = options.string("url") else {
+        report("morning needs --url")
+        exit(2)
+    }
     let seconds = Double(options.int("seconds", 60))
     let perSchool = options.int("per-school", 30)
     let deleteEvery = options.int("delete-every", 33)

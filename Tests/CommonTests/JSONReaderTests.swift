@@ -76,7 +76,10 @@ final class JSONReaderTests: XCTestCase {
         let fields = JSONFields(try JSONReader.object(Array(#"{"s":{"n":1.5,"m":1e2,"k":"7","big":99999999999999999999,"z":null}}"#.utf8)))
         let s = try fields.object("s")
         func message(_ body: () throws -> Void) -> String {
-            do { try body(); return "" } catch { return "\(error)" }
+            do {
+                try body()
+                return ""
+            } catch { return "\(error)" }
         }
         XCTAssertEqual(message { _ = try s.integer("n") }, "s.n must be a whole number, not 1.5")
         XCTAssertEqual(message { _ = try s.integer("m", in: 1...10) }, "s.m must be a whole number from 1 to 10")

@@ -15,7 +15,8 @@ final class TokenCommandTests: XCTestCase {
         process.executableURL = binary
         process.arguments = arguments
         process.environment = ["ROSTER_DIR": roster.path]
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()

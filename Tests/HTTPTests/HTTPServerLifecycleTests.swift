@@ -1,6 +1,7 @@
 import Common
-@testable import HTTP
 import XCTest
+
+@testable import HTTP
 
 /// The server's lifecycle transitions, without a socket.
 final class HTTPServerLifecycleTests: XCTestCase {

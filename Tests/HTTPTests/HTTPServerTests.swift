@@ -1,9 +1,10 @@
 import Common
 import Foundation
-@testable import HTTP
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import HTTP
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -345,11 +346,9 @@ final class HTTPServerTests: XCTestCase {
         connection.send("GET /fast HTTP/1.1\r\nHost: x\r\n")
         let started = Date()
         var closed = false
-        for _ in 0..<20 {  // at most 8 s: one byte every 400 ms
-            if connection.closedByServer(within: 0.4) || !connection.send("X") {
-                closed = true
-                break
-            }
+        for _ in 0..<20 where connection.closedByServer(within: 0.4) || !connection.send("X") {  // at most 8 s: one byte every 400 ms
+            closed = true
+            break
         }
         XCTAssertTrue(closed, "a client trickling header bytes kept its connection")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)

@@ -10,16 +10,16 @@ final class ImagesTests: XCTestCase {
         XCTAssertGreaterThan(photo.count, 1_000_000, "a large photo to begin with")
         let small = try Images.smallerJPEG(photo, width: 300, height: 400, quality: 70)
         XCTAssertEqual(Array(small.prefix(3)), [0xFF, 0xD8, 0xFF], "a JPEG")
-        XCTAssertEqual(JPEGSize(small)?.width, 300)
-        XCTAssertEqual(JPEGSize(small)?.height, 400)
+        XCTAssertEqual(jpegSize(small)?.width, 300)
+        XCTAssertEqual(jpegSize(small)?.height, 400)
         XCTAssertLessThanOrEqual(small.count, 60_000, "noise is the worst case for JPEG; a face is a fraction of it")
         XCTAssertNil(String(decoding: small, as: UTF8.self).range(of: "Hanbit"), "the photo's metadata stays behind")
 
         // A landscape photo fits by its width; a small one is never enlarged.
         let wide = try Images.smallerJPEG(PNG.noisy(width: 1600, height: 1200), width: 300, height: 400, quality: 70)
-        XCTAssertEqual(JPEGSize(wide).map { [$0.width, $0.height] }, [300, 225])
+        XCTAssertEqual(jpegSize(wide).map { [$0.width, $0.height] }, [300, 225])
         let again = try Images.smallerJPEG(small, width: 600, height: 800, quality: 70)
-        XCTAssertEqual(JPEGSize(again).map { [$0.width, $0.height] }, [300, 400])
+        XCTAssertEqual(jpegSize(again).map { [$0.width, $0.height] }, [300, 400])
     }
 
     func testWhatIsNoPhotoIsRefusedWithTheReason() {

@@ -255,7 +255,7 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(photo.header("Content-Type"), "image/png")
         let small = try await fetch("GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate)
         XCTAssertEqual(small.header("Content-Type"), "image/jpeg")
-        XCTAssertEqual(JPEGSize(Array(small.body)).map { [$0.width, $0.height] }, [300, 400], "the face check's size")
+        XCTAssertEqual(jpegSize(Array(small.body)).map { [$0.width, $0.height] }, [300, 400], "the face check's size")
         XCTAssertLessThan(small.body.count, large.count / 20)
         let smallTag = try XCTUnwrap(small.header("ETag"))
         try await expectStatus(
@@ -267,7 +267,7 @@ final class IngestServiceTests: XCTestCase {
             "GET", "\(base)/v1/schools/sa/students/s10315/photo", headers: gate.merging(["If-None-Match": smallTag]) { $1 })
         XCTAssertEqual(replaced.status, 200)
         XCTAssertNotEqual(replaced.header("ETag"), smallTag)
-        XCTAssertEqual(JPEGSize(Array(replaced.body)).map { [$0.width, $0.height] }, [300, 225])
+        XCTAssertEqual(jpegSize(Array(replaced.body)).map { [$0.width, $0.height] }, [300, 225])
         XCTAssertEqual(photo.header("Cache-Control"), "private, no-cache")
         let etag = try XCTUnwrap(photo.header("ETag"))
         try await expectStatus(304, await fetch("GET", url, headers: gate.merging(["If-None-Match": etag]) { $1 }))

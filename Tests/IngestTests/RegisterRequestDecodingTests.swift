@@ -1,8 +1,9 @@
 import Common
 import Foundation
+import XCTest
+
 @testable import Guidance
 @testable import Ingest
-import XCTest
 
 /// A registration body is read field by field; every mistake names its field.
 final class RegisterRequestDecodingTests: XCTestCase {

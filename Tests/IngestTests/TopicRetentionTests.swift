@@ -1,9 +1,10 @@
 import Common
 import Guidance
 import HTTP
-@testable import Ingest
 import Kafka
 import XCTest
+
+@testable import Ingest
 
 /// The topics the ingest creates are kept for a while, not for ever: events
 /// `TOPIC_RETENTION_DAYS`, dead letters `DLQ_RETENTION_DAYS`. (The mock

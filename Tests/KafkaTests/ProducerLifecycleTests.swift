@@ -1,5 +1,6 @@
-@testable import Kafka
 import XCTest
+
+@testable import Kafka
 
 /// The producer client's lifecycle and handle uses, without a broker.
 final class ProducerLifecycleTests: XCTestCase {

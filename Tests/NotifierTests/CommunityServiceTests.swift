@@ -1,9 +1,10 @@
 import Foundation
 import Guidance
 import Kafka
-@testable import Notifier
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// The 봉사 명단: what each stopped student owes, has served and has left,
 /// from events in any order, across a replay; who may read and record it;

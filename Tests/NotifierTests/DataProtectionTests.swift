@@ -1,10 +1,11 @@
 import Foundation
 import Guidance
 import Kafka
-@testable import Notifier
 import Store
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// Retention, the access log, export and erasure through both services, as
 /// an admin and the data-protection officer would use them.

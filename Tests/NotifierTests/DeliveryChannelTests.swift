@@ -1,11 +1,12 @@
 import Common
 import Foundation
 import Guidance
-@testable import Notifier
 import Store
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// A channel that exists in the tests only: it "sends" by remembering, and
 /// asks once for every delivery to be tried again. Adding it took this type
@@ -28,7 +29,8 @@ final class NoteChannel: DeliveryChannel {
 
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt {
         if busy.withLock({ busy in
-            busy[connection, default: 0] += 1; return busy[connection]! > 1
+            busy[connection, default: 0] += 1
+            return busy[connection]! > 1
         }) {
             overlapped.store(true, ordering: .relaxed)
         }

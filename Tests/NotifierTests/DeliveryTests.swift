@@ -1,10 +1,11 @@
 import Crypto
 import Foundation
 import Guidance
-@testable import Notifier
 import TestSupport
 import Wiring
 import XCTest
+
+@testable import Notifier
 
 /// Digests leave the store by e-mail and webhook, against real servers: an
 /// SMTP server (aiosmtpd, messages parsed by Python's `email` package) and a

@@ -1,8 +1,9 @@
 import Common
 import Foundation
-@testable import Notifier
 import Wiring
 import XCTest
+
+@testable import Notifier
 
 /// The pure parts of delivery: header encoding, backoff, configuration.
 final class DeliveryUnitTests: XCTestCase {
@@ -23,7 +24,7 @@ final class DeliveryUnitTests: XCTestCase {
         XCTAssertEqual(MailHeader.encode("Plain ASCII"), "Plain ASCII")
         XCTAssertTrue(MailHeader.encode("looks =?like?= a word").hasPrefix("=?UTF-8?B?"), "text that looks encoded is encoded")
         XCTAssertEqual(MailHeader.address(MailAddress(name: "Kim \"K\"", address: "k@s.example")), #""Kim \"K\"" <k@s.example>"#)
-        XCTAssertEqual(MailHeader.date(1795996800), "Mon, 30 Nov 2026 00:00:00 +0000")
+        XCTAssertEqual(MailHeader.date(1_795_996_800), "Mon, 30 Nov 2026 00:00:00 +0000")
     }
 
     /// A text body's line breaks go out as CRLF, in base64 lines of 76.
@@ -88,7 +89,7 @@ final class DeliveryUnitTests: XCTestCase {
         XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: 120, random: 1), 1120)
         XCTAssertNil(policy.next(attempts: 9, now: 1000 + 86_000, queuedAt: 1000, retryAfter: nil, random: 1), "past 24 h: failed")
         XCTAssertEqual(RetryPolicy.seconds(retryAfter: "17"), 17)
-        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "Mon, 30 Nov 2026 00:01:00 GMT", now: 1795996800), 60)
+        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "Mon, 30 Nov 2026 00:01:00 GMT", now: 1_795_996_800), 60)
         XCTAssertNil(RetryPolicy.seconds(retryAfter: "soon"))
     }
 

@@ -40,7 +40,12 @@ final class DevRunTests: XCTestCase {
         try Data("Subject: old".utf8).write(to: folder.appendingPathComponent("var/mail/old.eml"))
 
         let first = try start(in: folder, log: folder.appendingPathComponent("first.log"))
-        defer { if first.isRunning { first.interrupt(); first.waitUntilExit() } }
+        defer {
+            if first.isRunning {
+                first.interrupt()
+                first.waitUntilExit()
+            }
+        }
         let ready =
             try await eventually(within: .seconds(60), every: .milliseconds(200)) {
                 guard first.isRunning else { return true }

@@ -1,9 +1,10 @@
 import Foundation
 import Guidance
 import Kafka
-@testable import Notifier
 import Store
 import XCTest
+
+@testable import Notifier
 
 /// The pure parts of the notifier, without a broker or a store: who gets
 /// which digest (DigestPlanner), what it says (DigestText), and which
@@ -54,7 +55,9 @@ final class DigestPlannerTests: XCTestCase {
     }
 
     func testTheFirstRevisionGivesEachTeacherTheirScopeAndNobodyAnEmptyDigest() {
-        let a = record("a", "s112", "noShoes"), b = record("b", "s111", "others", detail: "껌"), c = record("c", "s121", "wrongClothes")
+        let a = record("a", "s112", "noShoes")
+        let b = record("b", "s111", "others", detail: "껌")
+        let c = record("c", "s121", "wrongClothes")
         let digests = plan(active: [a, b, c])
         XCTAssertEqual(Set(digests.keys), ["hr11", "hr12", "vd1"], "hr21's class has nothing: no digest")
         let class11 = digests["hr11"]!
@@ -87,7 +90,9 @@ final class DigestPlannerTests: XCTestCase {
     }
 
     func testAnAmendmentCarriesOnlyWhatChangedForWhomItChanged() {
-        let a = record("a", "s111", "noShoes"), b = record("b", "s112", "others", detail: "껌"), c = record("c", "s111", "trespassing")
+        let a = record("a", "s111", "noShoes")
+        let b = record("b", "s112", "others", detail: "껌")
+        let c = record("c", "s111", "trespassing")
         let class11 = Recipient(teacherId: "hr11", scope: .class, grade: 1, classNumber: 1)
         let class12 = Recipient(teacherId: "hr12", scope: .class, grade: 1, classNumber: 2)
         let digests = plan(

@@ -1,5 +1,6 @@
-@testable import Notifier
 import XCTest
+
+@testable import Notifier
 
 /// The CSV export's fields as a spreadsheet reads them: nothing it would
 /// run as a formula.

@@ -1,9 +1,10 @@
 import Foundation
 import Guidance
 import Ingest
-@testable import Notifier
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// The app at the ingest reads what the notifier holds with the caller's own
 /// credential: the gate's "오늘 등록한 지도" (the school's registrations today

@@ -1,8 +1,9 @@
 import Foundation
 import Guidance
-@testable import Notifier
 import Store
 import XCTest
+
+@testable import Notifier
 
 /// The day list is written field by field into one buffer; it must read back
 /// as the contract's `GuidanceList`, escapes and nulls included.

@@ -9,9 +9,10 @@ import Kafka
 import KafkaMock
 import Notifier
 import Sessions
-@testable import Store
 import TestSupport
 import XCTest
+
+@testable import Store
 
 /// A mock cluster with topics of its own, guidance-ingest and
 /// guidance-notifier on random ports, and a fresh SQLite file.

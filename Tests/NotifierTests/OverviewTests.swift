@@ -1,8 +1,9 @@
 import Foundation
 import Guidance
-@testable import Notifier
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// 현황 counts what the list API lists for the same period: a week with
 /// registrations on several days, of several reasons and classes, against

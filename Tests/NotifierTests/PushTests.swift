@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
 import Guidance
-@testable import Notifier
 import Store
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// Web Push and each teacher's time, against a push service that checks
 /// every message with the reference libraries (`scripts/testing/push-service.py`:

@@ -1,7 +1,8 @@
 import Kafka
-@testable import Notifier
 import Store
 import XCTest
+
+@testable import Notifier
 
 /// The hold's rules without a broker: a message naming an id the roster
 /// does not list waits at the head of its partition, with everything behind

@@ -2,11 +2,12 @@ import DeadLetters
 import Foundation
 import Guidance
 import Kafka
-@testable import Notifier
-@testable import Store
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import Notifier
+@testable import Store
 
 /// A school's rule (`rules.csv`) flags a student who keeps coming back: the
 /// teachers it names hear of it within seconds, once, from replicas that

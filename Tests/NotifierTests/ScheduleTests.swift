@@ -1,9 +1,10 @@
 import Foundation
 import Guidance
-@testable import Notifier
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import Notifier
 
 /// The schedule, driven by a clock the test moves: each school's digests go
 /// out once a day, after its digest time in its own time zone, across a day

@@ -1,10 +1,11 @@
 import Foundation
 import Guidance
-@testable import Store
-@testable import Notifier
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import Notifier
+@testable import Store
 
 /// 교내봉사 as a schedule, through the ingest and the notifier with a clock
 /// the test moves: a school with a holiday on Monday 16 November 2026, due

@@ -1,10 +1,11 @@
 import Foundation
 import Guidance
-@testable import Notifier
 import Sessions
 import TestSupport
 import Wiring
 import XCTest
+
+@testable import Notifier
 
 /// Sessions across both services and several replicas, through the session
 /// log on the (mock) Kafka cluster: a session ended anywhere is refused

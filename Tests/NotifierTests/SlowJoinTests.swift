@@ -1,5 +1,6 @@
-@testable import Notifier
 import XCTest
+
+@testable import Notifier
 
 final class SlowJoinTests: XCTestCase {
     /// Reported after 20 s without a member id and then every 20 s, never

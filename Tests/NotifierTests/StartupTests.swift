@@ -2,10 +2,11 @@ import Common
 import Foundation
 import HTTP
 import Ingest
-@testable import Notifier
 import Store
 import Wiring
 import XCTest
+
+@testable import Notifier
 
 /// Every start-up failure names the variable to fix, says how, and never
 /// shows a password.

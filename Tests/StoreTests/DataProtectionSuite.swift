@@ -1,7 +1,8 @@
 import Foundation
 import Guidance
-@testable import Store
 import XCTest
+
+@testable import Store
 
 /// Retention, the access log, export and erasure, for every store (the
 /// SQLite and PostgreSQL cases list them).
@@ -137,7 +138,8 @@ extension StoreSuite {
         XCTAssertEqual(records.guidances.map(\.record.guidanceId), ["g-mine", "g-gone"], "by time")
         XCTAssertEqual(records.guidances.first { $0.record.guidanceId == "g-gone" }?.deletedBy, "t-gate-01")
         XCTAssertEqual(records.digests.map(\.guidanceId), ["g-mine"])
-        let name = mine.student.name, id = mine.student.studentId
+        let name = mine.student.name
+        let id = mine.student.studentId
         XCTAssertTrue(try dump().contains(name))
         let erased = try store.erase(school: "sa", student: id) { digest in
             (

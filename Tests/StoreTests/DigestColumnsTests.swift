@@ -1,8 +1,9 @@
 import Common
 import Foundation
 import Guidance
-@testable import Store
 import XCTest
+
+@testable import Store
 
 /// A digest's entries and counts columns: what `JSONEncoder` wrote before
 /// (rows of earlier versions) reads back, and what is written now reads the

@@ -1,7 +1,8 @@
 import Foundation
 import Guidance
-@testable import Store
 import XCTest
+
+@testable import Store
 
 /// Other processes open the SQLite store while the service runs: a backup,
 /// the `sqlite3` shell, `guidance-admin purge`. Each opens the file and

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
 import Guidance
-@testable import Store
 import Synchronization
 import XCTest
+
+@testable import Store
 
 /// A purge of a large old day while registrations keep coming: each batch
 /// holds the writer briefly, so the registrations' apply latency stays far
@@ -51,7 +52,8 @@ final class PurgeLoadTests: XCTestCase {
         done.wait()
         XCTAssertEqual(report.removed["guidances"], old)
         XCTAssertFalse(during.isEmpty)
-        let p99 = during[min(during.count - 1, during.count * 99 / 100)], worst = during.last ?? 0
+        let p99 = during[min(during.count - 1, during.count * 99 / 100)]
+        let worst = during.last ?? 0
         print(
             "purge of \(old) guidances: \(String(format: "%.2f", purgeSeconds)) s in \(report.batches) batches, longest batch "
                 + "\(String(format: "%.1f", report.longestBatchMilliseconds)) ms; 50-event applies meanwhile: \(during.count), "

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
 import Guidance
-@testable import Store
 import Synchronization
 import XCTest
+
+@testable import Store
 
 /// The outbox and the inbox, against either store.
 extension StoreSuite {

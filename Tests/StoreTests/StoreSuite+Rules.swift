@@ -1,6 +1,7 @@
 import Guidance
-@testable import Store
 import XCTest
+
+@testable import Store
 
 extension StoreSuite {
     /// Crossings are decided where events are applied: once however often

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
 import Guidance
-@testable import Store
 import Synchronization
 import XCTest
+
+@testable import Store
 
 /// The behaviour every store must have, shared by each store's test case
 /// (Linux XCTest does not discover inherited test methods, so each case

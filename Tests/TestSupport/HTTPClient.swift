@@ -27,7 +27,7 @@ package struct Reply: Sendable {
 /// Answers as they come: a redirect is returned, not followed, and no
 /// cookie is kept or sent unless a test sends it (cookies do not tell
 /// ports apart, so one would leak between tests).
-private final class NoRedirects: NSObject, URLSessionTaskDelegate {
+fileprivate final class NoRedirects: NSObject, URLSessionTaskDelegate {
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
@@ -36,7 +36,7 @@ private final class NoRedirects: NSObject, URLSessionTaskDelegate {
     }
 }
 
-private let session: URLSession = {
+fileprivate let session: URLSession = {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpMaximumConnectionsPerHost = 400
     configuration.timeoutIntervalForRequest = 30
@@ -60,8 +60,13 @@ package func fetch(_ method: String, _ url: String, body: String? = nil, headers
 
 /// Any JSON value, for asserting on problem documents.
 package enum AnyCodable: Codable, Equatable, Sendable {
-    case string(String), int(Int), double(Double), bool(Bool), null
-    case array([AnyCodable]), object([String: AnyCodable])
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case null
+    case array([AnyCodable])
+    case object([String: AnyCodable])
 
     package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()

@@ -1,7 +1,7 @@
 // Images for tests: a PNG writer (a school-size photo without any real person) and a JPEG's size.
 
 /// The width and height a JPEG's frame header (SOF0–SOF2) gives.
-package func JPEGSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
+package func jpegSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
     var at = 2
     while at + 9 < bytes.count, bytes[at] == 0xFF {
         let marker = bytes[at + 1]
@@ -23,7 +23,9 @@ package enum PNG {
         for y in 0..<height {
             raw.append(0)
             for x in 0..<width {
-                seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5
+                seed ^= seed << 13
+                seed ^= seed >> 17
+                seed ^= seed << 5
                 let noise = UInt8(truncatingIfNeeded: seed) & 0x3F
                 raw += [UInt8(truncatingIfNeeded: x * 255 / width) &+ noise, UInt8(truncatingIfNeeded: y * 255 / height), 160 &+ noise]
             }
@@ -38,7 +40,10 @@ package enum PNG {
             offset += count
         } while offset < raw.count
         var (a, b): (UInt32, UInt32) = (1, 0)
-        for byte in raw { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
         zlib += bigEndian(b << 16 | a)
         var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         png += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])

@@ -192,7 +192,8 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertNil(header(fresh, "Set-Cookie"), "a fresh one is not renewed again")
 
         // 다른 기기 모두 로그아웃: the other device's cookie ends, this one goes on.
-        let here = cookie("g1", token: "gate-a"), there = cookie("g1", token: "gate-a")
+        let here = cookie("g1", token: "gate-a")
+        let there = cookie("g1", token: "gate-a")
         let others = await send(router, "POST", "/session/devices/end-others", headers: form.merging(["cookie": here]) { $1 })
         XCTAssertEqual(others.status, 303)
         let kept = try XCTUnwrap(setCookie(others))
@@ -224,7 +225,8 @@ final class AccessPolicyTests: XCTestCase {
             directory: folder.path, roster: try Roster.load(from: folder.path), logger: Logger(component: "test", level: .error),
             metrics: Metrics())
         let fromFolder = try self.router(rosters: live)
-        let withToken = cookie("t1", token: "hr-a"), gate = cookie("g1", token: "gate-a")
+        let withToken = cookie("t1", token: "hr-a")
+        let gate = cookie("g1", token: "gate-a")
         await expect(200, fromFolder, "GET", "/v1/me", headers: ["cookie": withToken])
         try write(tokens: [("gate-a", "g1")])
         XCTAssertTrue(live.reload(because: "hr-a's token revoked"))

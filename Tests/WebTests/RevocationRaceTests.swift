@@ -4,9 +4,10 @@ import Foundation
 import Guidance
 import Kafka
 import KafkaMock
-@testable import Sessions
 import TestSupport
 import XCTest
+
+@testable import Sessions
 
 /// A revocation wins over every grant and renewal that did not see it, on
 /// replicas that read the session log each at its own pace: two replicas

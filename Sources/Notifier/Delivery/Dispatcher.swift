@@ -390,7 +390,7 @@ final class Dispatcher: Sendable {
 
 /// The lease of one claimed batch: when it ends, moved later while the
 /// batch's sends run.
-private final class BatchLease: Sendable {
+fileprivate final class BatchLease: Sendable {
     private let end: Mutex<Double>
 
     init(until: Double) {
