@@ -108,7 +108,7 @@ final class SessionTests: XCTestCase {
         // Signing in again works, until the operator signs the teacher out from a shell.
         let again = try await signIn(notifier, "token=tok-t-hr-1-1")
         for url in inboxes { try await assertEqualAsync(await status(url, cookie: again), 200, url) }
-        let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/guidance-admin")
+        let binary = repositoryRoot.appendingPathComponent(".build/debug/guidance-admin")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw XCTSkip("build guidance-admin first (swift build)") }
         let folder = harness.directory.appendingPathComponent("admin-roster")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import Ingest
 import Store
+import TestSupport
 import Wiring
 import XCTest
 
@@ -71,7 +72,7 @@ final class StartupTests: XCTestCase {
     /// AUTHENTICATION=optional says so; a running one refuses a roster
     /// change that removes it.
     func testWithoutTokensNeitherServiceStartsUnlessOpenIsAskedFor() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID())")
         try FileManager.default.copyItem(at: root.appendingPathComponent("examples/roster"), to: folder)
         defer { try? FileManager.default.removeItem(at: folder) }
