@@ -159,11 +159,11 @@ package struct DigestEntry: Sendable, Equatable, Codable {
     package let service: CommunityServiceStanding?
     /// In an overdue list: the session past its due date (served late when
     /// `servedOn` is set).
-    package let overdue: ServiceDuty?
+    package let overdue: CommunityServiceDuty?
 
     package init(
         guidanceId: String, student: StudentRef, reason: ReasonRef, occurredAt: String, change: Change, frequency: Frequency? = nil,
-        service: CommunityServiceStanding? = nil, overdue: ServiceDuty? = nil
+        service: CommunityServiceStanding? = nil, overdue: CommunityServiceDuty? = nil
     ) {
         self.overdue = overdue
         self.guidanceId = guidanceId

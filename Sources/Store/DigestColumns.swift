@@ -41,7 +41,7 @@ enum DigestColumns {
             }
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
             let service = fields.object["service"] == nil ? nil : try CommunityServiceStanding(json: fields.object("service"))
-            let overdue = fields.object["overdue"] == nil ? nil : try ServiceDuty(json: fields.object("overdue"))
+            let overdue = fields.object["overdue"] == nil ? nil : try CommunityServiceDuty(json: fields.object("overdue"))
             entries.append(
                 DigestEntry(
                     guidanceId: try fields.string("guidanceId"), student: student, reason: reason,
@@ -59,7 +59,7 @@ enum DigestColumns {
     }
 }
 
-extension ServiceDuty {
+extension CommunityServiceDuty {
     /// As the digests' stored entries and the 봉사 명단 write it.
     package func write(to writer: inout JSONWriter) {
         writer.field("dutyId", dutyId)

@@ -46,7 +46,7 @@ package struct DeliveryState: Sendable {
     /// Sessions of 교내봉사 that fell due since the school day before the
     /// date and were not served by their due date (`DeliveryRun.overdueSince`),
     /// each with the guidance that owed it.
-    package var overdue: [(duty: ServiceDuty, guidance: GuidanceRecord)] = []
+    package var overdue: [(duty: CommunityServiceDuty, guidance: GuidanceRecord)] = []
 
     package init(
         active: [GuidanceRecord], reported: [Recipient: [DigestEntry]], revisions: [Recipient: Int], frequencies: [String: Frequency] = [:],

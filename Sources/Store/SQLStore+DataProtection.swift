@@ -61,7 +61,7 @@ package struct StudentRecords: Sendable, Equatable {
     /// The school rules the student crossed, withdrawn ones too.
     package var crossings: [RuleCrossing] = []
     /// The sessions of 교내봉사 their guidances owe, as scheduled (cancelled ones left out).
-    package var duties: [ServiceDuty] = []
+    package var duties: [CommunityServiceDuty] = []
 
     /// The student's volunteer service: what the active guidances owe, what
     /// the service records not withdrawn served.
@@ -419,7 +419,7 @@ extension SQLStore {
                             reason: entry.reason, occurredAt: entry.occurredAt, change: entry.change, frequency: entry.frequency,
                             service: entry.service,
                             overdue: entry.overdue.map {
-                                ServiceDuty(
+                                CommunityServiceDuty(
                                     dutyId: $0.dutyId, studentId: SQLStore.erasedID, guidanceId: $0.guidanceId, dueDate: $0.dueDate,
                                     slot: $0.slot, servedOn: $0.servedOn, serviceId: $0.serviceId, misses: $0.misses)
                             })

@@ -53,10 +53,10 @@ extension SQLStore {
     static let dutyColumns =
         "d.duty_id, d.student_id, d.guidance_id, d.due_date, d.slot_date, d.slot_time, d.place, d.served_on, d.service_id, d.misses"
 
-    static func duty(_ row: ArraySlice<SQLValue>) -> ServiceDuty {
+    static func duty(_ row: ArraySlice<SQLValue>) -> CommunityServiceDuty {
         let i = row.startIndex
         let slot = row[i + 4].string.map { SlotTime(date: $0, time: row[i + 5].string ?? "", place: row[i + 6].string ?? "") }
-        return ServiceDuty(
+        return CommunityServiceDuty(
             dutyId: row[i].string ?? "", studentId: row[i + 1].string ?? "", guidanceId: row[i + 2].string ?? "",
             dueDate: row[i + 3].string,
             slot: slot, servedOn: row[i + 7].string, serviceId: row[i + 8].string, misses: row[i + 9].int ?? 0)
@@ -95,7 +95,9 @@ extension SQLStore {
         throws(StoreError)
     {
         // By key: a guidance's sessions are `<id>/1` … `<id>/<n>`.
-        let keys = ids.flatMap { id in (1...Reason.maxServiceSessions).map { SQLValue.text(ServiceDuty.id(guidance: id, session: $0)) } }
+        let keys = ids.flatMap { id in
+            (1...Reason.maxServiceSessions).map { SQLValue.text(CommunityServiceDuty.id(guidance: id, session: $0)) }
+        }
         for chunk in keys.chunks(of: max(1, database.rowsPerStatement)) {
             let list = placeholders(chunk.count)
             let rows = try database.query(
@@ -171,7 +173,7 @@ extension SQLStore {
             skipped.formUnion(
                 try database.query(
                     "SELECT guidance_id FROM service_duties WHERE duty_id IN (\(list))",
-                    chunk.map { .text(ServiceDuty.id(guidance: $0, session: 1)) }
+                    chunk.map { .text(CommunityServiceDuty.id(guidance: $0, session: 1)) }
                 ).compactMap { $0[0].string })
         }
         // In the order they happened, each once (a batch may hold a registration twice).
@@ -214,7 +216,7 @@ extension SQLStore {
                     after = slot.date
                 }
                 rows.append([
-                    .text(ServiceDuty.id(guidance: guidance.guidanceId, session: session)), .text(guidance.schoolId),
+                    .text(CommunityServiceDuty.id(guidance: guidance.guidanceId, session: session)), .text(guidance.schoolId),
                     .text(guidance.student.studentId), .text(guidance.guidanceId), .text(guidance.date), due.sql, slot.map(\.date).sql,
                     slot.map(\.time).sql, slot.map(\.place).sql
                 ])
@@ -378,7 +380,7 @@ extension SQLStore {
             """, [.text(school), .text(since), .text(before)])
     }
 
-    static func overdueDuty(_ row: [SQLValue]) -> (duty: ServiceDuty, guidance: GuidanceRecord) {
+    static func overdueDuty(_ row: [SQLValue]) -> (duty: CommunityServiceDuty, guidance: GuidanceRecord) {
         (duty(row[...]), record(row[10...]))
     }
 
@@ -387,7 +389,7 @@ extension SQLStore {
     /// A school's sessions: of the students `students` names (nil: all),
     /// open ones and those served on or after `servedSince`; or those whose
     /// sitting is on `sittingOn`. Cancelled ones are left out.
-    package func duties(school: String, sittingOn day: String? = nil) throws(StoreError) -> [ServiceDuty] {
+    package func duties(school: String, sittingOn day: String? = nil) throws(StoreError) -> [CommunityServiceDuty] {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             if let day {
                 return try database.query(

@@ -620,7 +620,7 @@ package final class SQLStore: Sendable {
         if run.overdueSince != nil { locks.append(database.lockStatement([dutiesKey(school)], exclusive: false)) }
         let first = locks.compactMap { $0 }.count
         statements.insert(contentsOf: locks.compactMap { $0 }, at: 0)
-        var overdue: [(duty: ServiceDuty, guidance: GuidanceRecord)] = []
+        var overdue: [(duty: CommunityServiceDuty, guidance: GuidanceRecord)] = []
         let overdueAt = statements.count - first
         if let since = run.overdueSince { statements.append(overdueStatement(school: school, since: since, before: date)) }
         var active: [GuidanceRecord] = []

@@ -22,7 +22,7 @@ package struct CommunityServiceRecord: Sendable, Equatable {
     /// RFC 3339, UTC.
     package let recordedAt: String
     package var outcome = Outcome.served
-    /// The scheduled session (`ServiceDuty.dutyId`) it serves or missed;
+    /// The scheduled session (`CommunityServiceDuty.dutyId`) it serves or missed;
     /// nil: the student's earliest open sessions.
     package var dutyId: String?
 
@@ -189,7 +189,7 @@ extension Roster {
         } else if let firstDay, event.date < firstDay {
             problems.append(FieldError(field: "date", message: "must not be before \(firstDay) (RETENTION_DAYS)"))
         }
-        if let duty = event.dutyId, !ServiceDuty.isID(duty) {
+        if let duty = event.dutyId, !CommunityServiceDuty.isID(duty) {
             problems.append(FieldError(field: "dutyId", message: "must be a session id, <guidanceId>/<n>"))
         }
         if event.outcome == .missed && event.dutyId == nil {

@@ -140,9 +140,9 @@ extension Roster {
                 catalogue.append(reason)
             }
             let dueDays = row["service_due_days"].isEmpty ? nil : Int(row["service_due_days"]) ?? 0
-            if let dueDays, !ServicePolicy.dueDaysRange.contains(dueDays) {
+            if let dueDays, !CommunityServicePolicy.dueDaysRange.contains(dueDays) {
                 throw row.error(
-                    "service_due_days '\(row["service_due_days"])' is not a whole number from 1 to \(ServicePolicy.dueDaysRange.upperBound) (empty: no due date)"
+                    "service_due_days '\(row["service_due_days"])' is not a whole number from 1 to \(CommunityServicePolicy.dueDaysRange.upperBound) (empty: no due date)"
                 )
             }
             var school = School(
@@ -351,16 +351,17 @@ extension Roster {
             (row) throws(RosterError) in
             let schoolID = try row.nonEmpty("school_id")
             guard schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)'") }
-            guard let weekday = ServiceSlot.weekdays.firstIndex(of: row["weekday"].lowercased()) else {
+            guard let weekday = CommunityServiceSlot.weekdays.firstIndex(of: row["weekday"].lowercased()) else {
                 throw row.error("weekday '\(row["weekday"])' is not one of mon, tue, wed, thu, fri")
             }
             let time = row["time"]
             guard Roster.minuteOfDay(time) != nil else { throw row.error("time '\(time)' is not HH:MM") }
             let capacity = Int(row["capacity"]) ?? 0
-            guard ServicePolicy.capacityRange.contains(capacity) else {
-                throw row.error("capacity '\(row["capacity"])' is not a whole number from 1 to \(ServicePolicy.capacityRange.upperBound)")
+            guard CommunityServicePolicy.capacityRange.contains(capacity) else {
+                throw row.error(
+                    "capacity '\(row["capacity"])' is not a whole number from 1 to \(CommunityServicePolicy.capacityRange.upperBound)")
             }
-            let slot = ServiceSlot(weekday: weekday, time: time, place: try row.nonEmpty("place"), capacity: capacity)
+            let slot = CommunityServiceSlot(weekday: weekday, time: time, place: try row.nonEmpty("place"), capacity: capacity)
             guard schools[schoolID]?.service.slots.contains(where: { $0.weekday == weekday && $0.time == time }) == false else {
                 throw row.error("school '\(schoolID)' has a slot on \(row["weekday"]) at \(time) already")
             }

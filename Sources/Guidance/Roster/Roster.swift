@@ -13,7 +13,7 @@ package struct School: Sendable, Equatable {
     /// Its school days (`calendar.csv`).
     package var calendar = SchoolCalendar()
     /// How its 교내봉사 is scheduled (`service_due_days`, `service_slots.csv`).
-    package var service = ServicePolicy()
+    package var service = CommunityServicePolicy()
 
     /// The school's reasons in its order, as teachers pick them.
     package var orderedReasons: [Reason] { reasonOrder.compactMap { reasons[$0] } }

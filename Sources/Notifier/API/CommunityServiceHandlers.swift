@@ -97,7 +97,7 @@ struct CommunityServiceHandlers: Sendable {
 
     static func json(
         school: School, today: String, asOf: String? = nil, _ items: [(Student, CommunityServiceAccount)],
-        duties: [String: [ServiceDuty]] = [:], photo: (Student) -> String?, teacherName: (String) -> String?
+        duties: [String: [CommunityServiceDuty]] = [:], photo: (Student) -> String?, teacherName: (String) -> String?
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + items.count * 400)
         writer.field("schoolId", school.id)

@@ -170,7 +170,7 @@ struct DataProtectionHandlers: Sendable {
         /// The school rules the student crossed, in the JSON only.
         let crossings: [Crossing]
         /// The sessions of 교내봉사 owed, as scheduled, in the JSON only.
-        let duties: [ServiceDuty]
+        let duties: [CommunityServiceDuty]
 
         struct Crossing: Encodable, Sendable {
             let label: String

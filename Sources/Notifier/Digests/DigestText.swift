@@ -151,7 +151,7 @@ struct DigestText {
     /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a
     /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 자리 완료·불참 기록 없음"
     /// (never "next" for a past day); served late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
-    static func overdue(_ duty: ServiceDuty, on date: String) -> String {
+    static func overdue(_ duty: CommunityServiceDuty, on date: String) -> String {
         let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"
         if let served = duty.servedOn { return "\(due) · \(Timestamp.koreanDay(served)) 늦게 완료" }
         guard let slot = duty.slot else { return "\(due) 지남 · 자리 없음" }

@@ -11,7 +11,7 @@ import XCTest
 /// the test moves: a school with a holiday on Monday 16 November 2026, due
 /// dates 3 school days after the guidance's day, and sittings on Tuesdays
 /// and Thursdays at 16:00 for two students each.
-final class ServiceScheduleTests: XCTestCase {
+final class CommunityServiceScheduleTests: XCTestCase {
     final class Clock: Sendable {
         let time = Mutex<Double>(0)
     }
@@ -299,7 +299,7 @@ final class ServiceScheduleTests: XCTestCase {
         } until: {
             $0.count == 3
         }
-        let sittings = { (duties: [ServiceDuty], student: String) in
+        let sittings = { (duties: [CommunityServiceDuty], student: String) in
             duties.filter { $0.studentId == student }.compactMap(\.slot?.date).sorted()
         }
         XCTAssertEqual(sittings(placed, "a111"), ["2026-11-17", "2026-11-19"], "one seat a sitting: \(placed)")
@@ -349,7 +349,7 @@ final class ServiceScheduleTests: XCTestCase {
     }
 
     func testCalendarAndSlotFilesRefuseBrokenRowsNamingTheLine() throws {
-        func parse(calendar: String? = nil, slots: String? = nil, schools: String = ServiceScheduleTests.schools) -> String {
+        func parse(calendar: String? = nil, slots: String? = nil, schools: String = CommunityServiceScheduleTests.schools) -> String {
             do {
                 _ = try Roster.parse(
                     schools: schools, students: NotifierHarness.students, teachers: NotifierHarness.teachers, calendar: calendar,

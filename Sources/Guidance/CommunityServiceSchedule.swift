@@ -63,7 +63,7 @@ package struct SchoolCalendar: Sendable, Equatable {
 }
 
 /// A weekly time and place where 교내봉사 is served (`service_slots.csv`).
-package struct ServiceSlot: Sendable, Equatable {
+package struct CommunityServiceSlot: Sendable, Equatable {
     package static let weekdays = ["mon", "tue", "wed", "thu", "fri"]
 
     /// 0 for Monday … 4 for Friday.
@@ -97,13 +97,13 @@ package struct SlotTime: Sendable, Equatable, Hashable, Codable {
 /// How a school schedules the 교내봉사 a guidance owes (`schools.csv`'s
 /// `service_due_days`, `service_slots.csv`). Empty: sessions have no due
 /// date and no slot.
-package struct ServicePolicy: Sendable, Equatable {
+package struct CommunityServicePolicy: Sendable, Equatable {
     /// Sessions are due within this many school days after the guidance's day.
     package var dueDays: Int?
     /// In weekday and time order.
-    package var slots: [ServiceSlot] = []
+    package var slots: [CommunityServiceSlot] = []
 
-    package init(dueDays: Int? = nil, slots: [ServiceSlot] = []) {
+    package init(dueDays: Int? = nil, slots: [CommunityServiceSlot] = []) {
         self.dueDays = dueDays
         self.slots = slots
     }
@@ -138,7 +138,7 @@ package struct ServicePolicy: Sendable, Equatable {
 
 /// One session of 교내봉사 a guidance owes, as the notifier scheduled it:
 /// `guidanceId/n` for its n-th session.
-package struct ServiceDuty: Sendable, Equatable, Codable {
+package struct CommunityServiceDuty: Sendable, Equatable, Codable {
     package enum State: String, Sendable, Codable {
         /// 예정: a sitting is ahead.
         case scheduled
