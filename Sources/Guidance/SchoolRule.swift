@@ -43,11 +43,15 @@ package struct SchoolRule: Sendable, Equatable {
         /// `YYYY-MM-DD`, school-local.
         package let date: String
         package let reasonCode: String
+        /// RFC 3339, UTC: when it was recorded (a case a crossing opens is
+        /// opened at its last record's time, in a replay too).
+        package var occurredAt = ""
 
-        package init(guidanceId: String, date: String, reasonCode: String) {
+        package init(guidanceId: String, date: String, reasonCode: String, occurredAt: String = "") {
             self.guidanceId = guidanceId
             self.date = date
             self.reasonCode = reasonCode
+            self.occurredAt = occurredAt
         }
     }
 

@@ -36,6 +36,9 @@ struct IngestHandlers: Sendable {
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, recordService)
         router.delete(
             "/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, withdrawService)
+        let cases = Access.school(roles: IngestHandlers.caseRoles)
+        router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/cases", cases, openCase)
+        router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/cases/{caseId}/steps", cases, stepCase)
         photos.routes(into: &router)
     }
 
@@ -231,6 +234,7 @@ struct IngestHandlers: Sendable {
         case .deleted: "guidance deleted"
         case .communityServiceRecorded: "service recorded"
         case .communityServiceWithdrawn: "service withdrawn"
+        case .caseStep: "case step"
         }
     }
 

@@ -22,6 +22,8 @@ struct NotifierReads: Sendable {
         ("GET", "/v1/schools/{schoolId}/service/sittings"),
         ("GET", "/v1/schools/{schoolId}/students/{studentId}/history"),
         ("GET", "/v1/schools/{schoolId}/overview"),
+        ("GET", "/v1/schools/{schoolId}/cases"),
+        ("GET", "/v1/schools/{schoolId}/cases/{caseId}"),
         ("GET", "/v1/teachers/{teacherId}/inbox"),
         ("GET", "/v1/teachers/{teacherId}/inbox/unread"),
         ("POST", "/v1/teachers/{teacherId}/inbox/{digestId}/read"),

@@ -91,6 +91,7 @@ package final class NotifierService: Sendable, GroupMember {
         DeliveryHandlers(store: store, clock: config.clock, logger: logger).routes(into: &routes)
         StudentHistoryHandlers(store: store, photos: photos, accessLog: accessLog, clock: config.clock).routes(into: &routes)
         OverviewHandlers(store: store, accessLog: accessLog, clock: config.clock).routes(into: &routes)
+        CaseHandlers(store: store, accessLog: accessLog, clock: config.clock).routes(into: &routes)
         DataProtectionHandlers(store: store, accessLog: accessLog, clock: config.clock, logger: logger).routes(into: &routes)
         CommunityServiceHandlers(
             store: store, photos: photos, accessLog: accessLog, clock: config.clock,

@@ -25,6 +25,8 @@ package enum StoredEvent: Sendable, Equatable {
     /// A service record taken back: a tombstone that wins whatever the order.
     case communityServiceWithdrawn(
         serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
+    /// A teacher's step of a case, once per event id.
+    case caseStep(CaseStep)
 }
 
 /// What a digest run sees inside its transaction.

@@ -62,6 +62,9 @@ package struct StudentRecords: Sendable, Equatable {
     package var crossings: [RuleCrossing] = []
     /// The sessions of 교내봉사 their guidances owe, as scheduled (cancelled ones left out).
     package var duties: [CommunityServiceDuty] = []
+    /// Their cases, closed ones too, and every step of them.
+    package var cases: [GuidanceCase] = []
+    package var caseSteps: [SQLStore.CaseHistoryLine] = []
 
     /// The student's volunteer service: what the active guidances owe, what
     /// the service records not withdrawn served.
@@ -72,7 +75,7 @@ package struct StudentRecords: Sendable, Equatable {
     }
 
     /// Whether anything is stored about the student.
-    package var isEmpty: Bool { guidances.isEmpty && digests.isEmpty && services.isEmpty && crossings.isEmpty }
+    package var isEmpty: Bool { guidances.isEmpty && digests.isEmpty && services.isEmpty && crossings.isEmpty && cases.isEmpty }
 }
 
 extension SQLStore {
@@ -254,6 +257,17 @@ extension SQLStore {
         (
             "pending_amendments", "", "DELETE FROM pending_amendments WHERE school_id = $1 AND date < $2",
             "SELECT COUNT(*) FROM pending_amendments WHERE school_id = $1 AND date < $2"
+        ),
+        // A case goes once it is closed and its last change is past the
+        // retention; an open one is work still to do and stays.
+        (
+            "cases", "", "DELETE FROM cases WHERE school_id = $1 AND state IN ('closed', 'withdrawn') AND substr(changed_at, 1, 10) < $2",
+            "SELECT COUNT(*) FROM cases WHERE school_id = $1 AND state IN ('closed', 'withdrawn') AND substr(changed_at, 1, 10) < $2"
+        ),
+        (
+            "case_steps", "",
+            "DELETE FROM case_steps WHERE school_id = $1 AND substr(at, 1, 10) < $2 AND case_id NOT IN (SELECT case_id FROM cases WHERE school_id = $1)",
+            "SELECT COUNT(*) FROM case_steps WHERE school_id = $1 AND substr(at, 1, 10) < $2 AND case_id NOT IN (SELECT case_id FROM cases WHERE school_id = $1)"
         )
     ]
 
@@ -367,6 +381,12 @@ extension SQLStore {
                     WHERE d.school_id = $1 AND d.student_id = $2 AND d.cancelled = 0 ORDER BY d.due_date, d.duty_id
                     """, [.text(school), .text(student)]
                 ) { SQLStore.duty($0[...]) }
+                records.cases = try database.query(
+                    "SELECT \(SQLStore.caseColumns) FROM cases WHERE school_id = $1 AND student_id = $2 ORDER BY opened_at, case_id",
+                    [.text(school), .text(student)], as: SQLStore.guidanceCase)
+                records.caseSteps = try database.query(
+                    "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE school_id = $1 AND student_id = $2 ORDER BY at, step_id",
+                    [.text(school), .text(student)], as: SQLStore.historyLine)
                 return records
             }
         }
@@ -406,6 +426,8 @@ extension SQLStore {
                 try database.run("DELETE FROM service_duties WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM rule_crossings WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 try database.run("DELETE FROM rule_notices_told WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM cases WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
+                try database.run("DELETE FROM case_steps WHERE school_id = $1 AND student_id = $2", [.text(school), .text(student)])
                 var changed: [Digest] = []
                 try SQLStore.digestsNaming(student, school: school, in: database) { digest in
                     let neutral = digest.entries.map { entry in

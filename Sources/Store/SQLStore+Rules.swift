@@ -62,7 +62,7 @@ extension SQLStore {
     /// are counted one after the other. `deletedFrom`: the students whose
     /// record the batch deleted. Returns how many crossings changed.
     static func decideCrossings(
-        of students: Set<StudentKey>, deletedFrom: Set<StudentKey>, rules: [String: [SchoolRule]], in database: any SQLDatabase
+        of students: Set<StudentKey>, deletedFrom: [StudentKey: String], rules: [String: [SchoolRule]], in database: any SQLDatabase
     ) throws(StoreError) -> Int {
         let students = students.filter { !(rules[$0.school] ?? []).isEmpty }.sorted()
         guard !students.isEmpty else { return 0 }
@@ -78,19 +78,21 @@ extension SQLStore {
             for (among, parameters) in SQLStore.students(keys.map(\.student), of: school) {
                 try database.forEachRow(
                     """
-                    SELECT student_id, guidance_id, local_date, reason_code FROM guidances
+                    SELECT student_id, guidance_id, local_date, reason_code, occurred_at FROM guidances
                     WHERE \(among) AND registered = 1 AND deleted = 0 ORDER BY student_id, local_date, occurred_at, guidance_id
                     """, parameters
                 ) { row in
                     records[row[0].string ?? "", default: []].append(
-                        SchoolRule.Counted(guidanceId: row[1].string ?? "", date: row[2].string ?? "", reasonCode: row[3].string ?? ""))
+                        SchoolRule.Counted(
+                            guidanceId: row[1].string ?? "", date: row[2].string ?? "", reasonCode: row[3].string ?? "",
+                            occurredAt: row[4].string ?? ""))
                 }
             }
             // Fewer records than any rule counts cross nothing, and stood
             // crossed nowhere unless this batch deleted one of their records
             // (an earlier deletion withdrew what it undid then): most
             // students of a batch end here.
-            let candidates = keys.filter { (records[$0.student]?.count ?? 0) >= fewest || deletedFrom.contains($0) }.map(\.student)
+            let candidates = keys.filter { (records[$0.student]?.count ?? 0) >= fewest || deletedFrom[$0] != nil }.map(\.student)
             // Each candidate's stored crossings: rule key → ordinal → (active, records).
             var stored: [String: [String: [Int: (active: Bool, ids: String)]]] = [:]
             for (among, parameters) in SQLStore.students(candidates, of: school) {
@@ -106,7 +108,8 @@ extension SQLStore {
                 for rule in schoolRules {
                     changed += try SQLStore.settle(
                         rule, crossings: rule.crossings(of: records[student] ?? []), stored: stored[student]?[rule.key] ?? [:],
-                        school: school, student: student, now: now, in: database)
+                        school: school, student: student, now: now, deletedAt: deletedFrom[StudentKey(school: school, student: student)],
+                        in: database)
                 }
             }
         }
@@ -128,7 +131,7 @@ extension SQLStore {
     /// became active or inactive.
     private static func settle(
         _ rule: SchoolRule, crossings: [[SchoolRule.Counted]], stored: [Int: (active: Bool, ids: String)], school: String,
-        student: String, now: SQLValue, in database: any SQLDatabase
+        student: String, now: SQLValue, deletedAt: String?, in database: any SQLDatabase
     ) throws(StoreError) -> Int {
         var changed = 0
         let key: [SQLValue] = [.text(school), .text(student), .text(rule.key)]
@@ -151,6 +154,11 @@ extension SQLStore {
                 key + [
                     .integer(Int64(index + 1)), .text(counted.last?.date ?? ""), .text(ids), .text(rule.label), .text(rule.notifyText), now
                 ])
+            if was?.active != true {
+                try openCase(
+                    crossing: rule, ordinal: index + 1, guidanceIds: ids, school: school, student: student,
+                    at: counted.map(\.occurredAt).max() ?? now.string ?? "", in: database)
+            }
         }
         for (ordinal, was) in stored where was.active && ordinal > crossings.count {
             changed += try database.run(
@@ -158,6 +166,8 @@ extension SQLStore {
                 UPDATE rule_crossings SET active = 0, changed_at = $5
                 WHERE school_id = $1 AND student_id = $2 AND rule_key = $3 AND ordinal = $4 AND active = 1
                 """, key + [.integer(Int64(ordinal)), now])
+            try withdrawCase(
+                rule: rule, ordinal: ordinal, school: school, student: student, at: deletedAt ?? now.string ?? "", in: database)
         }
         return changed
     }

@@ -68,7 +68,7 @@ package final class SQLStore: Sendable {
             schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
             volunteerService,
             teacherSettings, erasedStudents, ruleCrossings, serviceSchedule, quietHoursAndPush, claimOrder, ruleNoticesToday,
-            toldOfDayOrder
+            toldOfDayOrder, cases
         ]
     }
 
@@ -273,7 +273,7 @@ package final class SQLStore: Sendable {
                 // Students whose records may have changed, for the rules; of
                 // them, those a deletion of this batch touched.
                 var students: Set<StudentKey> = []
-                var deletedFrom: Set<StudentKey> = []
+                var deletedFrom: [StudentKey: String] = [:]
                 // For the 교내봉사 schedule.
                 var duties = DutyChanges()
                 var index = 0
@@ -291,7 +291,7 @@ package final class SQLStore: Sendable {
                             duties.deleted.append(guidanceId)
                             changed[schoolId] = min(changed[schoolId] ?? deleted.date, deleted.date)
                             students.insert(StudentKey(school: schoolId, student: deleted.student))
-                            deletedFrom.insert(StudentKey(school: schoolId, student: deleted.student))
+                            deletedFrom[StudentKey(school: schoolId, student: deleted.student)] = occurredAt
                         case .success(nil): break
                         }
                     case .communityServiceRecorded(let service):
@@ -310,6 +310,10 @@ package final class SQLStore: Sendable {
                             duties.withdrawn.append((serviceId, schoolId))
                             changed[schoolId] = min(changed[schoolId] ?? date, date)
                         case .success(nil): break
+                        }
+                    case .caseStep(let step):
+                        if let reason = try SQLStore.record(step, in: database) {
+                            rejections.append(Rejection(index: index, reason: reason))
                         }
                     case .registered:
                         break

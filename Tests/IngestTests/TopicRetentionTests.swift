@@ -19,6 +19,7 @@ final class TopicRetentionTests: XCTestCase {
             specs,
             [
                 "guidance.registered": "604800000", "guidance.deleted": "604800000", "guidance.service": "604800000",
+                "guidance.cases": "604800000",
                 "guidance.access": "604800000",
                 "guidance.dlq": "3888000000"
             ])

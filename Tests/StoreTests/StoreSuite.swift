@@ -431,6 +431,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testCasesFollowTheirCrossingsAndSteps() throws { try suite.casesFollowTheirCrossingsAndSteps() }
     func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
@@ -607,6 +608,7 @@ final class PostgresStoreTests: XCTestCase {
     func testOutboxLeasesRetriesAndRequeues() throws { try suite.outboxLeasesRetriesAndRequeues() }
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
+    func testCasesFollowTheirCrossingsAndSteps() throws { try suite.casesFollowTheirCrossingsAndSteps() }
     func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 

@@ -7,7 +7,7 @@ package struct AccessRecord: Sendable, Equatable {
     /// What was read.
     package enum Action: String, Sendable, CaseIterable {
         /// The kinds whose `target` is a student's id.
-        package static let studentTargets: [Action] = [.student, .photo, .export, .history]
+        package static let studentTargets: [Action] = [.student, .photo, .export, .history, .caseFile]
 
         /// A day list (`target`: the query, e.g. `date=2026-12-01&grade=1&classNumber=3`).
         case list
@@ -31,6 +31,10 @@ package struct AccessRecord: Sendable, Equatable {
         case history
         /// 현황 read (`target`: the query, e.g. `period=week&from=2026-11-30&to=2026-12-04&grade=1`).
         case overview
+        /// 할 일 read, with the students of its cases (`target`: `scope=mine` or `scope=school`).
+        case cases
+        /// A case opened, its history and records (`target`: the student id).
+        case caseFile = "case"
     }
 
     package static let schemaVersion = 1

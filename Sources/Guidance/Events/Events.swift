@@ -7,6 +7,8 @@ package enum EventType: String, Sendable, Codable {
     case deleted = "guidance.deleted"
     case communityServiceRecorded = "guidance.service.recorded"
     case communityServiceWithdrawn = "guidance.service.withdrawn"
+    /// A step of a case (`CaseStep`).
+    case caseStep = "guidance.case.step"
 }
 
 package enum EventHeader {
@@ -24,6 +26,7 @@ extension EventType {
         case .deleted: EventType.deletedHeaders
         case .communityServiceRecorded: EventType.communityServiceRecordedHeaders
         case .communityServiceWithdrawn: EventType.communityServiceWithdrawnHeaders
+        case .caseStep: EventType.caseStepHeaders
         }
     }
 
@@ -32,6 +35,7 @@ extension EventType {
     private static let communityServiceRecordedHeaders = EventType.communityServiceRecorded.madeHeaders(
         version: CommunityServiceRecorded.schemaVersion)
     private static let communityServiceWithdrawnHeaders = EventType.communityServiceWithdrawn.madeHeaders
+    private static let caseStepHeaders = EventType.caseStep.madeHeaders
 
     private var madeHeaders: [(name: String, value: [UInt8])] { madeHeaders(version: 1) }
 

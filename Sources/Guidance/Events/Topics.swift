@@ -4,17 +4,20 @@ package struct Topics: Sendable, Equatable {
     package var deleted: String
     /// 봉사 (community service) recorded and withdrawn (`CommunityServiceRecorded`, `CommunityServiceWithdrawn`).
     package var communityService: String
+    /// The steps of cases (`CaseStep`).
+    package var cases: String
     package var deadLetters: String
     /// Who read which student data (`AccessRecord`), for the notifier to store.
     package var access: String
 
     package init(
         registered: String = "guidance.registered", deleted: String = "guidance.deleted", communityService: String = "guidance.service",
-        deadLetters: String = "guidance.dlq", access: String = "guidance.access"
+        cases: String = "guidance.cases", deadLetters: String = "guidance.dlq", access: String = "guidance.access"
     ) {
         self.registered = registered
         self.deleted = deleted
         self.communityService = communityService
+        self.cases = cases
         self.deadLetters = deadLetters
         self.access = access
     }
@@ -23,7 +26,7 @@ package struct Topics: Sendable, Equatable {
     package init(prefix: String) {
         self.init(
             registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", communityService: prefix + "guidance.service",
-            deadLetters: prefix + "guidance.dlq",
+            cases: prefix + "guidance.cases", deadLetters: prefix + "guidance.dlq",
             access: prefix + "guidance.access")
     }
 
@@ -31,5 +34,5 @@ package struct Topics: Sendable, Equatable {
 
     /// The topics of events about students, keyed `school/grade`: what the
     /// ingest produces, the notifier stores, and a cutoff waits for.
-    package var events: [String] { [registered, deleted, communityService] }
+    package var events: [String] { [registered, deleted, communityService, cases] }
 }

@@ -171,6 +171,77 @@ struct DataProtectionHandlers: Sendable {
         let crossings: [Crossing]
         /// The sessions of 교내봉사 owed, as scheduled, in the JSON only.
         let duties: [CommunityServiceDuty]
+        /// Their cases with every step, in the JSON only.
+        let cases: [Case]
+
+        struct Case: Encodable, Sendable {
+            let caseId: String
+            /// `rule` or `teacher`.
+            let origin: String
+            let label: String
+            let state: String
+            let holder: String?
+            let nextDate: String?
+            let openedAt: String
+            let changedAt: String
+            let steps: [Step]
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(caseId, forKey: .caseId)
+                try container.encode(origin, forKey: .origin)
+                try container.encode(label, forKey: .label)
+                try container.encode(state, forKey: .state)
+                try container.encode(holder, forKey: .holder)
+                try container.encode(nextDate, forKey: .nextDate)
+                try container.encode(openedAt, forKey: .openedAt)
+                try container.encode(changedAt, forKey: .changedAt)
+                try container.encode(steps, forKey: .steps)
+            }
+
+            enum CodingKeys: String, CodingKey { case caseId, origin, label, state, holder, nextDate, openedAt, changedAt, steps }
+        }
+
+        /// A line of a case's history: a teacher's step, or the records'
+        /// own (`withdraw`, `reopen`; `by` empty). `refused`: why it changed nothing.
+        struct Step: Encodable, Sendable {
+            let stepId: String
+            let action: String
+            let state: String?
+            let nextDate: String?
+            let to: String?
+            let note: String?
+            let by: String
+            let at: String
+            let refused: String?
+
+            init(_ line: SQLStore.CaseHistoryLine) {
+                stepId = line.stepId
+                action = line.action
+                state = line.state
+                nextDate = line.nextDate
+                to = line.to
+                note = line.note
+                by = line.by
+                at = line.at
+                refused = line.refused
+            }
+
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(stepId, forKey: .stepId)
+                try container.encode(action, forKey: .action)
+                try container.encode(state, forKey: .state)
+                try container.encode(nextDate, forKey: .nextDate)
+                try container.encode(to, forKey: .to)
+                try container.encode(note, forKey: .note)
+                try container.encode(by, forKey: .by)
+                try container.encode(at, forKey: .at)
+                try container.encode(refused, forKey: .refused)
+            }
+
+            enum CodingKeys: String, CodingKey { case stepId, action, state, nextDate, to, note, by, at, refused }
+        }
 
         struct Crossing: Encodable, Sendable {
             let label: String
@@ -206,6 +277,12 @@ struct DataProtectionHandlers: Sendable {
                     withdrawnAt: $0.withdrawnAt, outcome: $0.record.outcome.rawValue, dutyId: $0.record.dutyId)
             }
             duties = records.duties
+            cases = records.cases.map { item in
+                Case(
+                    caseId: item.caseId, origin: item.origin.rawValue, label: item.label, state: item.state.rawValue, holder: item.holder,
+                    nextDate: item.nextDate, openedAt: item.openedAt, changedAt: item.changedAt,
+                    steps: records.caseSteps.filter { $0.caseId == item.caseId }.map(Step.init))
+            }
             crossings = records.crossings.map {
                 Crossing(label: $0.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
             }

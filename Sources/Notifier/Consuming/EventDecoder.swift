@@ -37,6 +37,8 @@ struct EventDecoder: Sendable {
                 return communityServiceRecorded(try CommunityServiceRecorded(json: fields))
             case topics.communityService where type == EventType.communityServiceWithdrawn.rawValue:
                 return communityServiceWithdrawn(try CommunityServiceWithdrawn(json: fields))
+            case topics.cases where type == EventType.caseStep.rawValue:
+                return caseStep(try CaseStep(json: fields))
             case topics.access where type == AccessRecord.type:
                 return accessed(try AccessRecord.records(json: fields))
             default:
@@ -111,6 +113,28 @@ struct EventDecoder: Sendable {
             .communityServiceWithdrawn(
                 serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
                 withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
+    }
+
+    /// A case's step, held to the ingest's rules on identity: the school
+    /// and grade, the student, the teacher who took it (and the one it is
+    /// handed to) of the school, a note as a reason's detail is.
+    private func caseStep(_ step: CaseStep) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(step.eventId, step.caseId, name: "caseId") ?? gradeProblem(step.schoolId, step.grade) {
+            return .failure(problem)
+        }
+        guard let at = Timestamp.parse(step.at) else { return .failure(DecodeFailure(reason: "at '\(step.at)' is not RFC 3339")) }
+        if let problem = roster.caseProblem(step) { return .failure(DecodeFailure(reason: problem, awaitingRoster: true)) }
+        let note: String?
+        do {
+            note = try Reason.detail(step.note)
+        } catch {
+            return .failure(DecodeFailure(reason: "note: \(error.description)"))
+        }
+        return .success(
+            .caseStep(
+                CaseStep(
+                    eventId: step.eventId.lowercased(), caseId: step.caseId.lowercased(), schoolId: step.schoolId, grade: step.grade,
+                    studentId: step.studentId, action: step.action, note: note, by: step.by, at: Timestamp.format(at))))
     }
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {

@@ -1,0 +1,266 @@
+import Common
+import Guidance
+
+/// Cases (issue 66): a rule crossing opens one in the transaction that
+/// decided the crossing, a teacher's `guidance.case.step` event opens or
+/// moves one. A case's row holds its opening; where it stands (state,
+/// holder, next date) is the fold of its steps in time order through
+/// `GuidanceCase.applying`, written again after every step, so a step that
+/// arrives before its case (a replay reads the topics side by side) is
+/// folded in when the case opens, and a replay or a second replica finds
+/// the same case.
+extension SQLStore {
+    /// Version 17: cases and their steps. `refused` says why a step changed
+    /// nothing (two teachers moved the case at once, say), as the last fold
+    /// found.
+    static let cases = """
+        CREATE TABLE IF NOT EXISTS cases (
+            case_id TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            student_id TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            label TEXT NOT NULL,
+            roles TEXT NOT NULL,
+            opened_by TEXT,
+            opened_at TEXT NOT NULL,
+            rule_key TEXT,
+            ordinal INTEGER,
+            guidance_ids TEXT,
+            state TEXT NOT NULL,
+            holder TEXT,
+            next_date TEXT,
+            changed_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS cases_of_student ON cases(school_id, student_id);
+        CREATE INDEX IF NOT EXISTS cases_open ON cases(school_id) WHERE state NOT IN ('closed', 'withdrawn');
+        CREATE TABLE IF NOT EXISTS case_steps (
+            step_id TEXT PRIMARY KEY,
+            case_id TEXT NOT NULL,
+            school_id TEXT NOT NULL,
+            student_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            state TEXT,
+            next_date TEXT,
+            to_teacher TEXT,
+            note TEXT,
+            actor TEXT NOT NULL,
+            at TEXT NOT NULL,
+            refused TEXT
+        );
+        CREATE INDEX IF NOT EXISTS case_steps_of_case ON case_steps(case_id, at, step_id);
+        """
+
+    static let caseColumns =
+        "case_id, school_id, student_id, origin, label, roles, opened_by, opened_at, state, holder, next_date, changed_at, guidance_ids, rule_key"
+
+    static func guidanceCase(_ row: [SQLValue]) -> GuidanceCase {
+        var opened = GuidanceCase(
+            caseId: row[0].string ?? "", schoolId: row[1].string ?? "", studentId: row[2].string ?? "",
+            origin: GuidanceCase.Origin(rawValue: row[3].string ?? "") ?? .teacher, label: row[4].string ?? "",
+            roles: Set((row[5].string ?? "").split(separator: "+").compactMap { Teacher.Role(rawValue: String($0)) }),
+            holder: row[9].string, state: GuidanceCase.State(rawValue: row[8].string ?? "") ?? .new, nextDate: row[10].string,
+            openedAt: row[7].string ?? "", changedAt: row[11].string ?? "")
+        opened.ruleKey = row[13].string
+        return opened
+    }
+
+    /// The case a crossing that just became active opens, or opens again
+    /// (확인 전) if the records had withdrawn it, at the time of its last
+    /// record: a replay opens it at the same time, and folds the same steps
+    /// after it.
+    static func openCase(
+        crossing rule: SchoolRule, ordinal: Int, guidanceIds: String, school: String, student: String, at now: String,
+        in database: any SQLDatabase
+    ) throws(StoreError) {
+        let id = GuidanceCase.id(school: school, student: student, ruleKey: rule.key, ordinal: ordinal)
+        let opened = try database.run(
+            """
+            INSERT INTO cases (case_id, school_id, student_id, origin, label, roles, opened_at, rule_key, ordinal, guidance_ids,
+                state, changed_at)
+            VALUES ($1, $2, $3, 'rule', $4, $5, $6, $7, $8, $9, 'new', $6)
+            ON CONFLICT (case_id) DO NOTHING
+            """,
+            [
+                .text(id), .text(school), .text(student), .text(rule.label), .text(rule.notifyText), .text(now), .text(rule.key),
+                .integer(Int64(ordinal)), .text(guidanceIds)
+            ])
+        if opened == 0 {
+            try systemStep(.reopen, case: id, school: school, student: student, now: now, in: database)
+        }
+        try refold(id, in: database)
+    }
+
+    /// 철회: the case of a crossing the records no longer make, at the
+    /// deletion's time (the decision's, when no deletion of the batch undid it).
+    static func withdrawCase(rule: SchoolRule, ordinal: Int, school: String, student: String, at now: String, in database: any SQLDatabase)
+        throws(StoreError)
+    {
+        let id = GuidanceCase.id(school: school, student: student, ruleKey: rule.key, ordinal: ordinal)
+        try systemStep(.withdraw, case: id, school: school, student: student, now: now, in: database)
+        try refold(id, in: database)
+    }
+
+    private static func systemStep(
+        _ action: CaseStep.Action, case id: String, school: String, student: String, now: String, in database: any SQLDatabase
+    ) throws(StoreError) {
+        try database.run(
+            """
+            INSERT INTO case_steps (step_id, case_id, school_id, student_id, action, actor, at) VALUES ($1, $2, $3, $4, $5, '', $6)
+            ON CONFLICT (step_id) DO NOTHING
+            """, [.text("\(id)/\(action.name)/\(now)"), .text(id), .text(school), .text(student), .text(action.name), .text(now)])
+    }
+
+    /// A teacher's step, once per event id; `open` opens the case it names
+    /// (held by the teacher who opened it). Returns why it is refused when
+    /// the case belongs to another school or student.
+    static func record(_ step: CaseStep, in database: any SQLDatabase) throws(StoreError) -> String? {
+        let owner = try database.query("SELECT school_id, student_id FROM cases WHERE case_id = $1", [.text(step.caseId)]).first
+        if let owner, owner[0].string != step.schoolId || owner[1].string != step.studentId {
+            return "case \(step.caseId) is another student's"
+        }
+        if case .open = step.action, owner == nil {
+            try database.run(
+                """
+                INSERT INTO cases (case_id, school_id, student_id, origin, label, roles, opened_by, opened_at, state, holder, changed_at)
+                VALUES ($1, $2, $3, 'teacher', $4, '', $5, $6, 'new', $5, $6)
+                ON CONFLICT (case_id) DO NOTHING
+                """,
+                [.text(step.caseId), .text(step.schoolId), .text(step.studentId), .text(step.note ?? ""), .text(step.by), .text(step.at)])
+        }
+        var state: String?
+        var nextDate: String?
+        var to: String?
+        switch step.action {
+        case .move(let chosen, let date):
+            state = chosen.rawValue
+            nextDate = date
+        case .handOver(let teacher):
+            to = teacher
+        case .open, .note, .withdraw, .reopen:
+            break
+        }
+        let written = try database.run(
+            """
+            INSERT INTO case_steps (step_id, case_id, school_id, student_id, action, state, next_date, to_teacher, note, actor, at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            ON CONFLICT (step_id) DO NOTHING
+            """,
+            [
+                .text(step.eventId), .text(step.caseId), .text(step.schoolId), .text(step.studentId), .text(step.action.name), state.sql,
+                nextDate.sql, to.sql, step.note.sql, .text(step.by), .text(step.at)
+            ])
+        if written > 0 { try refold(step.caseId, in: database) }
+        return nil
+    }
+
+    /// Folds the case's steps, in time order, into where it stands; each
+    /// step keeps why it changed nothing. A case not opened yet stays
+    /// unwritten: its opening folds the steps that came first.
+    static func refold(_ id: String, in database: any SQLDatabase) throws(StoreError) {
+        guard let row = try database.query("SELECT \(caseColumns) FROM cases WHERE case_id = $1", [.text(id)]).first else { return }
+        let opened = guidanceCase(row)
+        var folded = GuidanceCase(
+            caseId: opened.caseId, schoolId: opened.schoolId, studentId: opened.studentId, origin: opened.origin, label: opened.label,
+            roles: opened.roles, holder: row[6].string, openedAt: opened.openedAt)
+        folded.ruleKey = opened.ruleKey
+        var refusals: [(step: String, refused: String?, was: String?)] = []
+        try database.forEachRow(
+            "SELECT step_id, action, state, next_date, to_teacher, at, refused FROM case_steps WHERE case_id = $1 ORDER BY at, step_id",
+            [.text(id)]
+        ) { step in
+            let refused: String?
+            switch caseAction(name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string) {
+            case .open?:
+                refused = nil
+            case let action?:
+                switch folded.applying(action) {
+                case .success(let next):
+                    folded = next
+                    folded.changedAt = step[5].string ?? folded.changedAt
+                    refused = nil
+                case .failure(let refusal):
+                    refused = refusal.description
+                }
+            case nil:
+                refused = "unknown action"
+            }
+            refusals.append((step[0].string ?? "", refused, step[6].string))
+        }
+        for change in refusals where change.refused != change.was {
+            try database.run("UPDATE case_steps SET refused = $2 WHERE step_id = $1", [.text(change.step), change.refused.sql])
+        }
+        try database.run(
+            "UPDATE cases SET state = $2, holder = $3, next_date = $4, changed_at = $5 WHERE case_id = $1",
+            [.text(id), .text(folded.state.rawValue), folded.holder.sql, folded.nextDate.sql, .text(folded.changedAt)])
+    }
+
+    private static func caseAction(name: String, state: String?, nextDate: String?, to: String?) -> CaseStep.Action? {
+        switch name {
+        case "open": .open
+        case "note": .note
+        case "withdraw": .withdraw
+        case "reopen": .reopen
+        case "hand-over": to.map { .handOver(to: $0) }
+        case "move": state.flatMap(GuidanceCase.State.init(rawValue:)).map { .move($0, nextDate: nextDate) }
+        default: nil
+        }
+    }
+
+    /// A line of a case's history.
+    package struct CaseHistoryLine: Sendable, Equatable {
+        package let caseId: String
+        package let stepId: String
+        package let action: String
+        package let state: String?
+        package let nextDate: String?
+        package let to: String?
+        package let note: String?
+        /// The teacher's id; empty for the records' own steps (철회, reopened).
+        package let by: String
+        package let at: String
+        package let refused: String?
+    }
+
+    static let stepColumns = "case_id, step_id, action, state, next_date, to_teacher, note, actor, at, refused"
+
+    static func historyLine(_ step: [SQLValue]) -> CaseHistoryLine {
+        CaseHistoryLine(
+            caseId: step[0].string ?? "", stepId: step[1].string ?? "", action: step[2].string ?? "", state: step[3].string,
+            nextDate: step[4].string, to: step[5].string, note: step[6].string, by: step[7].string ?? "", at: step[8].string ?? "",
+            refused: step[9].string)
+    }
+
+    /// The school's cases, open ones only unless `closedToo`, of `students`
+    /// (nil: every student), newest change first.
+    package func cases(school: String, students: [String]? = nil, closedToo: Bool = false) throws(StoreError) -> [GuidanceCase] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            var sql = "SELECT \(SQLStore.caseColumns) FROM cases WHERE school_id = $1"
+            var parameters: [SQLValue] = [.text(school)]
+            if !closedToo { sql += " AND state NOT IN ('closed', 'withdrawn')" }
+            if let students {
+                guard !students.isEmpty else { return [] }
+                sql += " AND student_id IN (" + (2...(students.count + 1)).map { "$\($0)" }.joined(separator: ", ") + ")"
+                parameters += students.map(SQLValue.text)
+            }
+            return try database.query(sql + " ORDER BY changed_at DESC, case_id", parameters) { SQLStore.guidanceCase($0) }
+        }
+    }
+
+    /// One case of the school with its history, oldest step first; nil when there is none.
+    package func guidanceCase(school: String, id: String) throws(StoreError) -> (GuidanceCase, [String], [CaseHistoryLine])? {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.snapshot { () throws(StoreError) -> (GuidanceCase, [String], [CaseHistoryLine])? in
+                guard
+                    let row = try database.query(
+                        "SELECT \(SQLStore.caseColumns) FROM cases WHERE case_id = $1 AND school_id = $2", [.text(id), .text(school)]
+                    ).first
+                else { return nil }
+                let lines = try database.query(
+                    "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE case_id = $1 ORDER BY at, step_id", [.text(id)],
+                    as: SQLStore.historyLine)
+                let counted = (row[12].string ?? "").split(separator: " ").map(String.init)
+                return (SQLStore.guidanceCase(row), counted, lines)
+            }
+        }
+    }
+}
