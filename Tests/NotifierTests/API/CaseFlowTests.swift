@@ -1,0 +1,139 @@
+import Foundation
+import Guidance
+import TestSupport
+import XCTest
+
+@testable import Notifier
+
+/// A rule crossing is a task, not only a message (issue 66): it opens one
+/// case, in the 할 일 of the teachers its rule names within seconds; two
+/// teachers move it through the school's states through the ingest, one
+/// history kept; a deletion that undoes the crossing withdraws it (철회).
+final class CaseFlowTests: XCTestCase {
+    var harness: NotifierHarness?
+
+    override func tearDown() async throws {
+        await harness?.shutdown()
+        harness = nil
+    }
+
+    static let rules = """
+        school_id,reason,count,days,notify,label,urgent
+        sa,*,3,7,homeroom+admin,선도위원회 검토 대상,true
+
+        """
+
+    /// The caller's 할 일: its cases and counts.
+    func todo(_ harness: NotifierHarness, as teacher: String, scope: String = "mine") async throws -> AnyCodable {
+        let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/cases?scope=\(scope)", headers: harness.headers(teacher))
+        XCTAssertEqual(reply.status, 200, reply.text)
+        return .object(reply.object)
+    }
+
+    func step(_ harness: NotifierHarness, _ caseID: String, as teacher: String, _ body: String, status: Int = 202) async throws {
+        let reply = try await fetch(
+            "POST", "\(harness.ingestBase)/v1/schools/sa/grades/1/students/a111/cases/\(caseID)/steps", body: body,
+            headers: harness.headers(teacher))
+        XCTAssertEqual(reply.status, status, reply.text)
+    }
+
+    /// The case file, read again until `done` holds (steps travel through Kafka).
+    func file(_ harness: NotifierHarness, _ caseID: String, as teacher: String, until done: @escaping (AnyCodable) -> Bool)
+        async throws -> AnyCodable
+    {
+        try await eventually(within: .seconds(10)) {
+            AnyCodable.object(
+                try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/cases/\(caseID)", headers: harness.headers(teacher)).object)
+        } until: {
+            done($0)
+        }
+    }
+
+    func testACrossingOpensOneCaseThatTwoTeachersMoveToClosedWithOneHistory() async throws {
+        let harness = try await NotifierHarness(authentication: true, rules: Self.rules)
+        self.harness = harness
+        let now = Date().timeIntervalSince1970
+        var records: [String] = []
+        for hoursAgo in [50.0, 26, 1] {
+            records.append(
+                try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate"))
+        }
+        let opened = try await eventually(within: .seconds(10)) {
+            try await self.todo(harness, as: "t-hr-1-1")
+        } until: {
+            $0["counts"]?["open"]?.int == 1
+        }
+        XCTAssertEqual(opened["counts"]?["open"]?.int, 1, "the homeroom teacher's 할 일 within 10 s")
+        XCTAssertEqual(opened["counts"]?["urgent"]?.int, 1)
+        XCTAssertEqual(opened["counts"]?["due"]?.int, 1, "확인 전 is due")
+        let item = try XCTUnwrap(opened["cases"]?[0])
+        XCTAssertEqual(item["stateLabel"]?.string, "확인 전")
+        XCTAssertEqual(item["label"]?.string, "선도위원회 검토 대상")
+        XCTAssertEqual(item["student"]?["name"]?.string, "가가")
+        let caseID = try XCTUnwrap(item["caseId"]?.string)
+        try await assertEqualAsync(try await self.todo(harness, as: "t-admin")["counts"]?["open"]?.int, 1, "the admin holds it too")
+        try await assertEqualAsync(try await self.todo(harness, as: "t-hr-1-2")["counts"]?["open"]?.int, 0, "another class's teacher")
+        try await assertEqualAsync(try await self.todo(harness, as: "t-vd-1")["counts"]?["open"]?.int, 0, "the rule does not name 봉사")
+        let refused = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/cases?scope=school", headers: harness.headers("t-hr-1-1"))
+        XCTAssertEqual(refused.status, 403, "the school's cases are an admin's")
+
+        // The homeroom teacher plans a talk, then hands it to the 학생부장 (admin), who takes it to the end.
+        try await step(
+            harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"counseling-planned","nextDate":"2026-12-07","note":"점심시간 상담"}"#)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":"t-admin","note":"보호자 연락 부탁드립니다"}"#)
+        _ = try await file(harness, caseID, as: "t-admin") { $0["holder"]?.string == "t-admin" }
+        try await assertEqualAsync(try await self.todo(harness, as: "t-hr-1-1")["counts"]?["open"]?.int, 0, "handed over, it left 할 일")
+        try await step(harness, caseID, as: "t-admin", #"{"action":"move","state":"guardian-counseling","note":"어머니와 통화"}"#)
+        try await step(harness, caseID, as: "t-admin", #"{"action":"move","state":"referred","nextDate":"2026-12-10"}"#)
+        try await step(harness, caseID, as: "t-admin", #"{"action":"move","state":"closed","note":"교내봉사 2회로 종결"}"#)
+        let closed = try await file(harness, caseID, as: "t-hr-1-1") { $0["state"]?.string == "closed" }
+        XCTAssertEqual(closed["stateLabel"]?.string, "종결")
+        guard case .array(let history) = closed["history"] else { return XCTFail("no history: \(closed)") }
+        XCTAssertEqual(
+            history.map { "\($0["action"]?.string ?? "") \($0["byName"]?.string ?? "") \($0["stateLabel"]?.string ?? "")" },
+            ["move 담임11 상담 예정", "hand-over 담임11 ", "move 관리 보호자 상담", "move 관리 선도위원회 회부", "move 관리 종결"])
+        XCTAssertEqual(history[1]["toName"]?.string, "관리")
+        guard case .array(let counted) = closed["records"] else { return XCTFail("no records: \(closed)") }
+        XCTAssertEqual(counted.compactMap { $0["guidanceId"]?.string }.sorted(), records.sorted())
+        try await assertEqualAsync(try await self.todo(harness, as: "t-admin")["counts"]?["open"]?.int, 0, "종결 left 할 일")
+
+        // A step on a closed case is kept, refused.
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"note","note":"추가 메모"}"#)
+        let refusedStep = try await file(harness, caseID, as: "t-hr-1-1") { file in
+            guard case .array(let lines) = file["history"] else { return false }
+            return lines.count == 6
+        }
+        XCTAssertEqual(refusedStep["history"]?[5]?["refused"]?.string, "the case is 종결 (closed) already")
+
+        // Checked at the ingest: a teacher the student is not theirs, a hand-over to one, a state no teacher picks.
+        try await step(harness, caseID, as: "t-hr-1-2", #"{"action":"note","note":"x"}"#, status: 403)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":"t-hr-1-2"}"#, status: 422)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"withdrawn"}"#, status: 400)
+    }
+
+    func testADeletionThatUndoesTheCrossingWithdrawsTheCase() async throws {
+        let harness = try await NotifierHarness(authentication: true, rules: Self.rules)
+        self.harness = harness
+        let now = Date().timeIntervalSince1970
+        var records: [String] = []
+        for hoursAgo in [50.0, 26, 1] {
+            records.append(
+                try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate"))
+        }
+        let opened = try await eventually(within: .seconds(10)) {
+            try await self.todo(harness, as: "t-admin")
+        } until: {
+            $0["counts"]?["open"]?.int == 1
+        }
+        let caseID = try XCTUnwrap(opened["cases"]?[0]?["caseId"]?.string)
+        try await step(harness, caseID, as: "t-admin", #"{"action":"move","state":"counseling-planned"}"#)
+        _ = try await file(harness, caseID, as: "t-admin") { $0["state"]?.string == "counseling-planned" }
+        try await harness.delete(grade: 1, guidanceID: records[1], as: "t-gate")
+        let withdrawn = try await file(harness, caseID, as: "t-admin") { $0["state"]?.string == "withdrawn" }
+        XCTAssertEqual(withdrawn["stateLabel"]?.string, "철회")
+        XCTAssertEqual(withdrawn["history"]?[1]?["action"]?.string, "withdraw")
+        XCTAssertEqual(withdrawn["history"]?[1]?["by"], .null, "the records withdrew it, no teacher")
+        try await assertEqualAsync(try await self.todo(harness, as: "t-admin")["counts"]?["open"]?.int, 0)
+    }
+}
