@@ -27,7 +27,8 @@ struct AppPage: Sendable {
         Asset(name: "app.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.appJS),
         Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS),
         Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS),
-        Asset(name: "overview.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.overviewJS)
+        Asset(name: "overview.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.overviewJS),
+        Asset(name: "cases.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.casesJS)
     ]
 
     /// The installed app: its manifest, and the service worker that opens it
@@ -68,7 +69,11 @@ struct AppPage: Sendable {
 
     private func tabs(_ teacher: Teacher, _ roster: Roster) -> [Tab] {
         let receivesLists = teacher.hasAny(of: [.homeroom, .volunteerDuty])
+        let holdsCases = teacher.hasAny(of: [.homeroom, .volunteerDuty, .admin])
+        let todo = Tab(id: "todo", name: "할 일", panel: AppPage.todo(teacher, roster))
         var tabs: [Tab] = []
+        // The 학생부장 (an admin) starts the day at what is theirs to do.
+        if teacher.has(.admin) { tabs.append(todo) }
         if teacher.hasAny(of: [.gate, .admin]) {
             tabs.append(Tab(id: "gate", name: "교문 지도", panel: AppPage.gate + AppPage.schoolData(roster, school: teacher.schoolID)))
         }
@@ -83,7 +88,9 @@ struct AppPage: Sendable {
         // The school's own time: "매일 08:50에", not "정해진 시각에".
         let time = roster.school(teacher.schoolID).map { Roster.clock($0.digestMinute) }
         let when = time.map { "매일 \($0)에" } ?? "매일 정해진 시각에"
-        if receivesLists { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox(when: when))) }
+        if holdsCases && !teacher.has(.admin) { tabs.append(todo) }
+        // An admin hears of rules' crossings (학생부장 상담 대상, 선도위원회 검토 대상) in the 알림함 too.
+        if receivesLists || teacher.has(.admin) { tabs.append(Tab(id: "inbox", name: "알림함", panel: AppPage.inbox(when: when))) }
         if teacher.has(.admin) {
             tabs.append(Tab(id: "admin", name: "관리", panel: AppPage.admin(teachers: teacherOptions(teacher, roster), when: when)))
         }
@@ -98,7 +105,8 @@ struct AppPage: Sendable {
         let bar = tabs.enumerated().map { index, tab in
             "<a role=\"tab\" id=\"tab-\(tab.id)\" href=\"#\(tab.id)\" aria-controls=\"panel-\(tab.id)\" aria-selected=\"\(index == 0)\""
                 + (index == 0 ? "" : " tabindex=\"-1\"") + ">\(tab.name)"
-                + (tab.id == "inbox" ? " <span id=\"unread-count\" class=\"badge\" hidden></span>" : "") + "</a>"
+                + (tab.id == "inbox" ? " <span id=\"unread-count\" class=\"badge\" hidden></span>" : "")
+                + (tab.id == "todo" ? " <span id=\"todo-badge\" class=\"badge\" hidden></span>" : "") + "</a>"
         }.joined()
         let panels = tabs.enumerated().map { index, tab in
             "<div role=\"tabpanel\" id=\"panel-\(tab.id)\" aria-labelledby=\"tab-\(tab.id)\"\(index == 0 ? "" : " hidden")>\n\(tab.panel)</div>"
@@ -115,7 +123,9 @@ struct AppPage: Sendable {
         var data = [("roles", teacher.roleText)]
         if let digestID { data.append(("open", digestID)) }
         // 현황's script only where its tab is: a gate teacher's first load on a slow network stays light.
-        var scripts = AppPage.scripts.map(\.name).filter { $0 != "overview.js" || tabs.contains { $0.id == "overview" } }
+        var scripts = AppPage.scripts.map(\.name).filter {
+            ($0 != "overview.js" || tabs.contains { $0.id == "overview" }) && ($0 != "cases.js" || tabs.contains { $0.id == "todo" })
+        }
         // Where the gate is the first tab, it is usable before the other tabs' scripts arrive (`app.js` loads them after).
         if tabs.first?.id == "gate" {
             data.append(("later", scripts.filter { $0 != "app.js" && $0 != "gate.js" }.joined(separator: " ")))
@@ -134,10 +144,16 @@ struct AppPage: Sendable {
             let grades: [IngestHandlers.Classes.Grade]
             let reasons: [Reason]
         }
-        let data = Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? [])
-        let encoded = (try? JSONEncoder().encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return dataBlock(
+            "school-data",
+            Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? []))
+    }
+
+    /// `value` as a JSON data block with the id `id`, for a page's script to read.
+    static func dataBlock(_ id: String, _ value: some Encodable) -> String {
+        let encoded = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
         // "</script" inside the data must not end the block.
-        return "<script type=\"application/json\" id=\"school-data\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
+        return "<script type=\"application/json\" id=\"\(id)\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
     }
 
     /// The notes' 전체 / 우리 반 / 우리 학년 for today's list, which every
@@ -276,6 +292,66 @@ struct AppPage: Sendable {
             \(receivesLists ? email : "")<p><a class="tall" href="/session/devices">기기 연결 · 다른 기기 모두 로그아웃</a></p>
             </section>
 
+            """
+    }
+
+    /// 할 일: the cases the teacher holds, and one case opened over the
+    /// list with its history and what may be done next (`cases.js`). The
+    /// teachers a case may be handed to (those who may read a student's
+    /// record: the page picks those of the case's student) ride along as data.
+    private static func todo(_ teacher: Teacher, _ roster: Roster) -> String {
+        struct Holder: Encodable {
+            let id: String
+            let name: String
+            let roles: String
+            let grade: Int?
+            let classNumber: Int?
+        }
+        let holders = roster.teachers.values.filter {
+            $0.schoolID == teacher.schoolID && $0.hasAny(of: [.homeroom, .volunteerDuty, .admin])
+        }
+        .sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+        .map { Holder(id: $0.id, name: $0.name, roles: $0.roleText, grade: $0.grade, classNumber: $0.classNumber) }
+        let scope =
+            teacher.has(.admin)
+            ? """
+            <fieldset class="choices"><legend class="visually-hidden">범위</legend>
+            <label><input type="radio" name="todo-scope" value="mine" checked> 내 할 일</label>
+            <label><input type="radio" name="todo-scope" value="school"> 학교 전체</label>
+            </fieldset>
+            """ : ""
+        let states = GuidanceCase.State.chosen.map { "<option value=\"\($0.rawValue)\">\($0.label)</option>" }.joined()
+        return """
+            <section class="card" id="todo" aria-labelledby="todo-title">
+            <h2 id="todo-title" tabindex="-1">할 일 <span id="todo-count" class="meta"></span></h2>
+            \(scope)
+            <ul id="todo-list" class="plain"></ul>
+            <p id="todo-empty" class="meta" hidden>지금 할 일이 없습니다. 학교 규칙에 걸린 학생이 생기면 여기에 옵니다.</p>
+            <p id="todo-status" class="status" role="status" aria-live="polite"></p>
+            </section>
+            <section class="card" id="case" hidden aria-labelledby="case-title">
+            <h2 id="case-title" tabindex="-1"></h2>
+            <p id="case-meta" class="meta"></p>
+            <div id="case-body"></div>
+            <form id="case-step">
+            <h3 class="section">다음 단계</h3>
+            <label for="case-state">상태</label>
+            <select id="case-state">\(states)</select>
+            <label for="case-date">다음 날짜 <span class="meta">(선택)</span></label>
+            <input type="date" id="case-date">
+            <label for="case-note">메모 <span class="meta">(선택, \(Reason.maxDetailLength)자까지)</span></label>
+            <textarea id="case-note" rows="2" maxlength="\(Reason.maxDetailLength)"></textarea>
+            <div class="actions"><button type="submit" id="case-save">저장</button></div>
+            </form>
+            <form id="case-hand">
+            <label for="case-to">다른 선생님에게 넘기기</label>
+            <select id="case-to"></select>
+            <div class="actions"><button type="submit" class="secondary" id="case-hand-over">넘기기</button></div>
+            </form>
+            <p id="case-status" class="status" role="status" aria-live="polite"></p>
+            <div class="actions"><button type="button" id="case-close" class="secondary">할 일로</button></div>
+            </section>
+            \(dataBlock("case-teachers", holders))
             """
     }
 

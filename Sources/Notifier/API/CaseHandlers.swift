@@ -7,7 +7,9 @@ import Store
 /// 할 일 and the case file (issue 66). `GET …/cases`: the open cases the
 /// caller holds (`GuidanceCase.isHeld`), urgent ones first, then those due
 /// (확인 전, or their next date today or past), with counts for the tab;
-/// an admin's `?scope=school` gives every open case of the school. `GET
+/// an admin's `?scope=school` gives every open case of the school, and
+/// `?only=counts` the counts alone (the tab's badge as the app opens: no
+/// student named, nothing in the access record). `GET
 /// …/cases/{caseId}`: one case with its history and the records it counts,
 /// for whoever may read the student's record or holds the case. Both are
 /// in the access record (they name students).
@@ -50,7 +52,9 @@ struct CaseHandlers: Sendable {
         items = items.enumerated().sorted { a, b in
             (a.element.urgent ? 0 : 1, a.element.due ? 0 : 1, a.offset) < (b.element.urgent ? 0 : 1, b.element.due ? 0 : 1, b.offset)
         }.map(\.element)
-        if !items.isEmpty { accessLog.record(caller, .cases, school: school.id, target: "scope=\(scope)") }
+        let countsOnly = request.query["only"] == "counts"
+        if request.query["only"] != nil && !countsOnly { throw HTTPError(FieldError(field: "only", message: "must be counts")) }
+        if !items.isEmpty && !countsOnly { accessLog.record(caller, .cases, school: school.id, target: "scope=\(scope)") }
         var writer = JSONWriter(capacity: 256 + items.count * 320)
         writer.field("schoolId", school.id)
         writer.field("today", today)
@@ -60,6 +64,7 @@ struct CaseHandlers: Sendable {
             counts.field("due", items.filter(\.due).count)
             counts.field("urgent", items.filter(\.urgent).count)
         }
+        if countsOnly { return .json(written: writer.finish()) }
         writer.array("cases", items) { writer, entry in
             CaseHandlers.write(entry.item, student: entry.student, roster: caller.roster, into: &writer)
             writer.field("urgent", entry.urgent)

@@ -95,7 +95,7 @@ final class GateDayTests: XCTestCase {
         let page = try await fetch("GET", app + "/", headers: ["Cookie": cookie])
         let tabs = page.text.matches(of: /role="tab" id="tab-([a-z]+)"/).map { String($0.1) }
         XCTAssertEqual(
-            tabs, ["gate", "lists", "overview", "service", "inbox", "settings"],
+            tabs, ["gate", "lists", "overview", "service", "todo", "inbox", "settings"],
             "a homeroom teacher on gate duty: the gate and a homeroom teacher's tabs")
         XCTAssertTrue(page.text.contains("교문 지도 명단은 매일 08:50에 옵니다."), "the 알림함 says the school's time, not '정해진 시각'")
 
