@@ -211,6 +211,7 @@ struct AppPage: Sendable {
         <div class="face-text">
         <h2 id="student-name" class="big-name" tabindex="-1"></h2>
         <p id="already" class="already" role="status"></p>
+        <p id="standing" class="meta"></p>
         </div>
         </div>
         <fieldset><legend>사유</legend><div id="reasons" class="grid reasons"></div></fieldset>

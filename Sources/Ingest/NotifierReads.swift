@@ -24,6 +24,7 @@ struct NotifierReads: Sendable {
         ("GET", "/v1/schools/{schoolId}/overview"),
         ("GET", "/v1/schools/{schoolId}/cases"),
         ("GET", "/v1/schools/{schoolId}/cases/{caseId}"),
+        ("GET", "/v1/schools/{schoolId}/students/{studentId}/standing"),
         ("GET", "/v1/teachers/{teacherId}/inbox"),
         ("GET", "/v1/teachers/{teacherId}/inbox/unread"),
         ("POST", "/v1/teachers/{teacherId}/inbox/{digestId}/read"),

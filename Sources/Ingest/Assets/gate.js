@@ -181,6 +181,7 @@
     state.hidden = false;
     const names = { loading: '불러오는 중…', unreachable: '이름을 불러오지 못했습니다', unknown: '명부에 없는 번호입니다' };
     $('student-name').textContent = shown ? shown.name : names[student];
+    showStanding(shown);
     if (!shown) {
       state.textContent = student === 'loading' ? '사진 불러오는 중' : student === 'unreachable' ? '사진을 불러오지 못했습니다' : '사진 없음';
       return;
@@ -196,6 +197,20 @@
     photo.referrerPolicy = 'no-referrer';
     ahead.wait(photo, shown.photoUrl);
     photo.src = shown.photoUrl;
+  }
+
+  // Under the name, when the notifier answers: how often this week and an
+  // open case (최근 7일 2회 · 사안 상담 예정), so a third time does not look
+  // like a first. Nothing waits for it: offline or slow, the line stays empty.
+  function showStanding(student) {
+    $('standing').textContent = '';
+    if (!student || !student.studentId) return;
+    G.api('GET', '/v1/schools/' + encodeURIComponent(school) + '/students/' + encodeURIComponent(student.studentId) + '/standing')
+      .then((answer) => {
+        if (shown !== student) return;
+        $('standing').textContent = ['최근 7일 ' + answer.last7Days + '회', answer.case ? '사안 ' + answer.case.stateLabel : '']
+          .filter(Boolean).join(' · ');
+      }, () => {});
   }
 
   function renderReasons() {

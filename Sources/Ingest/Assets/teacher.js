@@ -52,6 +52,7 @@
           G.el('span', { class: 'time' }, weekly ? left : (dated ? G.day(G.today(entry.occurredAt)) + ' ' : '') + G.clock(entry.occurredAt))),
         G.el('p', { class: 'entry-reason' },
           removed ? G.el('span', { class: 'tag' }, weekly ? '빠짐' : '삭제된 기록') : null,
+          !weekly && entry.case ? G.el('span', { class: 'tag case-tag', title: entry.case.label }, entry.case.stateLabel) : null,
           weekly ? G.el('span', { class: 'often' }, lastGuidance(entry.occurredAt, entry.reason.label))
             : G.el('span', { class: 'reason' }, entry.reason.label),
           !weekly && entry.frequency ? G.el('span', { class: 'often' }, often(entry.frequency)) : null,
@@ -246,6 +247,14 @@
         recordTable('학교 규칙', ['날짜', '규칙', '기준', '상태'], answer.crossings.map((c) => ({
           struck: !c.active,
           cells: [G.day(c.date), c.label, ruleText(c.rule, labels), c.active ? '알림' : '철회 (기록 삭제)'],
+        }))));
+    }
+    if (answer.cases.length) {
+      body.push(G.el('h3', { class: 'section' }, '사안'),
+        recordTable('사안', ['열린 날', '까닭', '상태', '담당', '단계'], answer.cases.map((c) => ({
+          struck: c.state === 'withdrawn',
+          cells: [G.day(G.today(c.openedAt)), c.label, c.stateLabel + (c.nextDate ? ' (' + G.day(c.nextDate) + ')' : ''),
+            c.holder ? name(c.holder) : '규칙이 정한 선생님들', c.steps.filter((step) => !step.refused).length + '단계'],
         }))));
     }
     body.push(G.el('h3', { class: 'section' }, '지도 기록'));

@@ -22,6 +22,44 @@ struct CaseHandlers: Sendable {
         let readers = Access.school(roles: [.homeroom, .volunteerDuty, .admin])
         router.get("/v1/schools/{schoolId}/cases", readers, todo)
         router.get("/v1/schools/{schoolId}/cases/{caseId}", readers, file)
+        router.get("/v1/schools/{schoolId}/students/{studentId}/standing", Access.school(roles: Set(Teacher.Role.allCases)), standing)
+    }
+
+    /// The face check's one line (`최근 7일 2회 · 상담 예정`): the student's
+    /// active records of the last 7 school-local days and their open case,
+    /// for any teacher of the school (the gate's is the one who needs it:
+    /// the third time in a week looks like the first without it). In the
+    /// access record as a look-up of the student.
+    @Sendable func standing(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        let studentID = request.parameter("studentId")
+        guard let student = caller.roster.student(school: school.id, id: studentID) else {
+            throw HTTPError.notFound("no student '\(studentID)' at this school")
+        }
+        let today = Timestamp.localDate(clock(), in: school.timeZone)
+        let store = self.store
+        let (frequencies, cases) = try await blocking {
+            (
+                try store.frequencies(school: school.id, date: today, grade: student.grade, classNumber: student.classNumber),
+                try store.cases(school: school.id, students: [student.id])
+            )
+        }
+        accessLog.record(caller, .student, school: school.id, target: student.id)
+        var writer = JSONWriter(capacity: 256)
+        writer.field("studentId", student.id)
+        writer.field("date", today)
+        writer.field("last7Days", frequencies[student.id]?.last7Days ?? 0)
+        if let open = cases.first {
+            writer.object("case") { writer in
+                writer.field("caseId", open.caseId)
+                writer.field("label", open.label)
+                writer.field("state", open.state.rawValue)
+                writer.field("stateLabel", open.state.label)
+            }
+        } else {
+            writer.field("case", nil as String?)
+        }
+        return .json(written: writer.finish())
     }
 
     @Sendable func todo(_ request: Request, _ caller: Caller) async throws -> Response {

@@ -180,6 +180,8 @@ struct DataProtectionHandlers: Sendable {
             let origin: String
             let label: String
             let state: String
+            /// The state in the school's words (`상담 예정`).
+            let stateLabel: String
             let holder: String?
             let nextDate: String?
             let openedAt: String
@@ -192,6 +194,7 @@ struct DataProtectionHandlers: Sendable {
                 try container.encode(origin, forKey: .origin)
                 try container.encode(label, forKey: .label)
                 try container.encode(state, forKey: .state)
+                try container.encode(stateLabel, forKey: .stateLabel)
                 try container.encode(holder, forKey: .holder)
                 try container.encode(nextDate, forKey: .nextDate)
                 try container.encode(openedAt, forKey: .openedAt)
@@ -199,7 +202,9 @@ struct DataProtectionHandlers: Sendable {
                 try container.encode(steps, forKey: .steps)
             }
 
-            enum CodingKeys: String, CodingKey { case caseId, origin, label, state, holder, nextDate, openedAt, changedAt, steps }
+            enum CodingKeys: String, CodingKey {
+                case caseId, origin, label, state, stateLabel, holder, nextDate, openedAt, changedAt, steps
+            }
         }
 
         /// A line of a case's history: a teacher's step, or the records'
@@ -279,7 +284,8 @@ struct DataProtectionHandlers: Sendable {
             duties = records.duties
             cases = records.cases.map { item in
                 Case(
-                    caseId: item.caseId, origin: item.origin.rawValue, label: item.label, state: item.state.rawValue, holder: item.holder,
+                    caseId: item.caseId, origin: item.origin.rawValue, label: item.label, state: item.state.rawValue,
+                    stateLabel: item.state.label, holder: item.holder,
                     nextDate: item.nextDate, openedAt: item.openedAt, changedAt: item.changedAt,
                     steps: records.caseSteps.filter { $0.caseId == item.caseId }.map(Step.init))
             }

@@ -74,12 +74,18 @@ struct NotifierHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
-        let (records, frequencies) = try await blocking {
+        let (records, frequencies, cases) = try await blocking {
             (
                 try store.guidances(school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
-                try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass)
+                try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+                try store.cases(school: schoolID)
             )
         }
+        // A student's open case (the newest changed) tags their rows, for
+        // those who may read the student's record (a gate teacher's list of
+        // the school's day shows none).
+        var openCases: [String: GuidanceCase] = [:]
+        for item in cases where openCases[item.studentId] == nil { openCases[item.studentId] = item }
         let photos = self.photos
         let days = period.map { [("from", $0.from), ("to", $0.to)] } ?? [("date", date)]
         let scope = days + [("grade", grade.map(String.init)), ("classNumber", classNumber.map(String.init))]
@@ -95,15 +101,21 @@ struct NotifierHandlers: Sendable {
             written: NotifierHandlers.guidanceList(
                 school: schoolID, date: date, period: period, records, frequencies: frequencies,
                 photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
-                teacherName: { roster.teachers[$0]?.name }))
+                teacherName: { roster.teachers[$0]?.name },
+                openCase: { student in
+                    guard teacher?.mayReadOtherDays(grade: student.grade, classNumber: student.classNumber) ?? true else { return nil }
+                    return openCases[student.studentId]
+                }))
     }
 
-    /// `{date, items, schoolId}` written straight into one buffer: a busy
+    /// `{date, items, schoolId}` written straight into one buffer (an item's
+    /// `case`: its student's open case, where `openCase` gives one): a busy
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
     static func guidanceList(
         school: String, date: String, period: (from: String, to: String)? = nil, _ records: [GuidanceRecord],
-        frequencies: [String: Frequency], photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?
+        frequencies: [String: Frequency], photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?,
+        openCase: (StudentRef) -> GuidanceCase? = { _ in nil }
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + records.count * 380)
         writer.field("date", date)
@@ -122,6 +134,14 @@ struct NotifierHandlers: Sendable {
             writer.field("recordedBy", record.recordedBy)
             writer.field("recordedByName", teacherName(record.recordedBy))
             writer.object("student") { record.student.write(to: &$0) }
+            if let open = openCase(record.student) {
+                writer.object("case") { writer in
+                    writer.field("caseId", open.caseId)
+                    writer.field("label", open.label)
+                    writer.field("state", open.state.rawValue)
+                    writer.field("stateLabel", open.state.label)
+                }
+            }
         }
         writer.field("schoolId", school)
         return writer.finish()

@@ -7,7 +7,8 @@ import Web
 
 /// A student's record (학생 기록), for a parents' meeting or a 선도위원회:
 /// every guidance with its day, time, reason, detail and recorder, deletions
-/// with who deleted them, 봉사 owed and served, and the school rules crossed.
+/// with who deleted them, 봉사 owed and served, the school rules crossed and
+/// the cases opened, with their steps.
 /// For whoever may see the student's lists of other days
 /// (`Teacher.mayReadOtherDays` for their seat now: admins the school,
 /// homeroom teachers their class, volunteer-duty teachers their grade); a
@@ -85,6 +86,7 @@ struct StudentHistoryHandlers: Sendable {
         if let csv = DataProtectionHandlers.csvAnswer(request, export) { return csv }
         let named =
             records.guidances.flatMap { [$0.record.recordedBy, $0.deletedBy].compactMap { $0 } } + records.services.map(\.record.recordedBy)
+            + records.cases.compactMap(\.holder) + records.caseSteps.flatMap { [$0.by] + ($0.to.map { [$0] } ?? []) }
         return .json(
             History(
                 export: export,
