@@ -94,6 +94,16 @@ struct CaseStepRequest: Sendable {
     let note: String?
 
     init(json body: JSONFields) throws(FieldError) {
+        // Every field the contract knows is held to its type whatever the
+        // action: `to` on a move is an error, not ignored; only `note` and
+        // `nextDate` may be null.
+        for key in ["caseId", "stepId", "action", "state", "to"] where body.object[key] == .null {
+            throw FieldError(field: key, message: "must be a string; leave it out rather than null")
+        }
+        for key in ["state", "to"] { _ = try body.optionalString(key) }
+        if let nextDate = try body.optionalString("nextDate"), Timestamp.parseDate(nextDate) == nil {
+            throw FieldError(field: "nextDate", message: "must be a date, YYYY-MM-DD")
+        }
         caseId = try body.optionalString("caseId")
         stepId = try body.optionalString("stepId")
         action = body.object["action"] == nil ? .open : try CaseStep.action(body)
