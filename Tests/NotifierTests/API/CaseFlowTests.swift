@@ -106,10 +106,13 @@ final class CaseFlowTests: XCTestCase {
         }
         XCTAssertEqual(refusedStep["history"]?[5]?["refused"]?.string, "the case is 종결 (closed) already")
 
-        // Checked at the ingest: a teacher the student is not theirs, a hand-over to one, a state no teacher picks.
+        // Checked at the ingest: a teacher the student is not theirs, a hand-over to one, a state no teacher picks,
+        // a field of the wrong type whatever the action.
         try await step(harness, caseID, as: "t-hr-1-2", #"{"action":"note","note":"x"}"#, status: 403)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":"t-hr-1-2"}"#, status: 422)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"withdrawn"}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"counseled","to":{}}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"note","note":"x","stepId":null}"#, status: 400)
     }
 
     func testADeletionThatUndoesTheCrossingWithdrawsTheCase() async throws {
