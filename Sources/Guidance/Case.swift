@@ -51,6 +51,18 @@ package struct GuidanceCase: Sendable, Equatable {
         case rule
         /// Opened by hand from the student's record.
         case teacher
+        /// 교내봉사 missed twice (`GuidanceCase.missedSittings`).
+        case service
+    }
+
+    /// Two 불참 of 교내봉사 not taken back, within a year, open a case for the
+    /// grade's volunteer-duty teacher and the school's admins (학생부장); each
+    /// two more, another. A rule like a school's, counted over the
+    /// student's 불참 records instead of their guidances.
+    package static func missedSittings(school: String) -> SchoolRule {
+        SchoolRule(
+            schoolID: school, reason: CommunityServiceRecord.Outcome.missed.rawValue, count: 2, days: SchoolRule.daysRange.upperBound,
+            notify: [.volunteerDuty, .admin], label: "교내봉사 불참 2회")
     }
 
     package let caseId: String

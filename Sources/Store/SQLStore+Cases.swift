@@ -70,19 +70,19 @@ extension SQLStore {
     /// after it.
     static func openCase(
         crossing rule: SchoolRule, ordinal: Int, guidanceIds: String, school: String, student: String, at now: String,
-        in database: any SQLDatabase
+        origin: GuidanceCase.Origin = .rule, in database: any SQLDatabase
     ) throws(StoreError) {
         let id = GuidanceCase.id(school: school, student: student, ruleKey: rule.key, ordinal: ordinal)
         let opened = try database.run(
             """
             INSERT INTO cases (case_id, school_id, student_id, origin, label, roles, opened_at, rule_key, ordinal, guidance_ids,
                 state, changed_at)
-            VALUES ($1, $2, $3, 'rule', $4, $5, $6, $7, $8, $9, 'new', $6)
+            VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, 'new', $6)
             ON CONFLICT (case_id) DO NOTHING
             """,
             [
                 .text(id), .text(school), .text(student), .text(rule.label), .text(rule.notifyText), .text(now), .text(rule.key),
-                .integer(Int64(ordinal)), .text(guidanceIds)
+                .integer(Int64(ordinal)), .text(guidanceIds), .text(origin.rawValue)
             ])
         if opened == 0 {
             try systemStep(.reopen, case: id, school: school, student: student, now: now, in: database)
@@ -98,6 +98,41 @@ extension SQLStore {
         let id = GuidanceCase.id(school: school, student: student, ruleKey: rule.key, ordinal: ordinal)
         try systemStep(.withdraw, case: id, school: school, student: student, now: now, in: database)
         try refold(id, in: database)
+    }
+
+    /// The cases of students' 불참 (`GuidanceCase.missedSittings`), brought
+    /// to what their 불참 records not taken back say, in the transaction
+    /// that applied them: a second 불참 opens one, a 되돌리기 that leaves one
+    /// withdraws it. `students`: those whose 불참 the batch recorded or took
+    /// back, with the time of the newest.
+    static func decideMissedCases(_ students: [StudentKey: String], in database: any SQLDatabase) throws(StoreError) {
+        for (key, at) in students.sorted(by: { $0.key < $1.key }) {
+            let rule = GuidanceCase.missedSittings(school: key.school)
+            let missed = try database.query(
+                """
+                SELECT service_id, local_date, recorded_at FROM service_records
+                WHERE school_id = $1 AND student_id = $2 AND recorded = 1 AND withdrawn = 0 AND outcome = $3
+                ORDER BY local_date, recorded_at, service_id
+                """, [.text(key.school), .text(key.student), .text(CommunityServiceRecord.Outcome.missed.rawValue)]
+            ) {
+                SchoolRule.Counted(
+                    guidanceId: $0[0].string ?? "", date: $0[1].string ?? "", reasonCode: rule.reason ?? "", occurredAt: $0[2].string ?? "")
+            }
+            let crossings = rule.crossings(of: missed)
+            let stored = try database.query(
+                "SELECT ordinal, state FROM cases WHERE school_id = $1 AND student_id = $2 AND rule_key = $3",
+                [.text(key.school), .text(key.student), .text(rule.key)]
+            ) { ($0[0].int ?? 0, GuidanceCase.State(rawValue: $0[1].string ?? "") ?? .new) }
+            let states = Dictionary(stored, uniquingKeysWith: { first, _ in first })
+            for (index, counted) in crossings.enumerated() where states[index + 1] == nil || states[index + 1] == .withdrawn {
+                try openCase(
+                    crossing: rule, ordinal: index + 1, guidanceIds: counted.map(\.guidanceId).joined(separator: " "), school: key.school,
+                    student: key.student, at: counted.last?.occurredAt ?? at, origin: .service, in: database)
+            }
+            for (ordinal, state) in states where ordinal > crossings.count && state.isOpen {
+                try withdrawCase(rule: rule, ordinal: ordinal, school: key.school, student: key.student, at: at, in: database)
+            }
+        }
     }
 
     private static func systemStep(

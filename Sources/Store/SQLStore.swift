@@ -276,6 +276,8 @@ package final class SQLStore: Sendable {
                 var deletedFrom: [StudentKey: String] = [:]
                 // For the 교내봉사 schedule.
                 var duties = DutyChanges()
+                // Students whose 불참 the batch recorded or took back, for their cases.
+                var missed: [StudentKey: String] = [:]
                 var index = 0
                 while index < events.count {
                     switch events[index] {
@@ -300,6 +302,9 @@ package final class SQLStore: Sendable {
                         } else {
                             duties.recorded.append((service.serviceId, service.schoolId))
                             changed[service.schoolId] = min(changed[service.schoolId] ?? service.date, service.date)
+                            if service.outcome == .missed {
+                                missed[StudentKey(school: service.schoolId, student: service.studentId)] = service.recordedAt
+                            }
                         }
                     case .communityServiceWithdrawn(let serviceId, let schoolId, let grade, let studentId, let by, let at):
                         switch try SQLStore.withdraw(
@@ -309,6 +314,7 @@ package final class SQLStore: Sendable {
                         case .success(let date?):
                             duties.withdrawn.append((serviceId, schoolId))
                             changed[schoolId] = min(changed[schoolId] ?? date, date)
+                            missed[StudentKey(school: schoolId, student: studentId)] = at
                         case .success(nil): break
                         }
                     case .caseStep(let step):
@@ -342,6 +348,7 @@ package final class SQLStore: Sendable {
                 }
                 try SQLStore.markWeeklyAmendments(changed, in: database)
                 try SQLStore.keepDuties(duties, schools: schools, in: database)
+                try SQLStore.decideMissedCases(missed, in: database)
                 try SQLStore.insert(accessed, in: database)
                 crossings = try SQLStore.decideCrossings(of: students, deletedFrom: deletedFrom, rules: rules, in: database)
                 return rejections

@@ -89,3 +89,38 @@ extension StoreSuite {
         XCTAssertEqual(try store.records(school: "sa", student: "s1312").caseSteps, [])
     }
 }
+
+extension StoreSuite {
+    /// A second 불참 of 교내봉사 opens one case for the grade's volunteer-duty
+    /// teacher and the admins, however often its records come; taking one
+    /// back (되돌리기) withdraws it.
+    func aSecondMissedSittingOpensOneCase() throws {
+        let store = try makeStore()
+        func missed(_ id: String, date: String) -> CommunityServiceRecord {
+            CommunityServiceRecord(
+                serviceId: id, schoolId: "sa", grade: 1, studentId: "s1312", date: date, sessions: 1, note: nil, recordedBy: "t-vd",
+                recordedAt: date + "T07:30:00Z", outcome: .missed, dutyId: "g1/1")
+        }
+        _ = try store.apply([.communityServiceRecorded(missed("m1", date: "2026-11-24"))])
+        XCTAssertEqual(try store.cases(school: "sa"), [], "one 불참 opens nothing")
+        _ = try store.apply([.communityServiceRecorded(missed("m2", date: "2026-11-26"))])
+        _ = try store.apply([
+            .communityServiceRecorded(missed("m2", date: "2026-11-26")), .communityServiceRecorded(missed("m1", date: "2026-11-24"))
+        ])
+        let opened = try store.cases(school: "sa")
+        XCTAssertEqual(opened.count, 1, "the second opens one case, however often the records come")
+        XCTAssertEqual(opened.first?.origin, .service)
+        XCTAssertEqual(opened.first?.roles, [.volunteerDuty, .admin])
+        XCTAssertEqual(opened.first?.label, "교내봉사 불참 2회")
+        XCTAssertEqual(opened.first?.openedAt, "2026-11-26T07:30:00Z", "opened at the second 불참's time")
+        let file = try XCTUnwrap(store.guidanceCase(school: "sa", id: XCTUnwrap(opened.first?.caseId)))
+        XCTAssertEqual(file.1, ["m1", "m2"], "the 불참 it counts")
+
+        _ = try store.apply([
+            .communityServiceWithdrawn(
+                serviceId: "m1", schoolId: "sa", grade: 1, studentId: "s1312", withdrawnBy: "t-vd", occurredAt: "2026-11-26T08:00:00Z")
+        ])
+        XCTAssertEqual(try store.cases(school: "sa"), [], "taken back, the case is withdrawn")
+        XCTAssertEqual(try store.cases(school: "sa", closedToo: true).map(\.state), [.withdrawn])
+    }
+}

@@ -432,6 +432,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
     func testCasesFollowTheirCrossingsAndSteps() throws { try suite.casesFollowTheirCrossingsAndSteps() }
+    func testASecondMissedSittingOpensOneCase() throws { try suite.aSecondMissedSittingOpensOneCase() }
     func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 
@@ -609,6 +610,7 @@ final class PostgresStoreTests: XCTestCase {
     func testPushSubscriptionsAreBoundAndCapped() throws { try suite.pushSubscriptionsAreBoundAndCapped() }
     func testRulesAreCrossedOnceToldOnceAndWithdrawn() throws { try suite.rulesAreCrossedOnceToldOnceAndWithdrawn() }
     func testCasesFollowTheirCrossingsAndSteps() throws { try suite.casesFollowTheirCrossingsAndSteps() }
+    func testASecondMissedSittingOpensOneCase() throws { try suite.aSecondMissedSittingOpensOneCase() }
     func testAFloodOfCrossingsIsOneNoticeADay() throws { try suite.aFloodOfCrossingsIsOneNoticeADay() }
     func testHeldDeliveriesOfAKindBecomeOne() throws { try suite.heldDeliveriesOfAKindBecomeOne() }
 

@@ -132,13 +132,26 @@ struct CaseHandlers: Sendable {
         accessLog.record(caller, .caseFile, school: school.id, target: item.studentId)
         var writer = JSONWriter(capacity: 1024 + history.count * 256)
         CaseHandlers.write(item, student: student, roster: caller.roster, into: &writer)
-        writer.array("records", records.guidances.filter { counted.contains($0.record.guidanceId) }) { writer, guidance in
-            writer.field("guidanceId", guidance.record.guidanceId)
-            writer.field("date", guidance.record.date)
-            writer.field("occurredAt", guidance.record.occurredAt)
-            writer.field("reason", guidance.record.reason.label)
-            writer.field("detail", guidance.record.reason.detail)
-            writer.field("deleted", guidance.deletedAt != nil)
+        // What it counts: guidances (a rule's case), or 불참 records (교내봉사's).
+        let guidances = records.guidances.filter { counted.contains($0.record.guidanceId) }.map {
+            (
+                id: $0.record.guidanceId, date: $0.record.date, at: $0.record.occurredAt, reason: $0.record.reason.label,
+                detail: $0.record.reason.detail, gone: $0.deletedAt != nil
+            )
+        }
+        let missed = records.services.filter { counted.contains($0.record.serviceId) }.map {
+            (
+                id: $0.record.serviceId, date: $0.record.date, at: $0.record.recordedAt, reason: "교내봉사 불참", detail: $0.record.note,
+                gone: $0.withdrawnAt != nil
+            )
+        }
+        writer.array("records", guidances + missed) { writer, record in
+            writer.field("guidanceId", record.id)
+            writer.field("date", record.date)
+            writer.field("occurredAt", record.at)
+            writer.field("reason", record.reason)
+            writer.field("detail", record.detail)
+            writer.field("deleted", record.gone)
         }
         writer.array("history", history) { writer, line in
             writer.field("stepId", line.stepId)
