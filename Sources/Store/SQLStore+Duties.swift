@@ -284,6 +284,8 @@ extension SQLStore {
                         """
                         UPDATE service_records SET duty_applied = 1, missed_date = $2, missed_time = $3, missed_place = $4 WHERE service_id = $1
                         """, [.text(serviceID), missed[0], missed[1], missed[2]])
+                    // The day's list that names a 불참 (the next school day's) is amended when it was written already.
+                    touched.append((schoolID, date))
                     continue
                 }
                 var sessions: [[SQLValue]]
@@ -322,11 +324,12 @@ extension SQLStore {
         for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
             let records = try database.query(
                 """
-                SELECT service_id, school_id, outcome, duty_id, missed_date, missed_time, missed_place FROM service_records
+                SELECT service_id, school_id, outcome, duty_id, missed_date, missed_time, missed_place, local_date FROM service_records
                 WHERE service_id IN (\(placeholders(chunk.count))) AND withdrawn = 1 AND duty_applied = 1
                 """, chunk.map { .text($0) })
             for record in records {
                 if record[2].string == CommunityServiceRecord.Outcome.missed.rawValue {
+                    if let school = record[1].string, let day = record[7].string { touched.append((school, day)) }
                     try database.run(
                         """
                         UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4, misses = misses - 1
@@ -349,7 +352,8 @@ extension SQLStore {
         calendar.schoolDay(1, after: due)
     }
 
-    /// Each overdue list written that a change touched is amended at the next tick.
+    /// Each overdue list written that a change touched (`due`: a session's
+    /// due date, or the day of a 불참) is amended at the next tick.
     private static func markDutyAmendments(
         _ touched: [(school: String, due: String)], schools: [String: School], in database: any SQLDatabase
     ) throws(StoreError) {
@@ -369,13 +373,19 @@ extension SQLStore {
     }
 
     /// The sessions due on or after `since` and before `before` that were
-    /// not served by their due date, with their guidances.
+    /// not served by their due date, and those missed (불참, not taken
+    /// back) on those days, with their guidances: what the homeroom
+    /// teacher hears of 교내봉사 in the day's run, not a message each.
     static func overdueStatement(school: String, since: String, before: String) -> SQLStatement {
         SQLStatement(
             """
             SELECT \(dutyColumns), \(recordColumns) FROM service_duties d JOIN guidances g ON g.guidance_id = d.guidance_id
-            WHERE d.school_id = $1 AND d.due_date >= $2 AND d.due_date < $3 AND d.cancelled = 0
-              AND (d.served_on IS NULL OR d.served_on > d.due_date)
+            WHERE d.school_id = $1 AND d.cancelled = 0
+              AND ((d.due_date >= $2 AND d.due_date < $3 AND (d.served_on IS NULL OR d.served_on > d.due_date))
+                OR d.duty_id IN (
+                  SELECT r.duty_id FROM service_records r
+                  WHERE r.school_id = $1 AND r.outcome = 'missed' AND r.recorded = 1 AND r.withdrawn = 0
+                    AND r.local_date >= $2 AND r.local_date < $3))
             ORDER BY d.student_id, d.due_date, d.duty_id
             """, [.text(school), .text(since), .text(before)])
     }

@@ -37,14 +37,14 @@ struct DigestText {
     }
 
     /// "12월 1일(화) 1학년 3반 교문 지도 명단"; "12월 7일(월) 1학년 봉사 명단";
-    /// "12월 10일(목) 전교 교내봉사 기한 지남"
+    /// "12월 10일(목) 전교 교내봉사 지남·불참"
     var title: String {
         let group =
             recipient.grade == 0 ? "전교" : recipient.classNumber.map { "\(recipient.grade)학년 \($0)반" } ?? "\(recipient.grade)학년"
         let kind =
             switch recipient.scope {
             case .service: "봉사 명단"
-            case .overdue: "교내봉사 기한 지남"
+            case .overdue: "교내봉사 지남·불참"
             default: "교문 지도 명단"
             }
         return "\(Timestamp.koreanDay(date)) \(group) \(kind)"
@@ -75,7 +75,10 @@ struct DigestText {
         case .service: return ["\(title)입니다. 봉사가 남은 학생 \(entries.count)명입니다."]
         case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
         case .class: return ["\(title)입니다."]
-        case .overdue: return ["\(title)입니다. 기한까지 하지 않은 교내봉사 \(entries.count)건입니다."]
+        case .overdue:
+            let missed = entries.count { $0.overdue.map { $0.misses > 0 && $0.servedOn == nil && ($0.dueDate ?? date) >= date } ?? false }
+            let parts = [entries.count > missed ? "기한까지 하지 않은 교내봉사 \(entries.count - missed)건" : nil, missed > 0 ? "불참 \(missed)건" : nil]
+            return ["\(title)입니다. " + parts.compactMap { $0 }.joined(separator: ", ") + "입니다."]
         // A rule notice is worded once, when it is written (`RuleNotices`).
         case .rule: return []
         }
@@ -148,10 +151,21 @@ struct DigestText {
         return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
     }
 
-    /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a
+    /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a 불참
+    /// before the due date "교내봉사 불참 1회 · 다음 자리 12월 8일(화) 16:00 상담실"; a
     /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 자리 완료·불참 기록 없음"
     /// (never "next" for a past day); served late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
     static func overdue(_ duty: CommunityServiceDuty, on date: String) -> String {
+        // A 불참 before its due date: where the session went.
+        if duty.misses > 0 && duty.servedOn == nil && (duty.dueDate.map { $0 >= date } ?? true) {
+            let next =
+                duty.slot.map { slot in
+                    slot.date < date
+                        ? "\(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음"
+                        : "다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
+                } ?? "자리 없음"
+            return "교내봉사 불참 \(duty.misses)회 · \(next)"
+        }
         let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"
         if let served = duty.servedOn { return "\(due) · \(Timestamp.koreanDay(served)) 늦게 완료" }
         guard let slot = duty.slot else { return "\(due) 지남 · 자리 없음" }

@@ -201,6 +201,15 @@ final class CommunityServiceScheduleTests: XCTestCase {
         XCTAssertEqual(sitting.rows.mapValues { $0[0] }, ["a111": "missed", "a112": "served"], sitting.reply.text)
         XCTAssertEqual(sitting.rows["a111"]?[3], "2026-11-19", "where the missed session went")
 
+        // Wednesday 18: the homeroom teacher hears of the 불참 in the day's 교내봉사 list, not a message of its own.
+        at("2026-11-18T01:00:00Z")
+        _ = await runner.runDueSchools()
+        let missedList = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(missedList.count, 1, "\(missedList)")
+        XCTAssertTrue(missedList.first?.contains("1번 가가 — 교내봉사 불참 1회 · 다음 자리 11월 19일(목) 16:00 상담실") ?? false, "\(missedList)")
+        XCTAssertTrue(missedList.first?.contains("불참 1건입니다.") ?? false, "\(missedList)")
+        XCTAssertFalse(missedList.first?.contains("가나") ?? true, "a112's 불참 was taken back")
+
         // Thursday 19: a121 serves on the due day; a111 misses again and goes to Tuesday 24.
         at("2026-11-19T07:10:00Z")
         sitting = try await today(harness)
@@ -209,12 +218,23 @@ final class CommunityServiceScheduleTests: XCTestCase {
         _ = try await mark(harness, student: "a111", duty: sitting.rows["a111"]![1], outcome: "missed", date: "2026-11-19")
         _ = try await schedule(harness, as: "t-admin") { $0["a111"]?[2] == "2026-11-24" && $0["a121"]?[0] == "served" }
 
+        // The second 불참 opens a case for the grade's volunteer-duty teacher and the admins.
+        let missedCase = try await eventually {
+            try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/cases", headers: harness.headers("t-vd-1")).object
+        } until: {
+            $0["counts"]?["open"]?.int == 1
+        }
+        XCTAssertEqual(missedCase["cases"]?[0]?["label"]?.string, "교내봉사 불참 2회", "\(missedCase)")
+        XCTAssertEqual(missedCase["cases"]?[0]?["origin"]?.string, "service")
+        let adminCases = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/cases", headers: harness.headers("t-admin"))
+        XCTAssertEqual(adminCases.object["counts"]?["open"]?.int, 1, adminCases.text)
+
         // Friday 20: a111 is past the due date: 지남 in the homeroom teacher's list, and in one overdue digest.
         at("2026-11-20T01:00:00Z")
         let homeroom = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "overdue" }
         XCTAssertEqual(homeroom, ["a111": ["overdue", "2026-11-19", "2026-11-24"], "a112": ["served", "2026-11-19", "2026-11-17"]])
         _ = await runner.runDueSchools()
-        var overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        var overdue = try await digests(harness, "t-hr-1-1", scope: "overdue").filter { $0.hasPrefix("2026-11-20") }
         XCTAssertEqual(overdue.count, 1, "\(overdue)")
         XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 다음 자리 11월 24일(화) 16:00 상담실"), overdue[0])
         let other = try await digests(harness, "t-hr-1-2", scope: "overdue")
@@ -222,7 +242,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         // The entry's session as the contract's ServiceSession: every field, null where there is none.
         let inbox = try await fetch("GET", "\(harness.notifierBase)/v1/teachers/t-hr-1-1/inbox", headers: harness.headers("t-hr-1-1"))
         XCTAssertTrue(inbox.text.contains(#""servedOn":null"#) && inbox.text.contains(#""dueDate":"2026-11-19""#), inbox.text)
-        let school = try await digests(harness, "t-admin", scope: "overdue")
+        let school = try await digests(harness, "t-admin", scope: "overdue").filter { $0.hasPrefix("2026-11-20") }
         XCTAssertEqual(school.count, 1, "\(school)")
         XCTAssertTrue(school.first?.contains("[1학년 1반]") ?? false, "\(school)")
         // The next school days' runs do not tell it again.
@@ -230,7 +250,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
             at("\(day)T01:00:00Z")
             _ = await runner.runDueSchools()
         }
-        overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        overdue = try await digests(harness, "t-hr-1-1", scope: "overdue").filter { $0.hasPrefix("2026-11-20") }
         XCTAssertEqual(overdue.count, 1, "\(overdue)")
 
         // Tuesday 24: served late; Friday's overdue list is amended once.
@@ -241,7 +261,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         _ = try await schedule(harness, as: "t-hr-1-1") { $0["a111"]?[0] == "served" }
         overdue = try await eventually {
             await runner.runAmendments()
-            return try await self.digests(harness, "t-hr-1-1", scope: "overdue")
+            return try await self.digests(harness, "t-hr-1-1", scope: "overdue").filter { $0.hasPrefix("2026-11-20") }
         } until: {
             $0.count == 2
         }
@@ -249,7 +269,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         XCTAssertTrue(overdue[1].contains("교내봉사 기한 11월 19일(목) · 11월 24일(화) 늦게 완료"), overdue[1])
         await runner.runAmendments()
         let again = try await digests(harness, "t-hr-1-1", scope: "overdue")
-        XCTAssertEqual(again.count, 2, "one amendment")
+        XCTAssertEqual(again.count, 3, "Wednesday's 불참, Friday's list and its one amendment: \(again)")
 
         // The student's export holds the sessions.
         let export = try await fetch(
