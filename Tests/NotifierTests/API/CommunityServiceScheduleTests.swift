@@ -299,6 +299,36 @@ final class CommunityServiceScheduleTests: XCTestCase {
         XCTAssertNil(after["a111"])
     }
 
+    /// A 불참 told in the next school day's list and then taken back
+    /// (되돌리기): that list is amended once, the 불참 among what was told before.
+    func testAMissedSittingTakenBackAmendsTheListThatToldIt() async throws {
+        let harness = try await fridayHarness()
+        let runner = try XCTUnwrap(harness.notifier?.runner)
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-12T23:30:00Z", as: "t-gate")
+        _ = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] == "scheduled" }
+        at("2026-11-17T07:10:00Z")
+        let sitting = try await today(harness)
+        let missed = try await mark(
+            harness, student: "a111", duty: try XCTUnwrap(sitting.rows["a111"]?[1]), outcome: "missed", date: "2026-11-17")
+        _ = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] == "missed" }
+        at("2026-11-18T01:00:00Z")
+        _ = await runner.runDueSchools()
+        let told = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(told.count, 1, "\(told)")
+        XCTAssertTrue(told.first?.contains("교내봉사 불참 1회") ?? false, "\(told)")
+        try await undo(harness, student: "a111", service: missed)
+        let amended = try await eventually {
+            await runner.runAmendments()
+            return try await self.digests(harness, "t-hr-1-1", scope: "overdue")
+        } until: {
+            $0.count == 2
+        }
+        XCTAssertTrue(amended.last?.hasPrefix("2026-11-18 r2") ?? false, "\(amended)")
+        XCTAssertTrue(amended.last?.contains("앞서 알린 내용 1건") ?? false, "\(amended)")
+        await runner.runAmendments()
+        try await assertEqualAsync(try await self.digests(harness, "t-hr-1-1", scope: "overdue").count, 2, "one amendment")
+    }
+
     /// Two replicas on one PostgreSQL store apply grades 1, 2 and 3 (keys
     /// of their own partitions) side by side: the school's sittings fill in
     /// order, none beyond its room, and a replay changes nothing.
