@@ -148,7 +148,7 @@ package struct GuidanceCase: Sendable, Equatable {
             guard state != self.state || nextDate != self.nextDate else { return .failure(.unchanged(state)) }
             next.state = state
             next.nextDate = state.isOpen ? nextDate : nil
-        case .note:
+        case .note, .guardianNotice:
             break
         case .handOver(let teacher):
             guard teacher != holder else { return .failure(.sameHolder(teacher)) }
@@ -175,6 +175,9 @@ package struct CaseStep: Sendable, Equatable {
         case note
         /// Handed to another teacher of the school.
         case handOver(to: String)
+        /// 보호자 안내: the note goes to the parents through the school's
+        /// webhook (the school's SMS or 알림장 system); the state stays.
+        case guardianNotice
         /// 철회: the records no longer make the crossing (the store's step, never a teacher's).
         case withdraw
         /// The records make a withdrawn crossing again: 확인 전 once more (the store's step).
@@ -187,6 +190,7 @@ package struct CaseStep: Sendable, Equatable {
             case .move: "move"
             case .note: "note"
             case .handOver: "hand-over"
+            case .guardianNotice: "guardian-notice"
             case .withdraw: "withdraw"
             case .reopen: "reopen"
             }

@@ -101,6 +101,10 @@ package enum DigestScope: String, Sendable, Codable, Hashable {
     /// school day, to the student's homeroom teacher (a class) and to the
     /// school's admins (grade 0: every grade).
     case overdue
+    /// A 보호자 안내 a teacher sent from a case: to the school's webhook
+    /// only (never a teacher's inbox, e-mail or push), its one entry the
+    /// case (`guidanceId`: the case's id) under the student's seat.
+    case guardian
 }
 
 /// Who receives a digest: a homeroom teacher for a class, or a volunteer-duty

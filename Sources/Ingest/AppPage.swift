@@ -344,6 +344,7 @@ struct AppPage: Sendable {
             <textarea id="case-note" rows="2" maxlength="\(Reason.maxDetailLength)"></textarea>
             <div class="actions"><button type="submit" id="case-save">저장</button></div>
             </form>
+            \(roster.webhooks[teacher.schoolID] == nil ? "" : AppPage.guardianForm)
             <form id="case-hand">
             <label for="case-to">다른 선생님에게 넘기기</label>
             <select id="case-to"></select>
@@ -355,6 +356,18 @@ struct AppPage: Sendable {
             \(dataBlock("case-teachers", holders))
             """
     }
+
+    /// 보호자 안내: a text from a template, sent through the school's webhook
+    /// (only where webhooks.csv has one).
+    private static let guardianForm = """
+        <form id="case-guardian">
+        <h3 class="section">보호자 안내</h3>
+        <p class="meta">학교의 문자·알림장 시스템으로 보냅니다. 지도한 교사의 이름은 넣지 않습니다.</p>
+        <label for="guardian-text">보호자에게 보낼 글 <span class="meta">(\(Reason.maxDetailLength)자까지)</span></label>
+        <textarea id="guardian-text" rows="4" maxlength="\(Reason.maxDetailLength)"></textarea>
+        <div class="actions"><button type="submit" class="secondary" id="guardian-send">보호자 안내 보내기</button></div>
+        </form>
+        """
 
     private static func inbox(when: String) -> String {
         """

@@ -26,14 +26,15 @@ extension IngestHandlers {
 
     /// `POST …/students/{studentId}/cases/{caseId}/steps`
     /// `{"stepId": "<uuid>", "action": "move", "state": "counseling-planned", "nextDate": "YYYY-MM-DD", "note": "…"}`;
-    /// `"action": "note"` with a note, `"action": "hand-over"` with `"to": "<teacher id>"`.
+    /// `"action": "note"` with a note, `"action": "hand-over"` with `"to": "<teacher id>"`,
+    /// `"action": "guardian-notice"` with the text to the parents as its note.
     @Sendable func stepCase(_ request: Request, _ caller: Caller) async throws -> Response {
         let body = try request.json(CaseStepRequest.init(json:))
         guard body.action != .open else {
             throw HTTPError(FieldError(field: "action", message: "a case is opened by POST …/cases, not as a step"), status: 422)
         }
-        if body.action == .note && body.note == nil {
-            throw HTTPError(FieldError(field: "note", message: "is required for a note"), status: 422)
+        if (body.action == .note || body.action == .guardianNotice) && body.note == nil {
+            throw HTTPError(FieldError(field: "note", message: "is required for a note or a 보호자 안내 (its text)"), status: 422)
         }
         return try await publish(
             caseStep(request, caller, caseID: request.parameter("caseId"), action: body.action, body: body), request)
@@ -63,6 +64,12 @@ extension IngestHandlers {
         guard teacher.mayReadOtherDays(grade: student.grade, classNumber: student.classNumber) else {
             throw HTTPError(
                 status: 403, detail: "a student's cases are for their homeroom teacher, their grade's volunteer-duty teacher and admins")
+        }
+        if action == .guardianNotice && caller.roster.webhooks[schoolID] == nil {
+            throw HTTPError(
+                FieldError(
+                    field: "action",
+                    message: "a 보호자 안내 goes through the school's webhook (webhooks.csv), and this school has none"), status: 422)
         }
         if case .handOver(let to) = action {
             guard let other = caller.roster.teachers[to], other.schoolID == schoolID,

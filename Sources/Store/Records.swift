@@ -27,6 +27,50 @@ package enum StoredEvent: Sendable, Equatable {
         serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
     /// A teacher's step of a case, once per event id.
     case caseStep(CaseStep)
+    /// A 보호자 안내 step, with what the roster said when it was decoded.
+    case guardianNotice(CaseStep, GuardianNotice)
+}
+
+/// What a 보호자 안내 needs besides its step, from the roster and the clock
+/// when it was decoded: where it goes and whom it must not name.
+package struct GuardianNotice: Sendable, Equatable {
+    /// The student as the roster seats them.
+    package let student: StudentRef
+    package let schoolName: String
+    /// The school's webhook URL (webhooks.csv); nil: none, nothing is sent.
+    package let webhook: String?
+    /// The school-local day of the step.
+    package let date: String
+    /// The school's teachers' names by id: a text naming one who recorded
+    /// a guidance of the student is not sent.
+    package let teacherNames: [String: String]
+    /// Seconds since the epoch when it was decoded.
+    package let decidedAt: Double
+
+    package init(
+        student: StudentRef, schoolName: String, webhook: String?, date: String, teacherNames: [String: String], decidedAt: Double
+    ) {
+        self.student = student
+        self.schoolName = schoolName
+        self.webhook = webhook
+        self.date = date
+        self.teacherNames = teacherNames
+        self.decidedAt = decidedAt
+    }
+
+    /// The notice as a digest: the school's webhook receives it as
+    /// `case.guardian_notice` (`WebhookMessage`), its one entry the case.
+    package func digest(of step: CaseStep) -> Digest {
+        Digest(
+            digestId: "\(step.schoolId).\(date).\(step.by).guardian.\(step.eventId)", teacherId: step.by, schoolId: step.schoolId,
+            date: date, scope: .guardian, grade: student.grade, classNumber: student.classNumber, revision: 1, createdAt: step.at,
+            read: true, subject: "[\(schoolName)] 보호자 안내", text: step.note ?? "",
+            entries: [
+                DigestEntry(
+                    guidanceId: step.caseId, student: student, reason: ReasonRef(code: "guardian-notice", label: "보호자 안내", detail: nil),
+                    occurredAt: step.at, change: .added)
+            ], counts: [:])
+    }
 }
 
 /// What a digest run sees inside its transaction.

@@ -45,7 +45,8 @@ extension SQLStore {
             note TEXT,
             actor TEXT NOT NULL,
             at TEXT NOT NULL,
-            refused TEXT
+            refused TEXT,
+            notice TEXT
         );
         CREATE INDEX IF NOT EXISTS case_steps_of_case ON case_steps(case_id, at, step_id);
         """
@@ -146,9 +147,10 @@ extension SQLStore {
     }
 
     /// A teacher's step, once per event id; `open` opens the case it names
-    /// (held by the teacher who opened it). Returns why it is refused when
-    /// the case belongs to another school or student.
-    static func record(_ step: CaseStep, in database: any SQLDatabase) throws(StoreError) -> String? {
+    /// (held by the teacher who opened it), a 보호자 안내 the case allows is
+    /// written as a digest with one webhook delivery (`sendNotice`). Returns
+    /// why it is refused when the case belongs to another school or student.
+    static func record(_ step: CaseStep, notice: GuardianNotice? = nil, in database: any SQLDatabase) throws(StoreError) -> String? {
         let owner = try database.query("SELECT school_id, student_id FROM cases WHERE case_id = $1", [.text(step.caseId)]).first
         if let owner, owner[0].string != step.schoolId || owner[1].string != step.studentId {
             return "case \(step.caseId) is another student's"
@@ -171,7 +173,7 @@ extension SQLStore {
             nextDate = date
         case .handOver(let teacher):
             to = teacher
-        case .open, .note, .withdraw, .reopen:
+        case .open, .note, .withdraw, .reopen, .guardianNotice:
             break
         }
         let written = try database.run(
@@ -184,8 +186,67 @@ extension SQLStore {
                 .text(step.eventId), .text(step.caseId), .text(step.schoolId), .text(step.studentId), .text(step.action.name), state.sql,
                 nextDate.sql, to.sql, step.note.sql, .text(step.by), .text(step.at)
             ])
-        if written > 0 { try refold(step.caseId, in: database) }
+        if written > 0 {
+            try refold(step.caseId, in: database)
+            if case .guardianNotice = step.action { try sendNotice(step, notice, in: database) }
+        }
         return nil
+    }
+
+    /// A 보호자 안내 is sent once, when its step is first written and its
+    /// case allowed it: a digest of scope `guardian` with one delivery to
+    /// the school's webhook, through the outbox like any digest. Not sent,
+    /// and the step says why (`notice`): the case did not allow it, the
+    /// school has no webhook, the step is more than a day old (a replay
+    /// into a new store must not write to parents again), or the text
+    /// names a teacher who recorded one of the student's guidances (the
+    /// gate teacher is never named to parents).
+    private static func sendNotice(_ step: CaseStep, _ notice: GuardianNotice?, in database: any SQLDatabase) throws(StoreError) {
+        let refused = try database.query("SELECT refused FROM case_steps WHERE step_id = $1", [.text(step.eventId)]).first?.first?.string
+        let exists = try !database.query("SELECT 1 FROM cases WHERE case_id = $1", [.text(step.caseId)]).isEmpty
+        var outcome: String
+        if let refused {
+            outcome = "not sent: \(refused)"
+        } else if !exists {
+            outcome = "not sent: the case is not open here"
+        } else if let notice {
+            let recorders = try database.query(
+                "SELECT DISTINCT recorded_by FROM guidances WHERE school_id = $1 AND student_id = $2 AND registered = 1",
+                [.text(step.schoolId), .text(step.studentId)]
+            ) { $0[0].string ?? "" }
+            let named = recorders.compactMap { notice.teacherNames[$0] }.filter { !$0.isEmpty && (step.note ?? "").contains($0) }
+            if notice.webhook == nil {
+                outcome = "not sent: the school has no webhook (webhooks.csv)"
+            } else if (Timestamp.parse(step.at) ?? 0) < notice.decidedAt - 86_400 {
+                outcome = "not sent: the step is more than a day old (a replay)"
+            } else if !named.isEmpty {
+                outcome = "not sent: it names the teacher who recorded the guidance"
+            } else {
+                let digest = notice.digest(of: step)
+                try database.run(
+                    """
+                    INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject,
+                        text, entries, counts)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, 1, $9, $10, $11, $12)
+                    ON CONFLICT (digest_id) DO NOTHING
+                    """,
+                    [
+                        .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date),
+                        .text(digest.scope.rawValue), .integer(Int64(digest.grade)), digest.classNumber.sql, .text(digest.createdAt),
+                        .text(digest.subject), .text(digest.text), .text(DigestColumns.entries(digest.entries)),
+                        .text(DigestColumns.counts(digest.counts))
+                    ])
+                for statement in SQLStore.enqueue(
+                    [(digest, [DeliveryTarget(channel: .webhook, target: notice.webhook ?? "")])], in: database)
+                {
+                    try database.run(statement.sql, statement.parameters)
+                }
+                outcome = digest.digestId
+            }
+        } else {
+            outcome = "not sent: the roster did not know the student"
+        }
+        try database.run("UPDATE case_steps SET notice = $2 WHERE step_id = $1", [.text(step.eventId), .text(outcome)])
     }
 
     /// Folds the case's steps, in time order, into where it stands; each
@@ -235,6 +296,7 @@ extension SQLStore {
         case "note": .note
         case "withdraw": .withdraw
         case "reopen": .reopen
+        case "guardian-notice": .guardianNotice
         case "hand-over": to.map { .handOver(to: $0) }
         case "move": state.flatMap(GuidanceCase.State.init(rawValue:)).map { .move($0, nextDate: nextDate) }
         default: nil
@@ -254,15 +316,18 @@ extension SQLStore {
         package let by: String
         package let at: String
         package let refused: String?
+        /// A 보호자 안내's outcome: the digest that carries it to the school's
+        /// webhook, or `not sent: why`.
+        package var notice: String? = nil
     }
 
-    static let stepColumns = "case_id, step_id, action, state, next_date, to_teacher, note, actor, at, refused"
+    static let stepColumns = "case_id, step_id, action, state, next_date, to_teacher, note, actor, at, refused, notice"
 
     static func historyLine(_ step: [SQLValue]) -> CaseHistoryLine {
         CaseHistoryLine(
             caseId: step[0].string ?? "", stepId: step[1].string ?? "", action: step[2].string ?? "", state: step[3].string,
             nextDate: step[4].string, to: step[5].string, note: step[6].string, by: step[7].string ?? "", at: step[8].string ?? "",
-            refused: step[9].string)
+            refused: step[9].string, notice: step[10].string)
     }
 
     /// The school's cases, open ones only unless `closedToo`, of `students`

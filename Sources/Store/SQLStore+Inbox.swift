@@ -14,7 +14,7 @@ extension SQLStore {
             try database.query(
                 """
                 SELECT \(SQLStore.digestColumns)
-                FROM digests WHERE teacher_id = $1
+                FROM digests WHERE teacher_id = $1 AND scope <> 'guardian'
                 ORDER BY created_at DESC, date DESC, revision DESC
                 """, [.text(teacher)])
         }

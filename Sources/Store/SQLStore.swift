@@ -321,6 +321,10 @@ package final class SQLStore: Sendable {
                         if let reason = try SQLStore.record(step, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))
                         }
+                    case .guardianNotice(let step, let notice):
+                        if let reason = try SQLStore.record(step, notice: notice, in: database) {
+                            rejections.append(Rejection(index: index, reason: reason))
+                        }
                     case .registered:
                         break
                     }

@@ -3,7 +3,8 @@
 reference Standard Webhooks library (`standardwebhooks` from PyPI) and
 appends one JSON line per request to --log:
 {"id", "status", "verified", "error", "type", "digestId", "teacherId",
-"frequencies" (each entry's), "photoUrls" (how many entries carry one)}.
+"frequencies" (each entry's), "photoUrls" (how many entries carry one), and for
+a 보호자 안내 (case.guardian_notice) "caseId", "text", "student"}.
 
 --secret whsec_...  the secret to verify with (a wrong one must fail)
 --fail-first        answers 500 to the first request of every webhook-id
@@ -46,7 +47,9 @@ class Receiver(BaseHTTPRequestHandler):
             record.update(verified=True, type=payload.get("type"), digestId=payload["data"].get("digestId"),
                           teacherId=payload["data"].get("teacherId"), timestamp=payload.get("timestamp"),
                           frequencies=[e.get("frequency") for e in payload["data"].get("entries", [])],
-                          photoUrls=sum(1 for e in payload["data"].get("entries", []) if "photoUrl" in e))
+                          photoUrls=sum(1 for e in payload["data"].get("entries", []) if "photoUrl" in e),
+                          caseId=payload["data"].get("caseId"), text=payload["data"].get("text"),
+                          student=payload["data"].get("student"))
         except Exception as error:  # the library's verification errors
             record["error"] = f"{type(error).__name__}: {error}"
         with lock:

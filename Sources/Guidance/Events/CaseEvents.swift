@@ -21,7 +21,7 @@ extension CaseStep {
             writer.field("nextDate", nextDate)
         case .handOver(let teacher):
             writer.field("to", teacher)
-        case .open, .note, .withdraw, .reopen:
+        case .open, .note, .withdraw, .reopen, .guardianNotice:
             break
         }
         writer.field("note", note)
@@ -47,6 +47,8 @@ extension CaseStep {
             return .open
         case "note":
             return .note
+        case "guardian-notice":
+            return .guardianNotice
         case "hand-over":
             return .handOver(to: try fields.string("to"))
         case "move":
@@ -61,7 +63,7 @@ extension CaseStep {
             }
             return .move(state, nextDate: nextDate)
         case let other:
-            throw FieldError(field: "action", message: "'\(other)' is not one of open, move, note, hand-over")
+            throw FieldError(field: "action", message: "'\(other)' is not one of open, move, note, hand-over, guardian-notice")
         }
     }
 }

@@ -65,12 +65,23 @@
           item.holderName ? G.el('span', { class: 'often' }, '담당 ' + item.holderName) : null)))));
   }
 
-  function historyLine(line, names) {
+  // Why a 보호자 안내 was not sent, in the school's words; '' when it was.
+  function unsent(line) {
+    if (!line.notice || !line.notice.startsWith('not sent')) return '';
+    const why = line.notice.replace(/^not sent: /, '');
+    if (why.includes('names the teacher')) return '지도한 교사의 이름이 들어 있음';
+    if (why.includes('no webhook')) return '학교 알림 시스템 없음';
+    if (why.includes('more than a day old')) return '하루 지난 단계';
+    return why;
+  }
+
+  function historyLine(line) {
     const who = line.by ? (line.byName || line.by) : '기록 변경';
     let what;
     if (line.action === 'move') what = line.stateLabel + (line.nextDate ? ' (' + G.day(line.nextDate) + ')' : '');
     else if (line.action === 'hand-over') what = (line.toName || line.to) + ' 선생님에게 넘김';
     else if (line.action === 'note') what = '메모';
+    else if (line.action === 'guardian-notice') what = unsent(line) ? '보호자 안내 보내지 않음 (' + unsent(line) + ')' : '보호자 안내 보냄';
     else if (line.action === 'withdraw') what = '철회 (기록이 삭제되어 기준에 못 미침)';
     else if (line.action === 'reopen') what = '다시 열림 (기준에 다시 닿음)';
     else if (line.action === 'open') what = '열림';
@@ -128,7 +139,9 @@
     const open = file.state !== 'closed' && file.state !== 'withdrawn';
     $('case-step').hidden = !open;
     $('case-hand').hidden = !open;
+    if ($('case-guardian')) $('case-guardian').hidden = !open || !s;
     if (!open) return;
+    if ($('case-guardian') && s && !$('guardian-text').value) $('guardian-text').value = guardianTemplate(file);
     if ([...$('case-state').options].some((o) => o.value === file.state)) $('case-state').value = file.state;
     $('case-date').value = file.nextDate || '';
     // Those who may read the student's record: admins, the grade's volunteer-duty teacher, the class's homeroom teacher.
@@ -138,6 +151,15 @@
     $('case-to').replaceChildren(...holders.filter((t) => may(t) && t.id !== file.holder && t.id !== document.body.dataset.teacher)
       .map((t) => G.el('option', { value: t.id }, t.name)));
     $('case-hand').hidden = $('case-to').options.length === 0;
+  }
+
+  // The 보호자 안내 the page offers: the student, what happened, what the school asks; never a teacher's name.
+  function guardianTemplate(file) {
+    const s = file.student;
+    const reasons = [...new Set(file.records.filter((r) => !r.deleted).map((r) => r.reason))];
+    const what = reasons.length ? '최근 교문 지도에서 ' + reasons.join(', ') + '(으)로 ' + file.records.filter((r) => !r.deleted).length + '회 지도를 받았습니다.'
+      : file.label + '(으)로 학교에서 살피고 있습니다.';
+    return s.grade + '학년 ' + s.classNumber + '반 ' + s.name + ' 학생의 보호자님께. ' + what + ' 가정에서도 함께 이야기 나누어 주시기 바랍니다.';
   }
 
   // Sends a step and reads the case until it shows it (the notifier stores what the ingest acknowledged within moments).
@@ -160,7 +182,9 @@
       const again = await loadCase();
       const line = again && again.history.find((l) => l.stepId === stepId);
       if (line) {
-        G.say('case-status', line.refused ? '반영되지 않았습니다: 그 사이 다른 선생님이 바꾸었습니다.' : done, line.refused ? 'warn' : 'ok');
+        if (line.refused) G.say('case-status', '반영되지 않았습니다: 그 사이 다른 선생님이 바꾸었습니다.', 'warn');
+        else if (unsent(line)) G.say('case-status', '보호자 안내를 보내지 않았습니다: ' + unsent(line) + '.', 'warn');
+        else G.say('case-status', done, 'ok');
         return;
       }
       await G.sleep(300);
@@ -182,6 +206,18 @@
     const body = moved ? { action: 'move', state, nextDate, note } : { action: 'note', note };
     send(body, '저장하는 중…', '저장했습니다.').then(() => { if (!unsent) $('case-note').value = ''; });
   });
+
+  if ($('case-guardian')) {
+    $('case-guardian').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const note = $('guardian-text').value.trim();
+      if (!note) {
+        G.say('case-status', '보호자에게 보낼 글을 적어 주세요.', 'warn');
+        return;
+      }
+      send({ action: 'guardian-notice', note }, '보호자 안내를 보내는 중…', '보호자 안내를 학교 알림 시스템으로 보냈습니다.');
+    });
+  }
 
   $('case-hand').addEventListener('submit', (event) => {
     event.preventDefault();

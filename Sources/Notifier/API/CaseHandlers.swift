@@ -166,6 +166,7 @@ struct CaseHandlers: Sendable {
             writer.field("byName", caller.roster.teachers[line.by]?.name)
             writer.field("at", line.at)
             writer.field("refused", line.refused)
+            if line.action == CaseStep.Action.guardianNotice.name { writer.field("notice", line.notice) }
         }
         return .json(written: writer.finish())
     }

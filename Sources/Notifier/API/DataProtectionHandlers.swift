@@ -421,8 +421,10 @@ struct DataProtectionHandlers: Sendable {
         }
         let erased = try await blocking {
             try store.erase(school: school.id, student: studentID) { digest in
-                // A rule notice names the student only in its entries.
+                // A rule notice names the student only in its entries; a
+                // 보호자 안내's text is the teacher's, and may name them.
                 if digest.scope == .rule { return (digest.subject, digest.text) }
+                if digest.scope == .guardian { return (digest.subject, "(삭제된 학생의 보호자 안내)") }
                 let text = DigestText(digest, school: school)
                 return (text.subject, text.body)
             }

@@ -130,11 +130,22 @@ struct EventDecoder: Sendable {
         } catch {
             return .failure(DecodeFailure(reason: "note: \(error.description)"))
         }
+        let kept = CaseStep(
+            eventId: step.eventId.lowercased(), caseId: step.caseId.lowercased(), schoolId: step.schoolId, grade: step.grade,
+            studentId: step.studentId, action: step.action, note: note, by: step.by, at: Timestamp.format(at))
+        // A 보호자 안내 takes along what the roster says now: the student's
+        // seat, the school's webhook, the names it must not carry.
+        guard case .guardianNotice = step.action, let school = roster.school(step.schoolId),
+            let student = roster.student(school: step.schoolId, id: step.studentId)
+        else { return .success(.caseStep(kept)) }
+        let names = Dictionary(
+            roster.teachers.values.filter { $0.schoolID == school.id }.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         return .success(
-            .caseStep(
-                CaseStep(
-                    eventId: step.eventId.lowercased(), caseId: step.caseId.lowercased(), schoolId: step.schoolId, grade: step.grade,
-                    studentId: step.studentId, action: step.action, note: note, by: step.by, at: Timestamp.format(at))))
+            .guardianNotice(
+                kept,
+                GuardianNotice(
+                    student: StudentRef(student), schoolName: school.name, webhook: roster.webhooks[school.id]?.url,
+                    date: Timestamp.localDate(at, in: school.timeZone), teacherNames: names, decidedAt: now)))
     }
 
     private func deleted(_ event: GuidanceDeleted) -> Result<StoredEvent, DecodeFailure> {

@@ -170,6 +170,8 @@ final class PushChannel: DeliveryChannel {
         switch digest.scope {
         case _ where merged > 0: what = "알림 \(merged + 1)건"
         case .rule: what = "학교 규칙 알림"
+        // Never pushed: a 보호자 안내 goes to the school's webhook only.
+        case .guardian: what = "보호자 안내"
         case .service, .overdue: what = "학생 \(digest.entries.count)명"
         case .class, .grade:
             what = digest.revision > 1 ? "정정 · 추가 \(added)건" + (removed > 0 ? " · 삭제 \(removed)건" : "") : "지도 \(added)건"

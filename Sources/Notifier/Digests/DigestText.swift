@@ -79,8 +79,9 @@ struct DigestText {
             let missed = entries.count { $0.overdue.map { $0.misses > 0 && $0.servedOn == nil && ($0.dueDate ?? date) >= date } ?? false }
             let parts = [entries.count > missed ? "기한까지 하지 않은 교내봉사 \(entries.count - missed)건" : nil, missed > 0 ? "불참 \(missed)건" : nil]
             return ["\(title)입니다. " + parts.compactMap { $0 }.joined(separator: ", ") + "입니다."]
-        // A rule notice is worded once, when it is written (`RuleNotices`).
-        case .rule: return []
+        // A rule notice is worded once, when it is written (`RuleNotices`);
+        // a 보호자 안내 is the teacher's own text.
+        case .rule, .guardian: return []
         }
     }
 

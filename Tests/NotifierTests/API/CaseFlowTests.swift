@@ -112,6 +112,7 @@ final class CaseFlowTests: XCTestCase {
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":"t-hr-1-2"}"#, status: 422)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"withdrawn"}"#, status: 400)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"counseled","to":{}}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice","note":"x"}"#, status: 422)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"note","note":"x","stepId":null}"#, status: 400)
     }
 
@@ -138,5 +139,66 @@ final class CaseFlowTests: XCTestCase {
         XCTAssertEqual(withdrawn["history"]?[1]?["action"]?.string, "withdraw")
         XCTAssertEqual(withdrawn["history"]?[1]?["by"], .null, "the records withdrew it, no teacher")
         try await assertEqualAsync(try await self.todo(harness, as: "t-admin")["counts"]?["open"]?.int, 0)
+    }
+
+    /// A 보호자 안내 from a case goes through the school's webhook, signed
+    /// (checked with the reference `standardwebhooks` library), once, with
+    /// its own event type; one naming the teacher who recorded the student
+    /// is not sent, and the case's history says so.
+    func testAGuardianNoticeReachesTheSchoolsWebhookAndNeverNamesTheRecordingTeacher() async throws {
+        let secret = "whsec_" + Data((0..<24).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let receiver = try Counterpart(interpreter: "/usr/bin/env", script: "webhook-receiver.py")
+        try receiver.start(["--secret", secret])
+        defer { receiver.stop() }
+        let webhooks = "school_id,url,secret\nsa,http://127.0.0.1:\(receiver.port)/hooks/guidance,\(secret)\n"
+        var delivery = DeliveryConfig()
+        delivery.pollInterval = .milliseconds(200)
+        let harness = try await NotifierHarness(authentication: true, delivery: delivery, webhooks: webhooks, rules: Self.rules)
+        self.harness = harness
+        let now = Date().timeIntervalSince1970
+        for hoursAgo in [50.0, 26, 1] {
+            try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate")
+        }
+        let opened = try await eventually(within: .seconds(10)) {
+            try await self.todo(harness, as: "t-hr-1-1")
+        } until: {
+            $0["counts"]?["open"]?.int == 1
+        }
+        let caseID = try XCTUnwrap(opened["cases"]?[0]?["caseId"]?.string)
+        let text = "1학년 1반 가가 학생의 보호자님께. 이번 주 실내화 없이 세 번 등교했습니다. 가정에서도 함께 이야기 나누어 주세요."
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice","note":"\#(text)"}"#)
+        let received = try await receiver.waitFor { $0.contains { $0["type"] as? String == "case.guardian_notice" } }
+        let notices = received.filter { $0["type"] as? String == "case.guardian_notice" }
+        XCTAssertEqual(notices.count, 1, "\(notices)")
+        XCTAssertEqual(notices.first?["verified"] as? Bool, true, "signed per Standard Webhooks: \(notices)")
+        XCTAssertEqual(notices.first?["text"] as? String, text)
+        XCTAssertEqual(notices.first?["caseId"] as? String, caseID)
+        XCTAssertEqual((notices.first?["student"] as? [String: Any])?["name"] as? String, "가가")
+        XCTAssertFalse((notices.first?["text"] as? String ?? "").contains("교문"), "the recording teacher (교문) is not named")
+        let sent = try await file(harness, caseID, as: "t-hr-1-1") { file in
+            guard case .array(let lines) = file["history"] else { return false }
+            return lines.count == 1
+        }
+        XCTAssertEqual(sent["history"]?[0]?["action"]?.string, "guardian-notice")
+        XCTAssertEqual(
+            sent["history"]?[0]?["notice"]?.string.map { $0.hasSuffix(".guardian.\(sent["history"]?[0]?["stepId"]?.string ?? "")") }, true)
+
+        // One naming the teacher who recorded the records (t-gate, 교문) is kept in the history, not sent.
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice","note":"교문 선생님이 세 번 지도했습니다."}"#)
+        let blocked = try await file(harness, caseID, as: "t-hr-1-1") { file in
+            guard case .array(let lines) = file["history"] else { return false }
+            return lines.count == 2
+        }
+        XCTAssertEqual(blocked["history"]?[1]?["notice"]?.string, "not sent: it names the teacher who recorded the guidance")
+        // The outbox holds one 보호자 안내, sent: the second was never queued.
+        let deliveries = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/deliveries", headers: harness.headers("t-admin"))
+        guard case .array(let items) = deliveries.object["items"] else { return XCTFail(deliveries.text) }
+        let guardian = items.filter { $0["digestId"]?.string?.contains(".guardian.") == true }
+        XCTAssertEqual(guardian.map { $0["channel"]?.string ?? "" }, ["webhook"], deliveries.text)
+        // It is nobody's 알림함 item.
+        let inbox = try await harness.inbox("t-hr-1-1", signedIn: true)
+        XCTAssertFalse(inbox.contains { $0["scope"]?.string == "guardian" }, "\(inbox)")
+        // A 보호자 안내 without its text is refused at the ingest.
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice"}"#, status: 422)
     }
 }
