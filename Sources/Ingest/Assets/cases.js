@@ -66,7 +66,7 @@
   }
 
   // Why a 보호자 안내 was not sent, in the school's words; '' when it was.
-  function unsent(line) {
+  function whyUnsent(line) {
     if (!line.notice || !line.notice.startsWith('not sent')) return '';
     const why = line.notice.replace(/^not sent: /, '');
     if (why.includes('names the teacher')) return '지도한 교사의 이름이 들어 있음';
@@ -81,7 +81,7 @@
     if (line.action === 'move') what = line.stateLabel + (line.nextDate ? ' (' + G.day(line.nextDate) + ')' : '');
     else if (line.action === 'hand-over') what = (line.toName || line.to) + ' 선생님에게 넘김';
     else if (line.action === 'note') what = '메모';
-    else if (line.action === 'guardian-notice') what = unsent(line) ? '보호자 안내 보내지 않음 (' + unsent(line) + ')' : '보호자 안내 보냄';
+    else if (line.action === 'guardian-notice') what = whyUnsent(line) ? '보호자 안내 보내지 않음 (' + whyUnsent(line) + ')' : '보호자 안내 보냄';
     else if (line.action === 'withdraw') what = '철회 (기록이 삭제되어 기준에 못 미침)';
     else if (line.action === 'reopen') what = '다시 열림 (기준에 다시 닿음)';
     else if (line.action === 'open') what = '열림';
@@ -183,7 +183,7 @@
       const line = again && again.history.find((l) => l.stepId === stepId);
       if (line) {
         if (line.refused) G.say('case-status', '반영되지 않았습니다: 그 사이 다른 선생님이 바꾸었습니다.', 'warn');
-        else if (unsent(line)) G.say('case-status', '보호자 안내를 보내지 않았습니다: ' + unsent(line) + '.', 'warn');
+        else if (whyUnsent(line)) G.say('case-status', '보호자 안내를 보내지 않았습니다: ' + whyUnsent(line) + '.', 'warn');
         else G.say('case-status', done, 'ok');
         return;
       }
