@@ -49,9 +49,9 @@ final class CaseFlowTests: XCTestCase {
         }
     }
 
-    func testACrossingOpensOneCaseThatTwoTeachersMoveToClosedWithOneHistory() async throws {
-        let harness = try await NotifierHarness(authentication: true, rules: Self.rules)
-        self.harness = harness
+    /// Three records of 가가 (1학년 1반 1번) in three days, by the gate
+    /// teacher: the rule is crossed, and the case is in `teacher`'s 할 일.
+    func crossTheRule(_ harness: NotifierHarness, seenBy teacher: String) async throws -> (records: [String], todo: AnyCodable) {
         let now = Date().timeIntervalSince1970
         var records: [String] = []
         for hoursAgo in [50.0, 26, 1] {
@@ -59,10 +59,17 @@ final class CaseFlowTests: XCTestCase {
                 try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate"))
         }
         let opened = try await eventually(within: .seconds(10)) {
-            try await self.todo(harness, as: "t-hr-1-1")
+            try await self.todo(harness, as: teacher)
         } until: {
             $0["counts"]?["open"]?.int == 1
         }
+        return (records, opened)
+    }
+
+    func testACrossingOpensOneCaseThatTwoTeachersMoveToClosedWithOneHistory() async throws {
+        let harness = try await NotifierHarness(authentication: true, rules: Self.rules)
+        self.harness = harness
+        let (records, opened) = try await crossTheRule(harness, seenBy: "t-hr-1-1")
         XCTAssertEqual(opened["counts"]?["open"]?.int, 1, "the homeroom teacher's 할 일 within 10 s")
         XCTAssertEqual(opened["counts"]?["urgent"]?.int, 1)
         XCTAssertEqual(opened["counts"]?["due"]?.int, 1, "확인 전 is due")
@@ -119,17 +126,7 @@ final class CaseFlowTests: XCTestCase {
     func testADeletionThatUndoesTheCrossingWithdrawsTheCase() async throws {
         let harness = try await NotifierHarness(authentication: true, rules: Self.rules)
         self.harness = harness
-        let now = Date().timeIntervalSince1970
-        var records: [String] = []
-        for hoursAgo in [50.0, 26, 1] {
-            records.append(
-                try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate"))
-        }
-        let opened = try await eventually(within: .seconds(10)) {
-            try await self.todo(harness, as: "t-admin")
-        } until: {
-            $0["counts"]?["open"]?.int == 1
-        }
+        let (records, opened) = try await crossTheRule(harness, seenBy: "t-admin")
         let caseID = try XCTUnwrap(opened["cases"]?[0]?["caseId"]?.string)
         try await step(harness, caseID, as: "t-admin", #"{"action":"move","state":"counseling-planned"}"#)
         _ = try await file(harness, caseID, as: "t-admin") { $0["state"]?.string == "counseling-planned" }
@@ -155,15 +152,7 @@ final class CaseFlowTests: XCTestCase {
         delivery.pollInterval = .milliseconds(200)
         let harness = try await NotifierHarness(authentication: true, delivery: delivery, webhooks: webhooks, rules: Self.rules)
         self.harness = harness
-        let now = Date().timeIntervalSince1970
-        for hoursAgo in [50.0, 26, 1] {
-            try await harness.register(grade: 1, classNumber: 1, number: 1, at: Timestamp.format(now - hoursAgo * 3600), as: "t-gate")
-        }
-        let opened = try await eventually(within: .seconds(10)) {
-            try await self.todo(harness, as: "t-hr-1-1")
-        } until: {
-            $0["counts"]?["open"]?.int == 1
-        }
+        let (_, opened) = try await crossTheRule(harness, seenBy: "t-hr-1-1")
         let caseID = try XCTUnwrap(opened["cases"]?[0]?["caseId"]?.string)
         let text = "1학년 1반 가가 학생의 보호자님께. 이번 주 실내화 없이 세 번 등교했습니다. 가정에서도 함께 이야기 나누어 주세요."
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice","note":"\#(text)"}"#)
