@@ -182,6 +182,20 @@ class Page:
         return path
 
 
+def respond(driver, yes, seconds=5):
+    """The app's own question (common.js `ask`, a modal <dialog>): waits for it,
+    taps its first button (`yes`) or its second, and returns the question's
+    text. Tab and Esc stay inside it while it is open."""
+    def question():
+        shown = driver.find_elements(By.CSS_SELECTOR, "dialog#ask[open]")
+        return shown[0] if shown else None
+    dialog = WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: question())
+    text = dialog.find_element(By.ID, "ask-text").text
+    dialog.find_element(By.ID, "ask-yes" if yes else "ask-no").click()
+    WebDriverWait(driver, seconds).until(lambda d: not question())
+    return text
+
+
 def kept(driver):
     """What the page's origin keeps in Cache Storage, as 'cache /path' lines."""
     return driver.execute_async_script(

@@ -205,7 +205,7 @@ struct AppPage: Sendable {
         <div id="grid" class="grid" role="group" aria-labelledby="step-title"></div>
         </section>
         <section id="check" class="card" aria-labelledby="student-name" hidden>
-        <div class="crumbs"><button type="button" id="check-back" class="secondary">번호 다시 고르기</button><p id="seat" class="meta"></p></div>
+        <div class="crumbs"><button type="button" id="check-back" class="secondary">번호 다시 고르기</button><button type="button" id="check-restart" class="secondary">처음으로</button><p id="seat" class="meta"></p></div>
         <div class="face">
         <div class="portrait"><img id="photo" alt="" hidden><p id="photo-state" class="photo-state">사진 불러오는 중</p></div>
         <div class="face-text">
@@ -472,7 +472,7 @@ struct AppPage: Sendable {
         """
         <section class="card" aria-labelledby="admin-title">
         <h2 id="admin-title">관리</h2>
-        <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. \(when) 저절로도 보내집니다.</p>
+        <p class="meta">오늘 명단을 담임과 봉사 담당 교사에게 지금 보냅니다. \(when) 자동으로도 보내집니다.</p>
         <div class="actions"><button type="button" id="run">오늘 명단 보내기</button></div>
         <p id="run-status" class="status" role="status" aria-live="polite"></p>
         <h3 id="failed-title" tabindex="-1">보내지 못한 알림</h3>

@@ -107,7 +107,9 @@ struct CaseStepRequest: Sendable {
         for key in ["caseId", "stepId", "action", "state", "to"] where body.object[key] == .null {
             throw FieldError(field: key, message: "must be a string; leave it out rather than null")
         }
-        for key in ["state", "to"] { _ = try body.optionalString(key) }
+        for key in ["caseId", "stepId", "action", "state", "to"] where try body.optionalString(key)?.isEmpty == true {
+            throw FieldError(field: key, message: "must not be empty")
+        }
         if let nextDate = try body.optionalString("nextDate"), Timestamp.parseDate(nextDate) == nil {
             throw FieldError(field: "nextDate", message: "must be a date, YYYY-MM-DD")
         }

@@ -94,7 +94,7 @@ package enum Page {
             case .homeroom: "\(teacher.grade ?? 0)학년 \(teacher.classNumber ?? 0)반 담임"
             case .volunteerDuty: "\(teacher.grade ?? 0)학년 봉사 담당"
             case .gate: "교문 지도"
-            case .admin: "관리자"
+            case .admin: "학생부장"
             }
         }.joined(separator: " · ")
     }

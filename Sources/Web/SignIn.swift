@@ -74,7 +74,7 @@ package struct SignIn: Sendable {
             return Page.response(title: title, main: main, status: 503)
         }
         guard let teacher = caller.teacher else {
-            return form(next: next, status: 200, notice: caller.staleCookie ? "로그인이 끝났습니다. 다시 로그인하세요." : nil, signOut: caller.staleCookie)
+            return form(next: next, status: 200, notice: caller.staleCookie ? "로그인이 만료되었습니다. 다시 로그인하세요." : nil, signOut: caller.staleCookie)
         }
         guard teacher.hasAny(of: roles) else {
             return form(next: next, status: 403, notice: "이 페이지는 \(rolesText)만 쓸 수 있습니다. 다른 계정으로 로그인하세요.", signOut: true)
@@ -247,7 +247,11 @@ package struct SignIn: Sendable {
         let done: String? =
             switch request.query["done"] {
             case "others": "다른 기기를 모두 로그아웃했습니다."
-            case "revoked": "선택한 교사의 모든 기기를 로그아웃했습니다."
+            // Naming the teacher, from the roster (the id alone in the address).
+            case "revoked":
+                caller.roster.teachers[request.query["teacher"] ?? ""].flatMap { $0.schoolID == teacher.schoolID ? $0 : nil }
+                    .map { "\($0.name) 교사(\(Page.roleName($0)))를 모든 기기에서 강제 로그아웃했습니다." }
+                    ?? "선택한 교사를 모든 기기에서 강제 로그아웃했습니다."
             default: nil
             }
         return devicesPage(teacher, caller.roster, notice: done)
@@ -293,33 +297,35 @@ package struct SignIn: Sendable {
 
     @Sendable func revoke(_ request: Request, _ caller: Caller) async throws -> Response {
         guard let admin = caller.teacher, caller.session != nil else { return form(next: "/session/devices", status: 401, notice: nil) }
-        guard admin.has(.admin) else { return message("관리자만 다른 교사를 로그아웃시킬 수 있습니다.", status: 403) }
+        guard admin.has(.admin) else { return message("학생부장(관리자 역할)만 다른 교사를 강제 로그아웃할 수 있습니다.", status: 403) }
         let fields = try request.form()
         let id = fields["teacher"] ?? ""
-        guard !id.isEmpty else { return message("로그아웃시킬 교사를 고르세요.", status: 400) }
+        guard !id.isEmpty else { return message("강제 로그아웃할 교사를 고르세요.", status: 400) }
         guard let target = caller.roster.teachers[id], target.schoolID == admin.schoolID else {
             return message("이 학교의 교사가 아닙니다.", status: 403)
         }
         // Asked once, naming the teacher: signing someone out of every device is not undone.
         guard fields["confirm"] == "yes" else {
             let main = """
-                <main class="narrow"><h1>교사 로그아웃시키기</h1>
+                <main class="narrow"><h1>교사 강제 로그아웃</h1>
                 <form method="post" action="/session/devices/revoke" class="card">
                 <input type="hidden" name="teacher" value="\(HTML.escape(target.id))"><input type="hidden" name="confirm" value="yes">
                 <p>\(HTML.escape(target.name)) 교사(\(HTML.escape(Page.roleName(target))))를 모든 기기에서 로그아웃할까요? 그 교사는 다시 로그인해야 합니다.</p>
-                <button type="submit">로그아웃시키기</button>
+                <button type="submit">강제 로그아웃</button>
                 </form>
                 <p><a href="/session/devices">취소</a></p></main>
                 """
-            return Page.response(title: "교사 로그아웃시키기", main: main)
+            return Page.response(title: "교사 강제 로그아웃", main: main)
         }
         do {
             _ = try await sessions.signOutEverywhere(teacher: target.id)
         } catch {
-            return message("로그아웃시키지 못했습니다. 잠시 뒤에 다시 누르세요.", status: 503)
+            return message("강제 로그아웃하지 못했습니다. 잠시 뒤에 다시 누르세요.", status: 503)
         }
         logger.info("teacher signed out everywhere by an admin", ["requestId": request.requestID, "teacher": target.id, "admin": admin.id])
-        return Response(status: 303, headers: [("Location", "/session/devices?done=revoked"), ("Cache-Control", "no-store")])
+        return Response(
+            status: 303,
+            headers: [("Location", "/session/devices?done=revoked&teacher=" + target.id.percentEncoded), ("Cache-Control", "no-store")])
     }
 
     // MARK: - Pages
@@ -407,7 +413,7 @@ package struct SignIn: Sendable {
                 .map { "<option value=\"\(HTML.escape($0.id))\">\(HTML.escape($0.name)) · \(HTML.escape(Page.roleName($0)))</option>" }
                 .joined()
             main += """
-                <form method="post" action="/session/devices/revoke" class="card"><h2>교사 로그아웃시키기</h2>
+                <form method="post" action="/session/devices/revoke" class="card"><h2>교사 강제 로그아웃</h2>
                 <label for="revoke-teacher">교사</label>
                 <select id="revoke-teacher" name="teacher" required><option value="" selected disabled>교사를 고르세요</option>\(options)</select>
                 <button type="submit" class="secondary">모든 기기에서 로그아웃</button></form>

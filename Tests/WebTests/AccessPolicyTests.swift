@@ -496,7 +496,7 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertFalse(policy.contains("unsafe-inline"))
         XCTAssertFalse(html.contains("<script>"), "no inline script")
         let revoked = await send(router, "GET", "/", headers: ["cookie": "gate_session=revoked"])
-        XCTAssertTrue(text(revoked).contains("로그인이 끝났습니다"))
+        XCTAssertTrue(text(revoked).contains("로그인이 만료되었습니다"))
         XCTAssertEqual(header(revoked, "Set-Cookie"), "gate_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict")
         let otherRole = await send(router, "GET", "/", headers: ["cookie": cookie("t1", token: "hr-a")])
         XCTAssertEqual(otherRole.status, 403)

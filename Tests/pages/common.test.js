@@ -76,6 +76,16 @@ test('the words for how often, amendments and service are the ones README "Words
   assert.equal(G.words.lastGuidance('2026-12-03T23:30:00Z', '복장 불량'), '최근 지도 12월 4일(금) 복장 불량', "the school's day (Seoul), not UTC's");
 });
 
+test('으로 or 로 as the word ends, never "(으)로" for a Korean word', () => {
+  const { words } = load();
+  assert.equal(words.ro('복장 불량'), '복장 불량으로');
+  assert.equal(words.ro('실내화 없음'), '실내화 없음으로');
+  assert.equal(words.ro('무단횡단'), '무단횡단으로');
+  assert.equal(words.ro('기타'), '기타로', 'after a vowel');
+  assert.equal(words.ro('교실'), '교실로', 'after ㄹ');
+  assert.equal(words.ro('PE'), 'PE(으)로', 'not Korean: both');
+});
+
 test('the seat tree: grade, class, number, then the face check; a new grade or class starts below it again', () => {
   const G = load();
   const grades = [

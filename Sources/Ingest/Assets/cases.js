@@ -157,8 +157,8 @@
   function guardianTemplate(file) {
     const s = file.student;
     const reasons = [...new Set(file.records.filter((r) => !r.deleted).map((r) => r.reason))];
-    const what = reasons.length ? '최근 교문 지도에서 ' + reasons.join(', ') + '(으)로 ' + file.records.filter((r) => !r.deleted).length + '회 지도를 받았습니다.'
-      : file.label + '(으)로 학교에서 살피고 있습니다.';
+    const what = reasons.length ? '최근 교문 지도에서 ' + G.words.ro(reasons.join(', ')) + ' ' + file.records.filter((r) => !r.deleted).length + '회 지도를 받았습니다.'
+      : G.words.ro(file.label) + ' 학교에서 살피고 있습니다.';
     return s.grade + '학년 ' + s.classNumber + '반 ' + s.name + ' 학생의 보호자님께. ' + what + ' 가정에서도 함께 이야기 나누어 주시기 바랍니다.';
   }
 

@@ -87,6 +87,8 @@
   $('back').addEventListener('click', () => { pick.back(); render(true); });
   $('restart').addEventListener('click', () => { pick.restart(); render(true); });
   $('check-back').addEventListener('click', () => { pick.back(); render(true); });
+  // From the face check to the grades in one tap (the next student is often in another grade).
+  $('check-restart').addEventListener('click', () => { pick.restart(); render(true); });
 
   // A class's names and photo addresses, asked once when it is tapped; its
   // photos are fetched ahead, so that the face check of any of its students
@@ -230,7 +232,7 @@
 
   // 등록 queues the registration and clears number and reason at once:
   // the next student is picked while this one is sent.
-  $('submit').addEventListener('click', () => {
+  $('submit').addEventListener('click', async () => {
     for (const id of ['reason-error', 'detail-error']) G.say(id, '');
     const reason = data.reasons.find((r) => r.code === pick.reason);
     if (!reason) {
@@ -249,8 +251,8 @@
     // to go on (a second tap of 등록 by mistake is the usual cause).
     const again = todayRows().filter((row) => row.state !== 'failed' && row.label === reason.label && row.seat.grade === seat.grade
       && row.seat.classNumber === seat.classNumber && row.seat.number === seat.number);
-    if (again.length && !window.confirm((name || seatText(seat)) + ' 학생은 오늘 이미 \'' + reason.label + '\'(으)로 '
-      + again.length + '회 등록되었습니다. 한 번 더 등록할까요?')) {
+    if (again.length && !(await G.ask((name || seatText(seat)) + ' 학생은 오늘 이미 ' + G.words.ro(reason.label) + ' '
+      + again.length + '회 등록되었습니다. 한 번 더 등록할까요?', '한 번 더 등록', '등록하지 않기'))) {
       G.say('register-status', '등록하지 않았습니다: ' + (name || seatText(seat)) + ' · ' + reason.label, 'ok');
       return;
     }
@@ -294,7 +296,7 @@
       if (retried.includes(error.status) || error.status === 401) {
         // The session is over: what is kept waits for its teacher without names.
         if (error.status === 401) G.forgetStudents(localStorage);
-        device.change(item, { state: 'retrying', error: error.status === 401 ? '로그인이 끝났습니다' : '' });
+        device.change(item, { state: 'retrying', error: error.status === 401 ? '로그인이 만료되었습니다' : '' });
         offline(error.status === 0 ? 'network' : error.status === 401 ? 'signed-out' : 'server');
         return false;
       }
@@ -442,8 +444,8 @@
     }));
   }
 
-  function remove(row) {
-    if (!window.confirm(row.name + ' 학생의 지도(' + row.label + ')를 삭제할까요?')) return;
+  async function remove(row) {
+    if (!(await G.ask(row.name + ' 학생의 지도(' + row.label + ')를 삭제할까요?', '삭제', '취소'))) return;
     enqueue({ kind: 'delete', id: row.id, at: new Date().toISOString(), seat: row.seat, name: row.name, label: row.label, state: 'sending' });
     G.say('today-status', '삭제하는 중: ' + row.name + ' · ' + row.label, 'ok');
     $('today-title').focus();

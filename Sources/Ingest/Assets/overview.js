@@ -56,10 +56,10 @@
       { x: (overview.days.indexOf(d) * step + 2).toFixed(1), y: height - 2, class: 'axis' }, G.day(d.date).replace(/\(.\)$/, '')));
     const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, class: 'chart', 'aria-hidden': 'true', focusable: 'false' },
       ...bars, ...labels);
-    const table = G.el('table', { class: 'visually-hidden' }, G.el('caption', {}, '최근 4주 학교 가는 날의 지도 건수'),
+    const table = G.el('table', { class: 'visually-hidden' }, G.el('caption', {}, '최근 4주 등교일의 지도 건수'),
       G.el('thead', {}, G.el('tr', {}, G.el('th', { scope: 'col' }, '날짜'), G.el('th', { scope: 'col' }, '건수'))),
       G.el('tbody', {}, ...overview.days.map((d) => G.el('tr', {}, G.el('td', {}, G.day(d.date)), G.el('td', {}, d.count + '건')))));
-    return G.el('figure', { class: 'weeks' }, G.el('figcaption', { class: 'meta' }, '최근 4주, 학교 가는 날 (이 기간은 진한 막대)'), chart, table);
+    return G.el('figure', { class: 'weeks' }, G.el('figcaption', { class: 'meta' }, '최근 4주, 등교일 (이 기간은 진한 막대)'), chart, table);
   }
 
   // A figure as a table: label, a bar drawn from the count, the count and the period before.

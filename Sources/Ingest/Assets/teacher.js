@@ -141,7 +141,7 @@
     } else if (digest.scope === 'rule') {
       // A rule's notice: its sentences (the student by seat), then the records it counted, with names.
       body.push(...digest.text.split('\n\n')[0].split('\n').map((line) => G.el('p', {}, line)));
-      if (added.length) body.push(G.el('h3', { class: 'section' }, '센 기록 ' + added.length + '건'));
+      if (added.length) body.push(G.el('h3', { class: 'section' }, '해당 기록 ' + added.length + '건'));
       body.push(...grouped(added, Infinity, false, null, true));
     } else {
       if (digest.entries.length === 0) body.push(G.el('p', {}, '지도 기록이 없습니다.'));
@@ -389,7 +389,7 @@
   const deletes = /(^|\+)(gate|admin)(\+|$)/.test(data.roles || '');
   async function removeGuidance(entry) {
     const s = entry.student;
-    if (!window.confirm(s.name + ' 학생의 지도(' + entry.reason.label + ')를 삭제할까요?')) return;
+    if (!(await G.ask(s.name + ' 학생의 지도(' + entry.reason.label + ')를 삭제할까요?', '삭제', '취소'))) return;
     try {
       await G.api('DELETE', schoolURL + '/grades/' + s.grade + '/guidances/' + encodeURIComponent(entry.guidanceId));
     } catch (error) {
@@ -608,7 +608,7 @@
   function renderSittings(focusDuty) {
     const nodes = [];
     const all = sittings.sittings.flatMap((sitting) => sitting.items);
-    $('sitting-count').textContent = all.length ? '올 학생 ' + all.filter((x) => x.state !== 'missed').length + '명 · 완료 '
+    $('sitting-count').textContent = all.length ? '대상 ' + all.filter((x) => x.state !== 'missed').length + '명 · 완료 '
       + all.filter((x) => x.state === 'served').length + '명' : '';
     if (!sittings.schoolDay) nodes.push(G.el('p', { class: 'meta' }, (sittings.dayOff ? sittings.dayOff + ': ' : '') + '학교가 쉬는 날입니다.'));
     else if (sittings.sittings.length === 0) nodes.push(G.el('p', { class: 'meta' }, '이날은 교내봉사 시간이 없습니다.'));
@@ -618,7 +618,7 @@
         ? sitting.time + ' ' + sitting.place + ' (' + sitting.items.filter((x) => x.state !== 'missed').length + '/' + sitting.capacity + '명)'
         : '다른 날 자리에서 한 봉사'));
       nodes.push(sitting.items.length ? G.el('ul', { class: 'entries' }, ...sitting.items.map((item) => sittingRow(item, index++)))
-        : G.el('p', { class: 'meta' }, '올 학생이 없습니다.'));
+        : G.el('p', { class: 'meta' }, '대상 학생이 없습니다.'));
     }
     $('sitting-body').replaceChildren(...nodes);
     if (focusDuty) {
@@ -830,6 +830,12 @@
   async function run() {
     const button = $('run');
     if (running) return;
+    // Sent before the school's time, every record after it goes out again as an 정정 of each class: asked first.
+    if (!(await G.ask('오늘 명단을 지금 모든 담임·봉사 담당 교사에게 보냅니다. 이후에 등록되는 기록은 반마다 정정 명단으로 다시 갑니다. 지금 보낼까요?',
+      '지금 보내기', '취소'))) {
+      G.say('run-status', '보내지 않았습니다.');
+      return;
+    }
     running = true;
     // aria-disabled, not disabled: a disabled button loses focus to <body>.
     button.setAttribute('aria-disabled', 'true');
@@ -890,7 +896,7 @@
 
   const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
     export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회',
-    history: '학생 기록 열람', overview: '현황 조회' };
+    history: '학생 기록 열람', overview: '현황 조회', cases: '할 일 조회', case: '사안 열람' };
 
   // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반" (a period "from=…&to=…" as its two days);
   // "1-3" -> "1학년 3반"; ids as they are.
@@ -903,6 +909,7 @@
     }
     if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
     if (item.action === 'inbox') return '알림함';
+    if (item.action === 'cases') return item.target === 'scope=school' ? '학교 전체 사안' : '내 할 일';
     if (item.action === 'erase') return '학생 (지운 기록)';
     return item.targetName || '명부에 없는 학생';
   }

@@ -123,7 +123,47 @@ window.Guidance = (() => {
     serviceDone: (owed, served) => '봉사 ' + owed + '회 중 ' + served + '회 완료',
     // The newest guidance of a student, in the 봉사 명단.
     lastGuidance: (occurredAt, label) => '최근 지도 ' + day(today(occurredAt)) + ' ' + label,
+    // '복장 불량으로', '실내화 없음으로', '기타로': the particle the word's last
+    // sound takes (로 after a vowel or ㄹ), not '(으)로'.
+    ro: (word) => {
+      const last = String(word).trim().slice(-1);
+      const code = last.charCodeAt(0) - 0xac00;
+      if (code < 0 || code > 11171) return word + '(으)로';
+      const final = code % 28;
+      return word + (final === 0 || final === 8 ? '로' : '으로');
+    },
   };
+
+  // The app's own question, in place of the browser's confirm() (which looks
+  // like an error, cannot be styled and names the site): a modal dialog with
+  // the question and two buttons, focus on the safe one. Resolves true for `yes`.
+  function ask(question, yes, no) {
+    let dialog = document.getElementById('ask');
+    if (!dialog) {
+      dialog = el('dialog', { id: 'ask', class: 'ask', 'aria-labelledby': 'ask-text' },
+        el('p', { id: 'ask-text' }),
+        el('div', { class: 'actions' }, el('button', { type: 'button', id: 'ask-yes' }), el('button', { type: 'button', id: 'ask-no', class: 'secondary' })));
+      document.body.append(dialog);
+    }
+    const back = document.activeElement;
+    document.getElementById('ask-text').textContent = question;
+    document.getElementById('ask-yes').textContent = yes;
+    document.getElementById('ask-no').textContent = no;
+    return new Promise((resolve) => {
+      const done = (answer) => {
+        dialog.onclose = null;
+        if (dialog.open) dialog.close();
+        if (back && back.isConnected) back.focus();
+        resolve(answer);
+      };
+      document.getElementById('ask-yes').onclick = () => done(true);
+      document.getElementById('ask-no').onclick = () => done(false);
+      // Esc closes it: the safe answer.
+      dialog.onclose = () => done(false);
+      dialog.showModal();
+      document.getElementById('ask-no').focus();
+    });
+  }
 
   // What `storage` keeps as JSON under `key`, or `fallback` (nothing there, or not JSON).
   function stored(storage, key, fallback) {
@@ -293,5 +333,5 @@ window.Guidance = (() => {
     }
   }
 
-  return { api, ApiError, message, el, say, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown, download };
+  return { api, ApiError, message, el, say, ask, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown, download };
 })();

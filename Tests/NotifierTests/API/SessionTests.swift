@@ -99,6 +99,11 @@ final class SessionTests: XCTestCase {
                 "POST", notifier + "/session/devices/revoke", body: "teacher=\(teacher)&confirm=yes", headers: form(notifier, cookie: admin)
             )
             XCTAssertEqual(revoked.status, 303, revoked.text)
+            // The result names the teacher signed out.
+            let result = try await fetch("GET", notifier + (revoked.header("Location") ?? ""), headers: ["Cookie": admin])
+            let name = teacher == "t-hr-1-1" ? "담임11" : "교문"
+            XCTAssertTrue(result.text.contains("\(name) 교사("), result.text)
+            XCTAssertTrue(result.text.contains("를 모든 기기에서 강제 로그아웃했습니다."), result.text)
         }
         let onNotifiers = try await refusedEverywhere(inboxes, cookie: homeroom)
         XCTAssertTrue(onNotifiers, "the admin's revocation on both notifier replicas")
