@@ -13,7 +13,13 @@
   const register = (retries) => navigator.serviceWorker.register('/sw.js').catch(() => {
     if (retries > 0) setTimeout(() => register(retries - 1), retries === 2 ? 2000 : 8000);
   });
-  if ('serviceWorker' in navigator) register(2);
+  if ('serviceWorker' in navigator) {
+    register(2);
+    // Loaded while the worker was activating, the page is not yet its: it asks.
+    navigator.serviceWorker.ready.then((registration) => {
+      if (!navigator.serviceWorker.controller && registration.active) registration.active.postMessage('claim');
+    });
+  }
   // Signing out takes the names and photos this device kept with it.
   const signOutForm = document.querySelector('form[action="/session/end"]');
   if (signOutForm) {

@@ -115,6 +115,10 @@ self.addEventListener('fetch', (event) => {
 self.addEventListener('message', (event) => {
   if (event.data === 'sign-out') event.waitUntil(forget());
   if (event.data === 'session-ended') event.waitUntil(servedTo(''));
+  // A page that loaded while this worker was activating (its claim ran
+  // before the page was a client) asks to be taken over: otherwise it
+  // stays uncontrolled, and does not open offline, until its next load.
+  if (event.data === 'claim') event.waitUntil(self.clients.claim());
 });
 
 // ---- Web Push: a list, an amendment or a rule's notice, as the notifier
