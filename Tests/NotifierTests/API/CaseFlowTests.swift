@@ -120,6 +120,10 @@ final class CaseFlowTests: XCTestCase {
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"withdrawn"}"#, status: 400)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"counseled","to":{}}"#, status: 400)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"guardian-notice","note":"x"}"#, status: 422)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"move"}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over"}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"close"}"#, status: 400)
+        try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":""}"#, status: 400)
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"note","note":"x","stepId":null}"#, status: 400)
     }
 
