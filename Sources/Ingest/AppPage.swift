@@ -144,16 +144,10 @@ struct AppPage: Sendable {
             let grades: [IngestHandlers.Classes.Grade]
             let reasons: [Reason]
         }
-        return dataBlock(
-            "school-data",
-            Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? []))
-    }
-
-    /// `value` as a JSON data block with the id `id`, for a page's script to read.
-    static func dataBlock(_ id: String, _ value: some Encodable) -> String {
-        let encoded = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        let data = Data(grades: IngestHandlers.Classes.grades(roster, school: school), reasons: roster.school(school)?.orderedReasons ?? [])
+        let encoded = (try? JSONEncoder().encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         // "</script" inside the data must not end the block.
-        return "<script type=\"application/json\" id=\"\(id)\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
+        return "<script type=\"application/json\" id=\"school-data\">\(encoded.replacingOccurrences(of: "</", with: "<\\/"))</script>\n"
     }
 
     /// The notes' 전체 / 우리 반 / 우리 학년 for today's list, which every
@@ -297,22 +291,9 @@ struct AppPage: Sendable {
     }
 
     /// 할 일: the cases the teacher holds, and one case opened over the
-    /// list with its history and what may be done next (`cases.js`). The
-    /// teachers a case may be handed to (those who may read a student's
-    /// record: the page picks those of the case's student) ride along as data.
+    /// list with its history and what may be done next (`cases.js`); whom
+    /// a case may be handed to comes with the case file.
     private static func todo(_ teacher: Teacher, _ roster: Roster) -> String {
-        struct Holder: Encodable {
-            let id: String
-            let name: String
-            let roles: String
-            let grade: Int?
-            let classNumber: Int?
-        }
-        let holders = roster.teachers.values.filter {
-            $0.schoolID == teacher.schoolID && $0.hasAny(of: [.homeroom, .volunteerDuty, .admin])
-        }
-        .sorted { ($0.name, $0.id) < ($1.name, $1.id) }
-        .map { Holder(id: $0.id, name: $0.name, roles: $0.roleText, grade: $0.grade, classNumber: $0.classNumber) }
         let scope =
             teacher.has(.admin)
             ? """
@@ -353,7 +334,6 @@ struct AppPage: Sendable {
             <p id="case-status" class="status" role="status" aria-live="polite"></p>
             <div class="actions"><button type="button" id="case-close" class="secondary">할 일로</button></div>
             </section>
-            \(dataBlock("case-teachers", holders))
             """
     }
 

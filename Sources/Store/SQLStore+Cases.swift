@@ -255,10 +255,9 @@ extension SQLStore {
     static func refold(_ id: String, in database: any SQLDatabase) throws(StoreError) {
         guard let row = try database.query("SELECT \(caseColumns) FROM cases WHERE case_id = $1", [.text(id)]).first else { return }
         let opened = guidanceCase(row)
-        var folded = GuidanceCase(
-            caseId: opened.caseId, schoolId: opened.schoolId, studentId: opened.studentId, origin: opened.origin, label: opened.label,
-            roles: opened.roles, holder: row[6].string, openedAt: opened.openedAt)
-        folded.ruleKey = opened.ruleKey
+        // As it opened: 확인 전, held by whoever opened it by hand (`opened_by`).
+        var folded = opened
+        (folded.state, folded.holder, folded.nextDate, folded.changedAt) = (.new, row[6].string, nil, opened.openedAt)
         var refusals: [(step: String, refused: String?, was: String?)] = []
         try database.forEachRow(
             "SELECT step_id, action, state, next_date, to_teacher, at, refused FROM case_steps WHERE case_id = $1 ORDER BY at, step_id",

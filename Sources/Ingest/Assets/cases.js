@@ -12,7 +12,6 @@
   const $ = (id) => document.getElementById(id);
   if (!$('todo')) return;
   const schoolURL = '/v1/schools/' + encodeURIComponent(document.body.dataset.school);
-  const holders = JSON.parse($('case-teachers').textContent || '[]');
   let answer = null;
   let opened = null;
   // A step not yet acknowledged keeps its id, so saving again retries it, never doubles it.
@@ -144,12 +143,8 @@
     if ($('case-guardian') && s && !$('guardian-text').value) $('guardian-text').value = guardianTemplate(file);
     if ([...$('case-state').options].some((o) => o.value === file.state)) $('case-state').value = file.state;
     $('case-date').value = file.nextDate || '';
-    // Those who may read the student's record: admins, the grade's volunteer-duty teacher, the class's homeroom teacher.
-    const may = (t) => t.roles.split('+').includes('admin')
-      || (s && t.grade === s.grade && (t.roles.split('+').includes('volunteer_duty')
-        || (t.roles.split('+').includes('homeroom') && t.classNumber === s.classNumber)));
-    $('case-to').replaceChildren(...holders.filter((t) => may(t) && t.id !== file.holder && t.id !== document.body.dataset.teacher)
-      .map((t) => G.el('option', { value: t.id }, t.name)));
+    // Those who may read the student's record, as the server says (the ingest accepts no one else).
+    $('case-to').replaceChildren(...file.handOverTo.map((t) => G.el('option', { value: t.teacherId }, t.name)));
     $('case-hand').hidden = $('case-to').options.length === 0;
   }
 

@@ -50,12 +50,7 @@ struct CaseHandlers: Sendable {
         writer.field("date", today)
         writer.field("last7Days", frequencies[student.id]?.last7Days ?? 0)
         if let open = cases.first {
-            writer.object("case") { writer in
-                writer.field("caseId", open.caseId)
-                writer.field("label", open.label)
-                writer.field("state", open.state.rawValue)
-                writer.field("stateLabel", open.state.label)
-            }
+            writer.object("case") { CaseHandlers.writeTag(open, into: &$0) }
         } else {
             writer.field("case", nil as String?)
         }
@@ -153,6 +148,17 @@ struct CaseHandlers: Sendable {
             writer.field("detail", record.detail)
             writer.field("deleted", record.gone)
         }
+        // Whom it may be handed to: the teachers the ingest accepts for a
+        // hand-over (those who may read the student's record), not the one
+        // who holds it, nor the caller.
+        let candidates = caller.roster.teachers.values.filter { other in
+            other.schoolID == school.id && other.id != item.holder && other.id != caller.teacher?.id
+                && student.map { other.mayReadOtherDays(grade: $0.grade, classNumber: $0.classNumber) } == true
+        }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+        writer.array("handOverTo", candidates) { writer, teacher in
+            writer.field("teacherId", teacher.id)
+            writer.field("name", teacher.name)
+        }
         writer.array("history", history) { writer, line in
             writer.field("stepId", line.stepId)
             writer.field("action", line.action)
@@ -169,6 +175,14 @@ struct CaseHandlers: Sendable {
             if line.action == CaseStep.Action.guardianNotice.name { writer.field("notice", line.notice) }
         }
         return .json(written: writer.finish())
+    }
+
+    /// The contract's `CaseTag`: a student's open case in a list row or the face check's line.
+    static func writeTag(_ item: GuidanceCase, into writer: inout JSONWriter) {
+        writer.field("caseId", item.caseId)
+        writer.field("label", item.label)
+        writer.field("state", item.state.rawValue)
+        writer.field("stateLabel", item.state.label)
     }
 
     /// A case as both answers give it: the student as the roster seats

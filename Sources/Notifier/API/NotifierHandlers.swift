@@ -74,16 +74,17 @@ struct NotifierHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
+        let mayReadRecords = teacher?.hasAny(of: [.homeroom, .volunteerDuty, .admin]) ?? true
         let (records, frequencies, cases) = try await blocking {
             (
                 try store.guidances(school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
                 try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
-                try store.cases(school: schoolID)
+                // Not read for a gate teacher, whose day list (polled by every gate device) shows no case.
+                mayReadRecords ? try store.cases(school: schoolID) : []
             )
         }
         // A student's open case (the newest changed) tags their rows, for
-        // those who may read the student's record (a gate teacher's list of
-        // the school's day shows none).
+        // those who may read the student's record.
         var openCases: [String: GuidanceCase] = [:]
         for item in cases where openCases[item.studentId] == nil { openCases[item.studentId] = item }
         let photos = self.photos
@@ -134,14 +135,7 @@ struct NotifierHandlers: Sendable {
             writer.field("recordedBy", record.recordedBy)
             writer.field("recordedByName", teacherName(record.recordedBy))
             writer.object("student") { record.student.write(to: &$0) }
-            if let open = openCase(record.student) {
-                writer.object("case") { writer in
-                    writer.field("caseId", open.caseId)
-                    writer.field("label", open.label)
-                    writer.field("state", open.state.rawValue)
-                    writer.field("stateLabel", open.state.label)
-                }
-            }
+            if let open = openCase(record.student) { writer.object("case") { CaseHandlers.writeTag(open, into: &$0) } }
         }
         writer.field("schoolId", school)
         return writer.finish()

@@ -88,6 +88,10 @@ final class CaseFlowTests: XCTestCase {
         // The homeroom teacher plans a talk, then hands it to the 학생부장 (admin), who takes it to the end.
         try await step(
             harness, caseID, as: "t-hr-1-1", #"{"action":"move","state":"counseling-planned","nextDate":"2026-12-07","note":"점심시간 상담"}"#)
+        // Whom it may go to: those who may read 가가's record, not the caller.
+        let before = try await file(harness, caseID, as: "t-hr-1-1") { _ in true }
+        guard case .array(let offered) = before["handOverTo"] else { return XCTFail("\(before)") }
+        XCTAssertEqual(offered.compactMap { $0["teacherId"]?.string }.sorted(), ["t-admin", "t-vd-1"])
         try await step(harness, caseID, as: "t-hr-1-1", #"{"action":"hand-over","to":"t-admin","note":"보호자 연락 부탁드립니다"}"#)
         _ = try await file(harness, caseID, as: "t-admin") { $0["holder"]?.string == "t-admin" }
         try await assertEqualAsync(try await self.todo(harness, as: "t-hr-1-1")["counts"]?["open"]?.int, 0, "handed over, it left 할 일")
