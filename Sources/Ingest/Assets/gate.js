@@ -210,7 +210,8 @@
     G.api('GET', '/v1/schools/' + encodeURIComponent(school) + '/students/' + encodeURIComponent(student.studentId) + '/standing')
       .then((answer) => {
         if (shown !== student) return;
-        $('standing').textContent = ['최근 7일 ' + answer.last7Days + '회', answer.case ? '사안 ' + answer.case.stateLabel : '']
+        // Nothing to say of a student with no record this week and no case.
+        $('standing').textContent = [answer.last7Days ? '최근 7일 ' + answer.last7Days + '회' : '', answer.case ? '사안 ' + answer.case.stateLabel : '']
           .filter(Boolean).join(' · ');
       }, () => {});
   }
