@@ -151,6 +151,11 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         /// 확인 필요: its sitting has passed and nobody marked it 완료 or 불참
         /// (before its due date; after it, 지남 says so).
         case unconfirmed
+        /// 기한 내 자리 없음: every sitting up to its due date was full when
+        /// it was placed (or moved by a 불참), so its seat is after the due
+        /// date. Said, never silent: the grade's volunteer-duty teacher and
+        /// the admins hear of it the next school day, before it falls due.
+        case lateSeat
     }
 
     package let dutyId: String
@@ -206,6 +211,13 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         if servedOn != nil { return .served }
         if let dueDate, dueDate < today { return .overdue }
         if let slot, slot.date < today { return .unconfirmed }
+        if isSeatedLate { return .lateSeat }
         return misses > 0 ? .missed : .scheduled
+    }
+
+    /// Whether it is open and its sitting comes after its due date.
+    package var isSeatedLate: Bool {
+        guard servedOn == nil, let dueDate, let slot else { return false }
+        return slot.date > dueDate
     }
 }

@@ -373,8 +373,9 @@ extension SQLStore {
     }
 
     /// The sessions due on or after `since` and before `before` that were
-    /// not served by their due date, and those missed (불참, not taken
-    /// back) on those days, with their guidances: what the homeroom
+    /// not served by their due date, those missed (불참, not taken back) on
+    /// those days, and those of guidances of those days seated after their
+    /// due date (기한 내 자리 없음), with their guidances: what the homeroom
     /// teacher hears of 교내봉사 in the day's run, not a message each.
     static func overdueStatement(school: String, since: String, before: String) -> SQLStatement {
         SQLStatement(
@@ -382,6 +383,7 @@ extension SQLStore {
             SELECT \(dutyColumns), \(recordColumns) FROM service_duties d JOIN guidances g ON g.guidance_id = d.guidance_id
             WHERE d.school_id = $1 AND d.cancelled = 0
               AND ((d.due_date >= $2 AND d.due_date < $3 AND (d.served_on IS NULL OR d.served_on > d.due_date))
+                OR (d.guidance_date >= $2 AND d.guidance_date < $3 AND d.served_on IS NULL AND d.slot_date > d.due_date)
                 OR d.duty_id IN (
                   SELECT r.duty_id FROM service_records r
                   WHERE r.school_id = $1 AND r.outcome = 'missed' AND r.recorded = 1 AND r.withdrawn = 0

@@ -480,7 +480,7 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
-  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남', unconfirmed: '확인 필요' };
+  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남', unconfirmed: '확인 필요', lateSeat: '기한 내 자리 없음' };
   // "11월 17일(화) 16:00 상담실"
   const sittingText = (slot) => G.day(slot.date) + ' ' + slot.time + ' ' + slot.place;
 

@@ -35,7 +35,9 @@ struct DigestPlanner: Sendable {
                     ))
             }
         }
-        // Sessions of 교내봉사 past their due date: the homeroom teacher's class, the admins' school.
+        // Sessions of 교내봉사 past their due date, missed or seated after
+        // it: the homeroom teacher's class, the volunteer-duty teacher's
+        // grade (who runs the sittings), the admins' school.
         let overdue = overdueEntries(state, school: school)
         for teacher in roster.teachers(of: school.id, role: .homeroom) {
             guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
@@ -43,6 +45,13 @@ struct DigestPlanner: Sendable {
                 (
                     Recipient(teacherId: teacher.id, scope: .overdue, grade: grade, classNumber: classNumber),
                     overdue.filter { $0.student.grade == grade && $0.student.classNumber == classNumber }
+                ))
+        }
+        for (teacher, grade) in volunteerDuty {
+            lists.append(
+                (
+                    Recipient(teacherId: teacher, scope: .overdue, grade: grade, classNumber: nil),
+                    overdue.filter { $0.student.grade == grade }
                 ))
         }
         for teacher in roster.teachers(of: school.id, role: .admin) {

@@ -76,9 +76,24 @@ struct DigestText {
         case .grade: return ["\(title)입니다.", "아래 학생들을 봉사활동 명단에 올려 주세요."]
         case .class: return ["\(title)입니다."]
         case .overdue:
-            let missed = entries.count { $0.overdue.map { $0.misses > 0 && $0.servedOn == nil && ($0.dueDate ?? date) >= date } ?? false }
-            let parts = [entries.count > missed ? "기한까지 하지 않은 교내봉사 \(entries.count - missed)건" : nil, missed > 0 ? "불참 \(missed)건" : nil]
-            return ["\(title)입니다. " + parts.compactMap { $0 }.joined(separator: ", ") + "입니다."]
+            // Not yet due: a 불참, or a seat after the due date; the rest fell due unserved (or were served late).
+            let ahead = entries.compactMap(\.overdue).filter { $0.servedOn == nil && ($0.dueDate ?? date) >= date }
+            let missed = ahead.count { $0.misses > 0 }
+            let late = ahead.count { $0.misses == 0 }
+            let parts = [
+                entries.count > ahead.count ? "기한까지 하지 않은 교내봉사 \(entries.count - ahead.count)건" : nil,
+                missed > 0 ? "불참 \(missed)건" : nil, late > 0 ? "기한 내 자리 없음 \(late)건" : nil
+            ]
+            var lines = ["\(title)입니다. " + parts.compactMap { $0 }.joined(separator: ", ") + "입니다."]
+            // How many seats the sittings lack, by due date: what the school must add.
+            let short = Dictionary(grouping: ahead.filter(\.isSeatedLate), by: { $0.dueDate ?? "" }).sorted { $0.key < $1.key }
+            if !short.isEmpty {
+                lines.append(
+                    "기한 안의 교내봉사 자리가 모자랍니다: "
+                        + short.map { "\(Timestamp.koreanDay($0.key))까지 \($0.value.count)석" }.joined(separator: ", ")
+                        + ". 봉사 일정을 더하거나 자리를 늘려야 기한 안에 마칠 수 있습니다.")
+            }
+            return lines
         // A rule notice is worded once, when it is written (`RuleNotices`);
         // a 보호자 안내 is the teacher's own text.
         case .rule, .guardian: return []
@@ -153,25 +168,26 @@ struct DigestText {
     }
 
     /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a 불참
-    /// before the due date "교내봉사 불참 1회 · 다음 자리 12월 8일(화) 16:00 상담실"; a
+    /// before the due date "교내봉사 불참 1회 · 다음 자리 12월 8일(화) 16:00 상담실"; a seat
+    /// after the due date "교내봉사 기한 12월 9일(수) · 기한 내 자리 없음 · 다음 자리 12월 15일(화) …"; a
     /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 자리 완료·불참 기록 없음"
     /// (never "next" for a past day); served late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
     static func overdue(_ duty: CommunityServiceDuty, on date: String) -> String {
-        // A 불참 before its due date: where the session went.
-        if duty.misses > 0 && duty.servedOn == nil && (duty.dueDate.map { $0 >= date } ?? true) {
-            let next =
-                duty.slot.map { slot in
-                    slot.date < date
-                        ? "\(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음"
-                        : "다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
-                } ?? "자리 없음"
-            return "교내봉사 불참 \(duty.misses)회 · \(next)"
-        }
+        let seat =
+            duty.slot.map { slot in
+                slot.date < date
+                    ? "\(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음"
+                    : "다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
+            } ?? "자리 없음"
+        // Said whenever the seat is after the due date, before that date passes.
+        let late = duty.isSeatedLate ? "기한 내 자리 없음 · " : ""
         let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"
         if let served = duty.servedOn { return "\(due) · \(Timestamp.koreanDay(served)) 늦게 완료" }
-        guard let slot = duty.slot else { return "\(due) 지남 · 자리 없음" }
-        if slot.date < date { return "\(due) 지남 · \(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음" }
-        return "\(due) 지남 · 다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
+        guard let dueDate = duty.dueDate, dueDate < date else {
+            // Not yet due: a 불참 and where the session went, or a seat after the due date.
+            return duty.misses > 0 ? "교내봉사 불참 \(duty.misses)회 · \(late)\(seat)" : "\(due) · \(late)\(seat)"
+        }
+        return "\(due) 지남 · \(seat)"
     }
 
     /// "11월 27일(금) 복장 불량": the day and reason of the student's newest guidance.

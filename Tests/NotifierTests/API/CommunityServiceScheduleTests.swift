@@ -142,6 +142,67 @@ final class CommunityServiceScheduleTests: XCTestCase {
         XCTAssertFalse(overdue[0].contains("다음 자리 11월 17일"), overdue[0])
     }
 
+    /// Two sittings of room 2 before the due date and seven sessions due:
+    /// the three that only find a seat after it are 기한 내 자리 없음, not
+    /// 예정, and the grade's volunteer-duty teacher and the admin hear once,
+    /// the next school day, that the sittings lack 3 seats by that date
+    /// (issue 67: "기한 12월 8일(화) · 자리 12월 15일(화)", silently).
+    func testSessionsSeatedAfterTheirDueDateAreSaidAndTheShortfallToldOnce() async throws {
+        let harness = try await fridayHarness()
+        let runner = try XCTUnwrap(harness.notifier?.runner)
+        // Friday 13 November, 08:30-08:36 in Seoul: seven guidances of grade 1, all due Thursday 19.
+        let seats = [(1, 1), (1, 2), (2, 1), (2, 2), (1, 1), (1, 2), (2, 1)]
+        for (minute, seat) in zip(30..., seats) {
+            try await harness.register(
+                grade: 1, classNumber: seat.0, number: seat.1, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
+        }
+        // Every session with its state and sitting: `dueDate sittingDate state`.
+        let sessions = try await eventually {
+            let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service", headers: harness.headers("t-admin"))
+            var found: [String] = []
+            if case .array(let items) = reply.object["items"] {
+                for item in items {
+                    guard case .array(let duties) = item["duties"] else { continue }
+                    found += duties.map {
+                        "\($0["dueDate"]?.string ?? "-") \($0["slot"]?["date"]?.string ?? "-") \($0["state"]?.string ?? "-")"
+                    }
+                }
+            }
+            return found.sorted()
+        } until: {
+            $0.count == 7
+        }
+        XCTAssertEqual(
+            sessions,
+            [
+                "2026-11-19 2026-11-17 scheduled", "2026-11-19 2026-11-17 scheduled", "2026-11-19 2026-11-19 scheduled",
+                "2026-11-19 2026-11-19 scheduled", "2026-11-19 2026-11-24 lateSeat", "2026-11-19 2026-11-24 lateSeat",
+                "2026-11-19 2026-11-26 lateSeat"
+            ])
+
+        // Tuesday 17, the week's first school day, after the digest time.
+        at("2026-11-17T01:00:00Z")
+        _ = await runner.runDueSchools()
+        for teacher in ["t-vd-1", "t-admin"] {
+            let told = try await digests(harness, teacher, scope: "overdue")
+            XCTAssertEqual(told.count, 1, "\(teacher): \(told)")
+            XCTAssertTrue(told.first?.contains("기한 내 자리 없음 3건입니다.") ?? false, "\(teacher): \(told)")
+            XCTAssertTrue(told.first?.contains("11월 19일(목)까지 3석") ?? false, "\(teacher): \(told)")
+            XCTAssertTrue(
+                told.first?.contains("1번 가가 — 교내봉사 기한 11월 19일(목) · 기한 내 자리 없음 · 다음 자리 11월 24일(화) 16:00 상담실") ?? false,
+                "\(teacher): \(told)")
+        }
+        // The homeroom teacher of 1-1 hears of their two students' late seats.
+        let homeroom = try await digests(harness, "t-hr-1-1", scope: "overdue")
+        XCTAssertEqual(homeroom.count, 1, "\(homeroom)")
+        XCTAssertTrue(homeroom.first?.contains("기한 내 자리 없음 2건입니다.") ?? false, "\(homeroom)")
+        // Wednesday's run does not tell it again.
+        at("2026-11-18T01:00:00Z")
+        _ = await runner.runDueSchools()
+        let again = try await digests(harness, "t-vd-1", scope: "overdue")
+        XCTAssertEqual(again.count, 1, "\(again)")
+    }
+
     func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
         let harness = try await fridayHarness()
         let runner = try XCTUnwrap(harness.notifier?.runner)
