@@ -113,26 +113,38 @@ package struct CommunityServicePolicy: Sendable, Equatable {
 
     package var isEmpty: Bool { dueDays == nil && slots.isEmpty }
 
-    /// The slots' sittings on school days after `date`, in time order, as
-    /// far as `SchoolCalendar.horizon` looks.
-    package func sittings(after date: String, calendar: SchoolCalendar) -> some Sequence<(SlotTime, capacity: Int)> {
+    /// One-off sittings (`CommunityServiceSittingAdded`) by day, each with its room.
+    package typealias AddedSittings = [String: [(SlotTime, capacity: Int)]]
+
+    /// The slots' sittings on school days after `date`, and the `added`
+    /// ones on any day, in time order, as far as `SchoolCalendar.horizon` looks.
+    package func sittings(after date: String, calendar: SchoolCalendar, added: AddedSittings = [:]) -> some Sequence<
+        (SlotTime, capacity: Int)
+    > {
         let first = (Timestamp.civilDay(date) ?? 0) + 1
         let slots = self.slots
-        return (first..<first + SchoolCalendar.horizon).lazy.filter(calendar.isSchoolDay).flatMap { day in
+        return (first..<first + SchoolCalendar.horizon).lazy.flatMap { day in
             let weekday = Timestamp.daysSinceMonday(civil: day)
-            return slots.filter { $0.weekday == weekday }.map {
-                (SlotTime(date: Timestamp.dateString(civil: day), time: $0.time, place: $0.place), capacity: $0.capacity)
-            }
+            let weekly =
+                calendar.isSchoolDay(day)
+                ? slots.filter { $0.weekday == weekday }.map {
+                    (SlotTime(date: Timestamp.dateString(civil: day), time: $0.time, place: $0.place), capacity: $0.capacity)
+                } : []
+            guard !added.isEmpty, let extra = added[Timestamp.dateString(civil: day)] else { return weekly }
+            return (weekly + extra).sorted { $0.0.time < $1.0.time }
         }
     }
 
     /// The first sitting after `date` with room, given how many each holds:
     /// on or before the due date when one has room, else the first after it
-    /// (one rule: sittings are taken in time order). Nil without slots, or
-    /// when every sitting of the horizon is full.
-    package func firstSitting(after date: String, calendar: SchoolCalendar, taken: (SlotTime) -> Int) -> SlotTime? {
-        guard !slots.isEmpty else { return nil }
-        return sittings(after: date, calendar: calendar).first { taken($0.0) < $0.capacity }?.0
+    /// (one rule: sittings are taken in time order; a seat after the due
+    /// date is `lateSeat`, and said). Nil without sittings, or when every
+    /// sitting of the horizon is full.
+    package func firstSitting(after date: String, calendar: SchoolCalendar, added: AddedSittings = [:], taken: (SlotTime) -> Int)
+        -> SlotTime?
+    {
+        guard !slots.isEmpty || !added.isEmpty else { return nil }
+        return sittings(after: date, calendar: calendar, added: added).first { taken($0.0) < $0.capacity }?.0
     }
 }
 

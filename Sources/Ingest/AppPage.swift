@@ -424,7 +424,39 @@ struct AppPage: Sendable {
             </section>
 
             """ : ""
-        return sittings + """
+        // 교내봉사 일정: four weeks of room against the sessions due; an admin adds a sitting there.
+        let addSitting =
+            teacher.has(.admin)
+            ? """
+            <form id="add-sitting" novalidate>
+            <h3>봉사 일정 더하기</h3>
+            <p class="meta">한 번만 여는 봉사 시간입니다. 기한 안에 자리가 없던 학생이 기한 순서대로 바로 배정됩니다.</p>
+            <label for="add-sitting-date">날짜</label>
+            <input type="date" id="add-sitting-date" required>
+            <label for="add-sitting-time">시각</label>
+            <input type="time" id="add-sitting-time" required value="16:00">
+            <label for="add-sitting-place">장소</label>
+            <input type="text" id="add-sitting-place" required maxlength="40" autocomplete="off">
+            <label for="add-sitting-capacity">인원</label>
+            <input type="number" id="add-sitting-capacity" required min="1" max="500" value="4" inputmode="numeric">
+            <div class="actions"><button type="submit">일정 더하기</button></div>
+            <p id="add-sitting-status" class="status" role="status" aria-live="polite"></p>
+            </form>
+
+            """ : ""
+        let plan =
+            teacher.hasAny(of: [.volunteerDuty, .admin]) && school?.service.dueDays != nil
+            ? """
+            <section class="card" aria-labelledby="plan-title">
+            <h2 id="plan-title" tabindex="-1">교내봉사 일정</h2>
+            <p class="meta">이번 주부터 4주 동안 학교 전체의 봉사 자리와, 그 주에 기한이 돌아오는 봉사입니다.</p>
+            <p id="plan-short" class="short" hidden></p>
+            <div id="plan-body"></div>
+            <p id="plan-status" class="status" role="status" aria-live="polite"></p>
+            \(addSitting)</section>
+
+            """ : ""
+        return sittings + plan + """
             <section class="card" aria-labelledby="service-title">
             <h2 id="service-title" tabindex="-1">교내봉사 명단 <span id="service-count" class="meta"></span></h2>
             <p class="meta">\(scope)</p>

@@ -38,6 +38,42 @@ extension IngestHandlers {
             id: ("serviceId", event.serviceId), eventID: event.eventId, request: request)
     }
 
+    /// `POST /v1/schools/{schoolId}/service/sittings` (admins)
+    /// `{"sittingId": "<uuid>", "date": "YYYY-MM-DD", "time": "HH:MM", "place": "상담실", "capacity": 4}`:
+    /// a one-off sitting of 교내봉사; the notifier seats in it, in due order,
+    /// the sessions that had no seat by their due date.
+    @Sendable func addSitting(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        let body = try request.json { (fields: JSONFields) throws(FieldError) in
+            (
+                sittingId: try fields.string("sittingId"), date: try fields.string("date"), time: try fields.string("time"),
+                place: try fields.string("place"), capacity: try fields.integer("capacity"),
+                addedBy: try fields.optionalString("addedBy")
+            )
+        }
+        // Without authentication an API client names the admin; signed in, it is the caller.
+        guard let addedBy = body.addedBy ?? caller.teacher?.id else {
+            throw HTTPError(FieldError(field: "addedBy", message: "is required"), status: 422)
+        }
+        if let teacher = caller.teacher, teacher.id != addedBy {
+            throw HTTPError(FieldError(field: "addedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
+        }
+        let now = clock()
+        let asked = CommunityServiceSittingAdded(
+            eventId: RandomID.uuid(), sittingId: body.sittingId, schoolId: school.id,
+            slot: SlotTime(date: body.date, time: body.time, place: body.place), capacity: body.capacity,
+            addedBy: addedBy, addedAt: Timestamp.format(now))
+        let sitting: CommunityServiceSittingAdded
+        do {
+            sitting = try caller.roster.checkedSitting(asked, today: Timestamp.localDate(now, in: school.timeZone))
+        } catch {
+            throw HTTPError.unprocessable(error.description, errors: error.problems)
+        }
+        return try await publish(
+            sitting.json, type: .communityServiceSittingAdded, topic: topics.communityService, key: eventKey(school: school.id, grade: 0),
+            id: ("sittingId", sitting.sittingId), eventID: sitting.eventId, request: request)
+    }
+
     /// The school, grade and student a service route names; a volunteer-duty
     /// teacher only their own grade (403), an unknown school or grade 422,
     /// and a student the roster does not list in that grade 422: the path

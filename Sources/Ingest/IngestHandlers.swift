@@ -36,6 +36,7 @@ struct IngestHandlers: Sendable {
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", service, recordService)
         router.delete(
             "/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", service, withdrawService)
+        router.post("/v1/schools/{schoolId}/service/sittings", Access.school(roles: [.admin]), addSitting)
         let cases = Access.school(roles: IngestHandlers.caseRoles)
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/cases", cases, openCase)
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/cases/{caseId}/steps", cases, stepCase)
@@ -235,6 +236,7 @@ struct IngestHandlers: Sendable {
         case .communityServiceRecorded: "service recorded"
         case .communityServiceWithdrawn: "service withdrawn"
         case .caseStep: "case step"
+        case .communityServiceSittingAdded: "service sitting added"
         }
     }
 

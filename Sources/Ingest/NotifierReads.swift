@@ -20,6 +20,7 @@ struct NotifierReads: Sendable {
         ("GET", "/v1/schools/{schoolId}/guidances"),
         ("GET", "/v1/schools/{schoolId}/service"),
         ("GET", "/v1/schools/{schoolId}/service/sittings"),
+        ("GET", "/v1/schools/{schoolId}/service/plan"),
         ("GET", "/v1/schools/{schoolId}/students/{studentId}/history"),
         ("GET", "/v1/schools/{schoolId}/overview"),
         ("GET", "/v1/schools/{schoolId}/cases"),

@@ -25,6 +25,8 @@ package enum StoredEvent: Sendable, Equatable {
     /// A service record taken back: a tombstone that wins whatever the order.
     case communityServiceWithdrawn(
         serviceId: String, schoolId: String, grade: Int, studentId: String, withdrawnBy: String, occurredAt: String)
+    /// A one-off sitting of 교내봉사; the first of a `sittingId` wins.
+    case sittingAdded(CommunityServiceSittingAdded)
     /// A teacher's step of a case, once per event id.
     case caseStep(CaseStep)
     /// A 보호자 안내 step, with what the roster said when it was decoded.

@@ -37,6 +37,22 @@ extension SQLStore {
         CREATE INDEX IF NOT EXISTS service_records_by_duty ON service_records(duty_id) WHERE duty_id IS NOT NULL;
         """
 
+    /// Version 18: sittings a school added once (`CommunityServiceSittingAdded`),
+    /// one per school, day and time.
+    static let addedSittingsSchema = """
+        CREATE TABLE IF NOT EXISTS service_sittings (
+            sitting_id TEXT PRIMARY KEY,
+            school_id TEXT NOT NULL,
+            date TEXT NOT NULL,
+            time TEXT NOT NULL,
+            place TEXT NOT NULL,
+            capacity INTEGER NOT NULL,
+            added_by TEXT NOT NULL,
+            added_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS service_sittings_by_time ON service_sittings(school_id, date, time);
+        """
+
     /// Held exclusively by a batch that places or moves sessions (their
     /// sittings' room is counted), shared by a run that lists overdue ones.
     static func dutiesKey(_ school: String) -> String { "duties/\(school)" }
@@ -48,6 +64,8 @@ extension SQLStore {
         var deleted: [String] = []
         var recorded: [(id: String, school: String)] = []
         var withdrawn: [(id: String, school: String)] = []
+        /// One-off sittings stored by the batch (not replayed ones).
+        var sittings: [CommunityServiceSittingAdded] = []
     }
 
     static let dutyColumns =
@@ -73,7 +91,10 @@ extension SQLStore {
         // locked at once in one order: two batches each holding one school
         // and waiting for the other's would deadlock.
         let counted =
-            Set(changes.registered.map(\.schoolId) + changes.recorded.map(\.school) + changes.withdrawn.map(\.school))
+            Set(
+                changes.registered.map(\.schoolId) + changes.recorded.map(\.school) + changes.withdrawn.map(\.school)
+                    + changes.sittings.map(\.schoolId)
+            )
             .filter { scheduled[$0] != nil }.sorted()
         for chunk in counted.chunks(of: max(1, database.rowsPerStatement)) {
             try database.lock(chunk.map(dutiesKey), exclusive: true)
@@ -82,6 +103,7 @@ extension SQLStore {
         var touched: [(school: String, due: String)] = []
         try cancel(guidances: changes.deleted, touched: &touched, in: database)
         try place(guidances: changes.registered, schools: scheduled, in: database)
+        for sitting in changes.sittings where scheduled[sitting.schoolId] != nil { try seat(in: sitting, in: database) }
         try applyRecords(changes.recorded.map(\.id), schools: scheduled, touched: &touched, in: database)
         try undoRecords(changes.withdrawn.map(\.id), touched: &touched, in: database)
         try markDutyAmendments(touched, schools: scheduled, in: database)
@@ -184,6 +206,7 @@ extension SQLStore {
         let schoolIDs = Set(owed.map(\.schoolId)).sorted()
         var taken = try taken(schools: schoolIDs, after: earliest, in: database)
         var seated = try seats(schools: schoolIDs, after: earliest, in: database)
+        let added = try addedSittings(schools: schoolIDs, after: earliest, in: database)
         // Where a search after a day may start: the sittings before the last
         // one given were full, and stay full within the batch.
         var resume: [String: String] = [:]
@@ -202,7 +225,9 @@ extension SQLStore {
                 // A sitting the student already sits in is passed over, not full:
                 // the day's resume point moves only past sittings that were full.
                 var passedOver = false
-                let slot = school.service.firstSitting(after: max(after, resume[key] ?? after), calendar: school.calendar) {
+                let slot = school.service.firstSitting(
+                    after: max(after, resume[key] ?? after), calendar: school.calendar, added: added[schoolID] ?? [:]
+                ) {
                     if seated.contains(seat(schoolID, student, date: $0.date, time: $0.time)) {
                         passedOver = true
                         return Int.max
@@ -241,6 +266,77 @@ extension SQLStore {
         try applyRecords(early, schools: schools, touched: &none, in: database)
     }
 
+    /// Stores a one-off sitting; nil when it is new or a replay of itself,
+    /// else why it was kept out (another sitting holds its day and time).
+    static func add(_ sitting: CommunityServiceSittingAdded, in database: any SQLDatabase) throws(StoreError) -> (
+        added: Bool, refused: String?
+    ) {
+        let slot = sitting.slot
+        let written = try database.run(
+            """
+            INSERT INTO service_sittings (sitting_id, school_id, date, time, place, capacity, added_by, added_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING
+            """,
+            [
+                .text(sitting.sittingId), .text(sitting.schoolId), .text(slot.date), .text(slot.time), .text(slot.place),
+                .integer(Int64(sitting.capacity)), .text(sitting.addedBy), .text(sitting.addedAt)
+            ])
+        if written > 0 { return (true, nil) }
+        let same = try database.query(
+            "SELECT 1 FROM service_sittings WHERE sitting_id = $1 AND school_id = $2 AND date = $3 AND time = $4",
+            [.text(sitting.sittingId), .text(sitting.schoolId), .text(slot.date), .text(slot.time)])
+        return (false, same.isEmpty ? "a sitting of \(sitting.schoolId) on \(slot.date) at \(slot.time) exists already" : nil)
+    }
+
+    /// The one-off sittings of `schools` after `date`, by school and day.
+    private static func addedSittings(schools: [String], after date: String, in database: any SQLDatabase) throws(StoreError)
+        -> [String: CommunityServicePolicy.AddedSittings]
+    {
+        var added: [String: CommunityServicePolicy.AddedSittings] = [:]
+        for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
+            try database.forEachRow(
+                """
+                SELECT school_id, date, time, place, capacity FROM service_sittings
+                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND date > $1
+                """, [.text(date)] + chunk.map { .text($0) }
+            ) { row in
+                let slot = SlotTime(date: row[1].string ?? "", time: row[2].string ?? "", place: row[3].string ?? "")
+                added[row[0].string ?? "", default: [:]][slot.date, default: []].append((slot, capacity: row[4].int ?? 0))
+            }
+        }
+        return added
+    }
+
+    /// Seats in a new sitting, in due order, the open sessions it brings
+    /// nearer: those with no seat by their due date (none, or one after
+    /// both the due date and the sitting) whose guidance came before it.
+    /// A student sits once in it; it takes no more than its room.
+    private static func seat(in sitting: CommunityServiceSittingAdded, in database: any SQLDatabase) throws(StoreError) {
+        let slot = sitting.slot
+        let school: SQLValue = .text(sitting.schoolId)
+        var seated = Set(
+            try database.query(
+                "SELECT student_id FROM service_duties WHERE school_id = $1 AND slot_date = $2 AND slot_time = $3 AND cancelled = 0",
+                [school, .text(slot.date), .text(slot.time)]
+            ).compactMap { $0[0].string })
+        var room = sitting.capacity - seated.count
+        guard room > 0 else { return }
+        let waiting = try database.query(
+            """
+            SELECT duty_id, student_id FROM service_duties
+            WHERE school_id = $1 AND cancelled = 0 AND served_on IS NULL AND due_date IS NOT NULL AND guidance_date < $2
+              AND (slot_date IS NULL OR (slot_date > due_date AND slot_date > $2))
+            ORDER BY due_date, guidance_date, duty_id
+            """, [school, .text(slot.date)])
+        for row in waiting where room > 0 {
+            guard let student = row[1].string, seated.insert(student).inserted else { continue }
+            try database.run(
+                "UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4 WHERE duty_id = $1",
+                [row[0], .text(slot.date), .text(slot.time), .text(slot.place)])
+            room -= 1
+        }
+    }
+
     /// Service records applied to sessions: 완료 to its session (or, without
     /// one, to the student's earliest open ones), 불참 moves its session to
     /// the next sitting with room after the missed one.
@@ -272,7 +368,8 @@ extension SQLStore {
                     let from = max(date, missed[0].string ?? date)
                     let taken = try taken(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
                     let seated = try seats(schools: [schoolID], after: from, in: database)
-                    let next = school.service.firstSitting(after: from, calendar: school.calendar) {
+                    let added = try addedSittings(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
+                    let next = school.service.firstSitting(after: from, calendar: school.calendar, added: added) {
                         seated.contains(seat(schoolID, student, date: $0.date, time: $0.time))
                             ? Int.max : taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
                     }
@@ -418,6 +515,40 @@ extension SQLStore {
                 WHERE d.school_id = $1 AND d.cancelled = 0 ORDER BY d.student_id, d.due_date, d.slot_date, d.duty_id
                 """, [.text(school)]
             ) { SQLStore.duty($0[...]) }
+        }
+    }
+
+    /// What the 교내봉사 plan of `from`…`through` is made of: the one-off
+    /// sittings, the seats taken in every sitting (`"date time"`), and each
+    /// open session due then, with whether its seat is after its due date.
+    package func servicePlan(school: String, from: String, through: String) throws(StoreError) -> (
+        added: [(SlotTime, capacity: Int)], taken: [String: Int], due: [(date: String, late: Bool)]
+    ) {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.snapshot { () throws(StoreError) in
+                let parameters: [SQLValue] = [.text(school), .text(from), .text(through)]
+                let added = try database.query(
+                    """
+                    SELECT date, time, place, capacity FROM service_sittings
+                    WHERE school_id = $1 AND date >= $2 AND date <= $3 ORDER BY date, time
+                    """, parameters
+                ) { (SlotTime(date: $0[0].string ?? "", time: $0[1].string ?? "", place: $0[2].string ?? ""), capacity: $0[3].int ?? 0) }
+                var taken: [String: Int] = [:]
+                try database.forEachRow(
+                    """
+                    SELECT slot_date, slot_time, COUNT(*) FROM service_duties
+                    WHERE school_id = $1 AND slot_date >= $2 AND slot_date <= $3 AND cancelled = 0
+                    GROUP BY slot_date, slot_time
+                    """, parameters
+                ) { taken["\($0[0].string ?? "") \($0[1].string ?? "")"] = $0[2].int ?? 0 }
+                let due = try database.query(
+                    """
+                    SELECT due_date, CASE WHEN slot_date IS NULL OR slot_date > due_date THEN 1 ELSE 0 END FROM service_duties
+                    WHERE school_id = $1 AND due_date >= $2 AND due_date <= $3 AND cancelled = 0 AND served_on IS NULL
+                    """, parameters
+                ) { (date: $0[0].string ?? "", late: $0[1].int == 1) }
+                return (added, taken, due)
+            }
         }
     }
 

@@ -68,7 +68,7 @@ package final class SQLStore: Sendable {
             schema, outboxSchema, dayIndex, itemsByDay(keyedTable: database.keyedTable), digestsByDay, noItems, dataProtection,
             volunteerService,
             teacherSettings, erasedStudents, ruleCrossings, serviceSchedule, quietHoursAndPush, claimOrder, ruleNoticesToday,
-            toldOfDayOrder, cases
+            toldOfDayOrder, cases, addedSittingsSchema
         ]
     }
 
@@ -317,6 +317,10 @@ package final class SQLStore: Sendable {
                             missed[StudentKey(school: schoolId, student: studentId)] = at
                         case .success(nil): break
                         }
+                    case .sittingAdded(let sitting):
+                        let (added, refused) = try SQLStore.add(sitting, in: database)
+                        if let refused { rejections.append(Rejection(index: index, reason: refused)) }
+                        if added { duties.sittings.append(sitting) }
                     case .caseStep(let step):
                         if let reason = try SQLStore.record(step, in: database) {
                             rejections.append(Rejection(index: index, reason: reason))

@@ -37,6 +37,12 @@ final class EventJSONTests: XCTestCase {
             withdrawnBy: "t-vd-1", occurredAt: "2026-12-01T07:00:00Z")
         XCTAssertEqual(try CommunityServiceWithdrawn(json: JSONFields(JSONReader.object(withdrawn.json))), withdrawn)
         XCTAssertTrue(String(decoding: withdrawn.json, as: UTF8.self).contains("\"type\":\"guidance.service.withdrawn\""))
+        let sitting = CommunityServiceSittingAdded(
+            eventId: RandomID.uuid(), sittingId: RandomID.uuid(), schoolId: "demo-hs",
+            slot: SlotTime(date: "2026-12-09", time: "16:00", place: awkward), capacity: 4, addedBy: "t-admin",
+            addedAt: "2026-12-01T07:00:00Z")
+        XCTAssertEqual(try CommunityServiceSittingAdded(json: JSONFields(JSONReader.object(sitting.json))), sitting)
+        XCTAssertTrue(String(decoding: sitting.json, as: UTF8.self).contains("\"type\":\"guidance.service.sitting\""))
         XCTAssertThrowsError(
             try CommunityServiceRecorded(
                 json: JSONFields(

@@ -154,6 +154,8 @@ final class NotifierHarness: @unchecked Sendable {
         config.publicURL = publicIngestURL
         config.notifierURL = notifierURL
         config.retention = retention
+        // One clock for both services: the school's today is the same on each.
+        if let clock { config.clock = clock }
         let service = try IngestService(config: config, roster: rosterFolders ? nil : roster, logger: quietLogger("ingest"))
         try await service.start()
         return service

@@ -217,3 +217,122 @@ extension Roster {
             dutyId: event.dutyId?.lowercased())
     }
 }
+
+/// A sitting a school adds once (봉사 → 교내봉사 일정, by an admin): a day,
+/// time and place with room, beside the weekly ones of `service_slots.csv`.
+/// The `guidance.service.sitting` event on `Topics.communityService`, keyed
+/// `school/0`; the first event of a `sittingId` wins. Applied, it seats the
+/// sessions that had no seat by their due date, in due order.
+package struct CommunityServiceSittingAdded: Sendable, Equatable {
+    package let eventId: String
+    package let sittingId: String
+    package let schoolId: String
+    package let slot: SlotTime
+    package let capacity: Int
+    package let addedBy: String
+    /// RFC 3339, UTC.
+    package let addedAt: String
+
+    package init(
+        eventId: String, sittingId: String, schoolId: String, slot: SlotTime, capacity: Int, addedBy: String, addedAt: String
+    ) {
+        self.eventId = eventId
+        self.sittingId = sittingId
+        self.schoolId = schoolId
+        self.slot = slot
+        self.capacity = capacity
+        self.addedBy = addedBy
+        self.addedAt = addedAt
+    }
+
+    /// How far ahead a sitting may be added, in days.
+    package static let daysAhead = 120
+    package static let maxPlaceLength = 40
+
+    package var json: [UInt8] {
+        var writer = JSONWriter(capacity: 320)
+        writer.field("schemaVersion", 1)
+        writer.field("type", EventType.communityServiceSittingAdded.rawValue)
+        writer.field("eventId", eventId)
+        writer.field("sittingId", sittingId)
+        writer.field("schoolId", schoolId)
+        writer.field("date", slot.date)
+        writer.field("time", slot.time)
+        writer.field("place", slot.place)
+        writer.field("capacity", capacity)
+        writer.field("addedBy", addedBy)
+        writer.field("addedAt", addedAt)
+        return writer.finish()
+    }
+
+    package init(json fields: JSONFields) throws(FieldError) {
+        self.init(
+            eventId: try fields.string("eventId"), sittingId: try fields.string("sittingId"), schoolId: try fields.string("schoolId"),
+            slot: SlotTime(date: try fields.string("date"), time: try fields.string("time"), place: try fields.string("place")),
+            capacity: try fields.integer("capacity", in: CommunityServicePolicy.capacityRange), addedBy: try fields.string("addedBy"),
+            addedAt: try fields.string("addedAt"))
+    }
+}
+
+extension Roster {
+    /// The sitting as kept (ids lowercased, place trimmed), or every rule
+    /// it breaks, each naming its field: the ingest's check (with `today`:
+    /// from the school's today up to `daysAhead` after it) and the
+    /// notifier's (without: a replay of a sitting long past is no error).
+    /// The school must have a 교내봉사 schedule, and a sitting may not fall
+    /// on one of its weekly sittings' day and time.
+    package func checkedSitting(_ sitting: CommunityServiceSittingAdded, today: String?) throws(Registration.Invalid)
+        -> CommunityServiceSittingAdded
+    {
+        guard let school = school(sitting.schoolId) else {
+            throw Registration.Invalid(
+                problems: [FieldError(field: "schoolId", message: "unknown school '\(sitting.schoolId)'")], awaitingRoster: true)
+        }
+        var problems: [FieldError] = []
+        if school.service.dueDays == nil {
+            problems.append(FieldError(field: "schoolId", message: "school '\(school.id)' has no 교내봉사 schedule (service_due_days)"))
+        }
+        if !RandomID.isUUID(sitting.sittingId) { problems.append(FieldError(field: "sittingId", message: "must be a UUID")) }
+        if teachers[sitting.addedBy]?.schoolID != sitting.schoolId {
+            problems.append(FieldError(field: "addedBy", message: "unknown teacher '\(sitting.addedBy)' at this school"))
+        }
+        let slot = sitting.slot
+        if let day = Timestamp.civilDay(slot.date) {
+            if let today, let now = Timestamp.civilDay(today), day < now || day > now + CommunityServiceSittingAdded.daysAhead {
+                problems.append(
+                    FieldError(
+                        field: "date",
+                        message: "must be from the school's today (\(today)) to \(CommunityServiceSittingAdded.daysAhead) days after it"))
+            }
+            let weekday = Timestamp.daysSinceMonday(civil: day)
+            if school.calendar.isSchoolDay(day), school.service.slots.contains(where: { $0.weekday == weekday && $0.time == slot.time }) {
+                problems.append(FieldError(field: "time", message: "a weekly sitting is at \(slot.time) on \(slot.date) already"))
+            }
+        } else {
+            problems.append(FieldError(field: "date", message: "must be a date, YYYY-MM-DD"))
+        }
+        if Roster.minuteOfDay(slot.time) == nil || slot.time.count != 5 {
+            problems.append(FieldError(field: "time", message: "must be HH:MM"))
+        }
+        var place = ""
+        do {
+            place = try Reason.detail(slot.place) ?? ""
+            if place.count > CommunityServiceSittingAdded.maxPlaceLength {
+                problems.append(
+                    FieldError(field: "place", message: "must be at most \(CommunityServiceSittingAdded.maxPlaceLength) characters"))
+            }
+        } catch {
+            problems.append(FieldError(field: "place", message: error.description))
+        }
+        if !CommunityServicePolicy.capacityRange.contains(sitting.capacity) {
+            problems.append(
+                FieldError(
+                    field: "capacity", message: "must be a whole number from 1 to \(CommunityServicePolicy.capacityRange.upperBound)"))
+        }
+        guard problems.isEmpty else { throw Registration.Invalid(problems: problems, awaitingRoster: false) }
+        return CommunityServiceSittingAdded(
+            eventId: sitting.eventId, sittingId: sitting.sittingId.lowercased(), schoolId: sitting.schoolId,
+            slot: SlotTime(date: slot.date, time: slot.time, place: place), capacity: sitting.capacity, addedBy: sitting.addedBy,
+            addedAt: sitting.addedAt)
+    }
+}

@@ -7,6 +7,8 @@ package enum EventType: String, Sendable, Codable {
     case deleted = "guidance.deleted"
     case communityServiceRecorded = "guidance.service.recorded"
     case communityServiceWithdrawn = "guidance.service.withdrawn"
+    /// A one-off sitting of 교내봉사 (`CommunityServiceSittingAdded`).
+    case communityServiceSittingAdded = "guidance.service.sitting"
     /// A step of a case (`CaseStep`).
     case caseStep = "guidance.case.step"
 }
@@ -26,6 +28,7 @@ extension EventType {
         case .deleted: EventType.deletedHeaders
         case .communityServiceRecorded: EventType.communityServiceRecordedHeaders
         case .communityServiceWithdrawn: EventType.communityServiceWithdrawnHeaders
+        case .communityServiceSittingAdded: EventType.communityServiceSittingAddedHeaders
         case .caseStep: EventType.caseStepHeaders
         }
     }
@@ -36,6 +39,7 @@ extension EventType {
         version: CommunityServiceRecorded.schemaVersion)
     private static let communityServiceWithdrawnHeaders = EventType.communityServiceWithdrawn.madeHeaders
     private static let caseStepHeaders = EventType.caseStep.madeHeaders
+    private static let communityServiceSittingAddedHeaders = EventType.communityServiceSittingAdded.madeHeaders
 
     private var madeHeaders: [(name: String, value: [UInt8])] { madeHeaders(version: 1) }
 

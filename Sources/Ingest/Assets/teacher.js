@@ -982,9 +982,70 @@
     $('access-more').addEventListener('click', () => { accessLimit += 50; loadAccess(); });
   }
 
+  // 교내봉사 일정: four weeks of the school's seats against the sessions due, and an admin's added sitting.
+  async function loadPlan() {
+    let plan;
+    try {
+      plan = await G.api('GET', schoolURL + '/service/plan');
+      G.say('plan-status', '');
+    } catch (error) {
+      G.say('plan-status', '교내봉사 일정을 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    const short = plan.weeks.filter((week) => week.short > 0);
+    $('plan-short').hidden = short.length === 0;
+    $('plan-short').textContent = short.length === 0 ? '' : '기한 안에 자리가 모자랍니다: '
+      + short.map((week) => G.day(week.start) + ' 주 ' + week.short + '건').join(', ')
+      + (roles.has('admin') ? '. 아래에서 봉사 일정을 더하세요.' : '. 학생부장에게 봉사 일정을 더해 달라고 하세요.');
+    // A week a line (it wraps on a phone), its sittings under it.
+    const weeks = plan.weeks.map((week) => G.el('li', { class: 'plan-week' },
+      G.el('p', {}, G.el('strong', {}, G.day(week.start) + ' 주'),
+        ' · ' + (week.seats ? '자리 ' + week.seats + '석 중 ' + week.taken + '석 배정' : '봉사 시간 없음') + ' · 기한 도래 ' + week.due + '건 · ',
+        G.el('span', { class: week.short > 0 ? 'short' : '' }, '기한 내 자리 없음 ' + week.short + '건')),
+      week.sittings.length ? G.el('ul', { class: 'plan-sittings' }, ...week.sittings.map((sitting) => G.el('li', {},
+        G.day(sitting.date) + ' ' + sitting.time + ' ' + sitting.place + ' ' + sitting.taken + '/' + sitting.capacity + '명'
+        + (sitting.added ? ' (추가)' : '')))) : null));
+    $('plan-body').replaceChildren(G.el('ul', { class: 'plain' }, ...weeks));
+  }
+
+  // What the ingest's 422 names, in the form's words.
+  const sittingFields = {
+    date: '날짜는 오늘부터 120일 안에서 고르세요.',
+    time: '그 시각에는 매주 하는 봉사가 있습니다. 다른 시각을 고르세요.',
+    place: '장소는 40자 안으로 적어 주세요.',
+    capacity: '인원은 1명에서 500명 사이로 적어 주세요.',
+  };
+  // An added sitting keeps its id until acknowledged, so a second tap retries it, never adds two.
+  let unsentSitting = null;
+  async function addSitting(event) {
+    event.preventDefault();
+    const body = { sittingId: unsentSitting || G.uuid(), date: $('add-sitting-date').value, time: $('add-sitting-time').value,
+      place: $('add-sitting-place').value.trim(), capacity: Number($('add-sitting-capacity').value) };
+    if (!body.date || !body.time || !body.place || !(body.capacity >= 1)) {
+      G.say('add-sitting-status', '날짜, 시각, 장소와 인원을 모두 적어 주세요.', 'warn');
+      return;
+    }
+    unsentSitting = body.sittingId;
+    G.say('add-sitting-status', '더하는 중…');
+    try {
+      await G.api('POST', schoolURL + '/service/sittings', body);
+    } catch (error) {
+      if (error.status === 422) unsentSitting = null;
+      G.say('add-sitting-status', '일정을 더하지 못했습니다. ' + G.message(error, sittingFields), 'warn');
+      return;
+    }
+    unsentSitting = null;
+    G.say('add-sitting-status', G.day(body.date) + ' ' + body.time + ' ' + body.place + ' ' + body.capacity + '명 일정을 더했습니다.');
+    // The notifier seats the waiting sessions within moments; the plan and the list show it.
+    await G.sleep(800);
+    loadPlan();
+    loadService(true);
+  }
+  if ($('add-sitting')) $('add-sitting').addEventListener('submit', addSitting);
+
   // Each tab reads what it shows when it is opened (and again each time), not before.
   G.whenShown('panel-lists', loadToday);
-  G.whenShown('panel-service', () => { if ($('sitting-day')) loadSittings(); loadService(); });
+  G.whenShown('panel-service', () => { if ($('sitting-day')) loadSittings(); if ($('plan-body')) loadPlan(); loadService(); });
   G.whenShown('panel-settings', () => { if ($('email-lists')) loadSettings(); });
   if (roles.has('admin')) {
     $('run').addEventListener('click', run);

@@ -23,6 +23,7 @@ struct CommunityServiceHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/service", readers, list)
         let recorders = Access.school(roles: [.volunteerDuty, .admin])
         router.get("/v1/schools/{schoolId}/service/sittings", recorders, sittings)
+        router.get("/v1/schools/{schoolId}/service/plan", recorders, plan)
         router.post("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service", recorders, forward)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service/{serviceId}", recorders, forward)
     }
@@ -179,8 +180,11 @@ struct CommunityServiceHandlers: Sendable {
                 return date
             } ?? now
         let store = self.store
-        let (duties, missed) = try await blocking {
-            (try store.duties(school: school.id, sittingOn: today), try store.missedSittings(school: school.id, on: today))
+        let (duties, missed, plan) = try await blocking {
+            (
+                try store.duties(school: school.id, sittingOn: today), try store.missedSittings(school: school.id, on: today),
+                try store.servicePlan(school: school.id, from: today, through: today)
+            )
         }
         let roster = caller.roster
         struct Row {
@@ -214,14 +218,11 @@ struct CommunityServiceHandlers: Sendable {
                     student: student, dutyId: miss.dutyId, state: "missed", serviceId: miss.serviceId, dueDate: nil, sitting: miss.slot,
                     next: miss.next))
         }
-        // Today's sittings from the policy, each with its rows; rows of another sitting (served early) after them.
-        let weekday = Timestamp.civilDay(today).map { Timestamp.daysSinceMonday(civil: $0) } ?? -1
-        let sittings =
-            school.calendar.isSchoolDay(today)
-            ? school.service.slots.filter { $0.weekday == weekday }.map {
-                (time: $0.time, place: $0.place, capacity: Optional($0.capacity))
-            }
-            : []
+        // The day's sittings, weekly and added, each with its rows; rows of another sitting (served early) after them.
+        let before = Timestamp.civilDay(today).map { Timestamp.dateString(civil: $0 - 1) } ?? today
+        let sittings = Array(
+            school.service.sittings(after: before, calendar: school.calendar, added: [today: plan.added]).prefix { $0.0.date == today }
+        ).map { (time: $0.0.time, place: $0.0.place, capacity: Optional($0.capacity)) }
         var groups: [(time: String?, place: String?, capacity: Int?, rows: [Row])] = sittings.map { sitting in
             (sitting.time, sitting.place, sitting.capacity, rows.filter { $0.sitting?.time == sitting.time })
         }
@@ -253,6 +254,48 @@ struct CommunityServiceHandlers: Sendable {
                 writer.field("serviceId", row.serviceId)
                 writer.field("dueDate", row.dueDate)
                 if row.state == "missed" { CommunityServiceHandlers.write(slot: row.next, to: &writer) }
+            }
+        }
+        return .json(written: writer.finish())
+    }
+
+    /// `GET /v1/schools/{schoolId}/service/plan`: the school's 교내봉사 room
+    /// for this week and the next three: per week, the seats its sittings
+    /// (weekly and added) offer from today, those taken, the open sessions
+    /// due that week and how many of them have no seat by their due date
+    /// (`short`). Sittings are the school's, so the plan is too.
+    @Sendable func plan(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        let today = Timestamp.localDate(clock(), in: school.timeZone)
+        let day = Timestamp.civilDay(today) ?? 0
+        let monday = day - Timestamp.daysSinceMonday(civil: day)
+        let last = Timestamp.dateString(civil: monday + 27)
+        let store = self.store
+        let plan = try await blocking { try store.servicePlan(school: school.id, from: today, through: last) }
+        let added = Dictionary(grouping: plan.added, by: { $0.0.date })
+        let before = Timestamp.dateString(civil: day - 1)
+        let sittings = Array(school.service.sittings(after: before, calendar: school.calendar, added: added).prefix { $0.0.date <= last })
+        let addedTimes = Set(plan.added.map { "\($0.0.date) \($0.0.time)" })
+        var writer = JSONWriter(capacity: 512 + sittings.count * 128)
+        writer.field("schoolId", school.id)
+        writer.field("today", today)
+        writer.array("weeks", Array(0..<4)) { writer, week in
+            let start = Timestamp.dateString(civil: monday + week * 7)
+            let end = Timestamp.dateString(civil: monday + week * 7 + 6)
+            let own = sittings.filter { $0.0.date >= start && $0.0.date <= end }
+            let due = plan.due.filter { $0.date >= start && $0.date <= end }
+            writer.field("start", start)
+            writer.field("seats", own.reduce(0) { $0 + $1.capacity })
+            writer.field("taken", own.reduce(0) { $0 + min($1.capacity, plan.taken["\($1.0.date) \($1.0.time)"] ?? 0) })
+            writer.field("due", due.count)
+            writer.field("short", due.count { $0.late })
+            writer.array("sittings", own) { writer, sitting in
+                writer.field("date", sitting.0.date)
+                writer.field("time", sitting.0.time)
+                writer.field("place", sitting.0.place)
+                writer.field("capacity", sitting.capacity)
+                writer.field("taken", plan.taken["\(sitting.0.date) \(sitting.0.time)"] ?? 0)
+                writer.field("added", addedTimes.contains("\(sitting.0.date) \(sitting.0.time)"))
             }
         }
         return .json(written: writer.finish())

@@ -37,6 +37,8 @@ struct EventDecoder: Sendable {
                 return communityServiceRecorded(try CommunityServiceRecorded(json: fields))
             case topics.communityService where type == EventType.communityServiceWithdrawn.rawValue:
                 return communityServiceWithdrawn(try CommunityServiceWithdrawn(json: fields))
+            case topics.communityService where type == EventType.communityServiceSittingAdded.rawValue:
+                return sittingAdded(try CommunityServiceSittingAdded(json: fields))
             case topics.cases where type == EventType.caseStep.rawValue:
                 return caseStep(try CaseStep(json: fields))
             case topics.access where type == AccessRecord.type:
@@ -113,6 +115,25 @@ struct EventDecoder: Sendable {
             .communityServiceWithdrawn(
                 serviceId: event.serviceId.lowercased(), schoolId: event.schoolId, grade: event.grade, studentId: event.studentId,
                 withdrawnBy: event.withdrawnBy, occurredAt: Timestamp.format(occurred)))
+    }
+
+    /// A one-off sitting, held to the ingest's rules but its date: a replay
+    /// of one long past is no error.
+    private func sittingAdded(_ event: CommunityServiceSittingAdded) -> Result<StoredEvent, DecodeFailure> {
+        if let problem = idProblem(event.eventId, event.sittingId, name: "sittingId") { return .failure(problem) }
+        guard let added = Timestamp.parse(event.addedAt) else {
+            return .failure(DecodeFailure(reason: "addedAt '\(event.addedAt)' is not RFC 3339"))
+        }
+        do {
+            let checked = try roster.checkedSitting(event, today: nil)
+            return .success(
+                .sittingAdded(
+                    CommunityServiceSittingAdded(
+                        eventId: checked.eventId, sittingId: checked.sittingId, schoolId: checked.schoolId, slot: checked.slot,
+                        capacity: checked.capacity, addedBy: checked.addedBy, addedAt: Timestamp.format(added))))
+        } catch {
+            return .failure(DecodeFailure(reason: error.description, awaitingRoster: error.awaitingRoster))
+        }
     }
 
     /// A case's step, held to the ingest's rules on identity: the school

@@ -203,6 +203,74 @@ final class CommunityServiceScheduleTests: XCTestCase {
         XCTAssertEqual(again.count, 1, "\(again)")
     }
 
+    /// The plan says the week is 3 seats short; the admin adds a sitting on
+    /// Wednesday for 2, and the late sessions move into it in due order at
+    /// once, one seat per student, never beyond its room; what the ingest
+    /// refuses changes nothing.
+    func testASittingAddedOnceSeatsTheLateSessionsInDueOrder() async throws {
+        let harness = try await fridayHarness()
+        // Thursday 12 (due Tuesday 17) before Friday 13's six (due Thursday 19).
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-12T00:30:00Z", as: "t-gate")
+        let seats = [(1, 1), (1, 2), (2, 1), (2, 2), (1, 1), (1, 2)]
+        for (minute, seat) in zip(30..., seats) {
+            try await harness.register(grade: 1, classNumber: seat.0, number: seat.1, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
+        }
+        at("2026-11-16T01:00:00Z")
+        let plan = { () async throws -> [String: AnyCodable] in
+            try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service/plan", headers: harness.headers("t-vd-1")).object
+        }
+        let before = try await eventually {
+            try await plan()
+        } until: {
+            $0["weeks"]?[0]?["due"]?.int == 7
+        }
+        // This week from Monday 16: Tuesday's and Thursday's sittings, 4 seats, all taken; 3 of 7 sessions due are short.
+        XCTAssertEqual(before["weeks"]?[0]?["start"]?.string, "2026-11-16")
+        XCTAssertEqual(
+            [before["weeks"]?[0]?["seats"]?.int, before["weeks"]?[0]?["taken"]?.int, before["weeks"]?[0]?["short"]?.int], [4, 4, 3])
+
+        // What the ingest refuses: a gate teacher, a weekly sitting's time, a day already past, a blank place.
+        let post = { (teacher: String, body: String) async throws -> Reply in
+            try await fetch("POST", "\(harness.ingestBase)/v1/schools/sa/service/sittings", body: body, headers: harness.headers(teacher))
+        }
+        let sitting = { (id: String, date: String, time: String, place: String) in
+            #"{"sittingId":"\#(id)","date":"\#(date)","time":"\#(time)","place":"\#(place)","capacity":2}"#
+        }
+        let id = UUID().uuidString.lowercased()
+        try await assertEqualAsync(try await post("t-gate", sitting(id, "2026-11-18", "16:00", "도서관")).status, 403)
+        for (body, field) in [
+            (sitting(id, "2026-11-17", "16:00", "도서관"), "time"), (sitting(id, "2026-11-13", "16:00", "도서관"), "date"),
+            (sitting(id, "2026-11-18", "16:00", "  "), "place")
+        ] {
+            let refused = try await post("t-admin", body)
+            XCTAssertEqual(refused.status, 422, refused.text)
+            XCTAssertTrue(refused.text.contains(#""field":"\#(field)""#), refused.text)
+        }
+        // Wednesday 18, 16:00, room for 2.
+        let added = try await post("t-admin", sitting(id, "2026-11-18", "16:00", "도서관"))
+        XCTAssertEqual(added.status, 202, added.text)
+        let retry = try await post("t-admin", sitting(id, "2026-11-18", "16:00", "도서관"))
+        XCTAssertEqual(retry.status, 202, "a retry adds nothing: \(retry.text)")
+        let after = try await eventually {
+            try await plan()
+        } until: {
+            $0["weeks"]?[0]?["short"]?.int == 1
+        }
+        XCTAssertEqual([after["weeks"]?[0]?["seats"]?.int, after["weeks"]?[0]?["taken"]?.int], [6, 6])
+        XCTAssertEqual(after["weeks"]?[0]?["sittings"]?[1]?["added"], AnyCodable.bool(true), "\(after)")
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        let duties = try store.duties(school: "sa")
+        // Two of Friday's three late sessions, in due order (a111's own Thursday one was due first and sat Tuesday).
+        let wednesday = duties.filter { $0.slot?.date == "2026-11-18" }
+        XCTAssertEqual(wednesday.count, 2, "\(duties)")
+        XCTAssertEqual(Set(wednesday.map(\.studentId)).count, 2, "one seat a student")
+        XCTAssertEqual(duties.filter { $0.state(today: "2026-11-16") == .lateSeat }.count, 1)
+        // 오늘 교내봉사 on Wednesday lists the added sitting with its two students.
+        let day = try await today(harness, date: "2026-11-18")
+        XCTAssertEqual(day.reply.object["sittings"]?[0]?["place"]?.string, "도서관", day.reply.text)
+        XCTAssertEqual(day.rows.count, 2, day.reply.text)
+    }
+
     func testDueDatesSkipTheWeekendAndTheHolidayAFullSittingOverflowsNoShowsMoveAndOverdueIsToldOnce() async throws {
         let harness = try await fridayHarness()
         let runner = try XCTUnwrap(harness.notifier?.runner)
@@ -457,6 +525,60 @@ final class CommunityServiceScheduleTests: XCTestCase {
         try await harness.startNotifier(group: "replay-\(UUID().uuidString.prefix(6))")
         try await harness.waitUntilApplied(Double(seats.count))
         XCTAssertEqual(try store.duties(school: "sa"), placed)
+    }
+
+    /// A sitting added while registrations flow, on two replicas of one
+    /// PostgreSQL store: it takes the late sessions in due order, and no
+    /// sitting holds more than its room or a student twice.
+    func testASittingAddedWhileRegistrationsFlowNeverOverfillsOnTwoReplicas() async throws {
+        let url = try NotifierHarness.postgresURL(schema: "sittings")
+        let clock = self.clock
+        at("2026-11-13T00:00:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, store: .postgres(url: url), clock: { clock.time.withLock { $0 } }, schools: Self.schools,
+            calendar: Self.calendar, serviceSlots: Self.slots)
+        self.harness = harness
+        _ = try await harness.startReplica(sharing: true)
+        // Friday 13: seven guidances due Thursday 19; Tuesday's and Thursday's four seats go first.
+        let friday = [(1, 1, 1), (2, 1, 1), (1, 1, 2), (3, 1, 1), (1, 2, 1), (1, 2, 2), (2, 1, 1)]
+        for (minute, seat) in friday.enumerated() {
+            try await harness.register(
+                grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(10 + minute):00Z", as: "t-gate")
+        }
+        let store = try SQLStore.postgres(url: url)
+        _ = try await eventually {
+            try store.duties(school: "sa")
+        } until: {
+            $0.count == friday.count
+        }
+        // Sunday: Wednesday 18 for 3, while Saturday's two guidances (also due the 19th) are recorded.
+        at("2026-11-15T00:00:00Z")
+        let body = #"{"sittingId":"\#(UUID().uuidString.lowercased())","date":"2026-11-18","time":"15:00","place":"도서관","capacity":3}"#
+        async let added = fetch(
+            "POST", "\(harness.ingestBase)/v1/schools/sa/service/sittings", body: body, headers: harness.headers("t-admin"))
+        var saturday: Set<String> = []
+        for (minute, seat) in [(1, 1, 2), (3, 1, 1)].enumerated() {
+            saturday.insert(
+                try await harness.register(
+                    grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-14T01:\(10 + minute):00Z", as: "t-gate"))
+        }
+        let answer = try await added
+        XCTAssertEqual(answer.status, 202, answer.text)
+        let placed = try await eventually {
+            try store.duties(school: "sa")
+        } until: { duties in
+            duties.count == 9 && duties.filter { $0.slot?.date == "2026-11-18" }.count == 3
+        }
+        let room = ["2026-11-17": 2, "2026-11-18": 3, "2026-11-19": 2, "2026-11-24": 2, "2026-11-26": 2, "2026-12-01": 2]
+        for (date, sessions) in Dictionary(grouping: placed, by: { $0.slot?.date ?? "none" }) {
+            XCTAssertLessThanOrEqual(sessions.count, room[date] ?? 0, "\(date): \(sessions)")
+            XCTAssertEqual(Set(sessions.map(\.studentId)).count, sessions.count, "a student twice on \(date)")
+        }
+        // Friday's three late ones came before Saturday's two in due order (which three
+        // of Friday's were late depends on the order the replicas applied them).
+        XCTAssertTrue(placed.filter { $0.slot?.date == "2026-11-18" }.allSatisfy { !saturday.contains($0.guidanceId) }, "\(placed)")
+        XCTAssertEqual(
+            Set(placed.filter { $0.state(today: "2026-11-16") == .lateSeat }.map(\.guidanceId)), saturday, "\(placed)")
     }
 
     func testCalendarAndSlotFilesRefuseBrokenRowsNamingTheLine() throws {
