@@ -115,6 +115,20 @@ final class CommunityServiceScheduleTests: XCTestCase {
         return harness
     }
 
+    /// The same school on two notifier replicas sharing a PostgreSQL store
+    /// (a schema of its own named `schema_…`), or a skip without one.
+    func fridayReplicas(schema: String) async throws -> (NotifierHarness, url: String) {
+        let url = try NotifierHarness.postgresURL(schema: schema)
+        let clock = self.clock
+        at("2026-11-13T00:00:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, store: .postgres(url: url), clock: { clock.time.withLock { $0 } }, schools: Self.schools,
+            calendar: Self.calendar, serviceSlots: Self.slots)
+        self.harness = harness
+        _ = try await harness.startReplica(sharing: true)
+        return (harness, url)
+    }
+
     /// A sitting nobody marked is 확인 필요 the next day, not 예정; once the
     /// due date has passed the overdue list names it as a past seat with no
     /// record, never as the "next" one (issue 67: "지남 · 다음 자리 12월 1일"
@@ -497,14 +511,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
     }
 
     func testTwoReplicasFillTheSittingsInOrderNeverBeyondTheirRoom() async throws {
-        let url = try NotifierHarness.postgresURL(schema: "duties")
-        let clock = self.clock
-        at("2026-11-13T00:00:00Z")
-        let harness = try await NotifierHarness(
-            authentication: true, store: .postgres(url: url), clock: { clock.time.withLock { $0 } }, schools: Self.schools,
-            calendar: Self.calendar, serviceSlots: Self.slots)
-        self.harness = harness
-        _ = try await harness.startReplica(sharing: true)
+        let (harness, url) = try await fridayReplicas(schema: "duties")
         // Eight guidances of Friday 13 November in three grades, a minute apart.
         let seats = [(1, 1, 1), (2, 1, 1), (1, 1, 2), (3, 1, 1), (1, 2, 1), (2, 1, 1), (1, 2, 2), (3, 1, 1)]
         for (minute, seat) in seats.enumerated() {
@@ -531,14 +538,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
     /// PostgreSQL store: it takes the late sessions in due order, and no
     /// sitting holds more than its room or a student twice.
     func testASittingAddedWhileRegistrationsFlowNeverOverfillsOnTwoReplicas() async throws {
-        let url = try NotifierHarness.postgresURL(schema: "sittings")
-        let clock = self.clock
-        at("2026-11-13T00:00:00Z")
-        let harness = try await NotifierHarness(
-            authentication: true, store: .postgres(url: url), clock: { clock.time.withLock { $0 } }, schools: Self.schools,
-            calendar: Self.calendar, serviceSlots: Self.slots)
-        self.harness = harness
-        _ = try await harness.startReplica(sharing: true)
+        let (harness, url) = try await fridayReplicas(schema: "sittings")
         // Friday 13: seven guidances due Thursday 19; Tuesday's and Thursday's four seats go first.
         let friday = [(1, 1, 1), (2, 1, 1), (1, 1, 2), (3, 1, 1), (1, 2, 1), (1, 2, 2), (2, 1, 1)]
         for (minute, seat) in friday.enumerated() {
