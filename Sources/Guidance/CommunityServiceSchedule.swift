@@ -227,9 +227,32 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         return misses > 0 ? .missed : .scheduled
     }
 
+    /// Whether it was served after its due date.
+    package var isServedLate: Bool {
+        guard let servedOn, let dueDate else { return false }
+        return servedOn > dueDate
+    }
+
     /// Whether it is open and its sitting comes after its due date.
     package var isSeatedLate: Bool {
         guard servedOn == nil, let dueDate, let slot else { return false }
         return slot.date > dueDate
+    }
+}
+
+/// A student's 교내봉사 in numbers: sessions owed and served (by the
+/// records), 불참 marked and not taken back, and sessions served after their
+/// due date. The 봉사 명단, the student's record and the export say the same.
+package struct CommunityServiceCounts: Sendable, Equatable, Encodable {
+    package let owed: Int
+    package let served: Int
+    package let missed: Int
+    package let late: Int
+
+    package init(_ standing: CommunityServiceStanding, duties: [CommunityServiceDuty]) {
+        owed = standing.owed
+        served = standing.served
+        missed = duties.reduce(0) { $0 + $1.misses }
+        late = duties.count(where: \.isServedLate)
     }
 }

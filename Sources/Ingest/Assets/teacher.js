@@ -23,6 +23,9 @@
 
   // The words the e-mails say too (common.js).
   const { often, amendment: amendmentName, serviceLeft, serviceDone, lastGuidance } = G.words;
+  // " · 불참 1회 · 기한 지나 완료 1회": what a student's 교내봉사 counts add, when there is any.
+  const serviceMarks = (counts) => (counts && counts.missed ? ' · 불참 ' + counts.missed + '회' : '')
+    + (counts && counts.late ? ' · 기한 지나 완료 ' + counts.late + '회' : '');
   const seatName = (s) => s.grade + '학년 ' + s.classNumber + '반';
 
   function photo(url, name) {
@@ -241,7 +244,8 @@
     const service = answer.service;
     const body = [G.el('p', {}, '지도 ' + active.length + '건'
       + (answer.guidances.length > active.length ? ' (삭제된 기록 ' + (answer.guidances.length - active.length) + '건 별도)' : '')
-      + ' · 봉사 ' + service.owed + '회 중 ' + service.served + '회 완료, 남은 봉사 ' + service.outstanding + '회')];
+      + ' · 봉사 ' + service.owed + '회 중 ' + service.served + '회 완료, 남은 봉사 ' + service.outstanding + '회'
+      + serviceMarks(answer.serviceCounts))];
     if (answer.crossings.length) {
       body.push(G.el('h3', { class: 'section' }, '학교 규칙'),
         recordTable('학교 규칙', ['날짜', '규칙', '기준', '상태'], answer.crossings.map((c) => ({
@@ -480,20 +484,20 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
-  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '지남', unconfirmed: '확인 필요', lateSeat: '기한 내 자리 없음' };
+  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '기한 지남', unconfirmed: '확인 필요', lateSeat: '기한 내 자리 없음' };
   // "11월 17일(화) 16:00 상담실"
   const sittingText = (slot) => G.day(slot.date) + ' ' + slot.time + ' ' + slot.place;
 
-  // A sitting on `today` or later is where the student goes ("다음 자리"); one already past that
+  // A sitting on `today` or later is where the student goes ("다음 배정 일정"); one already past that
   // nobody marked says so, never "next" for a past day.
   const seatText = (slot, today, word) =>
-    slot.date < today ? G.day(slot.date) + ' 자리 완료·불참 기록 없음' : word + sittingText(slot);
+    slot.date < today ? G.day(slot.date) + ' 배정 일정에 완료·불참 기록 없음' : word + sittingText(slot);
 
-  // Where a student stands in the school's schedule: "지남 · 기한 11월 19일(목) · 다음 자리 11월 24일(화) 16:00 상담실".
+  // Where a student stands in the school's schedule: "기한 지남 · 기한 11월 19일(목) · 다음 배정 일정 11월 24일(화) 16:00 상담실".
   function scheduleLine(item) {
     if (!item.state) return null;
     const parts = ['기한 ' + (item.dueDate ? G.day(item.dueDate) : '없음')];
-    if (item.slot && item.state !== 'served') parts.push(seatText(item.slot, service.today, item.state === 'scheduled' ? '자리 ' : '다음 자리 '));
+    if (item.slot && item.state !== 'served') parts.push(seatText(item.slot, service.today, item.state === 'scheduled' ? '배정 일정 ' : '다음 배정 일정 '));
     return G.el('p', { class: 'often' }, G.el('span', { class: 'state state-' + item.state }, '교내봉사 ' + stateWords[item.state]), ' · ' + parts.join(' · '));
   }
 
@@ -517,7 +521,7 @@
         last ? G.el('p', { class: 'often' }, lastGuidance(last.occurredAt, last.reason.label)) : null,
         scheduleLine(item),
         G.el('p', { class: 'service-line' },
-          G.el('span', { class: 'often' }, serviceDone(item.owed, item.served)),
+          G.el('span', { class: 'often' }, serviceDone(item.owed, item.served) + serviceMarks(item)),
           recorder && item.outstanding > 0
             ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 기록') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));
@@ -646,7 +650,7 @@
           G.el('span', { class: 'who', id: nameId }, G.el('strong', {}, s.name), ' ', G.el('span', { class: 'entry-seat' }, serviceSeat(s))),
           G.el('span', { class: 'state state-' + item.state }, stateWords[item.state])),
         item.dueDate ? G.el('p', { class: 'often' }, '기한 ' + G.day(item.dueDate)) : null,
-        item.slot ? G.el('p', { class: 'often' }, seatText(item.slot, sittings.today, '다음 자리 ')) : null,
+        item.slot ? G.el('p', { class: 'often' }, seatText(item.slot, sittings.today, '다음 배정 일정 ')) : null,
         buttons.length ? G.el('p', { class: 'service-line marks' }, ...buttons) : null));
   }
 

@@ -134,6 +134,9 @@ struct CommunityServiceHandlers: Sendable {
                     duty.write(to: &writer)
                     writer.field("state", duty.state(today: today).rawValue)
                 }
+                let counts = CommunityServiceCounts(account.standing, duties: own)
+                writer.field("missed", counts.missed)
+                writer.field("late", counts.late)
             }
             writer.array("services", account.records) { writer, record in
                 writer.field("serviceId", record.serviceId)

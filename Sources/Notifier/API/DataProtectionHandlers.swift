@@ -171,6 +171,8 @@ struct DataProtectionHandlers: Sendable {
         let crossings: [Crossing]
         /// The sessions of 교내봉사 owed, as scheduled, in the JSON only.
         let duties: [CommunityServiceDuty]
+        /// 교내봉사 owed, served, missed (불참) and served late, in the JSON only.
+        let serviceCounts: CommunityServiceCounts
         /// Their cases with every step, in the JSON only.
         let cases: [Case]
 
@@ -282,6 +284,7 @@ struct DataProtectionHandlers: Sendable {
                     withdrawnAt: $0.withdrawnAt, outcome: $0.record.outcome.rawValue, dutyId: $0.record.dutyId)
             }
             duties = records.duties
+            serviceCounts = CommunityServiceCounts(records.standing, duties: records.duties)
             cases = records.cases.map { item in
                 Case(
                     caseId: item.caseId, origin: item.origin.rawValue, label: item.label, state: item.state.rawValue,

@@ -167,18 +167,18 @@ struct DigestText {
         return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
     }
 
-    /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 자리 12월 11일(금) 16:00 본관 앞"; a 불참
-    /// before the due date "교내봉사 불참 1회 · 다음 자리 12월 8일(화) 16:00 상담실"; a seat
-    /// after the due date "교내봉사 기한 12월 9일(수) · 기한 내 자리 없음 · 다음 자리 12월 15일(화) …"; a
-    /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 자리 완료·불참 기록 없음"
+    /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 배정 일정 12월 11일(금) 16:00 본관 앞"; a 불참
+    /// before the due date "교내봉사 불참 1회 · 다음 배정 일정 12월 8일(화) 16:00 상담실"; a seat
+    /// after the due date "교내봉사 기한 12월 9일(수) · 기한 내 자리 없음 · 다음 배정 일정 12월 15일(화) …"; a
+    /// sitting already past that nobody marked "… 지남 · 12월 8일(화) 배정 일정에 완료·불참 기록 없음"
     /// (never "next" for a past day); served late "교내봉사 기한 12월 9일(수) · 12월 10일(목) 늦게 완료".
     static func overdue(_ duty: CommunityServiceDuty, on date: String) -> String {
         let seat =
             duty.slot.map { slot in
                 slot.date < date
-                    ? "\(Timestamp.koreanDay(slot.date)) 자리 완료·불참 기록 없음"
-                    : "다음 자리 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
-            } ?? "자리 없음"
+                    ? "\(Timestamp.koreanDay(slot.date)) 배정 일정에 완료·불참 기록 없음"
+                    : "다음 배정 일정 \(Timestamp.koreanDay(slot.date)) \(slot.time) \(slot.place)"
+            } ?? "배정 일정 없음"
         // Said whenever the seat is after the due date, before that date passes.
         let late = duty.isSeatedLate ? "기한 내 자리 없음 · " : ""
         let due = "교내봉사 기한 \(Timestamp.koreanDay(duty.dueDate ?? ""))"

@@ -131,7 +131,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
 
     /// A sitting nobody marked is 확인 필요 the next day, not 예정; once the
     /// due date has passed the overdue list names it as a past seat with no
-    /// record, never as the "next" one (issue 67: "지남 · 다음 자리 12월 1일"
+    /// record, never as the "next" one (issue 67: "지남 · 다음 배정 일정 12월 1일"
     /// with 12월 1일 gone).
     func testASittingNobodyMarkedIsToBeConfirmedAndNeverANextSittingInThePast() async throws {
         let harness = try await fridayHarness()
@@ -152,8 +152,8 @@ final class CommunityServiceScheduleTests: XCTestCase {
         _ = await runner.runDueSchools()
         let overdue = try await digests(harness, "t-hr-1-1", scope: "overdue")
         XCTAssertEqual(overdue.count, 1, "\(overdue)")
-        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 11월 17일(화) 자리 완료·불참 기록 없음"), overdue[0])
-        XCTAssertFalse(overdue[0].contains("다음 자리 11월 17일"), overdue[0])
+        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 11월 17일(화) 배정 일정에 완료·불참 기록 없음"), overdue[0])
+        XCTAssertFalse(overdue[0].contains("다음 배정 일정 11월 17일"), overdue[0])
     }
 
     /// Two sittings of room 2 before the due date and seven sessions due:
@@ -203,7 +203,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
             XCTAssertTrue(told.first?.contains("기한 내 자리 없음 3건입니다.") ?? false, "\(teacher): \(told)")
             XCTAssertTrue(told.first?.contains("11월 19일(목)까지 3석") ?? false, "\(teacher): \(told)")
             XCTAssertTrue(
-                told.first?.contains("1번 가가 — 교내봉사 기한 11월 19일(목) · 기한 내 자리 없음 · 다음 자리 11월 24일(화) 16:00 상담실") ?? false,
+                told.first?.contains("1번 가가 — 교내봉사 기한 11월 19일(목) · 기한 내 자리 없음 · 다음 배정 일정 11월 24일(화) 16:00 상담실") ?? false,
                 "\(teacher): \(told)")
         }
         // The homeroom teacher of 1-1 hears of their two students' late seats.
@@ -349,7 +349,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         _ = await runner.runDueSchools()
         let missedList = try await digests(harness, "t-hr-1-1", scope: "overdue")
         XCTAssertEqual(missedList.count, 1, "\(missedList)")
-        XCTAssertTrue(missedList.first?.contains("1번 가가 — 교내봉사 불참 1회 · 다음 자리 11월 19일(목) 16:00 상담실") ?? false, "\(missedList)")
+        XCTAssertTrue(missedList.first?.contains("1번 가가 — 교내봉사 불참 1회 · 다음 배정 일정 11월 19일(목) 16:00 상담실") ?? false, "\(missedList)")
         XCTAssertTrue(missedList.first?.contains("불참 1건입니다.") ?? false, "\(missedList)")
         XCTAssertFalse(missedList.first?.contains("가나") ?? true, "a112's 불참 was taken back")
 
@@ -379,7 +379,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         _ = await runner.runDueSchools()
         var overdue = try await digests(harness, "t-hr-1-1", scope: "overdue").filter { $0.hasPrefix("2026-11-20") }
         XCTAssertEqual(overdue.count, 1, "\(overdue)")
-        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 다음 자리 11월 24일(화) 16:00 상담실"), overdue[0])
+        XCTAssertTrue(overdue[0].contains("1번 가가 — 교내봉사 기한 11월 19일(목) 지남 · 다음 배정 일정 11월 24일(화) 16:00 상담실"), overdue[0])
         let other = try await digests(harness, "t-hr-1-2", scope: "overdue")
         XCTAssertEqual(other, [], "a121 served on the due day")
         // The entry's session as the contract's ServiceSession: every field, null where there is none.
@@ -419,6 +419,23 @@ final class CommunityServiceScheduleTests: XCTestCase {
             "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
         XCTAssertEqual(export.object["duties"]?[0]?["dueDate"]?.string, "2026-11-19", export.text)
         XCTAssertEqual(export.object["duties"]?[0]?["misses"]?.int, 2, export.text)
+        // Counted: one owed and served, two 불참, served late once; the 봉사 명단 says the same.
+        let counts = export.object["serviceCounts"]
+        XCTAssertEqual(
+            ["owed", "served", "missed", "late"].map { counts?[$0]?.int }, [1, 1, 2, 1], export.text)
+        let tally = { () async throws -> [String: [Int?]] in
+            let list = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service", headers: harness.headers("t-admin"))
+            var found: [String: [Int?]] = [:]
+            if case .array(let items) = list.object["items"] {
+                for item in items {
+                    found[item["student"]?["studentId"]?.string ?? ""] = [item["served"]?.int, item["missed"]?.int, item["late"]?.int]
+                }
+            }
+            return found
+        }
+        let counted = try await tally()
+        XCTAssertEqual(counted["a111"], [1, 2, 1])
+        XCTAssertEqual(counted["a121"], [1, 0, 0], "served on the due day is on time")
 
         // A replay from the start into the same store moves nothing.
         let before = try await schedule(harness, as: "t-admin") { _ in true }
@@ -431,6 +448,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         try await harness.waitUntilApplied(max(11, events))
         let replayed = try await schedule(harness, as: "t-admin") { $0 == before }
         XCTAssertEqual(replayed, before)
+        try await assertEqualAsync(try await tally(), counted, "served, missed and late after the replay")
 
         // The erasure takes them, and the overdue list keeps no id of the student.
         let erased = try await fetch(
