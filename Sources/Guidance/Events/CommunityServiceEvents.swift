@@ -317,7 +317,8 @@ extension Roster {
         var place = ""
         do {
             place = try Reason.detail(slot.place) ?? ""
-            if place.count > CommunityServiceSittingAdded.maxPlaceLength {
+            // Counted as the contract's maxLength counts: code points, before trimming.
+            if slot.place.unicodeScalars.count > CommunityServiceSittingAdded.maxPlaceLength {
                 problems.append(
                     FieldError(field: "place", message: "must be at most \(CommunityServiceSittingAdded.maxPlaceLength) characters"))
             }
