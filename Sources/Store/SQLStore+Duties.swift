@@ -266,8 +266,9 @@ extension SQLStore {
         try applyRecords(early, schools: schools, touched: &none, in: database)
     }
 
-    /// Stores a one-off sitting; nil when it is new or a replay of itself,
-    /// else why it was kept out (another sitting holds its day and time).
+    /// Stores a one-off sitting: `added` when it is new; `refused` says why
+    /// it was kept out (another sitting holds its day and time, or its id);
+    /// a replay of itself is neither.
     static func add(_ sitting: CommunityServiceSittingAdded, in database: any SQLDatabase) throws(StoreError) -> (
         added: Bool, refused: String?
     ) {
