@@ -217,6 +217,37 @@ test('offline, the same item is resent with the same id, waiting 2 s doubling to
   assert.deepEqual(plain(queue.items()), []);
 });
 
+test('when the server answers a probe, the queue is sent at once, not after its back-off', async () => {
+  const G = load();
+  const storage = new Storage();
+  const sent = [];
+  const timers = [];
+  const answers = [false, false, true];
+  let up = false;
+  const queue = new G.DeviceQueue(storage, 'guidance.queue.sa.t1', async (item) => {
+    sent.push(item.id);
+    if (!up) return false;
+    queue.remove(item);
+    return true;
+  }, null, { set: (run, ms) => { timers.push({ run, ms }); return timers.length; }, clear: () => {} }, async () => {
+    up = answers.shift();
+    return up;
+  });
+  await queue.add(registration('a'));
+  // The back-off's retry (2 s) and one probe (2 s) wait.
+  assert.deepEqual(timers.map((timer) => timer.ms), [2000, 2000]);
+  await queue.add(registration('b'));
+  assert.deepEqual(timers.map((timer) => timer.ms), [2000, 2000, 4000], 'the retry doubled; still one probe');
+  // A probe every 2 s; the third finds the server and sends both at once, before the 4 s retry.
+  await timers[1].run();
+  await timers[3].run();
+  assert.deepEqual(timers.map((timer) => timer.ms), [2000, 2000, 4000, 2000, 2000]);
+  await timers[4].run();
+  assert.deepEqual(sent, ['a', 'a', 'a', 'b']);
+  assert.deepEqual(plain(queue.items()), []);
+  assert.equal(timers.length, 5, 'nothing waits, nothing probes');
+});
+
 test('what waits survives a reload: a new page on the same storage sends it', async () => {
   const storage = new Storage();
   const before = queueWith(storage, ['offline']);

@@ -58,6 +58,8 @@ class SlowLink:
             self.server.close()
             for writer in list(self.connections):
                 writer.transport.abort()
+            # A connection still in its handshake's delay sees it is gone (`_serve`).
+            self.connections.clear()
             await self.server.wait_closed()
         self._call(close())
 
@@ -74,14 +76,20 @@ class SlowLink:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
     async def _serve(self, client_reader, client_writer):
-        # A new connection costs a round trip (TCP's handshake) before anything moves.
+        # A new connection costs a round trip (TCP's handshake) before anything moves;
+        # one accepted just before a cut is cut with the rest (it would carry on after it).
+        self.connections.add(client_writer)
         await asyncio.sleep(2 * self.delay)
+        if client_writer not in self.connections:
+            client_writer.transport.abort()
+            return
         try:
             server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
+            self.connections.discard(client_writer)
             client_writer.transport.abort()
             return
-        self.connections.update({client_writer, server_writer})
+        self.connections.add(server_writer)
         try:
             await asyncio.gather(self._pump(client_reader, server_writer, self.up, "up"),
                                  self._pump(server_reader, client_writer, self.down, "down"))

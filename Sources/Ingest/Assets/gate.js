@@ -274,7 +274,9 @@
 
   // ---- The queue: this device's registrations and deletions until acknowledged.
 
-  const device = new G.DeviceQueue(localStorage, queueKey, (item) => send(item), () => renderToday());
+  // The probe: the ingest's readiness (it answers 200 when it can publish), past the service worker.
+  const answers = () => fetch('/readyz', { cache: 'no-store' }).then((reply) => reply.ok, () => false);
+  const device = new G.DeviceQueue(localStorage, queueKey, (item) => send(item), () => renderToday(), null, answers);
   const queue = () => device.items();
   const enqueue = (item) => device.add(item);
   const pump = () => device.pump();

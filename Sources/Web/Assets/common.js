@@ -181,16 +181,21 @@ window.Guidance = (() => {
   // when it is done with the item (acknowledged, or refused for good and
   // marked 'failed', which `pump` then skips) and false to stop and retry
   // the same item, unchanged (the same id), after a wait of 2 s doubling to
-  // 30 s (one retry waits at a time). `changed` is called after every
-  // change; `timers` is { set: setTimeout, clear: clearTimeout }.
+  // 30 s (one retry waits at a time). Meanwhile `probe()` (does the server
+  // answer? a small read that changes nothing) is asked every 2 s, and a
+  // yes sends at once: the queue leaves within ~2 s of the server coming
+  // back, whatever the browser's online event says. `changed` is called
+  // after every change; `timers` is { set: setTimeout, clear: clearTimeout }.
   class DeviceQueue {
-    constructor(storage, key, send, changed, timers) {
+    constructor(storage, key, send, changed, timers, probe) {
       this.storage = storage;
       this.key = key;
       this.send = send;
       this.changed = changed || (() => {});
       this.timers = timers || { set: (run, ms) => setTimeout(run, ms), clear: (id) => clearTimeout(id) };
+      this.probe = probe || null;
       this.timer = null;
+      this.probing = null;
       this.pumping = false;
       this.wait = 2;
     }
@@ -231,6 +236,7 @@ window.Guidance = (() => {
           if (!(await this.send(item))) {
             this.timer = this.timers.set(() => this.pump(), this.wait * 1000);
             this.wait = Math.min(this.wait * 2, 30);
+            this.probeSoon();
             break;
           }
           this.wait = 2;
@@ -238,6 +244,21 @@ window.Guidance = (() => {
       } finally {
         this.pumping = false;
       }
+    }
+
+    // One probe waits at a time, and only while something waits to be sent.
+    probeSoon() {
+      if (!this.probe || this.probing !== null) return;
+      this.probing = this.timers.set(async () => {
+        this.probing = null;
+        if (this.pumping || !this.items().some((i) => i.state !== 'failed')) return;
+        if (await this.probe()) {
+          this.wait = 2;
+          await this.pump();
+        } else {
+          this.probeSoon();
+        }
+      }, 2000);
     }
   }
 
