@@ -40,14 +40,16 @@ test('a session that ended leaves no name in storage, and every unsent registrat
                     body: { guidanceId: 'g1', student: { grade: 1, classNumber: 3, number: 12 }, reason: { code: 'wrongClothes' } } };
   storage.setItem('guidance.queue.demo-hs.t-gate-01', JSON.stringify([waiting]));
   storage.setItem('guidance.done.demo-hs.t-gate-01', JSON.stringify({ date: '2026-12-03', added: [{ id: 'g0', name: '박진재', detail: '교문 앞' }], removed: [] }));
+  storage.setItem('guidance.day.demo-hs.t-gate-01', JSON.stringify({ date: '2026-12-03', items: [{ guidanceId: 'g2', student: { name: '이도윤' } }] }));
   storage.setItem('other', 'kept');
   G.forgetStudents(storage);
   assert.equal(storage.getItem('guidance.done.demo-hs.t-gate-01'), null, 'the acknowledged list goes');
+  assert.equal(storage.getItem('guidance.day.demo-hs.t-gate-01'), null, 'the school\'s day list kept for offline goes');
   const queue = JSON.parse(storage.getItem('guidance.queue.demo-hs.t-gate-01'));
   assert.equal(queue.length, 1, 'the unsent registration stays');
   assert.deepEqual(queue[0].body, waiting.body, 'and is sent as it was');
   assert.equal(queue[0].name, undefined);
-  assert.ok(![...storage.map.values()].some((value) => value.includes('김하늘') || value.includes('박진재')), 'no name anywhere');
+  assert.ok(![...storage.map.values()].some((value) => value.includes('김하늘') || value.includes('박진재') || value.includes('이도윤')), 'no name anywhere');
   assert.equal(storage.getItem('other'), 'kept');
 });
 

@@ -16,6 +16,9 @@
   const data = JSON.parse($('school-data').textContent);
   const queueKey = 'guidance.queue.' + school + '.' + teacher;
   const doneKey = 'guidance.done.' + school + '.' + teacher;
+  // The school's day list as last loaded today: the duplicate check works in an app opened
+  // offline. Names of students, like the class lists: gone at sign-out (`G.forgetStudents`).
+  const dayKey = 'guidance.day.' + school + '.' + teacher;
 
   // ---- Picking: grade → class → number → the face check.
 
@@ -344,13 +347,19 @@
 
   // ---- The school's day: every device's registrations, with this device's queue on top.
 
-  let day = null;   // the school's list, or null while it cannot be loaded
+  // The school's list, or today's as last loaded (offline), or null.
+  const keptDay = () => {
+    const kept = G.stored(localStorage, dayKey, null);
+    return kept && kept.date === G.today() && Array.isArray(kept.items) ? kept.items : null;
+  };
+  let day = keptDay();
   let dayTimer = null;
 
   async function loadDay() {
     try {
       const answer = await G.api('GET', base + '/today');
       day = answer.items;
+      localStorage.setItem(dayKey, JSON.stringify({ date: G.today(), items: day }));
       G.say('today-status', '');
       const listed = new Set(day.map((i) => i.guidanceId));
       const record = done();
@@ -358,8 +367,9 @@
       record.removed = record.removed.filter((id) => listed.has(id));
       saveDone(record);
     } catch (error) {
-      day = null;
-      G.say('today-status', '학교 전체 목록을 불러오지 못했습니다. 이 기기의 지도만 보입니다. 등록은 그대로 됩니다.', 'warn');
+      day = keptDay();
+      G.say('today-status', day ? '연결되지 않아 마지막으로 받은 학교 전체 목록을 보여 줍니다. 등록은 그대로 됩니다.'
+        : '학교 전체 목록을 불러오지 못했습니다. 이 기기의 지도만 보입니다. 등록은 그대로 됩니다.', 'warn');
     }
     renderToday();
   }

@@ -346,7 +346,7 @@ window.Guidance = (() => {
     const keys = [];
     for (let index = 0; index < storage.length; index++) keys.push(storage.key(index));
     for (const key of keys) {
-      if (key.startsWith('guidance.done.')) storage.removeItem(key);
+      if (key.startsWith('guidance.done.') || key.startsWith('guidance.day.')) storage.removeItem(key);
       else if (key.startsWith('guidance.queue.')) {
         const items = stored(storage, key, []);
         storage.setItem(key, JSON.stringify(Array.isArray(items) ? items.map(({ name, ...kept }) => kept) : []));
