@@ -239,13 +239,23 @@
     const name = (id) => answer.teachers[id] || id;
     const active = answer.guidances.filter((g) => !g.deletedAt);
     const labels = Object.fromEntries(answer.guidances.map((g) => [g.reason.code, g.reason.label]));
-    $('record-meta').textContent = [s ? seatName(s) + ' ' + s.number + '번' : '명부에 없는 학생',
-      '출력 ' + G.day(G.today(answer.exportedAt)) + ' ' + G.clock(answer.exportedAt)].join(' · ');
+    // The school year begins in March: December 2026 and February 2027 are both 2026학년도.
+    const printed = G.today(answer.exportedAt);
+    const year = Number(printed.slice(0, 4)) - (Number(printed.slice(5, 7)) < 3 ? 1 : 0);
+    $('record-meta').textContent = [answer.schoolName + ' ' + year + '학년도', s ? seatName(s) + ' ' + s.number + '번' : '명부에 없는 학생',
+      '담임 ' + (answer.homeroomTeacher || '없음'), '출력 ' + G.day(printed) + ' ' + G.clock(answer.exportedAt)].join(' · ');
     const service = answer.service;
     const body = [G.el('p', {}, '지도 ' + active.length + '건'
       + (answer.guidances.length > active.length ? ' (삭제된 기록 ' + (answer.guidances.length - active.length) + '건 별도)' : '')
       + ' · 봉사 ' + service.owed + '회 중 ' + service.served + '회 완료, 남은 봉사 ' + service.outstanding + '회'
       + serviceMarks(answer.serviceCounts))];
+    // The 교내봉사 sittings still ahead, for a parent meeting.
+    const ahead = (answer.duties || []).filter((d) => !d.servedOn && d.slot && d.slot.date >= printed)
+      .sort((a, b) => (a.slot.date + a.slot.time < b.slot.date + b.slot.time ? -1 : 1));
+    if (ahead.length) {
+      body.push(G.el('p', {}, '다음 교내봉사: ' + ahead.map((d) => G.day(d.slot.date) + ' ' + d.slot.time + ' ' + d.slot.place
+        + (d.dueDate && d.slot.date > d.dueDate ? ' (기한 ' + G.day(d.dueDate) + ' 지남)' : '')).join(', ')));
+    }
     if (answer.crossings.length) {
       body.push(G.el('h3', { class: 'section' }, '학교 규칙'),
         recordTable('학교 규칙', ['날짜', '규칙', '기준', '상태'], answer.crossings.map((c) => ({
@@ -274,6 +284,11 @@
         struck: Boolean(v.withdrawnAt),
         cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
       }))));
+    // Signed on paper after a meeting; printed only.
+    body.push(G.el('table', { class: 'sign-off print-only' },
+      G.el('caption', { class: 'visually-hidden' }, '확인'),
+      G.el('tbody', {}, G.el('tr', {}, ...['담임', '학생부장', '보호자'].map((who) => G.el('th', { scope: 'col' }, who))),
+        G.el('tr', {}, ...['담임', '학생부장', '보호자'].map(() => G.el('td', {}, ''))))));
     $('record-body').replaceChildren(...body);
   }
 

@@ -32,6 +32,10 @@ struct StudentHistoryHandlers: Sendable {
         let service: CommunityServiceStanding
         /// The names of the teachers the record names, by id.
         let teachers: [String: String]
+        /// What the printed record heads with: the school's name, and the
+        /// homeroom teacher of the student's class now (nil: none, or left).
+        let schoolName: String
+        let homeroomTeacher: String?
 
         struct Seat: Encodable, Sendable {
             let studentId: String
@@ -54,7 +58,7 @@ struct StudentHistoryHandlers: Sendable {
             enum CodingKeys: String, CodingKey { case studentId, grade, classNumber, number, name, photoUrl }
         }
 
-        private enum CodingKeys: String, CodingKey { case student, service, teachers }
+        private enum CodingKeys: String, CodingKey { case student, service, teachers, schoolName, homeroomTeacher }
 
         func encode(to encoder: Encoder) throws {
             try export.encode(to: encoder)
@@ -62,6 +66,8 @@ struct StudentHistoryHandlers: Sendable {
             try container.encode(student, forKey: .student)
             try container.encode(service, forKey: .service)
             try container.encode(teachers, forKey: .teachers)
+            try container.encode(schoolName, forKey: .schoolName)
+            try container.encode(homeroomTeacher, forKey: .homeroomTeacher)
         }
     }
 
@@ -96,6 +102,12 @@ struct StudentHistoryHandlers: Sendable {
                         photoUrl: photos.url(for: $0, seenBy: caller.teacher))
                 },
                 service: records.standing,
-                teachers: Dictionary(named.compactMap { id in caller.roster.teachers[id].map { (id, $0.name) } }) { first, _ in first }))
+                teachers: Dictionary(named.compactMap { id in caller.roster.teachers[id].map { (id, $0.name) } }) { first, _ in first },
+                schoolName: school.name,
+                homeroomTeacher: seated.flatMap { seat in
+                    caller.roster.teachers(of: school.id, role: .homeroom).first {
+                        $0.grade == seat.grade && $0.classNumber == seat.classNumber
+                    }?.name
+                }))
     }
 }
