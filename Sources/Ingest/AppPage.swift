@@ -267,6 +267,7 @@ struct AppPage: Sendable {
             <label class="check"><input type="checkbox" id="email-lists" disabled> 명단을 이메일로도 받기</label>
             <p class="meta">끄면 다음 명단부터 이메일은 가지 않고 알림함에만 옵니다.</p>
             <label class="check" id="push-choice" hidden><input type="checkbox" id="push-on"> 이 기기에서 알림 받기</label>
+            <p class="meta" id="push-none" hidden></p>
             <p class="meta" id="push-note" hidden>잠금 화면에는 학생 이름 없이 명단 제목과 건수만 보입니다. 이름은 로그인한 앱에서 봅니다. 로그아웃하면 이 기기의 알림도 꺼집니다.</p>
             <form id="times" novalidate>
             <label for="list-time">명단 받는 시각 <span class="meta" id="school-time"></span></label>

@@ -780,6 +780,10 @@
     const shown = Boolean(key) && canPush();
     $('push-choice').hidden = !shown;
     $('push-note').hidden = !shown;
+    // Where push cannot be had, say why instead of showing nothing.
+    $('push-none').hidden = shown;
+    $('push-none').textContent = shown ? '' : !key ? '이 학교 서버에서는 기기 알림을 쓰지 않습니다. 명단은 알림함과 이메일로 받습니다.'
+      : '이 브라우저는 기기 알림을 받을 수 없습니다. 명단은 알림함과 이메일로 받습니다.';
     if (!shown) return;
     const subscription = await (await navigator.serviceWorker.ready).pushManager.getSubscription();
     $('push-on').checked = Boolean(subscription) && Notification.permission === 'granted';
