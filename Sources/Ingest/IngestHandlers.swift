@@ -30,6 +30,7 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/reasons", gate, reasons)
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
         router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
+        router.get("/v1/schools/{schoolId}/names", gate, schoolNames)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
         let service = Access.school(roles: IngestHandlers.communityServiceRoles)
@@ -126,6 +127,23 @@ struct IngestHandlers: Sendable {
                 students: students.map {
                     ClassStudents.Entry(studentId: $0.id, number: $0.number, name: $0.name, photoUrl: PhotoURL(value: photos.url(for: $0)))
                 }))
+    }
+
+    /// Every student's name by seat (`"1-3-12": "김민지"`), in one small
+    /// answer the gate asks for as the app opens, before any photo: a class
+    /// never opened shows its names offline. Kept ahead like the class lists
+    /// fetched for offline use, it is not a read of any student (the class
+    /// opened at the face check is).
+    @Sendable func schoolNames(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        var writer = JSONWriter(capacity: 4096)
+        writer.field("schoolId", school.id)
+        writer.object("names") { writer in
+            for student in caller.roster.students(school: school.id) {
+                writer.field(named: "\(student.grade)-\(student.classNumber)-\(student.number)", student.name)
+            }
+        }
+        return .json(written: writer.finish())
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {

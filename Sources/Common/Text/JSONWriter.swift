@@ -45,6 +45,15 @@ package struct JSONWriter {
         JSONWriter.append(integer: value, to: &bytes)
     }
 
+    /// A text field whose key is only known at run time (a map's keys).
+    package mutating func field(named key: String, _ value: String) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        needsComma = true
+        JSONWriter.append(quoted: key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        JSONWriter.append(quoted: value, to: &bytes)
+    }
+
     /// Decimal digits written in place: `String(value)` went through the
     /// generic description of an integer, for each number of each event.
     static func append(integer value: some BinaryInteger, to bytes: inout [UInt8]) {

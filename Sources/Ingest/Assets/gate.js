@@ -114,14 +114,28 @@
     for (const s of answer.students) names.set(answer.grade + '-' + answer.classNumber + '-' + s.number, s.name);
   }
 
+  // The school's names by seat, as the app opens and before any photo (one
+  // small answer, kept by the service worker): a class never opened shows
+  // its names offline. Not a view (`X-Purpose: prefetch`).
+  // On a first visit the service worker takes the page a moment after it opens: asked once it
+  // has (or after 3 s without one), so that the worker keeps the answer.
+  const controlled = !('serviceWorker' in navigator) || navigator.serviceWorker.controller ? Promise.resolve()
+    : new Promise((resolve) => {
+      navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true });
+      setTimeout(resolve, 3000);
+    });
+  controlled.then(() => fetch(base + '/names', { credentials: 'same-origin', headers: { 'X-Purpose': 'prefetch' } }))
+    .then((response) => (response.ok ? response.json() : null))
+    .then((answer) => { if (answer) for (const [seat, name] of Object.entries(answer.names)) if (!names.has(seat)) names.set(seat, name); })
+    .catch(() => {});
+
   // What is fetched ahead on a slow network, two at a time, none while the
   // face check's own photo is on its way (it goes first): the open class's
   // photos (a class switch drops what is left of the last one's, and stops
-  // those on their way), then the school's other class lists, so that a
-  // class never opened still shows its names offline. None of it is a view
-  // (`X-Purpose: prefetch`): the server records what the teacher opens.
+  // those on their way). None of it is a view (`X-Purpose: prefetch`): the
+  // server records what the teacher opens.
   const ahead = {
-    key: null, photos: [], lists: [], running: 0, waitingFor: null, controller: new AbortController(),
+    key: null, photos: [], running: 0, waitingFor: null, controller: new AbortController(),
     open(key, list) {
       if (key !== pick.grade + '-' + pick.classNumber || key === this.key) return;
       this.controller.abort();
@@ -141,22 +155,14 @@
       this.next();
     },
     next() {
-      while (!this.waitingFor && this.running < 2 && (this.photos.length || this.lists.length)) {
-        const url = this.photos.length ? this.photos.shift() : this.lists.shift();
-        const list = !url.endsWith('/photo');
+      while (!this.waitingFor && this.running < 2 && this.photos.length) {
         this.running += 1;
-        fetch(url, { credentials: 'same-origin', headers: { 'X-Purpose': 'prefetch' }, signal: list ? undefined : this.controller.signal })
-          .then((response) => (list && response.ok ? response.json().then(learnNames) : null))
+        fetch(this.photos.shift(), { credentials: 'same-origin', headers: { 'X-Purpose': 'prefetch' }, signal: this.controller.signal })
           .catch(() => {})
           .then(() => { this.running -= 1; this.next(); });
       }
     },
   };
-  // The school's class lists, a few seconds after the page opens (names only, a few KB each).
-  setTimeout(() => {
-    ahead.lists = data.grades.flatMap((g) => g.classes.map((c) => base + '/grades/' + g.grade + '/classes/' + c.classNumber + '/students'));
-    ahead.next();
-  }, 3000);
 
   const seatText = (seat) => seat.grade + '학년 ' + seat.classNumber + '반 ' + seat.number + '번';
 
@@ -169,7 +175,9 @@
     students(seat.grade, seat.classNumber).then((list) => {
       // The teacher may have moved on meanwhile: show nothing stale.
       if (pick.grade !== seat.grade || pick.classNumber !== seat.classNumber || pick.number !== seat.number) return;
-      if (!list) return showStudent('unreachable');
+      // The class list cannot be had (offline, a class never opened): its name, from the school's.
+      const known = names.get(seat.grade + '-' + seat.classNumber + '-' + seat.number);
+      if (!list) return showStudent(known ? { name: known, photoUrl: null, offline: true } : 'unreachable');
       showStudent(list.find((s) => s.number === seat.number) || 'unknown');
     });
   }
@@ -192,13 +200,16 @@
       return;
     }
     if (!shown.photoUrl) {
-      state.textContent = '사진 없음';
+      state.textContent = shown.offline ? '오프라인 · 학생증으로 확인하세요' : '사진 없음';
       return;
     }
     state.textContent = '사진 불러오는 중';
     photo.alt = shown.name + ' 사진';
     photo.addEventListener('load', () => { photo.hidden = false; state.hidden = true; ahead.arrived(photo); });
-    photo.addEventListener('error', () => { state.textContent = '사진을 불러오지 못했습니다'; ahead.arrived(photo); });
+    photo.addEventListener('error', () => {
+      state.textContent = navigator.onLine ? '사진을 불러오지 못했습니다' : '오프라인 · 학생증으로 확인하세요';
+      ahead.arrived(photo);
+    });
     photo.referrerPolicy = 'no-referrer';
     ahead.wait(photo, shown.photoUrl);
     photo.src = shown.photoUrl;

@@ -19,6 +19,8 @@ const SHELL = 'gate-shell';
 const DATA = 'gate-data';
 const OWNER = '/signed-in-teacher';
 const classList = /^\/v1\/schools\/[^/]+\/grades\/\d+\/classes\/\d+\/students$/;
+// The school's names by seat, asked for as the gate opens: a class never opened has its names offline.
+const schoolNames = /^\/v1\/schools\/[^/]+\/names$/;
 const photo = /^\/v1\/schools\/[^/]+\/students\/[^/]+\/photo$/;
 
 // The app shell, kept when the worker installs, so that the first visit's
@@ -108,7 +110,7 @@ self.addEventListener('fetch', (event) => {
   if (request.mode === 'navigate' && url.pathname === '/') event.respondWith(networkFirst(request, SHELL));
   else if (request.mode === 'navigate') event.respondWith(fetch(request).then(noteTeacher));
   else if (url.pathname.startsWith('/assets/') || url.pathname === '/manifest.webmanifest') event.respondWith(keptFirst(request, SHELL));
-  else if (classList.test(url.pathname) || photo.test(url.pathname)) event.respondWith(keptFirst(request, DATA));
+  else if (classList.test(url.pathname) || schoolNames.test(url.pathname) || photo.test(url.pathname)) event.respondWith(keptFirst(request, DATA));
   else if (url.pathname.startsWith('/v1/')) event.respondWith(within(10000, request).then(noted));
 });
 
