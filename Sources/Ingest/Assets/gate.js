@@ -116,9 +116,9 @@
 
   // The school's names by seat, as the app opens and before any photo (one
   // small answer, kept by the service worker): a class never opened shows
-  // its names offline. Not a view (`X-Purpose: prefetch`).
-  // On a first visit the service worker takes the page a moment after it opens: asked once it
-  // has (or after 3 s without one), so that the worker keeps the answer.
+  // its names offline. Not a view (`X-Purpose: prefetch`). On a first visit
+  // the worker takes the page a moment after it opens: asked once it has (or
+  // after 3 s without one), so that the worker keeps the answer.
   const controlled = !('serviceWorker' in navigator) || navigator.serviceWorker.controller ? Promise.resolve()
     : new Promise((resolve) => {
       navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true });
@@ -378,6 +378,8 @@
       record.removed = record.removed.filter((id) => listed.has(id));
       saveDone(record);
     } catch (error) {
+      // A session that ended keeps no names; a server that does not answer leaves today's as kept.
+      if (error.status === 401) G.forgetStudents(localStorage);
       day = keptDay();
       G.say('today-status', day ? '연결되지 않아 마지막으로 받은 학교 전체 목록을 보여 줍니다. 등록은 그대로 됩니다.'
         : '학교 전체 목록을 불러오지 못했습니다. 이 기기의 지도만 보입니다. 등록은 그대로 됩니다.', 'warn');

@@ -285,10 +285,11 @@
         cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
       }))));
     // Signed on paper after a meeting; printed only.
+    const signers = ['담임', '학생부장', '보호자'];
     body.push(G.el('table', { class: 'sign-off print-only' },
       G.el('caption', { class: 'visually-hidden' }, '확인'),
-      G.el('tbody', {}, G.el('tr', {}, ...['담임', '학생부장', '보호자'].map((who) => G.el('th', { scope: 'col' }, who))),
-        G.el('tr', {}, ...['담임', '학생부장', '보호자'].map(() => G.el('td', {}, ''))))));
+      G.el('tbody', {}, G.el('tr', {}, ...signers.map((who) => G.el('th', { scope: 'col' }, who))),
+        G.el('tr', {}, ...signers.map(() => G.el('td', {}, ''))))));
     $('record-body').replaceChildren(...body);
   }
 
@@ -1015,6 +1016,8 @@
       G.say('plan-status', '교내봉사 일정을 불러오지 못했습니다. ' + G.message(error), 'warn');
       return;
     }
+    // A sitting is added from the school's today on.
+    if ($('add-sitting-date')) $('add-sitting-date').min = plan.today;
     const short = plan.weeks.filter((week) => week.short > 0);
     $('plan-short').hidden = short.length === 0;
     $('plan-short').textContent = short.length === 0 ? '' : '기한 안에 자리가 모자랍니다: '
