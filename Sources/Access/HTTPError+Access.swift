@@ -26,6 +26,19 @@ extension Caller {
         return school
     }
 
+    /// The teacher an event names as who made it (`field` of the body):
+    /// signed in, the caller, whom the body may name or leave out; without
+    /// authentication, the one the body names (422 when none). Signed in,
+    /// naming anyone else is a 422: the event would leave no trace of who
+    /// made it (an admin recording for a gate teacher, say).
+    package func author(named: String?, field: String) throws(HTTPError) -> String {
+        guard let author = named ?? teacher?.id else { throw HTTPError(FieldError(field: field, message: "is required"), status: 422) }
+        if let teacher, teacher.id != author {
+            throw HTTPError(FieldError(field: field, message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
+        }
+        return author
+    }
+
     /// The school and grade a route that writes an event names
     /// (`{schoolId}`, `{grade}`): 400 for a grade that is not a seat number,
     /// 422 for a school or grade the roster does not have (the event would

@@ -51,13 +51,7 @@ extension IngestHandlers {
                 addedBy: try fields.optionalString("addedBy")
             )
         }
-        // Without authentication an API client names the admin; signed in, it is the caller.
-        guard let addedBy = body.addedBy ?? caller.teacher?.id else {
-            throw HTTPError(FieldError(field: "addedBy", message: "is required"), status: 422)
-        }
-        if let teacher = caller.teacher, teacher.id != addedBy {
-            throw HTTPError(FieldError(field: "addedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
-        }
+        let addedBy = try caller.author(named: body.addedBy, field: "addedBy")
         let now = clock()
         let asked = CommunityServiceSittingAdded(
             eventId: RandomID.uuid(), sittingId: body.sittingId, schoolId: school.id,
@@ -97,13 +91,7 @@ extension IngestHandlers {
         let (schoolID, grade, studentID) = try communityServiceTarget(request, caller)
         let body = try request.json(CommunityServiceRequest.init(json:))
         guard RandomID.isUUID(body.serviceId) else { throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID")) }
-        guard let recordedBy = body.recordedBy ?? caller.teacher?.id else {
-            throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
-        }
-        if let teacher = caller.teacher, teacher.id != recordedBy {
-            throw HTTPError(
-                FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
-        }
+        let recordedBy = try caller.author(named: body.recordedBy, field: "recordedBy")
         let now = clock()
         let asked = CommunityServiceRecord(
             serviceId: body.serviceId, schoolId: schoolID, grade: grade, studentId: studentID,

@@ -155,21 +155,13 @@ struct IngestHandlers: Sendable {
 
     /// The event a registration request stands for, or the 400/422 it gets.
     private func registeredEvent(_ request: Request, _ caller: Caller) throws(HTTPError) -> GuidanceRegistered {
-        let (roster, teacher) = (caller.roster, caller.teacher)
+        let roster = caller.roster
         let schoolID = request.parameter("schoolId")
         let body = try request.json(RegisterRequest.init(json:))
         let now = clock()
         let guidanceID = try guidanceID(body.guidanceId)
         let occurredAt = try body.occurredAt.map(IngestHandlers.occurredAt) ?? now
-        guard let recordedBy = body.recordedBy ?? teacher?.id else {
-            throw HTTPError(FieldError(field: "recordedBy", message: "is required"), status: 422)
-        }
-        // The event names who recorded it; an admin recording for a gate
-        // teacher would leave no trace of the admin, so nobody may.
-        if let teacher, teacher.id != recordedBy {
-            throw HTTPError(
-                FieldError(field: "recordedBy", message: "must be the signed-in teacher \(teacher.id) (or left out)"), status: 422)
-        }
+        let recordedBy = try caller.author(named: body.recordedBy, field: "recordedBy")
         let registration: Registration
         do {
             registration = try roster.registration(
