@@ -289,17 +289,17 @@ extension SQLStore {
         return (false, same.isEmpty ? "a sitting of \(sitting.schoolId) on \(slot.date) at \(slot.time) exists already" : nil)
     }
 
-    /// The one-off sittings of `schools` after `date`, by school and day.
-    private static func addedSittings(schools: [String], after date: String, in database: any SQLDatabase) throws(StoreError)
-        -> [String: CommunityServicePolicy.AddedSittings]
-    {
+    /// The one-off sittings of `schools` after `date` (up to `through`), by school and day.
+    private static func addedSittings(
+        schools: [String], after date: String, through last: String = "9999-12-31", in database: any SQLDatabase
+    ) throws(StoreError) -> [String: CommunityServicePolicy.AddedSittings] {
         var added: [String: CommunityServicePolicy.AddedSittings] = [:]
         for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
             try database.forEachRow(
                 """
                 SELECT school_id, date, time, place, capacity FROM service_sittings
-                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND date > $1
-                """, [.text(date)] + chunk.map { .text($0) }
+                WHERE school_id IN (\(placeholders(chunk.count, from: 3))) AND date > $1 AND date <= $2
+                """, [.text(date), .text(last)] + chunk.map { .text($0) }
             ) { row in
                 let slot = SlotTime(date: row[1].string ?? "", time: row[2].string ?? "", place: row[3].string ?? "")
                 added[row[0].string ?? "", default: [:]][slot.date, default: []].append((slot, capacity: row[4].int ?? 0))
@@ -519,21 +519,23 @@ extension SQLStore {
         }
     }
 
-    /// What the 교내봉사 plan of `from`…`through` is made of: the one-off
-    /// sittings, the seats taken in every sitting (`"date time"`), and each
+    /// The one-off sittings of a school from `from` through `through`, by day.
+    package func addedSittings(school: String, from: String, through: String) throws(StoreError) -> CommunityServicePolicy.AddedSittings {
+        let before = Timestamp.civilDay(from).map { Timestamp.dateString(civil: $0 - 1) } ?? from
+        return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try SQLStore.addedSittings(schools: [school], after: before, through: through, in: database)[school] ?? [:]
+        }
+    }
+
+    /// What the 교내봉사 plan of `from`…`through` counts besides its
+    /// sittings: the seats taken in every sitting (`"date time"`), and each
     /// open session due then, with whether its seat is after its due date.
     package func servicePlan(school: String, from: String, through: String) throws(StoreError) -> (
-        added: [(SlotTime, capacity: Int)], taken: [String: Int], due: [(date: String, late: Bool)]
+        taken: [String: Int], due: [(date: String, late: Bool)]
     ) {
         try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
             try database.snapshot { () throws(StoreError) in
                 let parameters: [SQLValue] = [.text(school), .text(from), .text(through)]
-                let added = try database.query(
-                    """
-                    SELECT date, time, place, capacity FROM service_sittings
-                    WHERE school_id = $1 AND date >= $2 AND date <= $3 ORDER BY date, time
-                    """, parameters
-                ) { (SlotTime(date: $0[0].string ?? "", time: $0[1].string ?? "", place: $0[2].string ?? ""), capacity: $0[3].int ?? 0) }
                 var taken: [String: Int] = [:]
                 try database.forEachRow(
                     """
@@ -548,7 +550,7 @@ extension SQLStore {
                     WHERE school_id = $1 AND due_date >= $2 AND due_date <= $3 AND cancelled = 0 AND served_on IS NULL
                     """, parameters
                 ) { (date: $0[0].string ?? "", late: $0[1].int == 1) }
-                return (added, taken, due)
+                return (taken, due)
             }
         }
     }

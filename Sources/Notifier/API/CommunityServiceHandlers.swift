@@ -183,10 +183,10 @@ struct CommunityServiceHandlers: Sendable {
                 return date
             } ?? now
         let store = self.store
-        let (duties, missed, plan) = try await blocking {
+        let (duties, missed, added) = try await blocking {
             (
                 try store.duties(school: school.id, sittingOn: today), try store.missedSittings(school: school.id, on: today),
-                try store.servicePlan(school: school.id, from: today, through: today)
+                try store.addedSittings(school: school.id, from: today, through: today)
             )
         }
         let roster = caller.roster
@@ -224,7 +224,7 @@ struct CommunityServiceHandlers: Sendable {
         // The day's sittings, weekly and added, each with its rows; rows of another sitting (served early) after them.
         let before = Timestamp.civilDay(today).map { Timestamp.dateString(civil: $0 - 1) } ?? today
         let sittings = Array(
-            school.service.sittings(after: before, calendar: school.calendar, added: [today: plan.added]).prefix { $0.0.date == today }
+            school.service.sittings(after: before, calendar: school.calendar, added: added).prefix { $0.0.date == today }
         ).map { (time: $0.0.time, place: $0.0.place, capacity: Optional($0.capacity)) }
         var groups: [(time: String?, place: String?, capacity: Int?, rows: [Row])] = sittings.map { sitting in
             (sitting.time, sitting.place, sitting.capacity, rows.filter { $0.sitting?.time == sitting.time })
@@ -274,11 +274,15 @@ struct CommunityServiceHandlers: Sendable {
         let monday = day - Timestamp.daysSinceMonday(civil: day)
         let last = Timestamp.dateString(civil: monday + 27)
         let store = self.store
-        let plan = try await blocking { try store.servicePlan(school: school.id, from: today, through: last) }
-        let added = Dictionary(grouping: plan.added, by: { $0.0.date })
+        let (added, plan) = try await blocking {
+            (
+                try store.addedSittings(school: school.id, from: today, through: last),
+                try store.servicePlan(school: school.id, from: today, through: last)
+            )
+        }
         let before = Timestamp.dateString(civil: day - 1)
         let sittings = Array(school.service.sittings(after: before, calendar: school.calendar, added: added).prefix { $0.0.date <= last })
-        let addedTimes = Set(plan.added.map { "\($0.0.date) \($0.0.time)" })
+        let addedTimes = Set(added.values.joined().map { "\($0.0.date) \($0.0.time)" })
         var writer = JSONWriter(capacity: 512 + sittings.count * 128)
         writer.field("schoolId", school.id)
         writer.field("today", today)
