@@ -271,7 +271,8 @@ struct AppPage: Sendable {
             <p class="meta" id="push-note" hidden>잠금 화면에는 학생 이름 없이 명단 제목과 건수만 보입니다. 이름은 로그인한 앱에서 봅니다. 로그아웃하면 이 기기의 알림도 꺼집니다.</p>
             <form id="times" novalidate>
             <label for="list-time">명단 받는 시각 <span class="meta" id="school-time"></span></label>
-            <input type="time" id="list-time" step="60">
+            <input type="time" id="list-time" step="60" aria-describedby="list-time-note">
+            <p class="meta" id="list-time-note">학교 시각보다 이르면 그때까지의 명단을 먼저 받고, 나머지는 학교 시각에 정정으로 받습니다. 늦으면 이메일·알림이 그 시각에 갑니다.</p>
             <label class="check"><input type="checkbox" id="quiet-on"> 방해 금지 시간 (이메일·알림을 보내지 않고 끝나면 한 번에)</label>
             <label for="quiet-from">방해 금지 시작</label>
             <input type="time" id="quiet-from" step="60">

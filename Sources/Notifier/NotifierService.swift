@@ -222,6 +222,7 @@ package final class NotifierService: Sendable, GroupMember {
             wokenBy: "`stop`; the next minute or the period: what is due follows the wall clock and other replicas' runs",
             clock: config.timer
         ) {
+            await runner.runEarlyLists()
             await runner.runDueSchools()
             let checked = await purger.runIfDue(roster: roster.current, checked: state.withLock { $0.purgeChecked })
             let amend = state.withLock { state in

@@ -118,11 +118,15 @@ package struct DeliveryRun: Sendable {
     /// On a school day, the school day before it: sessions due from then
     /// until the date and not served by then are its overdue ones.
     package var overdueSince: String?
+    /// False for a teacher's own list before the school's time: its digests
+    /// are written, but the day's run is not, so the school's time still
+    /// runs it (and tells that teacher the rest as an 정정).
+    package var recordsRun = true
     package let plan: @Sendable (DeliveryState) -> [Digest]
     package let targets: @Sendable (Digest) -> [DeliveryTarget]
 
     package init(
-        school: String, date: String, completedAt: String, weekly: Bool? = nil, overdueSince: String? = nil,
+        school: String, date: String, completedAt: String, weekly: Bool? = nil, overdueSince: String? = nil, recordsRun: Bool = true,
         plan: @escaping @Sendable (DeliveryState) -> [Digest], targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
     ) {
         self.school = school
@@ -130,6 +134,7 @@ package struct DeliveryRun: Sendable {
         self.completedAt = completedAt
         self.weekly = weekly ?? SchoolCalendar().isWeekStart(date)
         self.overdueSince = overdueSince
+        self.recordsRun = recordsRun
         self.plan = plan
         self.targets = targets
     }

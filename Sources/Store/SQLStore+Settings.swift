@@ -110,6 +110,16 @@ extension SQLStore {
             ])
     }
 
+    /// Every teacher's own list time (minutes of the school's day), for the
+    /// schedule to find those who want the day's list before the school's time.
+    package func listTimes() throws(StoreError) -> [(school: String, teacher: String, minute: Int)] {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.query("SELECT school_id, teacher_id, list_minute FROM teacher_settings WHERE list_minute IS NOT NULL", []) {
+                (school: $0[0].string ?? "", teacher: $0[1].string ?? "", minute: $0[2].int ?? 0)
+            }
+        }
+    }
+
     /// What deciding the deliveries of `schools`' digests needs, read once
     /// for a run: the settings of the teachers who changed any, and who has a
     /// device to push to.

@@ -754,18 +754,21 @@ package final class SQLStore: Sendable {
                 ]
             }, perStatement: database.rowsPerStatement)
         statements += SQLStore.enqueue(digests.map { ($0.digest, $0.targets) }, in: database)
-        statements.append(
-            SQLStatement(
-                """
-                INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-                """,
-                [
-                    .text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)),
-                    .integer(run.weekly ? 1 : 0)
-                ]))
-        statements.append(
-            SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
+        // A teacher's own earlier list leaves the day's run to the school's time.
+        if run.recordsRun {
+            statements.append(
+                SQLStatement(
+                    """
+                    INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
+                    ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
+                    """,
+                    [
+                        .text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)),
+                        .integer(run.weekly ? 1 : 0)
+                    ]))
+            statements.append(
+                SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
+        }
         try database.savepoint(statements)
         return digests.map(\.digest)
     }

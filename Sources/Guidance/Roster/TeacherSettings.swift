@@ -6,8 +6,9 @@ import Foundation
 /// are minutes of the school's day, in its time zone.
 package struct TeacherSettings: Sendable, Equatable {
     package var emailLists = true
-    /// When the day's list comes, after the school's `digest_time`; nil:
-    /// at the school's time.
+    /// When the day's list comes; nil: at the school's `digest_time`. An
+    /// earlier time gets the list as it stands then, and the rest as an 정정
+    /// at the school's time; a later one holds the list's e-mail and push.
     package var listMinute: Int?
     /// The teacher's own quiet hours (`QuietHours.none`: none); nil: the
     /// service's default (`QUIET_HOURS`).

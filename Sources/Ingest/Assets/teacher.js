@@ -727,7 +727,6 @@
   function showTimes(settings) {
     $('school-time').textContent = '(비우면 학교 시각 ' + settings.schoolTime + ')';
     $('list-time').value = settings.listTime || '';
-    $('list-time').min = settings.schoolTime;
     $('quiet-on').checked = settings.quietFrom !== null;
     $('quiet-from').value = settings.quietFrom || '21:00';
     $('quiet-until').value = settings.quietUntil || '07:00';
@@ -756,11 +755,9 @@
       G.say('settings-status', '시각을 저장했습니다. 다음 명단부터 따릅니다.', 'ok');
     } catch (error) {
       // The reason in the teacher's words, for each field the API names.
-      const school = $('list-time').min;
       const quiet = '알림을 쉬는 시간의 시작과 끝을 둘 다, 서로 다르게 정하세요.';
       G.say('settings-status', '저장하지 못했습니다. ' + G.message(error, {
-        listTime: '명단 시각은 학교 시각(' + school + ')보다 늦게, 알림을 쉬는 시간 밖으로 정하세요. '
-          + '학교 시각 전에는 그날 명단이 아직 다 모이지 않았습니다.',
+        listTime: '명단 시각은 방해 금지 시간 밖으로 정하세요.',
         quietFrom: quiet,
         quietUntil: quiet,
       }), 'warn');

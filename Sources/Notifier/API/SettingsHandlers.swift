@@ -42,7 +42,7 @@ extension NotifierHandlers {
         let store = self.store
         var settings = try await blocking { try store.teacherSettings(school: schoolID, teacher: teacherID) }
         try request.json { (body) throws(FieldError) in
-            try NotifierHandlers.change(&settings, by: body, school: school, quietByDefault: quietHours)
+            try NotifierHandlers.change(&settings, by: body, quietByDefault: quietHours)
         }
         // Messages held under the old settings are held by the new ones.
         let (now, quietByDefault) = (clock(), quietHours)
@@ -62,7 +62,7 @@ extension NotifierHandlers {
         return .json(written: settingsJSON(teacherID, settings, school: school, devices: devices))
     }
 
-    static func change(_ settings: inout TeacherSettings, by body: JSONFields, school: School, quietByDefault: QuietHours?)
+    static func change(_ settings: inout TeacherSettings, by body: JSONFields, quietByDefault: QuietHours?)
         throws(FieldError)
     {
         if body.object["emailLists"] != nil { settings.emailLists = try body.boolean("emailLists") }
@@ -90,11 +90,6 @@ extension NotifierHandlers {
         if body.object["listTime"] != nil {
             if let text = try body.optionalString("listTime") {
                 guard let minute = Roster.minuteOfDay(text) else { throw FieldError(field: "listTime", message: "must be HH:MM, or null") }
-                guard minute > school.digestMinute else {
-                    throw FieldError(
-                        field: "listTime",
-                        message: "must be after the school's time (\(Roster.clock(school.digestMinute))), or null for it")
-                }
                 settings.listMinute = minute
             } else {
                 settings.listMinute = nil

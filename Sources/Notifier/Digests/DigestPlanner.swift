@@ -9,21 +9,9 @@ struct DigestPlanner: Sendable {
     let roster: Roster
 
     func plan(school: School, date: String, state: DeliveryState, createdAt: String) -> [Digest] {
-        var lists: [(recipient: Recipient, current: [DigestEntry])] = []
-        for teacher in roster.teachers(of: school.id, role: .homeroom) {
-            guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
-            let recipient = Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
-            lists.append((recipient, dayEntries(state, grade: grade, classNumber: classNumber)))
-        }
+        var lists = dayLists(school: school, state: state)
         let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in
             teacher.grade.map { (teacher.id, $0) }
-        }
-        for (teacher, grade) in volunteerDuty {
-            lists.append(
-                (
-                    Recipient(teacherId: teacher, scope: .grade, grade: grade, classNumber: nil),
-                    dayEntries(state, grade: grade, classNumber: nil)
-                ))
         }
         // The week's first school day: each volunteer-duty teacher's weekly 봉사 명단.
         if school.calendar.isWeekStart(date) {
@@ -60,6 +48,36 @@ struct DigestPlanner: Sendable {
         return lists.compactMap { recipient, current in
             digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
         }
+    }
+
+    /// The day's lists of `teachers` who were told nothing of the day yet:
+    /// each one's list at their own time, before the school's. The school's
+    /// run tells them the rest as an 정정.
+    func earlyPlan(school: School, date: String, state: DeliveryState, teachers: Set<String>, createdAt: String) -> [Digest] {
+        dayLists(school: school, state: state, of: teachers).compactMap { recipient, current in
+            guard state.revisions[recipient] == nil else { return nil }
+            return digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
+        }
+    }
+
+    /// The day's lists: each homeroom teacher's class, each volunteer-duty
+    /// teacher's grade (only `teachers`' when given).
+    private func dayLists(school: School, state: DeliveryState, of teachers: Set<String>? = nil) -> [(
+        recipient: Recipient, current: [DigestEntry]
+    )] {
+        var lists: [(recipient: Recipient, current: [DigestEntry])] = []
+        let chosen = { (teacher: Teacher) in teachers?.contains(teacher.id) ?? true }
+        for teacher in roster.teachers(of: school.id, role: .homeroom) where chosen(teacher) {
+            guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
+            let recipient = Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
+            lists.append((recipient, dayEntries(state, grade: grade, classNumber: classNumber)))
+        }
+        for teacher in roster.teachers(of: school.id, role: .volunteerDuty) where chosen(teacher) {
+            guard let grade = teacher.grade else { continue }
+            let recipient = Recipient(teacherId: teacher.id, scope: .grade, grade: grade, classNumber: nil)
+            lists.append((recipient, dayEntries(state, grade: grade, classNumber: nil)))
+        }
+        return lists
     }
 
     /// What the recipient was not told yet, and what it was told that no

@@ -45,6 +45,9 @@ final class DigestRunner: Sendable {
     /// every turn for the rest of the day (2,000 queries a turn in a
     /// province).
     private let ranThrough = Mutex<[String: String]>([:])
+    /// Each teacher's (`school/teacher`) latest date whose own earlier list
+    /// this replica wrote or found nothing to write for.
+    private let earlyThrough = Mutex<[String: String]>([:])
 
     init(
         config: NotifierConfig, roster: LiveRoster, store: SQLStore, dispatcher: Dispatcher, commits: Doorbell, metrics: Metrics,
@@ -132,9 +135,11 @@ final class DigestRunner: Sendable {
     /// school's outcome, in order; a failed commit fails its schools.
     /// `leavingOutRun`: a school whose run is in the store by the time its
     /// commit comes (another replica's) is left out, its outcome nil.
-    private func writeDigests(_ batch: [(school: School, date: String)], leavingOutRun: Bool = false) async -> [Result<
-        Run?, any Error
-    >] {
+    /// `early`: the schools whose run is only these teachers' day lists, at
+    /// their own time before the school's (the run itself stays due).
+    private func writeDigests(
+        _ batch: [(school: School, date: String)], leavingOutRun: Bool = false, early: [String: Set<String>] = [:]
+    ) async -> [Result<Run?, any Error>] {
         // A busy day's run reads and renders tens of megabytes, freed at its
         // end: given back, so that resident memory is flat between runs.
         defer { Memory.releaseFreePages() }
@@ -166,11 +171,19 @@ final class DigestRunner: Sendable {
                             // Each teacher's 설정: e-mail or not, push, their own time and quiet hours, from the next list on.
                             let preferences = try store.deliveryPreferences(schools: part.map(\.school.id))
                             let runs = part.map { school, date in
-                                DeliveryRun(
+                                let teachers = early[school.id]
+                                return DeliveryRun(
                                     school: school.id, date: date, completedAt: Timestamp.format(clock()),
-                                    weekly: school.calendar.isWeekStart(date), overdueSince: DigestRunner.overdueSince(date, of: school)
+                                    weekly: teachers == nil && school.calendar.isWeekStart(date),
+                                    overdueSince: teachers == nil ? DigestRunner.overdueSince(date, of: school) : nil,
+                                    recordsRun: teachers == nil
                                 ) { state in
-                                    planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
+                                    if let teachers {
+                                        return planner.earlyPlan(
+                                            school: school, date: date, state: state, teachers: teachers,
+                                            createdAt: Timestamp.format(clock()))
+                                    }
+                                    return planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                                 } targets: { digest in
                                     dispatcher.targets(for: digest, roster: roster, preferences: preferences, now: clock())
                                 }
@@ -194,7 +207,7 @@ final class DigestRunner: Sendable {
                         dispatcher.written(digests, roster: roster)
                         metrics.increment("notifier_digests_written_total", help: "Digests written to inboxes.", by: Double(digests.count))
                         logger.info(
-                            "digest run",
+                            early[school.id] == nil ? "digest run" : "teachers' own earlier lists",
                             [
                                 "school": school.id, "date": date, "digests": String(digests.count),
                                 "amendments": String(digests.filter { $0.revision > 1 }.count)
@@ -256,6 +269,56 @@ final class DigestRunner: Sendable {
             }
         }
         return made
+    }
+
+    /// Each teacher whose own time (설정) is before the school's and has
+    /// come today: their day's list as it stands, behind one cutoff, once.
+    /// The school's run later tells them what changed since, as an 정정.
+    /// Returns how many lists it wrote.
+    @discardableResult
+    func runEarlyLists() async -> Int {
+        let store = self.store
+        let times: [(school: String, teacher: String, minute: Int)]
+        do {
+            times = try await blocking { try store.listTimes() }
+        } catch {
+            logger.error("could not read the teachers' own times; retrying at the next check", ["error": "\(error)"])
+            return 0
+        }
+        let roster = rosters.current
+        let done = earlyThrough.withLock { $0 }
+        var due: [String: (school: School, date: String, teachers: Set<String>)] = [:]
+        for (schoolID, teacher, minute) in times {
+            guard let school = roster.school(schoolID) else { continue }
+            let now = clock()
+            let minuteNow = Timestamp.local(now, in: school.timeZone).minuteOfDay
+            let date = Timestamp.localDate(now, in: school.timeZone)
+            // Their time has come, the school's has not (a later own time is a delivery's hold).
+            guard minute <= minuteNow, minuteNow < school.digestMinute, done[schoolID + "/" + teacher] != date else { continue }
+            due[schoolID, default: (school, date, [])].teachers.insert(teacher)
+        }
+        guard !due.isEmpty else { return 0 }
+        do {
+            try await waitForCutoff()
+        } catch {
+            logger.error("teachers' own lists did not reach the cutoff; retrying at the next check", ["error": "\(error)"])
+            return 0
+        }
+        let batch = due.values.map { (school: $0.school, date: $0.date) }
+        var written = 0
+        for ((school, date), outcome) in zip(batch, await writeDigests(batch, early: due.mapValues(\.teachers))) {
+            switch outcome {
+            case .success(let run):
+                written += run?.digests ?? 0
+                earlyThrough.withLock { ran in
+                    for teacher in due[school.id]?.teachers ?? [] { ran[school.id + "/" + teacher] = date }
+                }
+            case .failure(let error):
+                logger.error(
+                    "teachers' own lists failed; retrying at the next check", ["school": school.id, "date": date, "error": "\(error)"])
+            }
+        }
+        return written
     }
 
     private func noteRan(_ school: String, _ date: String) {
