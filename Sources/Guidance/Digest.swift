@@ -137,6 +137,20 @@ package struct Frequency: Sendable, Equatable, Codable {
         self.last30Days = last30Days
     }
 
+    /// As of `date`, from a student's active guidances counted by day
+    /// (`YYYY-MM-DD`, any order): a row of a week's or month's list says how
+    /// often the student had been stopped by its own day, not by the period's end.
+    package init(asOf date: String, byDay counts: [(date: String, count: Int)]) {
+        let (last7Start, last30Start) = Frequency.window(of: date) ?? (date, date)
+        var last7 = 0
+        var last30 = 0
+        for (day, count) in counts where day <= date && day >= last30Start {
+            last30 += count
+            if day >= last7Start { last7 += count }
+        }
+        self.init(last7Days: last7, last30Days: last30)
+    }
+
     /// The first day of each count for `date` (`YYYY-MM-DD`): 6 and 29 days
     /// before it; nil for a malformed date.
     package static func window(of date: String) -> (last7Start: String, last30Start: String)? {

@@ -540,6 +540,30 @@ package final class SQLStore: Sendable {
         }
     }
 
+    /// Each student's active guidances counted by day, over `from`'s 30-day
+    /// window through `to`: what `Frequency(asOf:byDay:)` needs for every row
+    /// of a week's or month's list, in one query of small rows.
+    package func guidanceDays(school: String, from: String, to: String, grade: Int?, classNumber: Int?) throws(StoreError) -> [String: [(
+        date: String, count: Int
+    )]] {
+        guard let (_, start) = Frequency.window(of: from) else { return [:] }
+        return try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            var days: [String: [(date: String, count: Int)]] = [:]
+            try database.forEachRow(
+                """
+                SELECT g.student_id, g.local_date, COUNT(*) FROM guidances g
+                WHERE g.school_id = $1 AND g.local_date >= $2 AND g.local_date <= $3 AND g.registered = 1 AND g.deleted = 0
+                  AND (CAST($4 AS INTEGER) IS NULL OR g.grade = CAST($4 AS INTEGER))
+                  AND (CAST($5 AS INTEGER) IS NULL OR g.class_number = CAST($5 AS INTEGER))
+                GROUP BY g.student_id, g.local_date
+                """, [.text(school), .text(start), .text(to), grade.sql, classNumber.sql]
+            ) { row in
+                days[row[0].string ?? "", default: []].append((row[1].string ?? "", row[2].int ?? 0))
+            }
+            return days
+        }
+    }
+
     /// Counts by student over the days of `Frequency.window`, through the
     /// day index (a month of a school's days, not its whole history).
     private static func frequenciesStatement(school: String, date: String, grade: Int?, classNumber: Int?) -> SQLStatement? {

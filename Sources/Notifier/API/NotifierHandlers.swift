@@ -56,7 +56,7 @@ struct NotifierHandlers: Sendable {
         let school = try caller.school(of: request)
         let today = runner.today(for: school)
         let period = try NotifierHandlers.period(request, today: today)
-        // A period's list: its frequencies as of its last day.
+        // A period's list ends on its last day; each row's counts are as of its own day.
         let date = try period?.to ?? queryDate(request) ?? today
         let (from, isToday) = (period?.from ?? date, period == nil && date == today)
         if let teacher {
@@ -75,10 +75,10 @@ struct NotifierHandlers: Sendable {
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let mayReadRecords = teacher?.hasAny(of: [.homeroom, .volunteerDuty, .admin]) ?? true
-        let (records, frequencies, cases) = try await blocking {
+        let (records, frequency, cases) = try await blocking {
             (
                 try store.guidances(school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
-                try store.frequencies(school: schoolID, date: date, grade: scopeGrade, classNumber: scopeClass),
+                try NotifierHandlers.frequencies(store, school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
                 // Not read for a gate teacher, whose day list (polled by every gate device) shows no case.
                 mayReadRecords ? try store.cases(school: schoolID) : []
             )
@@ -100,7 +100,7 @@ struct NotifierHandlers: Sendable {
         }
         return .json(
             written: NotifierHandlers.guidanceList(
-                school: schoolID, date: date, period: period, records, frequencies: frequencies,
+                school: schoolID, date: date, period: period, records, frequency: frequency,
                 photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
                 teacherName: { roster.teachers[$0]?.name },
                 openCase: { student in
@@ -109,13 +109,26 @@ struct NotifierHandlers: Sendable {
                 }))
     }
 
+    /// Each row's `Frequency` as of its own day: one count per student for a
+    /// day's list, counts by day for a period's.
+    private static func frequencies(_ store: SQLStore, school: String, from: String, to: String, grade: Int?, classNumber: Int?)
+        throws(StoreError) -> @Sendable (GuidanceRecord) -> Frequency?
+    {
+        if from == to {
+            let counts = try store.frequencies(school: school, date: to, grade: grade, classNumber: classNumber)
+            return { counts[$0.student.studentId] }
+        }
+        let days = try store.guidanceDays(school: school, from: from, to: to, grade: grade, classNumber: classNumber)
+        return { record in days[record.student.studentId].map { Frequency(asOf: record.date, byDay: $0) } }
+    }
+
     /// `{date, items, schoolId}` written straight into one buffer (an item's
     /// `case`: its student's open case, where `openCase` gives one): a busy
     /// school's day (40,000 guidances) through `JSONEncoder` built a tree
     /// of every value first and took the notifier from 108 to 204 MiB.
     static func guidanceList(
         school: String, date: String, period: (from: String, to: String)? = nil, _ records: [GuidanceRecord],
-        frequencies: [String: Frequency], photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?,
+        frequency: (GuidanceRecord) -> Frequency?, photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?,
         openCase: (StudentRef) -> GuidanceCase? = { _ in nil }
     ) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + records.count * 380)
@@ -126,8 +139,8 @@ struct NotifierHandlers: Sendable {
         }
         writer.array("items", records) { writer, record in
             // Every listed guidance is active, so its student has at least one.
-            let frequency = frequencies[record.student.studentId] ?? Frequency(last7Days: 1, last30Days: 1)
-            writer.object("frequency") { frequency.write(to: &$0) }
+            let counts = frequency(record) ?? Frequency(last7Days: 1, last30Days: 1)
+            writer.object("frequency") { counts.write(to: &$0) }
             writer.field("guidanceId", record.guidanceId)
             writer.field("occurredAt", record.occurredAt)
             writer.field("photoUrl", photo(record.student))

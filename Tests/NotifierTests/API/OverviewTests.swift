@@ -54,6 +54,14 @@ final class OverviewTests: XCTestCase {
         } until: {
             $0.count == week.count + before.count
         }
+        // A period's rows count how often as of each row's own day (issue 70), not the week's end:
+        // 1-1-1 on Monday (and the Tuesday before), Wednesday and Friday.
+        let counts = try await list("t-admin", "from=\(from)&to=\(to)&scope=school").filter {
+            $0["student"]?["studentId"]?.string == "a111"
+        }.map { ($0["occurredAt"]?.string ?? "", $0["frequency"]?["last7Days"]?.int ?? 0, $0["frequency"]?["last30Days"]?.int ?? 0) }
+        XCTAssertEqual(
+            counts.sorted { $0.0 < $1.0 }.map { "\($0.1)/\($0.2)" }, ["2/2", "2/3", "3/4"],
+            "Monday: itself and the Tuesday before; Wednesday: 7 days back no longer reach that Tuesday; Friday: the week's three")
         let overview = { (teacher: String, query: String) async throws -> Reply in
             try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/overview?\(query)", headers: harness.headers(teacher))
         }

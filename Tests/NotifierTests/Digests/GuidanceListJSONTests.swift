@@ -20,7 +20,9 @@ final class GuidanceListJSONTests: XCTestCase {
                 reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:01:00Z", recordedBy: "t-gate")
         ]
         let frequencies = ["s1": Frequency(last7Days: 2, last30Days: 5)]
-        let body = NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", records, frequencies: frequencies) { _ in nil }
+        let body = NotifierHandlers.guidanceList(
+            school: "sa", date: "2026-11-30", records, frequency: { frequencies[$0.student.studentId] }
+        ) { _ in nil }
         let list = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         XCTAssertEqual(list["schoolId"] as? String, "sa")
         XCTAssertEqual(list["date"] as? String, "2026-11-30")
@@ -35,7 +37,7 @@ final class GuidanceListJSONTests: XCTestCase {
         XCTAssertEqual(items[1]["occurredAt"] as? String, "2026-11-29T23:01:00Z")
         XCTAssertEqual(items[0]["frequency"] as? [String: Int], ["last7Days": 2, "last30Days": 5])
         XCTAssertEqual(
-            NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", [], frequencies: [:]) { _ in nil },
+            NotifierHandlers.guidanceList(school: "sa", date: "2026-11-30", [], frequency: { _ in nil }) { _ in nil },
             Array(#"{"date":"2026-11-30","items":[],"schoolId":"sa"}"#.utf8))
     }
 }
