@@ -402,13 +402,13 @@ struct AppPage: Sendable {
         """
 
     /// The 봉사 명단: the caller's scope, students with service left first;
-    /// volunteer-duty teachers and admins record a session (`봉사 1회 기록`) and take it back.
+    /// volunteer-duty teachers and admins record a session (`봉사 1회 완료`) and take it back.
     private static func service(_ teacher: Teacher, school: School?) -> String {
         let scope =
             if teacher.has(.admin) {
                 "학교 전체에서 봉사가 남은 학생이 먼저 나옵니다."
             } else if teacher.has(.volunteerDuty) {
-                "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 한 번 마칠 때마다 봉사 1회 기록을 누르세요."
+                "우리 학년에서 봉사가 남은 학생이 먼저 나옵니다. 봉사를 한 번 마칠 때마다 봉사 1회 완료를 누르세요."
             } else {
                 "우리 반 학생들이 받은 지도만큼 남은 봉사입니다. 봉사 담당 교사가 봉사를 기록합니다."
             }

@@ -31,6 +31,7 @@ struct IngestHandlers: Sendable {
         router.get("/v1/schools/{schoolId}/students/{grade}/{class}/{number}", gate, lookUpStudent)
         router.get("/v1/schools/{schoolId}/grades/{grade}/classes/{class}/students", gate, classStudents)
         router.get("/v1/schools/{schoolId}/names", gate, schoolNames)
+        router.get("/v1/schools/{schoolId}/students", Access.school(roles: [.homeroom, .volunteerDuty, .admin]), findStudents)
         router.post("/v1/schools/{schoolId}/guidances", gate, register)
         router.delete("/v1/schools/{schoolId}/grades/{grade}/guidances/{guidanceId}", gate, delete)
         let service = Access.school(roles: IngestHandlers.communityServiceRoles)
@@ -144,6 +145,44 @@ struct IngestHandlers: Sendable {
             }
         }
         return .json(written: writer.finish())
+    }
+
+    /// 학생 찾기: the students whose record (학생 기록) the caller may open
+    /// (admins the school, homeroom teachers their class, volunteer-duty
+    /// teachers their grade) whose name holds `q`, or whose 학번 begins with
+    /// it (`10314`: 1학년 3반 14번; `103`: the class), in seat order, at most
+    /// `foundAtMost`. Seats and names only, like the gate's names; opening a
+    /// record is the read the access record keeps (`history`).
+    @Sendable func findStudents(_ request: Request, _ caller: Caller) async throws -> Response {
+        let school = try caller.school(of: request)
+        let wanted = (request.query["q"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard (1...20).contains(wanted.count) else {
+            throw HTTPError(FieldError(field: "q", message: "must be 1 to 20 characters: part of a name, or the start of a 학번 (10314)"))
+        }
+        let byNumber = wanted.allSatisfy { $0.isASCII && $0.isNumber }
+        let found = caller.roster.students(school: school.id).filter { student in
+            (caller.teacher?.mayReadOtherDays(grade: student.grade, classNumber: student.classNumber) ?? true)
+                && (byNumber ? IngestHandlers.studentNumber(student).hasPrefix(wanted) : student.name.contains(wanted))
+        }
+        var writer = JSONWriter(capacity: 256 + found.count * 96)
+        writer.array("items", Array(found.prefix(IngestHandlers.foundAtMost))) { writer, student in
+            writer.field("studentId", student.id)
+            writer.field("grade", student.grade)
+            writer.field("classNumber", student.classNumber)
+            writer.field("number", student.number)
+            writer.field("name", student.name)
+        }
+        writer.field("more", found.count > IngestHandlers.foundAtMost)
+        writer.field("schoolId", school.id)
+        return .json(written: writer.finish())
+    }
+
+    static let foundAtMost = 20
+
+    /// The 학번 Korean schools write: the grade, then the class and the number in two digits each (1학년 3반 14번: `10314`).
+    static func studentNumber(_ student: Student) -> String {
+        let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+        return "\(student.grade)" + twoDigits(student.classNumber) + twoDigits(student.number)
     }
 
     @Sendable func register(_ request: Request, _ caller: Caller) async throws -> Response {

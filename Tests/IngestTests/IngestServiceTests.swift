@@ -525,6 +525,35 @@ final class IngestServiceTests: XCTestCase {
         XCTAssertEqual(foreign.status, 403, foreign.text)
     }
 
+    /// 학생 찾기 (issue 70): by part of a name or the start of a 학번, only
+    /// the students whose record the teacher may open, never another school's.
+    func testAStudentIsFoundByNameOrStudentNumberWithinWhatTheTeacherMayOpen() async throws {
+        try await startService(authentication: true)
+        let find = { (query: String, token: String, school: String) async throws -> Reply in
+            try await fetch(
+                "GET",
+                "\(self.base)/v1/schools/\(school)/students?q=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")",
+                headers: ["Authorization": "Bearer \(token)"])
+        }
+        let ids = { (reply: Reply) -> [String] in
+            guard case .array(let items)? = reply.object["items"] else { return [] }
+            return items.map { $0["studentId"]?.string ?? "" }
+        }
+        let admin = try await find("10312", "admin-a", "sa")
+        XCTAssertEqual(admin.status, 200, admin.text)
+        XCTAssertEqual(ids(admin), ["s10312"], "1학년 3반 12번 by its 학번")
+        XCTAssertEqual(admin.object["items"]?[0]?["name"]?.string, "김민지")
+        XCTAssertEqual(admin.object["more"], .bool(false))
+        try await assertEqualAsync(ids(await find("2", "admin-a", "sa")), ["s20101"], "the start of a 학번: the grade")
+        try await assertEqualAsync(ids(await find("서준", "admin-a", "sa")), ["s20101"], "part of a name")
+        try await assertEqualAsync(ids(await find("서준", "homeroom-a", "sa")), [], "a homeroom teacher finds only their class")
+        try await assertEqualAsync(ids(await find("민지", "homeroom-a", "sa")), ["s10312"])
+        try await expectStatus(403, await find("민지", "gate-a", "sa"), "a gate teacher opens no record")
+        try await expectStatus(403, await find("Ana", "admin-a", "sb"), "another school's students")
+        try await expectStatus(400, await find("", "admin-a", "sa"), "nothing to find")
+        try await expectStatus(400, await find(String(repeating: "가", count: 21), "admin-a", "sa"))
+    }
+
     /// Ready only once a send can go straight to its partition's leader: a
     /// partition without one keeps /readyz at 503, naming it.
     func testReadinessWaitsForEveryPartitionsLeader() async throws {

@@ -260,7 +260,7 @@
       body.push(G.el('h3', { class: 'section' }, '학교 규칙'),
         recordTable('학교 규칙', ['날짜', '규칙', '기준', '상태'], answer.crossings.map((c) => ({
           struck: !c.active,
-          cells: [G.day(c.date), c.label, ruleText(c.rule, labels), c.active ? '알림' : '철회 (기록 삭제)'],
+          cells: [G.day(c.date), c.label, ruleText(c.rule, labels), c.active ? '통보함' : '철회 (기록 삭제)'],
         }))));
     }
     if (answer.cases.length) {
@@ -273,14 +273,14 @@
     }
     body.push(G.el('h3', { class: 'section' }, '지도 기록'));
     body.push(answer.guidances.length === 0 ? G.el('p', { class: 'meta' }, '지도 기록이 없습니다.')
-      : recordTable('지도 기록', ['날짜', '사유', '기록', '비고'], answer.guidances.map((g) => ({
+      : recordTable('지도 기록', ['날짜', '사유', '지도 교사', '비고'], answer.guidances.map((g) => ({
         struck: Boolean(g.deletedAt),
         cells: [G.day(g.date) + ' ' + G.clock(g.occurredAt), g.reason.label + (g.reason.detail ? ' — ' + g.reason.detail : ''),
           name(g.recordedBy), g.deletedAt ? '삭제: ' + name(g.deletedBy) + ', ' + G.day(G.today(g.deletedAt)) : ''],
       }))));
     body.push(G.el('h3', { class: 'section' }, '봉사'));
     body.push(answer.services.length === 0 ? G.el('p', { class: 'meta' }, '마친 봉사가 없습니다.')
-      : recordTable('봉사', ['날짜', '횟수', '메모', '기록', '비고'], answer.services.map((v) => ({
+      : recordTable('봉사', ['날짜', '횟수', '메모', '확인 교사', '비고'], answer.services.map((v) => ({
         struck: Boolean(v.withdrawnAt),
         cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
       }))));
@@ -448,7 +448,7 @@
   // A record not yet acknowledged keeps its id, so tapping again retries it, never doubles it.
   const unsent = new Map();
 
-  // `keepOrder`: after 봉사 1회 기록 or 되돌리기, each student stays where they were
+  // `keepOrder`: after 봉사 1회 완료 or 되돌리기, each student stays where they were
   // (the server puts those with service left first, which would move the
   // row just touched away from the teacher's eyes and thumb).
   async function loadService(keepOrder) {
@@ -517,7 +517,7 @@
     return G.el('p', { class: 'often' }, G.el('span', { class: 'state state-' + item.state }, '교내봉사 ' + stateWords[item.state]), ' · ' + parts.join(' · '));
   }
 
-  // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 1회 기록; each record with 되돌리기.
+  // A student as a row: photo, name and seat, what is left; the newest guidance; sessions done and 봉사 1회 완료; each record with 되돌리기.
   function serviceRow(item, index) {
     const s = item.student;
     // A past day's list is read, not recorded on (봉사 is recorded on the day it is served).
@@ -539,7 +539,7 @@
         G.el('p', { class: 'service-line' },
           G.el('span', { class: 'often' }, serviceDone(item.owed, item.served) + serviceMarks(item)),
           recorder && item.outstanding > 0
-            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 기록') : null),
+            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 완료') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));
   }
 
@@ -583,7 +583,7 @@
       await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
         { serviceId, date: service.today, sessions: 1 });
     } catch (error) {
-      G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 1회 기록을 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+      G.say('service-status', s.name + ' 봉사를 기록하지 못했습니다. 봉사 1회 완료를 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
       return;
     }
     unsent.delete(s.studentId);
