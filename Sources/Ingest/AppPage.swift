@@ -248,13 +248,18 @@ struct AppPage: Sendable {
             </div></fieldset>
 
             """
+        // 학생 찾기: students found by name or 학번 open their record, for whoever may open one.
+        let found = otherDays ? "<ul id=\"found-students\" class=\"plain found\" aria-label=\"학생 기록 열기\"></ul>\n" : ""
+        // The choices fold into one line on a phone, so that the rows start on the first screen.
         return """
             <section class="card" aria-labelledby="list-title">
             <h2 id="list-title" tabindex="-1"><span id="list-name">오늘 명단</span> <span id="list-date" class="meta"></span></h2>
+            <details id="list-options" class="options"><summary>보기 <span id="list-shown" class="meta"></span></summary>
             <fieldset><legend>보기</legend><div id="filters" class="choices">\(filters)</div></fieldset>
-            \(otherDays ? day : "")<label for="list-search">이름으로 찾기</label>
+            \(otherDays ? day : "")</details>
+            <label for="list-search">이름·학번으로 찾기</label>
             <input type="search" id="list-search" autocomplete="off" enterkeyhint="search">
-            <div id="list-body"></div>
+            \(found)<div id="list-body"></div>
             <p id="list-status" class="status" role="status" aria-live="polite"></p>
             </section>
 

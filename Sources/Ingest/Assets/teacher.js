@@ -352,8 +352,18 @@
     return query;
   }
 
+  // On a phone the choices fold into one line that says what is shown; wider, they stay open.
+  if ($('list-options')) $('list-options').open = window.matchMedia('(min-width: 40rem)').matches;
+  function sayShown() {
+    const label = (input) => (input ? input.parentElement.textContent.trim() : '');
+    const span = document.querySelector('input[name=span]:checked');
+    $('list-shown').textContent = [label(document.querySelector('input[name=filter]:checked')),
+      span && span.value !== 'day' ? label(span) : ''].filter(Boolean).join(' · ');
+  }
+
   async function loadToday() {
     const days = shownDays();
+    sayShown();
     const chosen = document.querySelector('input[name=filter]:checked');
     const query = [chosen ? chosen.value : '', days].filter(Boolean).join('&');
     try {
@@ -373,9 +383,41 @@
     renderToday();
   }
 
+  // 학번 as Korean schools write it: 1학년 3반 14번 is 10314.
+  const studentNumber = (s) => s.grade + String(s.classNumber).padStart(2, '0') + String(s.number).padStart(2, '0');
+  const byNumber = (wanted) => /^[0-9]+$/.test(wanted);
+
   function matching() {
     const wanted = $('list-search').value.trim();
-    return wanted ? today.items.filter((item) => item.student.name.includes(wanted)) : today.items;
+    if (!wanted) return today.items;
+    return today.items.filter((item) => (byNumber(wanted) ? studentNumber(item.student).startsWith(wanted)
+      : item.student.name.includes(wanted)));
+  }
+
+  // 학생 찾기: beneath the search, the students of any day whose record the
+  // teacher may open, each a button that opens it (the list above only has the day shown).
+  let findAsked = 0;
+  async function findStudents() {
+    const list = $('found-students');
+    if (!list) return;
+    const wanted = $('list-search').value.trim();
+    const asked = ++findAsked;
+    if (!wanted) {
+      list.replaceChildren();
+      return;
+    }
+    let answer;
+    try {
+      answer = await G.api('GET', schoolURL + '/students?q=' + encodeURIComponent(wanted.slice(0, 20)));
+    } catch (error) {
+      if (asked === findAsked) list.replaceChildren(G.el('li', { class: 'meta' }, '학생을 찾지 못했습니다. ' + G.message(error)));
+      return;
+    }
+    if (asked !== findAsked) return;
+    list.replaceChildren(...answer.items.map((s) => G.el('li', {},
+      G.el('button', { type: 'button', class: 'secondary', onclick: (event) => openRecord(s, event.currentTarget) },
+        s.name + ' · ' + seatName(s) + ' ' + s.number + '번 (' + studentNumber(s) + ') 학생 기록'))),
+      ...(answer.more ? [G.el('li', { class: 'meta' }, '더 있습니다. 더 적어 좁히세요.')] : []));
   }
 
   function renderToday(focusFrom) {
@@ -387,7 +429,7 @@
     if (today.items.length === 0) {
       nodes.push(G.el('p', { class: 'meta' }, '등록된 지도가 없습니다.'));
     } else if (items.length === 0) {
-      nodes.push(G.el('p', { class: 'meta' }, '찾는 이름이 없습니다.'));
+      nodes.push(G.el('p', { class: 'meta' }, '이 명단에는 찾는 학생이 없습니다.'));
     } else {
       nodes.push(G.el('p', { class: 'meta' }, (searching ? '찾은 기록 ' : '모두 ') + items.length + '건'));
       nodes.push(...grouped(items, shown, false, deletes ? removeGuidance : null, Boolean(today.from)));
@@ -433,7 +475,7 @@
   let searchTimer = 0;
   $('list-search').addEventListener('input', () => {
     clearTimeout(searchTimer);
-    searchTimer = setTimeout(() => { shown = PAGE; renderToday(); }, 150);
+    searchTimer = setTimeout(() => { shown = PAGE; renderToday(); findStudents(); }, 150);
   });
   $('filters').addEventListener('change', loadToday);
   if ($('list-day')) $('list-day').addEventListener('change', loadToday);
