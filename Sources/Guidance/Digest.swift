@@ -221,7 +221,8 @@ package struct Digest: Sendable, Equatable {
     package var read: Bool
     package let subject: String
     package let text: String
-    package let entries: [DigestEntry]
+    /// Empty in what `SQLStore.writeDigests` returns: written, they are read from the store.
+    package var entries: [DigestEntry]
     package let counts: [String: Int]
 
     package init(

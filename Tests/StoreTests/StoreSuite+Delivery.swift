@@ -32,7 +32,7 @@ extension StoreSuite {
         // One claim at a time: B finds nothing while A holds the lease.
         let claimed = try store.claimDeliveries(channel: .email, limit: 10, owner: "A", now: now, leaseUntil: now + 60)
         XCTAssertEqual(claimed.map(\.delivery.deliveryId), ["\(digest.digestId).email"])
-        XCTAssertEqual(claimed.first?.digest, digest)
+        XCTAssertEqual(claimed.first?.digest, try store.inbox(teacher: "t-hr").first, "the digest as written, entries and all")
         XCTAssertEqual(claimed.first?.takenOver, false)
         XCTAssertEqual(try store.claimDeliveries(channel: .email, limit: 10, owner: "B", now: now, leaseUntil: now + 60).count, 0)
 

@@ -9,17 +9,20 @@ extension Array where Element: Sendable {
     /// consumer (writing them in one transaction). This thread transforms
     /// too whenever nothing is ready for it, so it never waits on a thread
     /// that has not started. When `body` throws, elements not yet started
-    /// are skipped.
-    package func forEach<T: Sendable, E: Error>(
+    /// are skipped. The array is handed over: each element is released as
+    /// its transform starts, so that what it holds (a school's day of
+    /// records) is not kept while later ones are written.
+    package consuming func forEach<T: Sendable, E: Error>(
         transformedBy transform: @escaping @Sendable (Element) -> T, _ body: (T) throws(E) -> Void
     ) throws(E) {
-        let work = TransformQueue(self, transform)
+        let count = self.count
+        let work = TransformQueue(consume self, transform)
         let helpers = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount) - 1
         for _ in 0..<Swift.max(0, helpers) {
             DispatchQueue.global().async { while work.transformNext() {} }
         }
         do {
-            for index in indices {
+            for index in 0..<count {
                 while !work.isDone(index) && work.transformNext() {}
                 try body(work.take(index))
             }
@@ -36,30 +39,39 @@ extension Array where Element: Sendable {
 /// is written only by the thread that took its index, and read only after
 /// its semaphore says so.
 fileprivate final class TransformQueue<Element: Sendable, T: Sendable>: @unchecked Sendable {
-    private let elements: [Element]
+    /// Each element until its transform takes it.
+    private let elements: UnsafeMutablePointer<Element?>
+    private let count: Int
     private let transform: @Sendable (Element) -> T
     private let next = Atomic(0)
     private let results: UnsafeMutablePointer<T?>
     private let done: [DispatchSemaphore]
 
-    init(_ elements: [Element], _ transform: @escaping @Sendable (Element) -> T) {
-        self.elements = elements
+    init(_ elements: consuming [Element], _ transform: @escaping @Sendable (Element) -> T) {
+        count = elements.count
+        self.elements = .allocate(capacity: count)
+        for (index, element) in (consume elements).enumerated() { (self.elements + index).initialize(to: element) }
         self.transform = transform
-        results = .allocate(capacity: elements.count)
-        results.initialize(repeating: nil, count: elements.count)
-        done = elements.map { _ in DispatchSemaphore(value: 0) }
+        results = .allocate(capacity: count)
+        results.initialize(repeating: nil, count: count)
+        done = (0..<count).map { _ in DispatchSemaphore(value: 0) }
     }
 
     deinit {
-        results.deinitialize(count: elements.count)
+        elements.deinitialize(count: count)
+        elements.deallocate()
+        results.deinitialize(count: count)
         results.deallocate()
     }
 
     /// Transforms the next element nobody has taken; false when none is left.
     func transformNext() -> Bool {
         let index = next.add(1, ordering: .relaxed).oldValue
-        guard index < elements.count else { return false }
-        results[index] = transform(elements[index])
+        guard index < count else { return false }
+        // This thread's alone (the counter gave it the index): released with its transform.
+        let element = elements[index]!
+        elements[index] = nil
+        results[index] = transform(element)
         done[index].signal()
         return true
     }
@@ -80,6 +92,6 @@ fileprivate final class TransformQueue<Element: Sendable, T: Sendable>: @uncheck
     }
 
     func skipRest() {
-        next.store(elements.count, ordering: .relaxed)
+        next.store(count, ordering: .relaxed)
     }
 }

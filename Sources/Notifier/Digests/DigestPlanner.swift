@@ -8,6 +8,11 @@ import Store
 struct DigestPlanner: Sendable {
     let roster: Roster
 
+    /// A recipient and how to list what they are to be told: each list is
+    /// made when its digest is, and dropped with it (a big school's 80,000
+    /// entries were held twice over, as lists and as digests).
+    private typealias List = (recipient: Recipient, entries: () -> [DigestEntry])
+
     func plan(school: School, date: String, state: DeliveryState, createdAt: String) -> [Digest] {
         var lists = dayLists(school: school, state: state)
         let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in
@@ -19,7 +24,7 @@ struct DigestPlanner: Sendable {
                 lists.append(
                     (
                         Recipient(teacherId: teacher, scope: .service, grade: grade, classNumber: nil),
-                        owing(state, school: school, grade: grade)
+                        { owing(state, school: school, grade: grade) }
                     ))
             }
         }
@@ -32,21 +37,21 @@ struct DigestPlanner: Sendable {
             lists.append(
                 (
                     Recipient(teacherId: teacher.id, scope: .overdue, grade: grade, classNumber: classNumber),
-                    overdue.filter { $0.student.grade == grade && $0.student.classNumber == classNumber }
+                    { overdue.filter { $0.student.grade == grade && $0.student.classNumber == classNumber } }
                 ))
         }
         for (teacher, grade) in volunteerDuty {
             lists.append(
                 (
                     Recipient(teacherId: teacher, scope: .overdue, grade: grade, classNumber: nil),
-                    overdue.filter { $0.student.grade == grade }
+                    { overdue.filter { $0.student.grade == grade } }
                 ))
         }
         for teacher in roster.teachers(of: school.id, role: .admin) {
-            lists.append((Recipient(teacherId: teacher.id, scope: .overdue, grade: 0, classNumber: nil), overdue))
+            lists.append((Recipient(teacherId: teacher.id, scope: .overdue, grade: 0, classNumber: nil), { overdue }))
         }
-        return lists.compactMap { recipient, current in
-            digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
+        return lists.compactMap { recipient, entries in
+            digest(recipient, current: entries(), school: school, date: date, state: state, createdAt: createdAt)
         }
     }
 
@@ -54,28 +59,26 @@ struct DigestPlanner: Sendable {
     /// each one's list at their own time, before the school's. The school's
     /// run tells them the rest as an 정정.
     func earlyPlan(school: School, date: String, state: DeliveryState, teachers: Set<String>, createdAt: String) -> [Digest] {
-        dayLists(school: school, state: state, of: teachers).compactMap { recipient, current in
+        dayLists(school: school, state: state, of: teachers).compactMap { recipient, entries in
             guard state.revisions[recipient] == nil else { return nil }
-            return digest(recipient, current: current, school: school, date: date, state: state, createdAt: createdAt)
+            return digest(recipient, current: entries(), school: school, date: date, state: state, createdAt: createdAt)
         }
     }
 
     /// The day's lists: each homeroom teacher's class, each volunteer-duty
     /// teacher's grade (only `teachers`' when given).
-    private func dayLists(school: School, state: DeliveryState, of teachers: Set<String>? = nil) -> [(
-        recipient: Recipient, current: [DigestEntry]
-    )] {
-        var lists: [(recipient: Recipient, current: [DigestEntry])] = []
+    private func dayLists(school: School, state: DeliveryState, of teachers: Set<String>? = nil) -> [List] {
+        var lists: [List] = []
         let chosen = { (teacher: Teacher) in teachers?.contains(teacher.id) ?? true }
         for teacher in roster.teachers(of: school.id, role: .homeroom) where chosen(teacher) {
             guard let grade = teacher.grade, let classNumber = teacher.classNumber else { continue }
             let recipient = Recipient(teacherId: teacher.id, scope: .class, grade: grade, classNumber: classNumber)
-            lists.append((recipient, dayEntries(state, grade: grade, classNumber: classNumber)))
+            lists.append((recipient, { dayEntries(state, grade: grade, classNumber: classNumber) }))
         }
         for teacher in roster.teachers(of: school.id, role: .volunteerDuty) where chosen(teacher) {
             guard let grade = teacher.grade else { continue }
             let recipient = Recipient(teacherId: teacher.id, scope: .grade, grade: grade, classNumber: nil)
-            lists.append((recipient, dayEntries(state, grade: grade, classNumber: nil)))
+            lists.append((recipient, { dayEntries(state, grade: grade, classNumber: nil) }))
         }
         return lists
     }
