@@ -9,9 +9,9 @@ extension Array where Element: Sendable {
     /// consumer (writing them in one transaction). This thread transforms
     /// too whenever nothing is ready for it, so it never waits on a thread
     /// that has not started. When `body` throws, elements not yet started
-    /// are skipped. The array is handed over: each element is released as
-    /// its transform starts, so that what it holds (a school's day of
-    /// records) is not kept while later ones are written.
+    /// are skipped. The array is handed over: each element is released once
+    /// transformed, so that what it holds (a school's day of records) is
+    /// not kept while its result and later ones are written.
     package consuming func forEach<T: Sendable, E: Error>(
         transformedBy transform: @escaping @Sendable (Element) -> T, _ body: (T) throws(E) -> Void
     ) throws(E) {
