@@ -378,7 +378,7 @@ struct AppPage: Sendable {
 
     /// 현황: a week or a month of what the teacher may see, against the one before.
     private static let overview = """
-        <section class="card" aria-labelledby="overview-title">
+        <section class="card" id="overview-card" aria-labelledby="overview-title">
         <h2 id="overview-title" tabindex="-1">현황 <span id="overview-scope" class="meta"></span></h2>
         <fieldset><legend>기간</legend><div class="choices">
         <label><input type="radio" name="period" value="week" checked>이번 주</label>
@@ -388,6 +388,14 @@ struct AppPage: Sendable {
         </div></fieldset>
         <p id="overview-status" class="status" role="status" aria-live="polite"></p>
         <div id="overview-body"></div>
+        </section>
+        <section class="card record" id="report" hidden aria-labelledby="report-title">
+        <div class="actions no-print"><button type="button" id="report-close" class="secondary">닫기</button><button type="button" id="report-print">인쇄</button><button type="button" id="report-csv" class="secondary">CSV로 저장</button></div>
+        <label class="check no-print"><input type="checkbox" id="report-names"> 학생 이름 부록 넣기</label>
+        <h2 id="report-title" tabindex="-1">월간 보고서</h2>
+        <p id="report-meta" class="meta"></p>
+        <p id="report-status" class="status" role="status" aria-live="polite"></p>
+        <div id="report-body"></div>
         </section>
 
         """

@@ -114,6 +114,14 @@ extension AnyCodable {
 
     package var string: String? { if case .string(let value) = self { value } else { nil } }
     package var int: Int? { if case .int(let value) = self { value } else { nil } }
+    /// A JSON number, whole or not (`1.0` reads back as an int).
+    package var number: Double? {
+        switch self {
+        case .int(let value): Double(value)
+        case .double(let value): value
+        default: nil
+        }
+    }
 }
 
 /// `XCTAssertEqual` for an expression that awaits (XCTest's autoclosures cannot).

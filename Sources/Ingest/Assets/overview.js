@@ -1,9 +1,12 @@
 // 현황: how a week or a month went for what the teacher may see (GET
 // …/overview): the first screen says "how was this week" (the total against
-// the same days before, the last four weeks by school day as a chart); then
-// by reason, by grade or class, by hour and the students with the most, each
-// a table whose bars are drawn from its own numbers; the period's records as
-// CSV. Read when the tab is shown. Served as /assets/overview.js.
+// the same days before, the last four weeks by school day as a chart with
+// its values, today hollow); then by reason, by grade or class, by hour and
+// the students with the most, each a table whose bars are drawn from its own
+// numbers, with the period before and the change (▲ 12 (+80%)); a grade or
+// class opens its own 현황 (school → grade → class, as far as the teacher may
+// read); the period's records as CSV. Read when the tab is shown. Served as
+// /assets/overview.js.
 'use strict';
 (() => {
   const G = window.Guidance;
@@ -32,66 +35,131 @@
 
   const names = { week: ['이번 주', '지난 주'], month: ['이번 달', '지난 달'] };
 
+  // Where the teacher has drilled down to: a grade of the school, a class of
+  // the grade (null: the widest the teacher may see, which the API chooses).
+  const drill = { grade: null, classNumber: null };
+
   // "3건 많음" / "2건 적음" / "같음" against the period before.
   function change(count, previous) {
     if (count === previous) return '같음';
     return Math.abs(count - previous) + '건 ' + (count > previous ? '많음' : '적음');
   }
 
+  // A row's change, said plainly: "▲ 12 (+80%)", "▼ 3 (-50%)", "-" when the same; "▲ 4 (새로)" from none.
+  function delta(count, previous) {
+    if (count === previous) return '-';
+    const arrow = (count > previous ? '▲ ' : '▼ ') + Math.abs(count - previous);
+    if (!previous) return arrow + ' (새로)';
+    const percent = Math.round(((count - previous) / previous) * 100);
+    return arrow + ' (' + (percent > 0 ? '+' : '') + percent + '%)';
+  }
+
   // The four weeks by school day: a bar per day, the period's days in the accent colour;
   // the same numbers in a table a screen reader (and paper) reads.
+  // Drawn in units about a pixel wide on a phone (the card is about 300 px),
+  // so the day labels and the values on the bars read at 12 px or more.
+  // Today is not over: its bar is drawn hollow and says so.
   function weeks(overview) {
     const max = Math.max(1, ...overview.days.map((d) => d.count));
-    const width = 320;
-    const height = 120;
+    const width = 300;
+    const height = 150;
     const step = width / overview.days.length;
-    const bars = overview.days.map((d, i) => {
-      const h = Math.round((d.count / max) * (height - 20));
+    const today = G.today();
+    const base = height - 20;
+    const bars = overview.days.flatMap((d, i) => {
+      const h = Math.round((d.count / max) * (base - 18));
       const inPeriod = d.date >= overview.from && d.date <= overview.to;
-      return svg('rect', { x: (i * step + 2).toFixed(1), y: height - 16 - h, width: (step - 4).toFixed(1), height: Math.max(h, 1),
-        class: inPeriod ? 'bar now' : 'bar' });
+      const x = i * step + 1.5;
+      const bar = svg('rect', { x: x.toFixed(1), y: base - h, width: (step - 3).toFixed(1), height: Math.max(h, 1),
+        class: 'bar' + (inPeriod ? ' now' : '') + (d.date === today ? ' today' : '') });
+      const value = d.count ? [svg('text', { x: (x + (step - 3) / 2).toFixed(1), y: base - h - 3, class: 'value' }, String(d.count))] : [];
+      return [bar, ...value];
     });
     // A label under each week's Monday.
     const labels = overview.days.filter((d) => new Date(d.date + 'T12:00:00Z').getUTCDay() === 1).map((d) => svg('text',
-      { x: (overview.days.indexOf(d) * step + 2).toFixed(1), y: height - 2, class: 'axis' }, G.day(d.date).replace(/\(.\)$/, '')));
+      { x: (overview.days.indexOf(d) * step + 1.5).toFixed(1), y: height - 4, class: 'axis' }, G.day(d.date).replace(/\(.\)$/, '')));
     const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, class: 'chart', 'aria-hidden': 'true', focusable: 'false' },
       ...bars, ...labels);
+    const unfinished = overview.days.some((d) => d.date === today);
     const table = G.el('table', { class: 'visually-hidden' }, G.el('caption', {}, '최근 4주 등교일의 지도 건수'),
       G.el('thead', {}, G.el('tr', {}, G.el('th', { scope: 'col' }, '날짜'), G.el('th', { scope: 'col' }, '건수'))),
-      G.el('tbody', {}, ...overview.days.map((d) => G.el('tr', {}, G.el('td', {}, G.day(d.date)), G.el('td', {}, d.count + '건')))));
-    return G.el('figure', { class: 'weeks' }, G.el('figcaption', { class: 'meta' }, '최근 4주, 등교일 (이 기간은 진한 막대)'), chart, table);
+      G.el('tbody', {}, ...overview.days.map((d) => G.el('tr', {}, G.el('td', {}, G.day(d.date) + (d.date === today ? ' (진행 중)' : '')),
+        G.el('td', {}, d.count + '건')))));
+    return G.el('figure', { class: 'weeks' }, G.el('figcaption', { class: 'meta' },
+      '최근 4주, 등교일 (이 기간은 진한 막대' + (unfinished ? ', 오늘은 진행 중이라 빈 막대' : '') + ')'), chart, table);
   }
 
-  // A figure as a table: label, a bar drawn from the count, the count and the period before.
-  function figures(title, items, before) {
+  // A figure as a table: label, a bar drawn from the count, the count, the
+  // period before and the change. `open`: a row's label opens that group
+  // (a grade, a class) in 현황.
+  function figures(title, items, before, open) {
     if (!items.length) return [];
     const max = Math.max(1, ...items.map((f) => Math.max(f.count, f.previous)));
     const bar = (f) => svg('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', class: 'hbar', 'aria-hidden': 'true', focusable: 'false' },
       svg('rect', { x: 0, y: 0, width: Math.max(1, Math.round((f.count / max) * 100)), height: 10, class: 'bar now' }));
-    const head = G.el('tr', {}, G.el('th', { scope: 'col' }, '구분'), G.el('th', { scope: 'col' }, G.el('span', { class: 'visually-hidden' }, '막대')),
-      G.el('th', { scope: 'col' }, '건수'), G.el('th', { scope: 'col' }, before));
-    const rows = items.map((f) => G.el('tr', {}, G.el('th', { scope: 'row' }, f.label), G.el('td', { class: 'bar-cell' }, bar(f)),
-      G.el('td', {}, f.count + '건'), G.el('td', { class: 'meta' }, f.previous + '건')));
+    // Four columns fit a phone: the bar under the row's label.
+    const head = G.el('tr', {}, G.el('th', { scope: 'col' }, '구분'),
+      G.el('th', { scope: 'col' }, '건수'), G.el('th', { scope: 'col' }, before.replace(' 같은 기간', '')), G.el('th', { scope: 'col' }, '변화'));
+    const rows = items.map((f) => G.el('tr', { 'data-key': f.key },
+      G.el('th', { scope: 'row', class: 'bar-cell' },
+        open ? G.el('button', { type: 'button', class: 'link record-link drill', onclick: () => open(f) }, f.label) : f.label, bar(f)),
+      G.el('td', {}, f.count + '건'), G.el('td', { class: 'meta' }, f.previous + '건'),
+      G.el('td', { class: 'delta' + (f.count > f.previous ? ' up' : f.count < f.previous ? ' down' : '') }, delta(f.count, f.previous))));
     return [G.el('h3', { class: 'section' }, title),
-      G.el('table', { class: 'figures' }, G.el('caption', { class: 'visually-hidden' }, title + ': 건수와 ' + before),
+      G.el('table', { class: 'figures' }, G.el('caption', { class: 'visually-hidden' }, title + ': 건수, ' + before + ', 변화'),
         G.el('thead', {}, head), G.el('tbody', {}, ...rows))];
+  }
+
+  // The classes and reasons that rose most against their own four weeks
+  // before, named at the top: "2학년 4반 실내화 없음 ▲ 9 (4주 평균 2건 → 11건)";
+  // each opens its class (unless that is the scope shown).
+  function rises(overview, plain) {
+    if (!overview.rises.length) return null;
+    const average = (n) => (Number.isInteger(n) ? n : n.toFixed(1)) + '건';
+    return G.el('div', { class: 'rises' }, G.el('h3', { class: 'section' }, '눈에 띄게 늘어난 곳'),
+      G.el('ul', { class: 'plain' }, ...overview.rises.map((r) => {
+        const place = r.grade + '학년 ' + r.classNumber + '반';
+        const words = ' ' + r.reason.label + ' ▲ ' + Math.round(r.count - r.average) + ' (4주 평균 ' + average(r.average) + ' → ' + r.count + '건)';
+        return G.el('li', { class: 'rise' }, plain || overview.scope.classNumber ? G.el('strong', {}, place)
+          : G.el('button', { type: 'button', class: 'link record-link drill', onclick: () => {
+            Object.assign(drill, { grade: r.grade, classNumber: r.classNumber });
+            load(true);
+          } }, place), words);
+      })));
+  }
+
+  // Down a level (school → grade → class), as far as the teacher may read.
+  function openGroup(overview) {
+    if (overview.scope.classNumber) return null;
+    return (f) => {
+      if (overview.scope.grade) Object.assign(drill, { grade: overview.scope.grade, classNumber: Number(f.key) });
+      else Object.assign(drill, { grade: Number(f.key), classNumber: null });
+      load(true);
+    };
   }
 
   function render(overview) {
     const [now, before] = names[asked().kind];
     const label = asked().last ? before : now;
-    const scope = overview.scope.classNumber ? overview.scope.grade + '학년 ' + overview.scope.classNumber + '반'
-      : overview.scope.grade ? overview.scope.grade + '학년' : '학교 전체';
-    $('overview-scope').textContent = scope;
+    $('overview-scope').textContent = scopeName(overview);
     const beforeName = (asked().last ? '그 전' : names[overview.period][1]) + ' 같은 기간';
-    const body = [
+    // Back up a level, when the teacher came down to this one.
+    const up = drill.grade === null ? null : drill.classNumber !== null
+      ? { label: drill.grade + '학년으로', to: { grade: drill.grade, classNumber: null } }
+      : { label: '학교 전체로', to: { grade: null, classNumber: null } };
+    const main = [
+      up ? G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'overview-up',
+        onclick: () => { Object.assign(drill, up.to); load(true); } }, '← ' + up.label)) : null,
       G.el('p', { class: 'headline' }, G.el('strong', {}, label + ' 지도 ' + overview.total + '건'), ' ',
         G.el('span', {}, beforeName + '(' + overview.previousTotal + '건)보다 ' + change(overview.total, overview.previousTotal))),
       G.el('p', { class: 'meta' }, G.day(overview.from) + ' – ' + G.day(overview.to)),
       weeks(overview),
+      rises(overview)].filter(Boolean);
+    const more = [
       ...figures('사유별', overview.reasons, beforeName),
-      ...figures(overview.scope.grade ? '반별' : '학년별', overview.groups, beforeName),
+      ...figures(overview.scope.grade ? '반별' : '학년별', overview.groups, beforeName, openGroup(overview)),
       ...figures('시간대별', overview.hours, beforeName)];
+    const body = [];
     if (overview.students.length) {
       body.push(G.el('h3', { class: 'section' }, '자주 지도받은 학생'),
         G.el('ol', { class: 'top' }, ...overview.students.map((s) => G.el('li', {}, G.el('div', { class: 'top-row' },
@@ -103,13 +171,110 @@
           G.el('span', { class: 'count' }, s.count + '건'))))));
     }
     body.push(G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', onclick: () => save(overview) },
-      '이 기간 기록 CSV로 저장')));
-    $('overview-body').replaceChildren(...body);
+      '이 기간 기록 CSV로 저장'), G.el('button', { type: 'button', id: 'report-open', class: 'secondary', onclick: openReport },
+      '월간 보고서 (' + Number(asked().date.slice(5, 7)) + '월)')));
+    // Two columns on a desk: the week and its students beside the figures.
+    $('overview-body').replaceChildren(G.el('div', { class: 'overview-main' }, ...main, ...body), G.el('div', { class: 'overview-more' }, ...more));
   }
 
-  async function load() {
+  // The scope drilled to, as the API asks it ('' for the teacher's widest).
+  const drilled = () => (drill.grade === null ? ''
+    : '&grade=' + drill.grade + (drill.classNumber === null ? '' : '&classNumber=' + drill.classNumber));
+
+  // --- 월간 보고서: the month holding the period shown, of the scope shown,
+  // in place of 현황 to print on A4 (or save as CSV) for the 생활지도 위원회
+  // and the 학교운영위원회. Student names only in an appendix the teacher adds.
+  let report = null;
+
+  async function openReport() {
+    $('overview-card').hidden = true;
+    $('report').hidden = false;
+    $('report-body').replaceChildren();
+    G.say('report-status', '불러오는 중…');
+    $('report-title').focus();
+    try {
+      report = await G.api('GET', schoolURL + '/overview?period=month&date=' + asked().date + drilled());
+    } catch (error) {
+      G.say('report-status', '보고서를 불러오지 못했습니다. ' + G.message(error), 'warn');
+      return;
+    }
+    G.say('report-status', '');
+    renderReport();
+  }
+
+  function closeReport() {
+    $('report').hidden = true;
+    $('overview-card').hidden = false;
+    report = null;
+    ($('report-open') || $('overview-title')).focus();
+  }
+
+  const scopeName = (o) => (o.scope.classNumber ? o.scope.grade + '학년 ' + o.scope.classNumber + '반'
+    : o.scope.grade ? o.scope.grade + '학년' : '학교 전체');
+
+  function renderReport() {
+    const o = report;
+    const school = document.querySelector('.bar h1').textContent.trim();
+    $('report-title').textContent = school + ' ' + Number(o.from.slice(0, 4)) + '년 ' + Number(o.from.slice(5, 7)) + '월 생활지도 보고서';
+    $('report-meta').textContent = [G.day(o.from) + ' – ' + G.day(o.to), scopeName(o), '출력 ' + G.day(G.today())].join(' · ');
+    const before = '지난 달 같은 기간';
+    const body = [
+      G.el('p', { class: 'headline' }, G.el('strong', {}, '지도 ' + o.total + '건'), ' ',
+        G.el('span', {}, before + '(' + o.previousTotal + '건)보다 ' + change(o.total, o.previousTotal))),
+      weeks(o),
+      rises(o, true),
+      ...figures('사유별', o.reasons, before),
+      ...figures(o.scope.grade ? '반별' : '학년별', o.groups, before),
+      ...figures('시간대별', o.hours, before)].filter(Boolean);
+    if ($('report-names').checked && o.students.length) {
+      body.push(G.el('h3', { class: 'section' }, '부록: 자주 지도받은 학생'),
+        G.el('ol', { class: 'top' }, ...o.students.map((s) => G.el('li', {}, G.el('div', { class: 'top-row' },
+          G.el('span', {}, s.student.name),
+          G.el('span', { class: 'meta' }, ' ' + s.student.grade + '학년 ' + s.student.classNumber + '반 ' + s.student.number + '번'),
+          G.el('span', { class: 'count' }, s.count + '건'))))));
+    }
+    $('report-body').replaceChildren(...body);
+  }
+
+  // The report's tables as one CSV (UTF-8 with a BOM, as Korean Excel opens it);
+  // a cell that would start a formula is written as text.
+  function saveReport() {
+    const o = report;
+    if (!o) return;
+    const cell = (value) => {
+      let text = String(value);
+      if (/^[=+\-@\t\r]/.test(text) && text !== '-') text = "'" + text;
+      return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+    };
+    const rows = [['구분', '항목', '이번 달', '지난 달 같은 기간', '변화'], ['합계', '지도', o.total, o.previousTotal, delta(o.total, o.previousTotal)]];
+    for (const [part, items] of [['사유', o.reasons], [o.scope.grade ? '반' : '학년', o.groups], ['시간대', o.hours]]) {
+      for (const f of items) rows.push([part, f.label, f.count, f.previous, delta(f.count, f.previous)]);
+    }
+    for (const r of o.rises) {
+      rows.push(['늘어난 곳', r.grade + '학년 ' + r.classNumber + '반 ' + r.reason.label, r.count, '4주 평균 ' + r.average, '▲ ' + Math.round(r.count - r.average)]);
+    }
+    if ($('report-names').checked) {
+      for (const s of o.students) rows.push(['학생', s.student.name + ' (' + s.student.grade + '-' + s.student.classNumber + '-' + s.student.number + ')', s.count, s.previous, '']);
+    }
+    const file = URL.createObjectURL(new Blob(['\ufeff' + rows.map((row) => row.map(cell).join(',')).join('\r\n') + '\r\n'],
+      { type: 'text/csv;charset=utf-8' }));
+    const link = G.el('a', { href: file, download: '월간보고서-' + o.from.slice(0, 7) + '.csv' });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(file), 10000);
+  }
+
+  $('report-close').addEventListener('click', closeReport);
+  $('report-print').addEventListener('click', () => window.print());
+  $('report-csv').addEventListener('click', saveReport);
+  $('report-names').addEventListener('change', () => { if (report) renderReport(); });
+  for (const tab of document.querySelectorAll('[role=tab]')) tab.addEventListener('click', () => { if (!$('report').hidden) closeReport(); });
+
+  // `moved`: after a drill up or down, focus goes to the title, which names the scope.
+  async function load(moved) {
     const { kind, date } = asked();
-    const query = 'period=' + kind + '&date=' + date;
+    const query = 'period=' + kind + '&date=' + date + drilled();
     G.say('overview-status', '불러오는 중…');
     let overview;
     try {
@@ -120,6 +285,7 @@
     }
     G.say('overview-status', '');
     render(overview);
+    if (moved === true) $('overview-title').focus();
   }
 
   // The period's records as the list API writes them for a spreadsheet.
@@ -134,6 +300,6 @@
     }
   }
 
-  for (const input of document.querySelectorAll('input[name=period]')) input.addEventListener('change', load);
-  G.whenShown('panel-overview', load);
+  for (const input of document.querySelectorAll('input[name=period]')) input.addEventListener('change', () => load());
+  G.whenShown('panel-overview', () => load());
 })();

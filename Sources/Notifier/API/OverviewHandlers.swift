@@ -39,10 +39,13 @@ struct OverviewHandlers: Sendable {
         func contains(_ date: String) -> Bool { from <= date && date <= to }
     }
 
+    typealias Periods = (current: Days, previous: Days, chart: Days, baseline: Days)
+
     /// The period holding `date` (a week from Monday, or a month), its days
-    /// up to `today`; the same number of days of the period before; and the
-    /// four weeks the chart shows, ending on the period's last day counted.
-    static func periods(_ kind: String, date: String, today: String) -> (current: Days, previous: Days, chart: Days)? {
+    /// up to `today`; the same number of days of the period before; the
+    /// four weeks the chart shows, ending on the period's last day counted;
+    /// and the four weeks before the period, against which a rise is one.
+    static func periods(_ kind: String, date: String, today: String) -> Periods? {
         guard let (year, month, day) = Timestamp.parseDate(min(date, today)),
             let now = Timestamp.parseDate(today)
         else { return nil }
@@ -65,7 +68,9 @@ struct OverviewHandlers: Sendable {
             previousStart = start - 7
             previousEnd = previousStart + (end - start)
         }
-        return (Days(civil: start, end), Days(civil: previousStart, previousEnd), Days(civil: end - 27, end))
+        return (
+            Days(civil: start, end), Days(civil: previousStart, previousEnd), Days(civil: end - 27, end), Days(civil: start - 28, start - 1)
+        )
     }
 
     struct Overview: Encodable, Sendable {
@@ -94,6 +99,17 @@ struct OverviewHandlers: Sendable {
             let previous: Int
         }
 
+        /// A class and reason whose count rose against its own four weeks
+        /// before the period: `average` is what those weeks gave for as
+        /// many school days as the period has had.
+        struct Rise: Encodable, Sendable {
+            let grade: Int
+            let classNumber: Int
+            let reason: ReasonRef
+            let count: Int
+            let average: Double
+        }
+
         struct StudentFigure: Encodable, Sendable {
             let student: StudentRef
             let count: Int
@@ -118,13 +134,17 @@ struct OverviewHandlers: Sendable {
         let hours: [Figure]
         /// The ten with the most records in the period, most first.
         let students: [StudentFigure]
+        /// At most three classes and reasons that rose most against their
+        /// own four-week average, by at least `Overview.riseAtLeast`, most first.
+        let rises: [Rise]
+
+        static let riseAtLeast = 3.0
     }
 
     /// The overview of `records` (the scope's active guidances of the days
     /// `periods` covers), as its parts count them.
     static func overview(
-        _ records: [GuidanceRecord], school: School, kind: String, periods: (current: Days, previous: Days, chart: Days),
-        scope: Overview.Scope
+        _ records: [GuidanceRecord], school: School, kind: String, periods: Periods, scope: Overview.Scope
     ) -> Overview {
         let current = records.filter { periods.current.contains($0.date) }
         let previous = records.filter { periods.previous.contains($0.date) }
@@ -173,7 +193,44 @@ struct OverviewHandlers: Sendable {
             schoolId: school.id, period: kind, from: periods.current.from, to: periods.current.to, previousFrom: periods.previous.from,
             previousTo: periods.previous.to, scope: scope, total: current.count, previousTotal: previous.count, days: days,
             reasons: figures(\.reason.code, label: { labels[$0] ?? school.reason($0)?.label ?? $0 }, order: school.reasonOrder),
-            groups: groups, hours: hours, students: Array(students))
+            groups: groups, hours: hours, students: Array(students),
+            rises: rises(current, baseline: records.filter { periods.baseline.contains($0.date) }, school: school, periods: periods))
+    }
+
+    /// Each class and reason of the period against its own four weeks
+    /// before: their count scaled to the period's school days so far.
+    private static func rises(
+        _ current: [GuidanceRecord], baseline: [GuidanceRecord], school: School, periods: Periods
+    ) -> [Overview.Rise] {
+        let schoolDays = { (days: Days) in
+            guard let from = Timestamp.civilDay(days.from), let to = Timestamp.civilDay(days.to), from <= to else { return 0 }
+            return (from...to).filter { school.calendar.isSchoolDay($0) }.count
+        }
+        let scale = Double(schoolDays(periods.current)) / Double(max(1, schoolDays(periods.baseline)))
+        struct Key: Hashable {
+            let grade: Int
+            let classNumber: Int
+            let reason: String
+        }
+        var counts: [Key: (count: Int, before: Int, reason: ReasonRef)] = [:]
+        for record in current {
+            let key = Key(grade: record.student.grade, classNumber: record.student.classNumber, reason: record.reason.code)
+            counts[key, default: (0, 0, ReasonRef(code: record.reason.code, label: record.reason.label, detail: nil))].count += 1
+        }
+        for record in baseline {
+            let key = Key(grade: record.student.grade, classNumber: record.student.classNumber, reason: record.reason.code)
+            counts[key]?.before += 1
+        }
+        let rises = counts.compactMap { key, value -> Overview.Rise? in
+            let average = (Double(value.before) * scale * 10).rounded() / 10
+            guard Double(value.count) - average >= Overview.riseAtLeast else { return nil }
+            return Overview.Rise(grade: key.grade, classNumber: key.classNumber, reason: value.reason, count: value.count, average: average)
+        }
+        return Array(
+            rises.sorted {
+                (Double($1.count) - $1.average, $0.grade, $0.classNumber, $0.reason.code)
+                    < (Double($0.count) - $0.average, $1.grade, $1.classNumber, $1.reason.code)
+            }.prefix(3))
     }
 
     /// `GET …/overview?period=week|month&date=&grade=&classNumber=`: the
@@ -209,7 +266,8 @@ struct OverviewHandlers: Sendable {
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let records = try await blocking {
             try store.guidances(
-                school: school.id, from: min(periods.previous.from, periods.chart.from), to: periods.current.to, grade: scopeGrade,
+                school: school.id, from: min(periods.previous.from, periods.chart.from, periods.baseline.from), to: periods.current.to,
+                grade: scopeGrade,
                 classNumber: scopeClass)
         }
         let scope =

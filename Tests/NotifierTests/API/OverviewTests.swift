@@ -155,6 +155,50 @@ final class OverviewTests: XCTestCase {
         XCTAssertTrue(recorded.contains { $0["target"]?.string == "period=week&from=\(from)&to=\(to)&grade=1" }, "\(recorded)")
     }
 
+    /// Issue 71: a class whose reason rose against its own four weeks
+    /// before is named first among the rises; a steady one is not; a
+    /// volunteer-duty teacher sees their grade's rises only.
+    func testAClassAndReasonThatRoseAgainstItsOwnFourWeeksIsNamedFirst() async throws {
+        let harness = try await NotifierHarness(authentication: true)
+        self.harness = harness
+        let zone = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
+        let today = try XCTUnwrap(Timestamp.parseDate(Timestamp.localDate(Date().timeIntervalSince1970, in: zone)))
+        let civil = Timestamp.daysFromCivil(year: today.year, month: today.month, day: today.day)
+        let monday = civil - ((civil + 3) % 7 + 7) % 7 - 7  // last week's
+        // Four weeks before: 1-1 and 2-1 실내화 없음 once a week each (an average of 1 a week).
+        var planted: [(grade: Int, classNumber: Int, number: Int, code: String, day: Int)] = []
+        for week in 1...4 {
+            planted += [(1, 1, 1, "noShoes", monday - 7 * week + 1), (2, 1, 1, "noShoes", monday - 7 * week + 2)]
+        }
+        // Last week: 2-1 six times (a rise of 5), 1-1 twice (of 1), 1-2 복장 불량 four times from none.
+        planted += (0..<6).map { (2, 1, 1, "noShoes", monday + $0 % 5) }
+        planted += [(1, 1, 1, "noShoes", monday), (1, 1, 2, "noShoes", monday + 1)]
+        planted += (0..<4).map { (1, 2, 1, "wrongClothes", monday + $0) }
+        for item in planted {
+            try await harness.register(
+                grade: item.grade, classNumber: item.classNumber, number: item.number, code: item.code, at: seoul(item.day, 8, 10),
+                as: "t-gate")
+        }
+        let date = Timestamp.dateString(civil: monday)
+        let rises = { (teacher: String) async throws -> [String] in
+            let reply = try await fetch(
+                "GET", "\(harness.notifierBase)/v1/schools/sa/overview?period=week&date=\(date)", headers: harness.headers(teacher))
+            XCTAssertEqual(reply.status, 200, reply.text)
+            guard case .array(let items)? = reply.object["rises"] else { return [] }
+            return items.map {
+                "\($0["grade"]?.int ?? 0)-\($0["classNumber"]?.int ?? 0) \($0["reason"]?["code"]?.string ?? "") "
+                    + "\($0["count"]?.int ?? 0) vs \($0["average"]?.number ?? -1)"
+            }
+        }
+        let school = try await eventually {
+            try await rises("t-admin")
+        } until: {
+            $0.count == 2
+        }
+        XCTAssertEqual(school, ["2-1 noShoes 6 vs 1.0", "1-2 wrongClothes 4 vs 0.0"], "the planted rise first; 1-1's one more is no rise")
+        try await assertEqualAsync(await rises("t-vd-1"), ["1-2 wrongClothes 4 vs 0.0"], "a grade's teacher: the grade's rises")
+    }
+
     func testAWeekStartsOnMondayAndAMonthComparesTheSameDaysOfTheMonthBefore() {
         let week = OverviewHandlers.periods("week", date: "2026-12-03", today: "2026-12-04")
         XCTAssertEqual(week?.current, .init(from: "2026-11-30", to: "2026-12-04"), "this week up to today")
