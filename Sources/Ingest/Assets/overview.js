@@ -38,6 +38,9 @@
   // Where the teacher has drilled down to: a grade of the school, a class of
   // the grade (null: the widest the teacher may see, which the API chooses).
   const drill = { grade: null, classNumber: null };
+  // The widest scope, as the API gave it undrilled: the school for an
+  // admin, the grade for a volunteer-duty teacher (who goes no higher).
+  let widest = null;
 
   // "3건 많음" / "2건 적음" / "같음" against the period before.
   function change(count, previous) {
@@ -143,9 +146,12 @@
     const label = asked().last ? before : now;
     $('overview-scope').textContent = scopeName(overview);
     const beforeName = (asked().last ? '그 전' : names[overview.period][1]) + ' 같은 기간';
-    // Back up a level, when the teacher came down to this one.
+    // Back up a level, when the teacher came down to this one (a grade
+    // teacher's grade is their widest: undrilled).
+    if (drill.grade === null) widest = overview.scope;
+    const fromSchool = !widest || widest.grade === null;
     const up = drill.grade === null ? null : drill.classNumber !== null
-      ? { label: drill.grade + '학년으로', to: { grade: drill.grade, classNumber: null } }
+      ? { label: drill.grade + '학년으로', to: fromSchool ? { grade: drill.grade, classNumber: null } : { grade: null, classNumber: null } }
       : { label: '학교 전체로', to: { grade: null, classNumber: null } };
     const main = [
       up ? G.el('div', { class: 'actions' }, G.el('button', { type: 'button', class: 'secondary', id: 'overview-up',
@@ -256,13 +262,8 @@
     if ($('report-names').checked) {
       for (const s of o.students) rows.push(['학생', s.student.name + ' (' + s.student.grade + '-' + s.student.classNumber + '-' + s.student.number + ')', s.count, s.previous, '']);
     }
-    const file = URL.createObjectURL(new Blob(['\ufeff' + rows.map((row) => row.map(cell).join(',')).join('\r\n') + '\r\n'],
-      { type: 'text/csv;charset=utf-8' }));
-    const link = G.el('a', { href: file, download: '월간보고서-' + o.from.slice(0, 7) + '.csv' });
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(file), 10000);
+    G.saveFile(new Blob(['\ufeff' + rows.map((row) => row.map(cell).join(',')).join('\r\n') + '\r\n'], { type: 'text/csv;charset=utf-8' }),
+      '월간보고서-' + o.from.slice(0, 7) + '.csv');
   }
 
   $('report-close').addEventListener('click', closeReport);

@@ -324,7 +324,12 @@ window.Guidance = (() => {
   async function download(url, name) {
     const response = await fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
     if (!response.ok) throw new ApiError(response.status, null, 0);
-    const file = URL.createObjectURL(await response.blob());
+    saveFile(await response.blob(), name);
+  }
+
+  // A file the page made (or fetched), saved by the browser as `name`.
+  function saveFile(blob, name) {
+    const file = URL.createObjectURL(blob);
     const link = el('a', { href: file, download: name });
     document.body.append(link);
     link.click();
@@ -354,5 +359,5 @@ window.Guidance = (() => {
     }
   }
 
-  return { api, ApiError, message, el, say, ask, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown, download };
+  return { api, ApiError, message, el, say, ask, uuid, clock, day, today, sleep, words, stored, forgetStudents, DeviceQueue, SeatPicker, whenShown, download, saveFile };
 })();

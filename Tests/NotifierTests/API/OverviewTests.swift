@@ -21,14 +21,20 @@ final class OverviewTests: XCTestCase {
         Timestamp.format(Double(civil * 86_400 - 9 * 3600 + hour * 3600 + minute * 60))
     }
 
+    /// Last week's Monday in Seoul, as a day number (day 0, 1970-01-01, was a Thursday).
+    private func lastWeeksMonday() throws -> Int {
+        let zone = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
+        let today = try XCTUnwrap(Timestamp.parseDate(Timestamp.localDate(Date().timeIntervalSince1970, in: zone)))
+        let civil = Timestamp.daysFromCivil(year: today.year, month: today.month, day: today.day)
+        return civil - ((civil + 3) % 7 + 7) % 7 - 7
+    }
+
     func testTheOverviewsFiguresAreTheListsFiguresForTheSamePeriod() async throws {
         let harness = try await NotifierHarness(authentication: true)
         self.harness = harness
         let zone = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
-        let today = try XCTUnwrap(Timestamp.parseDate(Timestamp.localDate(Date().timeIntervalSince1970, in: zone)))
-        let civil = Timestamp.daysFromCivil(year: today.year, month: today.month, day: today.day)
-        // Last week's Monday (day 0, 1970-01-01, was a Thursday) and the Monday before.
-        let monday = civil - ((civil + 3) % 7 + 7) % 7 - 7
+        // Last week's Monday and the Monday before.
+        let monday = try lastWeeksMonday()
         let seats = [(1, 1, 1), (1, 1, 2), (1, 2, 1), (2, 1, 1), (3, 1, 1)]
         let week: [(day: Int, seat: Int, code: String, hour: Int)] = [
             (0, 0, "noShoes", 7), (0, 1, "wrongClothes", 8), (0, 2, "noShoes", 8), (2, 0, "trespassing", 8), (2, 3, "noShoes", 7),
@@ -161,10 +167,7 @@ final class OverviewTests: XCTestCase {
     func testAClassAndReasonThatRoseAgainstItsOwnFourWeeksIsNamedFirst() async throws {
         let harness = try await NotifierHarness(authentication: true)
         self.harness = harness
-        let zone = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
-        let today = try XCTUnwrap(Timestamp.parseDate(Timestamp.localDate(Date().timeIntervalSince1970, in: zone)))
-        let civil = Timestamp.daysFromCivil(year: today.year, month: today.month, day: today.day)
-        let monday = civil - ((civil + 3) % 7 + 7) % 7 - 7  // last week's
+        let monday = try lastWeeksMonday()
         // Four weeks before: 1-1 and 2-1 실내화 없음 once a week each (an average of 1 a week).
         var planted: [(grade: Int, classNumber: Int, number: Int, code: String, day: Int)] = []
         for week in 1...4 {
@@ -190,11 +193,17 @@ final class OverviewTests: XCTestCase {
                     + "\($0["count"]?.int ?? 0) vs \($0["average"]?.number ?? -1)"
             }
         }
-        let school = try await eventually {
-            try await rises("t-admin")
+        // Every record applied (the rises are made of their counts).
+        _ = try await eventually {
+            try await fetch(
+                "GET",
+                "\(harness.notifierBase)/v1/schools/sa/guidances?from=\(Timestamp.dateString(civil: monday - 27))&to=\(Timestamp.dateString(civil: monday + 6))",
+                headers: harness.headers("t-admin"))
         } until: {
-            $0.count == 2
+            if case .array(let items)? = $0.object["items"] { return items.count == planted.count }
+            return false
         }
+        let school = try await rises("t-admin")
         XCTAssertEqual(school, ["2-1 noShoes 6 vs 1.0", "1-2 wrongClothes 4 vs 0.0"], "the planted rise first; 1-1's one more is no rise")
         try await assertEqualAsync(await rises("t-vd-1"), ["1-2 wrongClothes 4 vs 0.0"], "a grade's teacher: the grade's rises")
     }
@@ -204,6 +213,7 @@ final class OverviewTests: XCTestCase {
         XCTAssertEqual(week?.current, .init(from: "2026-11-30", to: "2026-12-04"), "this week up to today")
         XCTAssertEqual(week?.previous, .init(from: "2026-11-23", to: "2026-11-27"), "the same days of the week before")
         XCTAssertEqual(week?.chart, .init(from: "2026-11-07", to: "2026-12-04"))
+        XCTAssertEqual(week?.baseline, .init(from: "2026-11-02", to: "2026-11-29"), "the four weeks before, for the rises")
         let month = OverviewHandlers.periods("month", date: "2026-03-31", today: "2026-12-04")
         XCTAssertEqual(month?.current, .init(from: "2026-03-01", to: "2026-03-31"))
         XCTAssertEqual(month?.previous, .init(from: "2026-02-01", to: "2026-02-28"), "February has no 29th–31st")
