@@ -163,6 +163,34 @@ package struct GuidanceCase: Sendable, Equatable {
     }
 }
 
+extension GuidanceCase {
+    /// The case after `steps` in time order, from as it opened (확인 전);
+    /// with each step's refusal, nil for one that applied (the opening's own
+    /// `open` step among them). A nil action is one this version does not
+    /// know. The one fold of the store's cases and of 현황's "as of a day".
+    package func folding(_ steps: [(action: CaseStep.Action?, at: String)]) -> (GuidanceCase, refusals: [String?]) {
+        var folded = self
+        let refusals = steps.map { step -> String? in
+            switch step.action {
+            case .open?:
+                return nil
+            case let action?:
+                switch folded.applying(action) {
+                case .success(let next):
+                    folded = next
+                    folded.changedAt = step.at
+                    return nil
+                case .failure(let refusal):
+                    return refusal.description
+                }
+            case nil:
+                return "unknown action"
+            }
+        }
+        return (folded, refusals)
+    }
+}
+
 /// One thing done to a case, by a teacher or by the records: what a
 /// `guidance.case.step` event says, and one line of the case's history.
 package struct CaseStep: Sendable, Equatable {

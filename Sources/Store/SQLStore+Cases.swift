@@ -254,39 +254,29 @@ extension SQLStore {
     /// unwritten: its opening folds the steps that came first.
     static func refold(_ id: String, in database: any SQLDatabase) throws(StoreError) {
         guard let row = try database.query("SELECT \(caseColumns) FROM cases WHERE case_id = $1", [.text(id)]).first else { return }
-        let opened = guidanceCase(row)
-        // As it opened: 확인 전, held by whoever opened it by hand (`opened_by`).
-        var folded = opened
-        (folded.state, folded.holder, folded.nextDate, folded.changedAt) = (.new, row[6].string, nil, opened.openedAt)
-        var refusals: [(step: String, refused: String?, was: String?)] = []
+        var steps: [(id: String, action: CaseStep.Action?, at: String, was: String?)] = []
         try database.forEachRow(
             "SELECT step_id, action, state, next_date, to_teacher, at, refused FROM case_steps WHERE case_id = $1 ORDER BY at, step_id",
             [.text(id)]
         ) { step in
-            let refused: String?
-            switch caseAction(name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string) {
-            case .open?:
-                refused = nil
-            case let action?:
-                switch folded.applying(action) {
-                case .success(let next):
-                    folded = next
-                    folded.changedAt = step[5].string ?? folded.changedAt
-                    refused = nil
-                case .failure(let refusal):
-                    refused = refusal.description
-                }
-            case nil:
-                refused = "unknown action"
-            }
-            refusals.append((step[0].string ?? "", refused, step[6].string))
+            let action = caseAction(name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string)
+            steps.append((step[0].string ?? "", action, step[5].string ?? "", step[6].string))
         }
-        for change in refusals where change.refused != change.was {
-            try database.run("UPDATE case_steps SET refused = $2 WHERE step_id = $1", [.text(change.step), change.refused.sql])
+        let (folded, refusals) = asOpened(row).folding(steps.map { ($0.action, $0.at) })
+        for (step, refused) in zip(steps, refusals) where refused != step.was {
+            try database.run("UPDATE case_steps SET refused = $2 WHERE step_id = $1", [.text(step.id), refused.sql])
         }
         try database.run(
             "UPDATE cases SET state = $2, holder = $3, next_date = $4, changed_at = $5 WHERE case_id = $1",
             [.text(id), .text(folded.state.rawValue), folded.holder.sql, folded.nextDate.sql, .text(folded.changedAt)])
+    }
+
+    /// A case's row as the case opened: 확인 전, held by whoever opened it
+    /// by hand (`opened_by`), what its steps are folded onto.
+    private static func asOpened(_ row: [SQLValue]) -> GuidanceCase {
+        var opened = guidanceCase(row)
+        (opened.state, opened.holder, opened.nextDate, opened.changedAt) = (.new, row[6].string, nil, opened.openedAt)
+        return opened
     }
 
     private static func caseAction(name: String, state: String?, nextDate: String?, to: String?) -> CaseStep.Action? {
@@ -359,6 +349,57 @@ extension SQLStore {
                     as: SQLStore.historyLine)
                 let counted = (row[12].string ?? "").split(separator: " ").map(String.init)
                 return (SQLStore.guidanceCase(row), counted, lines)
+            }
+        }
+    }
+}
+
+extension SQLStore {
+    /// What 현황's "is it working" counts for a school from `from` through
+    /// `to` (school-local days), read in one snapshot.
+    package struct FollowUp: Sendable {
+        /// 교내봉사 records of those days, served and missed (불참), not withdrawn.
+        package var records: [CommunityServiceRecord] = []
+        /// Sessions served on those days, with their due dates.
+        package var served: [CommunityServiceDuty] = []
+        /// Every case of the school, as it opened, with its steps in time order.
+        package var cases: [(opened: GuidanceCase, steps: [(action: CaseStep.Action?, at: String)])] = []
+    }
+
+    package func followUp(school: String, from: String, to: String) throws(StoreError) -> FollowUp {
+        try readers.withConnection { (database: inout any SQLDatabase) throws(StoreError) in
+            try database.snapshot { () throws(StoreError) -> FollowUp in
+                var facts = FollowUp()
+                let days: [SQLValue] = [.text(school), .text(from), .text(to)]
+                facts.records = try database.query(
+                    """
+                    SELECT \(SQLStore.communityServiceRecordColumns) FROM service_records
+                    WHERE school_id = $1 AND recorded = 1 AND withdrawn = 0 AND local_date >= $2 AND local_date <= $3
+                    """, days, as: SQLStore.communityServiceRecord)
+                facts.served = try database.query(
+                    """
+                    SELECT \(SQLStore.dutyColumns) FROM service_duties d
+                    WHERE d.school_id = $1 AND d.cancelled = 0 AND d.served_on >= $2 AND d.served_on <= $3
+                    """, days
+                ) { SQLStore.duty($0[...]) }
+                var steps: [String: [(action: CaseStep.Action?, at: String)]] = [:]
+                try database.forEachRow(
+                    """
+                    SELECT case_id, action, state, next_date, to_teacher, at FROM case_steps
+                    WHERE case_id IN (SELECT case_id FROM cases WHERE school_id = $1) ORDER BY case_id, at, step_id
+                    """, [.text(school)]
+                ) { step in
+                    let action = SQLStore.caseAction(
+                        name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string)
+                    steps[step[0].string ?? "", default: []].append((action, step[5].string ?? ""))
+                }
+                facts.cases = try database.query(
+                    "SELECT \(SQLStore.caseColumns) FROM cases WHERE school_id = $1 ORDER BY opened_at, case_id", [.text(school)]
+                ) { row in
+                    let opened = SQLStore.asOpened(row)
+                    return (opened, steps[opened.caseId] ?? [])
+                }
+                return facts
             }
         }
     }

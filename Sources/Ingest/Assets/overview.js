@@ -3,7 +3,8 @@
 // the same days before, the last four weeks by school day as a chart with
 // its values, today hollow); then by reason, by grade or class, by hour and
 // the students with the most, each a table whose bars are drawn from its own
-// numbers, with the period before and the change (▲ 12 (+80%)); a grade or
+// numbers, with the period before and the change (▲ 12 (+80%)); whether
+// what the school does works (교내봉사, cases, repeats after 봉사); a grade or
 // class opens its own 현황 (school → grade → class, as far as the teacher may
 // read); the period's records as CSV. Read when the tab is shown. Served as
 // /assets/overview.js.
@@ -94,22 +95,26 @@
 
   // A figure as a table: label, a bar drawn from the count, the count, the
   // period before and the change. `open`: a row's label opens that group
-  // (a grade, a class) in 현황.
-  function figures(title, items, before, open) {
+  // (a grade, a class) in 현황. A change is coloured worse or better: more
+  // is worse, but for the keys in `rising` (봉사 served, cases closed).
+  function figures(title, items, before, open, unit = '건', rising = []) {
     if (!items.length) return [];
     const max = Math.max(1, ...items.map((f) => Math.max(f.count, f.previous)));
     const bar = (f) => svg('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', class: 'hbar', 'aria-hidden': 'true', focusable: 'false' },
       svg('rect', { x: 0, y: 0, width: Math.max(1, Math.round((f.count / max) * 100)), height: 10, class: 'bar now' }));
+    const counted = { 건: '건수', 회: '횟수', 명: '인원' }[unit];
     // Four columns fit a phone: the bar under the row's label.
     const head = G.el('tr', {}, G.el('th', { scope: 'col' }, '구분'),
-      G.el('th', { scope: 'col' }, '건수'), G.el('th', { scope: 'col' }, before.replace(' 같은 기간', '')), G.el('th', { scope: 'col' }, '변화'));
+      G.el('th', { scope: 'col' }, counted), G.el('th', { scope: 'col' }, before.replace(' 같은 기간', '')), G.el('th', { scope: 'col' }, '변화'));
+    const worse = (f) => (rising.includes(f.key) ? f.count < f.previous : f.count > f.previous);
+    const better = (f) => f.count !== f.previous && !worse(f);
     const rows = items.map((f) => G.el('tr', { 'data-key': f.key },
       G.el('th', { scope: 'row', class: 'bar-cell' },
         open ? G.el('button', { type: 'button', class: 'link record-link drill', onclick: () => open(f) }, f.label) : f.label, bar(f)),
-      G.el('td', {}, f.count + '건'), G.el('td', { class: 'meta' }, f.previous + '건'),
-      G.el('td', { class: 'delta' + (f.count > f.previous ? ' up' : f.count < f.previous ? ' down' : '') }, delta(f.count, f.previous))));
+      G.el('td', {}, f.count + unit), G.el('td', { class: 'meta' }, f.previous + unit),
+      G.el('td', { class: 'delta' + (worse(f) ? ' worse' : better(f) ? ' better' : '') }, delta(f.count, f.previous))));
     return [G.el('h3', { class: 'section' }, title),
-      G.el('table', { class: 'figures' }, G.el('caption', { class: 'visually-hidden' }, title + ': 건수, ' + before + ', 변화'),
+      G.el('table', { class: 'figures' }, G.el('caption', { class: 'visually-hidden' }, title + ': ' + counted + ', ' + before + ', 변화'),
         G.el('thead', {}, head), G.el('tbody', {}, ...rows))];
   }
 
@@ -129,6 +134,21 @@
             load(true);
           } }, place), words);
       })));
+  }
+
+  // Whether what the school does works: 교내봉사 in sessions, cases, and the
+  // students recorded again within 30 days after they served, with the rate.
+  function working(overview, before) {
+    const w = overview.working;
+    const served = w.repeats.find((f) => f.key === 'served');
+    const again = w.repeats.find((f) => f.key === 'again');
+    const rate = (n, of) => (of ? Math.round((n / of) * 100) + '% (' + of + '명 중 ' + n + '명)' : '봉사한 학생 없음');
+    return [G.el('h3', { class: 'section', id: 'working-title' }, '지도의 효과'),
+      ...figures('교내봉사', w.service, before, null, '회', ['served', 'on-time']),
+      ...figures('사례', w.cases, before, null, '건', ['closed']),
+      ...figures('봉사 뒤 다시 기록', w.repeats, before, null, '명'),
+      G.el('p', { class: 'rate', id: 'repeat-rate' }, '봉사 뒤 30일 안에 다시 기록된 비율 ',
+        G.el('strong', {}, rate(again.count, served.count)), G.el('span', { class: 'meta' }, ' · ' + before + ' ' + rate(again.previous, served.previous)))];
   }
 
   // Down a level (school → grade → class), as far as the teacher may read.
@@ -164,7 +184,8 @@
     const more = [
       ...figures('사유별', overview.reasons, beforeName),
       ...figures(overview.scope.grade ? '반별' : '학년별', overview.groups, beforeName, openGroup(overview)),
-      ...figures('시간대별', overview.hours, beforeName)];
+      ...figures('시간대별', overview.hours, beforeName),
+      ...working(overview, beforeName)];
     const body = [];
     if (overview.students.length) {
       body.push(G.el('h3', { class: 'section' }, '자주 지도받은 학생'),
@@ -231,7 +252,8 @@
       rises(o, true),
       ...figures('사유별', o.reasons, before),
       ...figures(o.scope.grade ? '반별' : '학년별', o.groups, before),
-      ...figures('시간대별', o.hours, before)].filter(Boolean);
+      ...figures('시간대별', o.hours, before),
+      ...working(o, before)].filter(Boolean);
     if ($('report-names').checked && o.students.length) {
       body.push(G.el('h3', { class: 'section' }, '부록: 자주 지도받은 학생'),
         G.el('ol', { class: 'top' }, ...o.students.map((s) => G.el('li', {}, G.el('div', { class: 'top-row' },
@@ -254,6 +276,9 @@
     };
     const rows = [['구분', '항목', '이번 달', '지난 달 같은 기간', '변화'], ['합계', '지도', o.total, o.previousTotal, delta(o.total, o.previousTotal)]];
     for (const [part, items] of [['사유', o.reasons], [o.scope.grade ? '반' : '학년', o.groups], ['시간대', o.hours]]) {
+      for (const f of items) rows.push([part, f.label, f.count, f.previous, delta(f.count, f.previous)]);
+    }
+    for (const [part, items] of [['교내봉사(회)', o.working.service], ['사례(건)', o.working.cases], ['봉사 뒤 재기록(명)', o.working.repeats]]) {
       for (const f of items) rows.push([part, f.label, f.count, f.previous, delta(f.count, f.previous)]);
     }
     for (const r of o.rises) {

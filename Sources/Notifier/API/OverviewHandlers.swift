@@ -137,14 +137,31 @@ struct OverviewHandlers: Sendable {
         /// At most three classes and reasons that rose most against their
         /// own four-week average, by at least `Overview.riseAtLeast`, most first.
         let rises: [Rise]
+        /// Whether what the school does works, each for the period and the one before.
+        let working: Working
 
         static let riseAtLeast = 3.0
+
+        /// 교내봉사 in sessions: owed by the period's records, served, served
+        /// by the session's due date, and missed (불참); cases opened and
+        /// closed (종결) in the period, and those open at its end by state;
+        /// students who served and those of them recorded again within
+        /// `Working.againWithin` days after a day they served. Service and
+        /// cases follow the roster's seat of the student now; owed, the
+        /// seat the record has.
+        struct Working: Encodable, Sendable {
+            let service: [Figure]
+            let cases: [Figure]
+            let repeats: [Figure]
+
+            static let againWithin = 30
+        }
     }
 
     /// The overview of `records` (the scope's active guidances of the days
     /// `periods` covers), as its parts count them.
     static func overview(
-        _ records: [GuidanceRecord], school: School, kind: String, periods: Periods, scope: Overview.Scope
+        _ records: [GuidanceRecord], school: School, kind: String, periods: Periods, scope: Overview.Scope, working: Overview.Working
     ) -> Overview {
         let current = records.filter { periods.current.contains($0.date) }
         let previous = records.filter { periods.previous.contains($0.date) }
@@ -194,7 +211,81 @@ struct OverviewHandlers: Sendable {
             previousTo: periods.previous.to, scope: scope, total: current.count, previousTotal: previous.count, days: days,
             reasons: figures(\.reason.code, label: { labels[$0] ?? school.reason($0)?.label ?? $0 }, order: school.reasonOrder),
             groups: groups, hours: hours, students: Array(students),
-            rises: rises(current, baseline: records.filter { periods.baseline.contains($0.date) }, school: school, periods: periods))
+            rises: rises(current, baseline: records.filter { periods.baseline.contains($0.date) }, school: school, periods: periods),
+            working: working)
+    }
+
+    /// "Is it working" of `facts` and the scope's `records` (read up to
+    /// `Working.againWithin` days past the period, as far as today), for
+    /// the students `inScope` says are the scope's.
+    static func working(
+        _ facts: SQLStore.FollowUp, records: [GuidanceRecord], school: School, periods: Periods, inScope: (String) -> Bool
+    ) -> Overview.Working {
+        let localDate = { (at: String) in Timestamp.parse(at).map { Timestamp.localDate($0, in: school.timeZone) } ?? at }
+        let service = facts.records.filter { inScope($0.studentId) }
+        let served = facts.served.filter { inScope($0.studentId) }
+        func figure(_ key: String, _ label: String, _ count: (Days) -> Int) -> Overview.Figure {
+            Overview.Figure(key: key, label: label, count: count(periods.current), previous: count(periods.previous))
+        }
+        let serviceFigures = [
+            figure("owed", "부과된 봉사") { days in records.filter { days.contains($0.date) }.reduce(0) { $0 + $1.serviceSessions } },
+            figure("served", "이행한 봉사") { days in
+                service.filter { $0.outcome == .served && days.contains($0.date) }.reduce(0) { $0 + $1.sessions }
+            },
+            figure("on-time", "기한 안에 이행") { days in
+                served.filter { duty in
+                    guard let day = duty.servedOn, days.contains(day) else { return false }
+                    return duty.dueDate.map { day <= $0 } ?? true
+                }.count
+            },
+            figure("missed", "불참") { days in service.filter { $0.outcome == .missed && days.contains($0.date) }.count }
+        ]
+        // Each case as it stood at the end of each period: its steps up to that day folded.
+        let cases = facts.cases.filter { inScope($0.opened.studentId) }
+        func stood(at end: String) -> [(opened: String, now: GuidanceCase)] {
+            cases.compactMap { item in
+                let opened = localDate(item.opened.openedAt)
+                guard opened <= end else { return nil }
+                return (opened, item.opened.folding(item.steps.filter { localDate($0.at) <= end }).0)
+            }
+        }
+        let atEnd = (current: stood(at: periods.current.to), previous: stood(at: periods.previous.to))
+        let stoodAt = { (days: Days) in days == periods.current ? atEnd.current : atEnd.previous }
+        var caseFigures = [
+            figure("opened", "새로 연 사례") { days in stoodAt(days).filter { days.contains($0.opened) }.count },
+            figure("closed", "종결한 사례") { days in
+                stoodAt(days).filter { $0.now.state == .closed && days.contains(localDate($0.now.changedAt)) }.count
+            }
+        ]
+        for state in GuidanceCase.State.allCases where state.isOpen {
+            let open = figure("open-\(state.rawValue)", "기간 끝에 열린 사례 · \(state.label)") { days in
+                stoodAt(days).filter { $0.now.state == state }.count
+            }
+            if open.count > 0 || open.previous > 0 { caseFigures.append(open) }
+        }
+        // Students who served in the period, and those recorded again after a day they served.
+        func repeaters(in days: Days) -> (served: Int, again: Int) {
+            var servedDays: [String: [Int]] = [:]
+            for record in service where record.outcome == .served && days.contains(record.date) {
+                if let day = Timestamp.civilDay(record.date) { servedDays[record.studentId, default: []].append(day) }
+            }
+            let again = servedDays.filter { student, days in
+                records.contains { record in
+                    guard record.student.studentId == student, let day = Timestamp.civilDay(record.date) else { return false }
+                    return days.contains { day > $0 && day <= $0 + Overview.Working.againWithin }
+                }
+            }
+            return (servedDays.count, again.count)
+        }
+        let repeats = (current: repeaters(in: periods.current), previous: repeaters(in: periods.previous))
+        return Overview.Working(
+            service: serviceFigures, cases: caseFigures,
+            repeats: [
+                Overview.Figure(key: "served", label: "봉사한 학생", count: repeats.current.served, previous: repeats.previous.served),
+                Overview.Figure(
+                    key: "again", label: "그 뒤 \(Overview.Working.againWithin)일 안에 다시 기록된 학생", count: repeats.current.again,
+                    previous: repeats.previous.again)
+            ])
     }
 
     /// Each class and reason of the period against its own four weeks
@@ -264,11 +355,22 @@ struct OverviewHandlers: Sendable {
         }
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
-        let records = try await blocking {
-            try store.guidances(
-                school: school.id, from: min(periods.previous.from, periods.chart.from, periods.baseline.from), to: periods.current.to,
-                grade: scopeGrade,
-                classNumber: scopeClass)
+        // Up to `againWithin` days past the period, as far as today: a repeat after a served 봉사.
+        let through = min(
+            today, Timestamp.civilDay(periods.current.to).map { Timestamp.dateString(civil: $0 + Overview.Working.againWithin) } ?? today)
+        let (records, facts) = try await blocking {
+            (
+                try store.guidances(
+                    school: school.id, from: min(periods.previous.from, periods.chart.from, periods.baseline.from), to: through,
+                    grade: scopeGrade, classNumber: scopeClass),
+                try store.followUp(school: school.id, from: periods.previous.from, to: periods.current.to)
+            )
+        }
+        let roster = caller.roster
+        let working = OverviewHandlers.working(facts, records: records, school: school, periods: periods) { studentId in
+            guard let grade = scopeGrade else { return true }
+            guard let student = roster.student(school: school.id, id: studentId) else { return false }
+            return student.grade == grade && (scopeClass == nil || student.classNumber == scopeClass)
         }
         let scope =
             [("period", kind), ("from", periods.current.from), ("to", periods.current.to)]
@@ -278,6 +380,7 @@ struct OverviewHandlers: Sendable {
         accessLog.record(caller, .overview, school: school.id, target: scope.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
         return .json(
             OverviewHandlers.overview(
-                records, school: school, kind: kind, periods: periods, scope: Overview.Scope(grade: grade, classNumber: classNumber)))
+                records, school: school, kind: kind, periods: periods, scope: Overview.Scope(grade: grade, classNumber: classNumber),
+                working: working))
     }
 }

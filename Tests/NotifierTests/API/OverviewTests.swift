@@ -1,5 +1,6 @@
 import Foundation
 import Guidance
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -206,6 +207,121 @@ final class OverviewTests: XCTestCase {
         let school = try await rises("t-admin")
         XCTAssertEqual(school, ["2-1 noShoes 6 vs 1.0", "1-2 wrongClothes 4 vs 0.0"], "the planted rise first; 1-1's one more is no rise")
         try await assertEqualAsync(await rises("t-vd-1"), ["1-2 wrongClothes 4 vs 0.0"], "a grade's teacher: the grade's rises")
+    }
+
+    /// "Is it working" over two weeks of a school with 교내봉사 sittings on
+    /// Tuesdays and Thursdays (due 3 school days after the record), on a
+    /// clock the test moves, asked on Friday 27 November 2026 for the week
+    /// and the week before (Monday 16 a holiday):
+    /// - week before: 가가 (1-1-1) recorded Tuesday 17, served Thursday 19
+    ///   (by the due date, Friday 20), recorded again Monday 23: a repeat;
+    ///   a case of 가가 opened Wednesday 18, 상담 예정 Thursday 19;
+    /// - this week: 가가 and 다다 (1-2-1) recorded Monday 23; 다다 misses
+    ///   Tuesday's sitting; a case of 다다 opened Tuesday 24; 가가's case
+    ///   closed Wednesday 25; 가가 serves Thursday 26.
+    /// Each figure as the school's admin sees it, and 1학년 1반's homeroom teacher
+    /// only 가가's. The case is counted as it stood at each week's end.
+    func testIsItWorkingCountsServiceCasesAndRepeatsForTheWeekAndTheWeekBefore() async throws {
+        final class Now: Sendable { let time = Mutex(0.0) }
+        let now = Now()
+        let at = { (time: String) in now.time.withLock { $0 = Timestamp.parse(time) ?? 0 } }
+        at("2026-11-16T23:40:00Z")
+        let harness = try await NotifierHarness(
+            authentication: true, clock: { now.time.withLock { $0 } },
+            schools:
+                "school_id,name,timezone,digest_time,service_due_days\nsa,서울고,Asia/Seoul,08:50,3\nsb,LA High,America/Los_Angeles,07:30,\n",
+            calendar: "school_id,date,end_date,name\nsa,2026-11-16,,개교기념일\n",
+            serviceSlots: "school_id,weekday,time,place,capacity\nsa,tue,16:00,상담실,4\nsa,thu,16:00,상담실,4\n")
+        self.harness = harness
+        let post = { (path: String, body: String, teacher: String) async throws in
+            let reply = try await fetch(
+                "POST", "\(harness.ingestBase)/v1/schools/sa/\(path)", body: body, headers: harness.headers(teacher))
+            XCTAssertEqual(reply.status, 202, "\(path): \(reply.text)")
+        }
+        let serve = { (student: String, date: String, outcome: String, duty: String?) async throws in
+            let dutyField = duty.map { #","dutyId":"\#($0)""# } ?? ""
+            try await post(
+                "grades/1/students/\(student)/service",
+                #"{"serviceId":"\#(UUID().uuidString.lowercased())","date":"\#(date)","sessions":1,"outcome":"\#(outcome)"\#(dutyField)}"#,
+                "t-vd-1")
+        }
+        /// The students' sessions of the 봉사 명단: `studentId: [dutyId]`, once `count` are there.
+        let sessions = { (count: Int) async throws -> [String: [String]] in
+            try await eventually {
+                let reply = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service", headers: harness.headers("t-admin"))
+                var found: [String: [String]] = [:]
+                if case .array(let items) = reply.object["items"] {
+                    for item in items {
+                        guard case .array(let duties) = item["duties"] else { continue }
+                        found[item["student"]?["studentId"]?.string ?? ""] = duties.compactMap { $0["dutyId"]?.string }
+                    }
+                }
+                return found
+            } until: {
+                $0.values.reduce(0) { $0 + $1.count } >= count
+            }
+        }
+        let caseA = UUID().uuidString.lowercased()
+        let caseB = UUID().uuidString.lowercased()
+
+        // The week before.
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-16T23:30:00Z", as: "t-gate")
+        _ = try await sessions(1)
+        at("2026-11-18T01:00:00Z")
+        try await post("grades/1/students/a111/cases", #"{"caseId":"\#(caseA)","note":"지각 잦음"}"#, "t-hr-1-1")
+        at("2026-11-19T08:00:00Z")
+        try await serve("a111", "2026-11-19", "served", nil)
+        try await post(
+            "grades/1/students/a111/cases/\(caseA)/steps", #"{"action":"move","state":"counseling-planned","nextDate":"2026-11-24"}"#,
+            "t-hr-1-1")
+        // This week.
+        at("2026-11-22T23:30:00Z")
+        try await harness.register(grade: 1, classNumber: 1, number: 1, at: "2026-11-22T23:20:00Z", as: "t-gate")
+        try await harness.register(grade: 1, classNumber: 2, number: 1, at: "2026-11-22T23:25:00Z", as: "t-gate")
+        let owed = try await sessions(3)
+        at("2026-11-24T08:00:00Z")
+        try await serve("a121", "2026-11-24", "missed", try XCTUnwrap(owed["a121"]?.first))
+        try await post("grades/1/students/a121/cases", #"{"caseId":"\#(caseB)","note":"불참"}"#, "t-vd-1")
+        at("2026-11-25T02:00:00Z")
+        try await post("grades/1/students/a111/cases/\(caseA)/steps", #"{"action":"move","state":"closed"}"#, "t-hr-1-1")
+        at("2026-11-26T08:00:00Z")
+        try await serve("a111", "2026-11-26", "served", nil)
+        at("2026-11-27T00:00:00Z")
+
+        /// The overview's "is it working" figures: `key: [this week, the week before]`.
+        func working(_ teacher: String) async throws -> [String: [Int]] {
+            try await eventually {
+                let reply = try await fetch(
+                    "GET", "\(harness.notifierBase)/v1/schools/sa/overview?period=week", headers: harness.headers(teacher))
+                XCTAssertEqual(reply.status, 200, reply.text)
+                var found: [String: [Int]] = [:]
+                for part in ["service", "cases", "repeats"] {
+                    guard case .array(let items)? = reply.object["working"]?[part] else { continue }
+                    for item in items {
+                        found[part + "." + (item["key"]?.string ?? "")] = [item["count"]?.int ?? -1, item["previous"]?.int ?? -1]
+                    }
+                }
+                return found
+            } until: {
+                $0["service.served"]?[0] == 1 && $0["cases.closed"]?[0] == 1
+            }
+        }
+        let school = try await working("t-admin")
+        XCTAssertEqual(
+            school,
+            [
+                "service.owed": [2, 1], "service.served": [1, 1], "service.on-time": [1, 1], "service.missed": [1, 0],
+                "cases.opened": [1, 1], "cases.closed": [1, 0], "cases.open-new": [1, 0], "cases.open-counseling-planned": [0, 1],
+                "repeats.served": [1, 1], "repeats.again": [0, 1]
+            ])
+        let homeroom = try await working("t-hr-1-1")
+        XCTAssertEqual(
+            homeroom,
+            [
+                "service.owed": [1, 1], "service.served": [1, 1], "service.on-time": [1, 1], "service.missed": [0, 0],
+                "cases.opened": [0, 1], "cases.closed": [1, 0], "cases.open-counseling-planned": [0, 1],
+                "repeats.served": [1, 1], "repeats.again": [0, 1]
+            ], "1학년 1반: 가가 only")
     }
 
     func testAWeekStartsOnMondayAndAMonthComparesTheSameDaysOfTheMonthBefore() {
