@@ -240,10 +240,7 @@ final class Exchange: @unchecked Sendable {
     /// Queues `response` on the connection; only from the access handler.
     func queue(_ response: Response) -> MHD_Result {
         status = response.status
-        let body = response.body
-        let mhdResponse = body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
+        let mhdResponse = Exchange.mhdResponse(response.body)
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
         for (name, value) in response.headers {
@@ -262,6 +259,47 @@ final class Exchange: @unchecked Sendable {
         }
         phase.withLock { $0 = .queued }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// Bodies up to this size are copied into the response (one small
+    /// copy, the fast path of every POST); larger ones (a busy school's
+    /// list, an export) are read from the array as they are sent, not held
+    /// twice.
+    static let copiedBodyLimit = 64 * 1024
+
+    private static func mhdResponse(_ body: [UInt8]) -> OpaquePointer? {
+        guard body.count > copiedBodyLimit else {
+            return body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        }
+        let sent = Unmanaged.passRetained(SentBody(body)).toOpaque()
+        let response = MHD_create_response_from_callback(
+            UInt64(body.count), copiedBodyLimit,
+            { context, position, buffer, room in
+                guard let context, let buffer else { return -1 }
+                return Unmanaged<SentBody>.fromOpaque(context).takeUnretainedValue().read(from: Int(position), into: buffer, room: room)
+            }, sent, { context in context.map { Unmanaged<SentBody>.fromOpaque($0).release() } })
+        if response == nil { Unmanaged<SentBody>.fromOpaque(sent).release() }
+        return response
+    }
+
+    /// A large body, kept until the server has sent it (its free callback).
+    private final class SentBody {
+        let bytes: [UInt8]
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        /// Copies what fits in `room` from `position` on; -1 at the end (`MHD_CONTENT_READER_END_OF_STREAM`).
+        func read(from position: Int, into buffer: UnsafeMutablePointer<CChar>, room: Int) -> Int {
+            guard position < bytes.count else { return -1 }
+            let count = min(room, bytes.count - position)
+            return bytes.withUnsafeBytes { source in
+                guard let start = source.baseAddress else { return -1 }
+                UnsafeMutableRawPointer(buffer).copyMemory(from: start + position, byteCount: count)
+                return count
+            }
+        }
     }
 
     /// `withCString`, not a `String` passed as a C string: that conversion

@@ -677,7 +677,8 @@ package final class SQLStore: Sendable {
         let overdueAt = statements.count - first
         if let since = run.overdueSince { statements.append(overdueStatement(school: school, since: since, before: date)) }
         var active: [GuidanceRecord] = []
-        var told: [Recipient: ToldEntries] = [:]
+        var told: [Recipient: Told] = [:]
+        var activeIDs: Set<String>?
         var revisions: [Recipient: Int] = [:]
         var frequencies: [String: Frequency] = [:]
         var accounts: [String: CommunityServiceAccount] = [:]
@@ -696,7 +697,10 @@ package final class SQLStore: Sendable {
                 } catch {
                     throw StoreError(.failed, "a digest of \(recipient.teacherId) for \(school) \(date) is unreadable: \(error)")
                 }
-                told[recipient, default: ToldEntries()].fold(entries, scope: recipient.scope)
+                // The active guidances come first: a day list's told entry that one of them makes again is not kept.
+                let active = activeIDs ?? Set(active.map(\.guidanceId))
+                activeIDs = active
+                told[recipient, default: Told()].fold(entries, scope: recipient.scope) { active.contains($0) }
             case 2:
                 let account = SQLStore.account(row)
                 accounts[account.studentId] = account
@@ -709,47 +713,10 @@ package final class SQLStore: Sendable {
             }
         }
         var state = DeliveryState(
-            active: active, reported: told.mapValues(\.standing), revisions: revisions, frequencies: frequencies,
+            active: active, reported: told, revisions: revisions, frequencies: frequencies,
             accounts: accounts)
         state.overdue = overdue
         return state
-    }
-
-    /// What one recipient was told of a day, folded revision by revision:
-    /// an entry added stands until a later revision removes it. The entries
-    /// are kept once, in the order first told, with their positions by key:
-    /// a dictionary of entries copied into arrays held a big school's day
-    /// (80,000 entries) twice over, most of the notifier's peak memory.
-    private struct ToldEntries {
-        private var entries: [DigestEntry] = []
-        private var positions: [String: Int] = [:]
-        private var removed: Set<Int> = []
-
-        /// A revision's entries, after those before it. Room is made for
-        /// them at once: grown by doubling, a big school's told entries
-        /// (80,000 of 344 bytes) were held with up to half as much again unused.
-        mutating func fold(_ revision: [DigestEntry], scope: DigestScope) {
-            entries.reserveCapacity(entries.count + revision.count)
-            for entry in revision { fold(entry, key: entry.key(in: scope)) }
-        }
-
-        private mutating func fold(_ entry: DigestEntry, key: String) {
-            if let at = positions[key] {
-                if entry.change == .added {
-                    entries[at] = entry
-                    removed.remove(at)
-                } else {
-                    removed.insert(at)
-                }
-            } else if entry.change == .added {
-                positions[key] = entries.count
-                entries.append(entry)
-            }
-        }
-
-        var standing: [DigestEntry] {
-            removed.isEmpty ? entries : entries.indices.filter { !removed.contains($0) }.map { entries[$0] }
-        }
     }
 
     /// Every revision of a school's date, oldest first. Found through

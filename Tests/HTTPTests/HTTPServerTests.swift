@@ -46,6 +46,7 @@ final class HTTPServerTests: XCTestCase {
             return .text("slow\n")
         }
         router.get("/fast") { _ in .text("fast\n") }
+        router.get("/large") { _ in Response(status: 200, body: HTTPServerTests.large) }
         let stuckCancelledAt = self.stuckCancelledAt
         router.get("/stuck") { _ in
             // Nothing rings: only cancelling ends the wait.
@@ -77,6 +78,22 @@ final class HTTPServerTests: XCTestCase {
         let combining = try await fetch("GET", "\(base)/items/%E1%B7%BD/parts/%CC%81wheel")
         XCTAssertEqual(combining.status, 200)
         XCTAssertEqual(try combining.json(), ["id": "\u{1DFD}", "part": "\u{301}wheel", "q": ""])
+    }
+
+    /// A body past `Exchange.copiedBodyLimit` (read from the array as it is
+    /// sent, not copied): 3 MB arrive whole, byte for byte, with their length.
+    static let large = (0..<3_000_017).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+
+    func testALargeBodyArrivesWholeAndSmallOnesStillDo() async throws {
+        XCTAssertGreaterThan(HTTPServerTests.large.count, Exchange.copiedBodyLimit)
+        for _ in 0..<3 {
+            let reply = try await fetch("GET", "\(base)/large")
+            XCTAssertEqual(reply.status, 200)
+            XCTAssertEqual(reply.header("Content-Length"), String(HTTPServerTests.large.count))
+            XCTAssertTrue(Array(reply.body) == HTTPServerTests.large, "\(reply.body.count) bytes")
+        }
+        let small = try await fetch("GET", "\(base)/fast")
+        XCTAssertEqual(String(decoding: small.body, as: UTF8.self), "fast\n")
     }
 
     func testUnknownPathIs404AndWrongMethodIs405WithAllow() async throws {

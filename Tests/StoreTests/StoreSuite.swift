@@ -30,14 +30,15 @@ struct StoreSuite: Sendable {
     /// A plan that gives one recipient every change, like the real planner.
     func simplePlan(_ state: DeliveryState, teacher: String = "t-hr", school: String = "sa") -> [Digest] {
         let recipient = Recipient(teacherId: teacher, scope: .class, grade: 1, classNumber: 3)
-        let reported = Set((state.reported[recipient] ?? []).map(\.guidanceId))
+        let told = state.reported[recipient] ?? Told()
+        let reported = told.keys
         let active = state.active.filter { $0.student.grade == 1 && $0.student.classNumber == 3 }
         let activeIDs = Set(active.map(\.guidanceId))
         let entries =
             active.filter { !reported.contains($0.guidanceId) }.map {
                 DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .added)
             }
-            + (state.reported[recipient] ?? []).filter { !activeIDs.contains($0.guidanceId) }.map {
+            + reported.subtracting(activeIDs).compactMap { told.kept[$0] }.map {
                 DigestEntry(guidanceId: $0.guidanceId, student: $0.student, reason: $0.reason, occurredAt: $0.occurredAt, change: .removed)
             }
         guard !entries.isEmpty else { return [] }

@@ -83,15 +83,18 @@ package struct JSONWriter {
         needsComma = true
     }
 
-    package consuming func finish() -> [UInt8] {
+    /// The object's text. Mutating, not consuming: consuming a writer held
+    /// in a `var` left the caller's reference alive, so the closing brace's
+    /// append copied the whole buffer (a 40,000-guidance list: 30 MB twice).
+    package mutating func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes
     }
 
     /// An array of objects, each written by `write`.
-    package static func array<Item>(_ items: [Item], capacity: Int = 256, _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
+    package static func array<Item>(_ items: [Item], _ write: (inout JSONWriter, Item) -> Void) -> [UInt8] {
         // One buffer for the whole array, each object written into it.
-        var writer = JSONWriter(capacity: items.count * capacity + 2)
+        var writer = JSONWriter()
         writer.bytes.removeAll(keepingCapacity: true)
         writer.elements(items, write)
         return writer.bytes
@@ -106,14 +109,22 @@ package struct JSONWriter {
         needsComma = true
     }
 
+    /// Room for the whole array is made once the first object is written,
+    /// at a quarter more than it took each: grown by doubling, a busy
+    /// school's list (40,000 objects of about 500 bytes) held its old and
+    /// new buffers at once, 15 and 30 MB.
     private mutating func elements<Item>(_ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
         bytes.append(UInt8(ascii: "["))
         for (index, item) in items.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            let start = bytes.count
             bytes.append(UInt8(ascii: "{"))
             needsComma = false
             write(&self, item)
             bytes.append(UInt8(ascii: "}"))
+            if index == 0 && items.count > 1 {
+                bytes.reserveCapacity(bytes.count + (bytes.count - start + 1) * (items.count - 1) * 5 / 4 + 256)
+            }
         }
         bytes.append(UInt8(ascii: "]"))
     }

@@ -131,7 +131,7 @@ struct NotifierHandlers: Sendable {
         frequency: (GuidanceRecord) -> Frequency?, photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?,
         openCase: (StudentRef) -> GuidanceCase? = { _ in nil }
     ) -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + records.count * 380)
+        var writer = JSONWriter()
         writer.field("date", date)
         if let period {
             writer.field("from", period.from)

@@ -88,12 +88,16 @@ struct DigestPlanner: Sendable {
     private func digest(
         _ recipient: Recipient, current: [DigestEntry], school: School, date: String, state: DeliveryState, createdAt: String
     ) -> Digest? {
-        let reported = state.reported[recipient] ?? []
+        let told = state.reported[recipient] ?? Told()
         let currentKeys = Set(current.map { $0.key(in: recipient.scope) })
-        let reportedKeys = Set(reported.map { $0.key(in: recipient.scope) })
+        // What was told and no longer holds: as told, or (an active guidance not
+        // kept, whose list it left) as the day's records have it now.
+        let gone = told.keys.subtracting(currentKeys).compactMap { key in
+            told.kept[key] ?? state.active.first { $0.guidanceId == key }.map { entry($0, state) }
+        }
         let entries =
-            (current.filter { !reportedKeys.contains($0.key(in: recipient.scope)) }
-            + reported.filter { !currentKeys.contains($0.key(in: recipient.scope)) }.map { removed($0, scope: recipient.scope, state) })
+            (current.filter { !told.keys.contains($0.key(in: recipient.scope)) }
+            + gone.map { removed($0, scope: recipient.scope, state) })
             .sorted(by: DigestPlanner.order)
         guard !entries.isEmpty else { return nil }
         let revision = (state.revisions[recipient] ?? 0) + 1
@@ -112,12 +116,17 @@ struct DigestPlanner: Sendable {
     /// The day's active guidances in a grade (and class), each with the
     /// student's counts and service as of the day.
     private func dayEntries(_ state: DeliveryState, grade: Int, classNumber: Int?) -> [DigestEntry] {
-        state.active.filter { $0.student.grade == grade && (classNumber == nil || $0.student.classNumber == classNumber) }.map { record in
-            DigestEntry(
-                guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt,
-                change: .added,
-                frequency: frequency(record.student, state), service: state.accounts[record.student.studentId]?.standing)
+        state.active.filter { $0.student.grade == grade && (classNumber == nil || $0.student.classNumber == classNumber) }.map {
+            entry($0, state)
         }
+    }
+
+    /// A day list's entry of an active guidance.
+    private func entry(_ record: GuidanceRecord, _ state: DeliveryState) -> DigestEntry {
+        DigestEntry(
+            guidanceId: record.guidanceId, student: record.student, reason: record.reason, occurredAt: record.occurredAt,
+            change: .added,
+            frequency: frequency(record.student, state), service: state.accounts[record.student.studentId]?.standing)
     }
 
     /// The grade's students (in the roster now) who still owe service as of

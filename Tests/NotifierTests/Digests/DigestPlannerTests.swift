@@ -49,7 +49,8 @@ final class DigestPlannerTests: XCTestCase {
         let digests = DigestPlanner(roster: DigestPlannerTests.roster).plan(
             school: school, date: "2026-11-30",
             state: DeliveryState(
-                active: active, reported: reported.mapValues { $0.map(told) }, revisions: revisions, frequencies: frequencies),
+                active: active, reported: reported.mapValues { Told($0.map(told), scope: .class) }, revisions: revisions,
+                frequencies: frequencies),
             createdAt: "2026-11-30T00:00:00Z")
         return Dictionary(uniqueKeysWithValues: digests.map { ($0.teacherId, $0) })
     }
