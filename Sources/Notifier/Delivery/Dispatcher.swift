@@ -180,6 +180,10 @@ final class Dispatcher: Sendable {
             logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
             return
         }
+        metrics.increment(
+            "notifier_delivery_claims_total",
+            help: "Times the dispatcher looked for due deliveries, found or not, per channel: its loops turn while the outbox waits.",
+            labels: [("channel", channel.id.rawValue)])
         guard !claims.isEmpty else { return }
         // More may be due (another school's, the rest of this one's): the
         // idle loops, and those that skipped their turn while this one

@@ -98,6 +98,27 @@ final class PushTests: XCTestCase {
 
     private func payload(_ record: [String: Any]) -> [String: Any] { record["decrypted"] as? [String: Any] ?? [:] }
 
+    /// Returns once the dispatcher of each of `bases` has looked for due
+    /// deliveries of `channel` `count` more times (its
+    /// `notifier_delivery_claims_total`): "nothing more was sent" asserted
+    /// after polls that happened, not after a sleep that hoped they did.
+    private func polls(_ count: Int, of channel: String, at bases: [String]) async throws {
+        func claims(_ base: String) async throws -> Int {
+            let text = try await fetch("GET", base + "/metrics").text
+            let line = text.split(separator: "\n").first { $0.hasPrefix("notifier_delivery_claims_total{channel=\"\(channel)\"}") }
+            return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
+        }
+        for base in bases {
+            let start = try await claims(base)
+            let seen = try await eventually {
+                try await claims(base)
+            } until: {
+                $0 >= start + count
+            }
+            XCTAssertGreaterThanOrEqual(seen, start + count, "\(base)'s \(channel) dispatcher polled")
+        }
+    }
+
     func testAListReachesEachDeviceAsTheReferenceLibrariesDecryptAndVerifyAndAGoneOrSignedOutDeviceIsDropped() async throws {
         let service = try startService()
         // The service's quiet hours, which the teacher turns off: whatever the hour this test runs at.
@@ -264,14 +285,15 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(urgent.first.map(payload)?["body"] as? String, "학교 규칙 알림 · 앱에서 보기")
         let urgentMail = try await sink.waitFor { !$0.isEmpty }
         XCTAssertEqual(urgentMail.first?["to"] as? [String], ["t-hr-1-1@sa.school.example"], "the notice's e-mail goes at once too")
-        // The dispatcher polls every second: three polls, and the lists stay held.
-        try await Task.sleep(for: .seconds(3))
+        // Three polls of each channel, and the lists stay held.
+        try await polls(3, of: "push", at: [harness.notifierBase])
+        try await polls(3, of: "email", at: [harness.notifierBase])
         XCTAssertEqual(service.records.count, 1, "nothing else during quiet hours")
         XCTAssertEqual(sink.records.count, 1, "no list by e-mail during quiet hours")
 
         now.set("2026-11-21T22:00:30Z")  // 07:00:30 the next morning
         let released = try await service.waitFor { $0.count >= 2 }
-        try await Task.sleep(for: .seconds(3))
+        try await polls(3, of: "push", at: [harness.notifierBase])
         XCTAssertEqual(service.records.count, 2, "one message, not a queue: \(service.records)")
         let message = payload(released[1])
         XCTAssertEqual(message["body"] as? String, "알림 2건 · 앱에서 보기", "the newest revision, standing for both")
@@ -312,12 +334,12 @@ final class PushTests: XCTestCase {
         _ = try await harness.waitForList(count: 2, as: "t-admin")
         try await run(harness)
         _ = try await service.waitFor { self.messages(to: "desk", $0).count == 1 }
-        try await Task.sleep(for: .seconds(3))
+        try await polls(3, of: "push", at: [base, other])
         XCTAssertEqual(messages(to: "phone", service.records).count, 0, "held for 17:00")
 
         now.set("2026-11-21T08:00:30Z")  // 17:00:30
         _ = try await service.waitFor { self.messages(to: "phone", $0).count >= 1 }
-        try await Task.sleep(for: .seconds(3))
+        try await polls(3, of: "push", at: [base, other])
         XCTAssertEqual(messages(to: "phone", service.records).count, 1, "sent once by the two replicas")
         XCTAssertEqual(messages(to: "desk", service.records).count, 1)
     }
@@ -340,8 +362,8 @@ final class PushTests: XCTestCase {
         _ = try await harness.waitForList(count: 2, as: "t-admin")
         try await run(harness)
         func mails(to teacher: String) -> Int { sink.records.filter { ($0["to"] as? [String]) == ["\(teacher)@sa.school.example"] }.count }
-        // The dispatcher polls every 200 ms: a second, and both lists are held until 07:00.
-        try await Task.sleep(for: .seconds(1))
+        // Three polls, and both lists are held until 07:00.
+        try await polls(3, of: "email", at: [base])
         XCTAssertEqual(sink.records.count, 0, "held for quiet hours: \(sink.records)")
 
         let off = try await settings("t-hr-1-1", #"{"quietFrom":null,"quietUntil":null}"#, at: base)
@@ -351,7 +373,7 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(longer.status, 200, longer.text)
 
         now.set("2026-11-21T22:00:30Z")  // 07:00:30, the old end
-        try await Task.sleep(for: .seconds(1))
+        try await polls(3, of: "email", at: [base])
         XCTAssertEqual(mails(to: "t-hr-1-2"), 0, "still in the quiet hours the teacher set")
         now.set("2026-11-22T00:00:30Z")  // 09:00:30, the new end
         _ = try await sink.waitFor { $0.contains { ($0["to"] as? [String]) == ["t-hr-1-2@sa.school.example"] } }
