@@ -220,7 +220,7 @@ package struct Digest: Sendable, Equatable {
     package let createdAt: String
     package var read: Bool
     package let subject: String
-    package let text: String
+    package var text: String
     /// Empty in what `SQLStore.writeDigests` returns: written, they are read from the store.
     package var entries: [DigestEntry]
     package let counts: [String: Int]

@@ -158,12 +158,18 @@ package struct DeliveryRun: Sendable {
     /// are written, but the day's run is not, so the school's time still
     /// runs it (and tells that teacher the rest as an 정정).
     package var recordsRun = true
-    package let plan: @Sendable (DeliveryState) -> [Digest]
+    /// The run's digests as drafts, each made when the run comes to it.
+    package let drafts: @Sendable (DeliveryState) -> [Draft]
     package let targets: @Sendable (Digest) -> [DeliveryTarget]
+
+    /// A recipient's digest, made (with its list) when it is called; nil
+    /// when there is nothing to tell them. A big school's lists are made,
+    /// written and dropped one at a time, not held together.
+    package typealias Draft = @Sendable () -> Digest?
 
     package init(
         school: String, date: String, completedAt: String, weekly: Bool? = nil, overdueSince: String? = nil, recordsRun: Bool = true,
-        plan: @escaping @Sendable (DeliveryState) -> [Digest], targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+        drafts: @escaping @Sendable (DeliveryState) -> [Draft], targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
     ) {
         self.school = school
         self.date = date
@@ -171,8 +177,18 @@ package struct DeliveryRun: Sendable {
         self.weekly = weekly ?? SchoolCalendar().isWeekStart(date)
         self.overdueSince = overdueSince
         self.recordsRun = recordsRun
-        self.plan = plan
+        self.drafts = drafts
         self.targets = targets
+    }
+
+    /// A run whose digests are made all at once.
+    package init(
+        school: String, date: String, completedAt: String, weekly: Bool? = nil, overdueSince: String? = nil, recordsRun: Bool = true,
+        plan: @escaping @Sendable (DeliveryState) -> [Digest], targets: @escaping @Sendable (Digest) -> [DeliveryTarget]
+    ) {
+        self.init(
+            school: school, date: date, completedAt: completedAt, weekly: weekly, overdueSince: overdueSince, recordsRun: recordsRun,
+            drafts: { state in plan(state).map { digest in { digest } } }, targets: targets)
     }
 }
 

@@ -591,8 +591,8 @@ package final class SQLStore: Sendable {
     /// they reported and one pending delivery per target `targets` names
     /// (the outbox), and records the run. The runs share one commit (one
     /// disk flush for many schools); a run that fails on its own leaves the
-    /// others written. Returns each run's digests (their entries left out:
-    /// the inbox reads them) or its error, in order;
+    /// others written. Returns each run's digests (their entries and text
+    /// left out: the inbox reads them) or its error, in order;
     /// throws, with none written, when the database is busy or lost.
     package func writeDigests(_ runs: [DeliveryRun]) throws(StoreError) -> [Result<[Digest], StoreError>] {
         try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) in
@@ -610,28 +610,34 @@ package final class SQLStore: Sendable {
                         ))
                 }
                 // Then the digests are rendered on every core, most of a
-                // run's CPU, while this thread writes them in order. A state
-                // (a big school's day of records) goes once rendered, and a
-                // list's entries once written as JSON: the day is not held
-                // as records, entries and JSON at once.
+                // run's CPU, while this thread writes them in order: each
+                // run's up to `renderedAhead` entries; a big school's lists
+                // past that are made, rendered and written here one at a
+                // time. A state (a school's day of records) goes once its
+                // last list is made, and a list's entries once written as
+                // JSON: the day is not held as records, entries and JSON at once.
                 var results: [Result<[Digest], StoreError>] = []
                 try (consume states).forEach(transformedBy: { run, state in
                     (
                         run,
                         state.map { state in
-                            var digests = run.plan(state)
-                            return digests.indices.map { index in
-                                let (entries, targets) = (DigestColumns.entries(digests[index].entries), run.targets(digests[index]))
-                                digests[index].entries = []
-                                return RenderedDigest(
-                                    digest: digests[index], entries: entries, counts: DigestColumns.counts(digests[index].counts),
-                                    targets: targets)
+                            var drafts = run.drafts(state)[...]
+                            var rendered: [RenderedDigest] = []
+                            var room = SQLStore.renderedAhead
+                            while room > 0, let draft = drafts.popFirst() {
+                                guard let digest = draft() else { continue }
+                                room -= digest.entries.count
+                                rendered.append(RenderedDigest(digest, of: run))
                             }
+                            return (rendered, Array(drafts))
                         }
                     )
-                }) { (run: DeliveryRun, rendered: Result<[RenderedDigest], StoreError>) throws(StoreError) in
+                }) { (run: DeliveryRun, made: Result<([RenderedDigest], [DeliveryRun.Draft]), StoreError>) throws(StoreError) in
                     results.append(
-                        try SQLStore.ownFailure { () throws(StoreError) in try SQLStore.write(run, rendered.get(), in: database) })
+                        try SQLStore.ownFailure { () throws(StoreError) in
+                            let (rendered, drafts) = try made.get()
+                            return try SQLStore.write(run, rendered, then: drafts, in: database)
+                        })
                 }
                 return results
             }
@@ -738,21 +744,58 @@ package final class SQLStore: Sendable {
     /// A digest with its entries and counts in their columns' JSON and the
     /// targets to deliver it to: all a run's writes need.
     private struct RenderedDigest: Sendable {
-        /// Without its entries, which `entries` holds as JSON.
+        /// Without its entries, which `entries` holds as JSON, and its text:
+        /// what a run returns needs neither (the inbox and the outbox read them).
         let digest: Digest
+        let text: String
         let entries: String
         let counts: String
         let targets: [DeliveryTarget]
+
+        init(_ digest: Digest, of run: DeliveryRun) {
+            (entries, counts, targets) = (DigestColumns.entries(digest.entries), DigestColumns.counts(digest.counts), run.targets(digest))
+            var written = digest
+            (written.entries, written.text, text) = ([], "", digest.text)
+            self.digest = written
+        }
     }
+
+    /// Entries of a run's lists rendered ahead, beside the other runs': a
+    /// big school's day (80,000 entries, their JSON 25 MB) rendered at once
+    /// was most of the notifier's peak memory.
+    static let renderedAhead = 4_096
 
     /// A run's digests and their deliveries, each kind in multi-row
     /// statements, all of them (with the run record) sent as one pipeline in
     /// the run's savepoint: on PostgreSQL a school's run is one round trip,
     /// not three per digest (the district run's 5,706 digests were about
-    /// 19,000 of them).
-    private static func write(_ run: DeliveryRun, _ digests: [RenderedDigest], in database: any SQLDatabase) throws(StoreError) -> [Digest]
-    {
-        var statements = database.inserts(
+    /// 19,000 of them). `drafts`, a big school's lists past those rendered
+    /// ahead, are made and written after them, one at a time, in the same
+    /// savepoint.
+    private static func write(
+        _ run: DeliveryRun, _ rendered: [RenderedDigest], then drafts: [DeliveryRun.Draft], in database: any SQLDatabase
+    ) throws(StoreError) -> [Digest] {
+        guard !drafts.isEmpty else {
+            try database.savepoint(statements(rendered, in: database) + record(run, digests: rendered.count))
+            return rendered.map(\.digest)
+        }
+        return try database.savepoint { () throws(StoreError) -> [Digest] in
+            var written = rendered.map(\.digest)
+            try database.pipeline(statements(rendered, in: database)) { _, _ in }
+            for draft in drafts {
+                guard let digest = draft() else { continue }
+                let one = RenderedDigest(digest, of: run)
+                try database.pipeline(statements([one], in: database)) { _, _ in }
+                written.append(one.digest)
+            }
+            try database.pipeline(record(run, digests: written.count)) { _, _ in }
+            return written
+        }
+    }
+
+    /// The digests' rows and their deliveries' (the outbox).
+    private static func statements(_ digests: [RenderedDigest], in database: any SQLDatabase) -> [SQLStatement] {
+        database.inserts(
             "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
             rows: digests.map { rendered in
                 let digest = rendered.digest
@@ -760,27 +803,25 @@ package final class SQLStore: Sendable {
                     .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date),
                     .text(digest.scope.rawValue),
                     .integer(Int64(digest.grade)), digest.classNumber.sql, .integer(Int64(digest.revision)), .text(digest.createdAt),
-                    .integer(0), .text(digest.subject), .text(digest.text), .text(rendered.entries), .text(rendered.counts)
+                    .integer(0), .text(digest.subject), .text(rendered.text), .text(rendered.entries), .text(rendered.counts)
                 ]
             }, perStatement: database.rowsPerStatement)
-        statements += SQLStore.enqueue(digests.map { ($0.digest, $0.targets) }, in: database)
-        // A teacher's own earlier list leaves the day's run to the school's time.
-        if run.recordsRun {
-            statements.append(
-                SQLStatement(
-                    """
-                    INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
-                    ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
-                    """,
-                    [
-                        .text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests.count)),
-                        .integer(run.weekly ? 1 : 0)
-                    ]))
-            statements.append(
-                SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)]))
-        }
-        try database.savepoint(statements)
-        return digests.map(\.digest)
+            + SQLStore.enqueue(digests.map { ($0.digest, $0.targets) }, in: database)
+    }
+
+    /// The run's record, unless a teacher's own earlier list leaves the
+    /// day's run to the school's time.
+    private static func record(_ run: DeliveryRun, digests: Int) -> [SQLStatement] {
+        guard run.recordsRun else { return [] }
+        return [
+            SQLStatement(
+                """
+                INSERT INTO digest_runs (school_id, date, completed_at, digests, weekly) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (school_id, date) DO UPDATE SET completed_at = excluded.completed_at, digests = digest_runs.digests + excluded.digests
+                """,
+                [.text(run.school), .text(run.date), .text(run.completedAt), .integer(Int64(digests)), .integer(run.weekly ? 1 : 0)]),
+            SQLStatement("DELETE FROM pending_amendments WHERE school_id = $1 AND date = $2", [.text(run.school), .text(run.date)])
+        ]
     }
 
     /// Whether a digest run for `school` and `date` completed.

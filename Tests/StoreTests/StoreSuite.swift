@@ -358,6 +358,46 @@ struct StoreSuite: Sendable {
 }
 
 extension StoreSuite {
+    /// A run whose lists hold more entries than are rendered ahead: the
+    /// rest are made and written one at a time in the run's savepoint, in
+    /// order, and a failure among them undoes the whole run.
+    func aBigRunsListsPastThoseRenderedAheadAreWrittenOneAtATime() throws {
+        let store = try makeStore()
+        let given = record("g1")
+        _ = try store.apply([.registered(given)])
+        let size = SQLStore.renderedAhead / 2 + 1
+        @Sendable func draft(_ teacher: String, id: String? = nil) -> DeliveryRun.Draft {
+            let entries = (0..<size).map {
+                DigestEntry(
+                    guidanceId: "\(teacher)-\($0)", student: given.student, reason: given.reason, occurredAt: given.occurredAt,
+                    change: .added)
+            }
+            return {
+                Digest(
+                    digestId: id ?? "d-\(teacher)", teacherId: teacher, schoolId: "sa", date: "2026-11-30", scope: .class, grade: 1,
+                    classNumber: 3, revision: 1, createdAt: "2026-11-29T23:50:00Z", read: false, subject: teacher, text: "t",
+                    entries: entries, counts: [:])
+            }
+        }
+        let failing = DeliveryRun(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
+            drafts: { _ in [draft("t-a"), draft("t-b"), draft("t-c", id: "d-t-a")] }, targets: { _ in [] })
+        XCTAssertThrowsError(try store.writeDigests([failing])[0].get(), "the third list repeats the first's identity")
+        XCTAssertEqual(try store.inbox(teacher: "t-a"), [], "the lists written before the failure were undone")
+        XCTAssertFalse(try store.runCompleted(school: "sa", date: "2026-11-30"))
+
+        let run = DeliveryRun(
+            school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:51:00Z",
+            drafts: { _ in [draft("t-a"), { nil }, draft("t-b"), draft("t-c"), draft("t-d")] }, targets: { _ in [] })
+        let written = try store.writeDigests([run])[0].get()
+        XCTAssertEqual(written.map(\.teacherId), ["t-a", "t-b", "t-c", "t-d"], "in order, the empty one left out")
+        XCTAssertTrue(written.allSatisfy(\.entries.isEmpty), "returned without their entries")
+        for teacher in ["t-a", "t-d"] {
+            XCTAssertEqual(try store.inbox(teacher: teacher).first?.entries.count, size, teacher)
+        }
+        XCTAssertTrue(try store.runCompleted(school: "sa", date: "2026-11-30"))
+    }
+
     /// Reads inside `snapshot` see one moment: a row another connection
     /// commits meanwhile shows only after the snapshot ends (the service
     /// list read its totals and its records that way).
@@ -422,6 +462,9 @@ final class SQLiteStoreTests: XCTestCase {
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
+    func testABigRunsListsPastThoseRenderedAheadAreWrittenOneAtATime() throws {
+        try suite.aBigRunsListsPastThoseRenderedAheadAreWrittenOneAtATime()
+    }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
         try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce()
     }
@@ -600,6 +643,9 @@ final class PostgresStoreTests: XCTestCase {
     func testAGuidanceIDBelongsToItsFirstRegistrationAndSchool() throws { try suite.aGuidanceIDBelongsToItsFirstRegistrationAndSchool() }
     func testDeletionWinsInEitherOrder() throws { try suite.deletionWinsInEitherOrder() }
     func testDigestRunsWriteOnceAndAmendOnlyChanges() throws { try suite.digestRunsWriteOnceAndAmendOnlyChanges() }
+    func testABigRunsListsPastThoseRenderedAheadAreWrittenOneAtATime() throws {
+        try suite.aBigRunsListsPastThoseRenderedAheadAreWrittenOneAtATime()
+    }
     func testAFailedRunWritesNothingSoTheRerunDeliversExactlyOnce() throws {
         try suite.aFailedRunWritesNothingSoTheRerunDeliversExactlyOnce()
     }

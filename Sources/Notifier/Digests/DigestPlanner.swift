@@ -11,9 +11,16 @@ struct DigestPlanner: Sendable {
     /// A recipient and how to list what they are to be told: each list is
     /// made when its digest is, and dropped with it (a big school's 80,000
     /// entries were held twice over, as lists and as digests).
-    private typealias List = (recipient: Recipient, entries: () -> [DigestEntry])
+    private typealias List = (recipient: Recipient, entries: @Sendable () -> [DigestEntry])
 
+    /// Every digest of the day, made at once.
     func plan(school: School, date: String, state: DeliveryState, createdAt: String) -> [Digest] {
+        drafts(school: school, date: date, state: state, createdAt: createdAt).compactMap { $0() }
+    }
+
+    /// Each recipient's digest of the day, made with its list when the run
+    /// comes to it (`DeliveryRun.Draft`).
+    func drafts(school: School, date: String, state: DeliveryState, createdAt: String) -> [DeliveryRun.Draft] {
         var lists = dayLists(school: school, state: state)
         let volunteerDuty = roster.teachers(of: school.id, role: .volunteerDuty).compactMap { teacher in
             teacher.grade.map { (teacher.id, $0) }
@@ -50,8 +57,8 @@ struct DigestPlanner: Sendable {
         for teacher in roster.teachers(of: school.id, role: .admin) {
             lists.append((Recipient(teacherId: teacher.id, scope: .overdue, grade: 0, classNumber: nil), { overdue }))
         }
-        return lists.compactMap { recipient, entries in
-            digest(recipient, current: entries(), school: school, date: date, state: state, createdAt: createdAt)
+        return lists.map { recipient, entries in
+            { digest(recipient, current: entries(), school: school, date: date, state: state, createdAt: createdAt) }
         }
     }
 

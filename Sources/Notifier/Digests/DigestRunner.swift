@@ -141,7 +141,10 @@ final class DigestRunner: Sendable {
         _ batch: [(school: School, date: String)], leavingOutRun: Bool = false, early: [String: Set<String>] = [:]
     ) async -> [Result<Run?, any Error>] {
         // A busy day's run reads and renders tens of megabytes, freed at its
-        // end: given back, so that resident memory is flat between runs.
+        // end: given back, so that resident memory is flat between runs. And
+        // before it, what the morning's consuming freed: the run's pages then
+        // come on top of what is held, not of what is held and was freed.
+        Memory.releaseFreePages()
         defer { Memory.releaseFreePages() }
         var outcomes: [Result<Run?, any Error>] = []
         for chunk in batch.chunks(of: DigestRunner.schoolsPerCommit) {
@@ -181,9 +184,10 @@ final class DigestRunner: Sendable {
                                     if let teachers {
                                         return planner.earlyPlan(
                                             school: school, date: date, state: state, teachers: teachers,
-                                            createdAt: Timestamp.format(clock()))
+                                            createdAt: Timestamp.format(clock())
+                                        ).map { digest in { digest } }
                                     }
-                                    return planner.plan(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
+                                    return planner.drafts(school: school, date: date, state: state, createdAt: Timestamp.format(clock()))
                                 } targets: { digest in
                                     dispatcher.targets(for: digest, roster: roster, preferences: preferences, now: clock())
                                 }

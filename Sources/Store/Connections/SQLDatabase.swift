@@ -147,6 +147,21 @@ extension SQLDatabase {
         }
     }
 
+    /// Runs `body` inside a savepoint: when it throws, what it did is
+    /// undone and the error thrown.
+    func savepoint<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("SAVEPOINT part")
+        do {
+            let value = try body()
+            try execute("RELEASE SAVEPOINT part")
+            return value
+        } catch {
+            try execute("ROLLBACK TO SAVEPOINT part")
+            try execute("RELEASE SAVEPOINT part")
+            throw error
+        }
+    }
+
     /// Runs `body` in one transaction, rolled back when it throws.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try begin()
