@@ -240,7 +240,7 @@ final class Exchange: @unchecked Sendable {
     /// Queues `response` on the connection; only from the access handler.
     func queue(_ response: Response) -> MHD_Result {
         status = response.status
-        let mhdResponse = Exchange.mhdResponse(response.body)
+        let mhdResponse = response.stream.map(Exchange.mhdResponse(streaming:)) ?? Exchange.mhdResponse(response.body)
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
         for (name, value) in response.headers {
@@ -282,6 +282,49 @@ final class Exchange: @unchecked Sendable {
             }, sent, { context in context.map { Unmanaged<SentBody>.fromOpaque($0).release() } })
         if response == nil { Unmanaged<SentBody>.fromOpaque(sent).release() }
         return response
+    }
+
+    /// A body of unknown length, sent chunked as its stream gives it.
+    private static func mhdResponse(streaming stream: BodyStream) -> OpaquePointer? {
+        let sent = Unmanaged.passRetained(StreamedBody(stream)).toOpaque()
+        let response = MHD_create_response_from_callback(
+            UInt64.max, copiedBodyLimit,  // MHD_SIZE_UNKNOWN
+            { context, _, buffer, room in
+                guard let context, let buffer else { return -1 }
+                return Unmanaged<StreamedBody>.fromOpaque(context).takeUnretainedValue().read(into: buffer, room: room)
+            }, sent, { context in context.map { Unmanaged<StreamedBody>.fromOpaque($0).release() } })
+        if response == nil { Unmanaged<StreamedBody>.fromOpaque(sent).release() }
+        return response
+    }
+
+    /// A stream being sent: the piece under way and how much of it went.
+    private final class StreamedBody {
+        let stream: BodyStream
+        var piece: [UInt8] = []
+        var offset = 0
+
+        init(_ stream: BodyStream) { self.stream = stream }
+
+        /// Copies what fits in `room` from the pieces in turn; -1 once they
+        /// are over (`MHD_CONTENT_READER_END_OF_STREAM`).
+        func read(into buffer: UnsafeMutablePointer<CChar>, room: Int) -> Int {
+            var copied = 0
+            while copied < room {
+                if offset == piece.count {
+                    guard let next = stream.piece() else { break }
+                    (piece, offset) = (next, 0)
+                    continue
+                }
+                let count = min(room - copied, piece.count - offset)
+                piece.withUnsafeBytes { source in
+                    if let start = source.baseAddress {
+                        UnsafeMutableRawPointer(buffer + copied).copyMemory(from: start + offset, byteCount: count)
+                    }
+                }
+                (copied, offset) = (copied + count, offset + count)
+            }
+            return copied > 0 ? copied : -1
+        }
     }
 
     /// A large body, kept until the server has sent it (its free callback).

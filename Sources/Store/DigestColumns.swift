@@ -30,6 +30,13 @@ enum DigestColumns {
 
     static func entries(from text: String) throws(FieldError) -> [DigestEntry] {
         var entries: [DigestEntry] = []
+        try forEachEntry(in: text) { entries.append($0) }
+        return entries
+    }
+
+    /// Each entry of `text` in turn, as it is read: a grade's list of
+    /// 13,000 entries is not held as an array to be folded.
+    static func forEachEntry(in text: String, _ body: (DigestEntry) -> Void) throws(FieldError) {
         try JSONReader.forEachElement(of: text) { (value) throws(FieldError) in
             guard case .object(let object) = value else { throw FieldError(field: "entries", message: "must hold objects") }
             let fields = JSONFields(object)
@@ -42,13 +49,12 @@ enum DigestColumns {
             let frequency = fields.object["frequency"] == nil ? nil : try Frequency(json: fields.object("frequency"))
             let service = fields.object["service"] == nil ? nil : try CommunityServiceStanding(json: fields.object("service"))
             let overdue = fields.object["overdue"] == nil ? nil : try CommunityServiceDuty(json: fields.object("overdue"))
-            entries.append(
+            body(
                 DigestEntry(
                     guidanceId: try fields.string("guidanceId"), student: student, reason: reason,
                     occurredAt: try fields.string("occurredAt"),
                     change: change, frequency: frequency, service: service, overdue: overdue))
         }
-        return entries
     }
 
     static func counts(from text: String) throws(FieldError) -> [String: Int] {

@@ -97,16 +97,18 @@ package struct Told: Sendable {
     /// a guidance id is one of the day's active guidances, which a day
     /// list's entry is made from again.
     package mutating func fold(_ revision: [DigestEntry], scope: DigestScope, isActive: (String) -> Bool) {
-        let madeAgain = scope == .class || scope == .grade
-        for entry in revision {
-            let key = entry.key(in: scope)
-            if entry.change == .added {
-                keys.insert(key)
-                kept[key] = madeAgain && isActive(key) ? nil : entry
-            } else {
-                keys.remove(key)
-                kept[key] = nil
-            }
+        for entry in revision { fold(entry, scope: scope, isActive: isActive) }
+    }
+
+    /// One entry of a revision, after those before it.
+    package mutating func fold(_ entry: DigestEntry, scope: DigestScope, isActive: (String) -> Bool) {
+        let key = entry.key(in: scope)
+        if entry.change == .added {
+            keys.insert(key)
+            kept[key] = (scope == .class || scope == .grade) && isActive(key) ? nil : entry
+        } else {
+            keys.remove(key)
+            kept[key] = nil
         }
     }
 }

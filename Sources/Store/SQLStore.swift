@@ -697,16 +697,18 @@ package final class SQLStore: Sendable {
                     teacherId: row[0].string ?? "", scope: DigestScope(rawValue: row[1].string ?? "") ?? .class,
                     grade: row[2].int ?? 0, classNumber: row[3].int)
                 revisions[recipient] = max(revisions[recipient] ?? 0, row[4].int ?? 0)
-                let entries: [DigestEntry]
-                do throws(FieldError) {
-                    entries = try DigestColumns.entries(from: row[5].string ?? "[]")
-                } catch {
-                    throw StoreError(.failed, "a digest of \(recipient.teacherId) for \(school) \(date) is unreadable: \(error)")
-                }
                 // The active guidances come first: a day list's told entry that one of them makes again is not kept.
                 let active = activeIDs ?? Set(active.map(\.guidanceId))
                 activeIDs = active
-                told[recipient, default: Told()].fold(entries, scope: recipient.scope) { active.contains($0) }
+                var folded = told.removeValue(forKey: recipient) ?? Told()
+                do throws(FieldError) {
+                    try DigestColumns.forEachEntry(in: row[5].string ?? "[]") { entry in
+                        folded.fold(entry, scope: recipient.scope) { active.contains($0) }
+                    }
+                } catch {
+                    throw StoreError(.failed, "a digest of \(recipient.teacherId) for \(school) \(date) is unreadable: \(error)")
+                }
+                told[recipient] = folded
             case 2:
                 let account = SQLStore.account(row)
                 accounts[account.studentId] = account

@@ -47,6 +47,19 @@ final class HTTPServerTests: XCTestCase {
         }
         router.get("/fast") { _ in .text("fast\n") }
         router.get("/large") { _ in Response(status: 200, body: HTTPServerTests.large) }
+        router.get("/streamed") { _ in
+            // The large body in pieces of uneven sizes, an empty one among them.
+            var rest = HTTPServerTests.large[...]
+            var size = 1
+            return .json(
+                streamed: BodyStream {
+                    guard !rest.isEmpty else { return nil }
+                    defer { size = size * 7 % 200_003 }
+                    let piece = Array(rest.prefix(size))
+                    rest = rest.dropFirst(size)
+                    return piece
+                })
+        }
         let stuckCancelledAt = self.stuckCancelledAt
         router.get("/stuck") { _ in
             // Nothing rings: only cancelling ends the wait.
@@ -81,10 +94,11 @@ final class HTTPServerTests: XCTestCase {
     }
 
     /// A body past `Exchange.copiedBodyLimit` (read from the array as it is
-    /// sent, not copied): 3 MB arrive whole, byte for byte, with their length.
+    /// sent, not copied): 3 MB arrive whole, byte for byte, with their length;
+    /// and the same given as a stream of uneven pieces arrives whole, chunked.
     static let large = (0..<3_000_017).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
 
-    func testALargeBodyArrivesWholeAndSmallOnesStillDo() async throws {
+    func testALargeOrStreamedBodyArrivesWholeAndSmallOnesStillDo() async throws {
         XCTAssertGreaterThan(HTTPServerTests.large.count, Exchange.copiedBodyLimit)
         for _ in 0..<3 {
             let reply = try await fetch("GET", "\(base)/large")
@@ -92,6 +106,10 @@ final class HTTPServerTests: XCTestCase {
             XCTAssertEqual(reply.header("Content-Length"), String(HTTPServerTests.large.count))
             XCTAssertTrue(Array(reply.body) == HTTPServerTests.large, "\(reply.body.count) bytes")
         }
+        let streamed = try await fetch("GET", "\(base)/streamed")
+        XCTAssertEqual(streamed.status, 200)
+        XCTAssertEqual(streamed.header("Transfer-Encoding")?.lowercased(), "chunked")
+        XCTAssertTrue(Array(streamed.body) == HTTPServerTests.large, "streamed: \(streamed.body.count) bytes")
         let small = try await fetch("GET", "\(base)/fast")
         XCTAssertEqual(String(decoding: small.body, as: UTF8.self), "fast\n")
     }

@@ -116,17 +116,42 @@ package struct JSONWriter {
     private mutating func elements<Item>(_ items: [Item], _ write: (inout JSONWriter, Item) -> Void) {
         bytes.append(UInt8(ascii: "["))
         for (index, item) in items.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
             let start = bytes.count
-            bytes.append(UInt8(ascii: "{"))
-            needsComma = false
-            write(&self, item)
-            bytes.append(UInt8(ascii: "}"))
+            element(first: index == 0) { write(&$0, item) }
             if index == 0 && items.count > 1 {
-                bytes.reserveCapacity(bytes.count + (bytes.count - start + 1) * (items.count - 1) * 5 / 4 + 256)
+                bytes.reserveCapacity(bytes.count + (bytes.count - start) * (items.count - 1) * 5 / 4 + 256)
             }
         }
         bytes.append(UInt8(ascii: "]"))
+    }
+
+    // MARK: - Written as it is sent
+
+    /// Opens an array field; its objects follow (`element`), then `closeArray`.
+    package mutating func openArray(_ key: StaticString) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "["))
+    }
+
+    /// One object of the open array, written by `write`.
+    package mutating func element(first: Bool, _ write: (inout JSONWriter) -> Void) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+        write(&self)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    package mutating func closeArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// The text written since the last take, which leaves the writer empty:
+    /// a piece of a body sent while it is written (`BodyStream`).
+    package mutating func take() -> [UInt8] {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return bytes
     }
 
     private mutating func key(_ key: StaticString) {

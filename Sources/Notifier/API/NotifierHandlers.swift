@@ -99,7 +99,7 @@ struct NotifierHandlers: Sendable {
                 name: "guidances-\(from)" + (from == date ? "" : "-\(date)") + ".csv")
         }
         return .json(
-            written: NotifierHandlers.guidanceList(
+            streamed: NotifierHandlers.guidanceList(
                 school: schoolID, date: date, period: period, records, frequency: frequency,
                 photo: { roster.student(school: schoolID, id: $0.studentId).flatMap { photos.url(for: $0, seenBy: teacher) } },
                 teacherName: { roster.teachers[$0]?.name },
@@ -122,36 +122,51 @@ struct NotifierHandlers: Sendable {
         return { record in days[record.student.studentId].map { Frequency(asOf: record.date, byDay: $0) } }
     }
 
-    /// `{date, items, schoolId}` written straight into one buffer (an item's
-    /// `case`: its student's open case, where `openCase` gives one): a busy
-    /// school's day (40,000 guidances) through `JSONEncoder` built a tree
-    /// of every value first and took the notifier from 108 to 204 MiB.
+    /// `{date, items, schoolId}` written piece by piece as it is sent, 256
+    /// items at a time (an item's `case`: its student's open case, where
+    /// `openCase` gives one): a busy school's day (40,000 guidances, 20 MB
+    /// of JSON) through `JSONEncoder` built a tree of every value first and
+    /// took the notifier from 108 to 204 MiB; written into one buffer, it
+    /// still held the 20 MB beside the records.
     static func guidanceList(
         school: String, date: String, period: (from: String, to: String)? = nil, _ records: [GuidanceRecord],
-        frequency: (GuidanceRecord) -> Frequency?, photo: (StudentRef) -> String? = { _ in nil }, teacherName: (String) -> String?,
-        openCase: (StudentRef) -> GuidanceCase? = { _ in nil }
-    ) -> [UInt8] {
+        frequency: @escaping (GuidanceRecord) -> Frequency?, photo: @escaping (StudentRef) -> String? = { _ in nil },
+        teacherName: @escaping (String) -> String?, openCase: @escaping (StudentRef) -> GuidanceCase? = { _ in nil }
+    ) -> BodyStream {
         var writer = JSONWriter()
         writer.field("date", date)
         if let period {
             writer.field("from", period.from)
             writer.field("to", period.to)
         }
-        writer.array("items", records) { writer, record in
-            // Every listed guidance is active, so its student has at least one.
-            let counts = frequency(record) ?? Frequency(last7Days: 1, last30Days: 1)
-            writer.object("frequency") { counts.write(to: &$0) }
-            writer.field("guidanceId", record.guidanceId)
-            writer.field("occurredAt", record.occurredAt)
-            writer.field("photoUrl", photo(record.student))
-            writer.object("reason") { record.reason.write(to: &$0) }
-            writer.field("recordedBy", record.recordedBy)
-            writer.field("recordedByName", teacherName(record.recordedBy))
-            writer.object("student") { record.student.write(to: &$0) }
-            if let open = openCase(record.student) { writer.object("case") { CaseHandlers.writeTag(open, into: &$0) } }
+        writer.openArray("items")
+        var (next, over) = (0, false)
+        return BodyStream {
+            guard !over else { return nil }
+            let end = min(next + 256, records.count)
+            for index in next..<end {
+                let record = records[index]
+                writer.element(first: index == 0) { writer in
+                    // Every listed guidance is active, so its student has at least one.
+                    let counts = frequency(record) ?? Frequency(last7Days: 1, last30Days: 1)
+                    writer.object("frequency") { counts.write(to: &$0) }
+                    writer.field("guidanceId", record.guidanceId)
+                    writer.field("occurredAt", record.occurredAt)
+                    writer.field("photoUrl", photo(record.student))
+                    writer.object("reason") { record.reason.write(to: &$0) }
+                    writer.field("recordedBy", record.recordedBy)
+                    writer.field("recordedByName", teacherName(record.recordedBy))
+                    writer.object("student") { record.student.write(to: &$0) }
+                    if let open = openCase(record.student) { writer.object("case") { CaseHandlers.writeTag(open, into: &$0) } }
+                }
+            }
+            next = end
+            guard next == records.count else { return writer.take() }
+            writer.closeArray()
+            writer.field("schoolId", school)
+            over = true
+            return writer.finish()
         }
-        writer.field("schoolId", school)
-        return writer.finish()
     }
 
     struct Inbox: Encodable, Sendable {
