@@ -25,6 +25,8 @@ package final class AccessLog: Sendable {
     private let buffer = Mutex<[Pending]>([])
     /// What the flusher's period is measured on.
     private let clock: any Clock<Duration>
+    /// The service's clock: when a record was made, and its school day.
+    private let now: @Sendable () -> Double
     /// Record ids: one random UUID per process, its last 48 bits counted up
     /// (a UUID per record cost two `getrandom` calls on the request path).
     private let idPrefix: String
@@ -67,9 +69,13 @@ package final class AccessLog: Sendable {
     static let batch = 100
     static let interval: Duration = .milliseconds(200)
 
-    package init(producer: Producer, topic: String, metrics: Metrics, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) {
+    package init(
+        producer: Producer, topic: String, metrics: Metrics, logger: Logger, clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Double = Timestamp.now
+    ) {
         self.producer = producer
         self.clock = clock
+        self.now = now
         self.topic = topic
         self.metrics = metrics
         self.logger = logger
@@ -93,7 +99,7 @@ package final class AccessLog: Sendable {
     /// is signed in (authentication off).
     package func record(_ caller: Caller, _ action: AccessRecord.Action, school: String, target: String) {
         guard let teacher = caller.teacher else { return }
-        let now = Timestamp.now()
+        let now = self.now()
         if action != .export && action != .erase {
             let offset = caller.roster.school(school).map { $0.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: now)) } ?? 0
             let day = Int(((now + Double(offset)) / 86_400).rounded(.down))

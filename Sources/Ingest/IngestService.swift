@@ -57,7 +57,7 @@ package final class IngestService: Sendable {
         var routes = GuardedRouter(router: router, policy: policy)
         let accessLog = AccessLog(
             producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
-            clock: config.timer)
+            clock: config.timer, now: config.clock)
         IngestHandlers(
             producer: producer, topics: config.topics,
             photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),

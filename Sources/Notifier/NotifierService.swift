@@ -81,7 +81,7 @@ package final class NotifierService: Sendable, GroupMember {
         }
         let accessLog = AccessLog(
             producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
-            clock: config.timer)
+            clock: config.timer, now: config.clock)
         let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         NotifierHandlers(
             store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, push: config.delivery.vapid,

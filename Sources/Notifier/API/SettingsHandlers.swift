@@ -138,7 +138,7 @@ extension NotifierHandlers {
             }
             let subscription = PushSubscription(
                 endpoint: endpoint, schoolId: school, teacherId: teacherID, p256dh: p256dh, auth: auth, sessionHash: session.hash,
-                sessionSeen: session.seen, renewedMs: session.renewedAt, createdAt: Timestamp.format(Timestamp.now()))
+                sessionSeen: session.seen, renewedMs: session.renewedAt, createdAt: Timestamp.format(clock()))
             return (subscription, host)
         }
         // A name that resolves into the service's own network is no push

@@ -15,8 +15,8 @@ struct EventDecoder: Sendable {
     /// Registrations for school days a purge would remove are refused: a
     /// replay must never bring a purged day back.
     var retention = Retention()
-    /// Seconds since the epoch, for the school's today.
-    var now: Double = Timestamp.now()
+    /// Seconds since the epoch on the service's clock, for the school's today.
+    var now: Double
 
     func decode(_ message: ConsumedMessage) -> Result<StoredEvent, DecodeFailure> {
         guard let value = message.value else { return .failure(DecodeFailure(reason: "the message's value is null")) }

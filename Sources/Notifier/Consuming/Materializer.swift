@@ -157,7 +157,7 @@ final class Materializer: Sendable {
         // One roster for the whole batch, even if it is reloaded meanwhile.
         let current = roster.current
         let decoder = EventDecoder(roster: current, topics: topics, retention: retention, now: clock())
-        let released = state.hold.take(batch, now: Timestamp.now(), decode: decoder.decode) { message, failure in
+        let released = state.hold.take(batch, now: decoder.now, decode: decoder.decode) { message, failure in
             logger.warning(
                 "event held until the roster lists the id it names; its partition waits behind it",
                 [
@@ -267,7 +267,7 @@ final class Materializer: Sendable {
     /// for readiness and the API's 503s.
     private func storeWritesFail(_ error: StoreError, events: Int) {
         let started = outage.withLock { outage in
-            defer { outage = StoreOutage(since: outage?.since ?? Timestamp.now(), cause: error.message) }
+            defer { outage = StoreOutage(since: outage?.since ?? clock(), cause: error.message) }
             return outage == nil
         }
         if started {
@@ -287,7 +287,7 @@ final class Materializer: Sendable {
                 return outage
             })
         else { return }
-        logger.info("store writes succeed again; the held events are written", ["failedFor": "\(Int(Timestamp.now() - ended.since)) s"])
+        logger.info("store writes succeed again; the held events are written", ["failedFor": "\(Int(clock() - ended.since)) s"])
     }
 
     /// Sends a message that is not a valid event, or that the store kept out,

@@ -156,7 +156,7 @@ final class DigestPlannerTests: XCTestCase {
 
     // MARK: - EventDecoder
 
-    private let decoder = EventDecoder(roster: DigestPlannerTests.roster, topics: Topics())
+    private let decoder = EventDecoder(roster: DigestPlannerTests.roster, topics: Topics(), now: Timestamp.now())
 
     private func message(_ value: [UInt8]?, topic: String = Topics().registered) -> ConsumedMessage {
         ConsumedMessage(topic: topic, partition: 0, offset: 0, key: nil, value: value, headers: [], timestampMilliseconds: nil)
