@@ -22,6 +22,7 @@ package final class NotifierService: Sendable, GroupMember {
     private let materializer: Materializer
     let runner: DigestRunner
     let dispatcher: Dispatcher
+    let notices: RuleNotices
     private let server: HTTPServer
     private let logger: Logger
     private let parts: Parts
@@ -113,12 +114,12 @@ package final class NotifierService: Sendable, GroupMember {
         server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
             http.record(record)
         }
+        notices = RuleNotices(roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger)
         parts = NotifierService.parts(
             config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server,
             errands: errands, roster: roster,
             dispatcher: dispatcher,
-            notices: RuleNotices(
-                roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger),
+            notices: notices,
             schedule: NotifierService.schedule(config: config, runner: runner, store: store, roster: roster, logger: logger),
             logger: logger)
     }

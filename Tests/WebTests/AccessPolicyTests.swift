@@ -29,6 +29,8 @@ final class AccessPolicyTests: XCTestCase {
 
     private var sessions: Sessions!
     private var rosters: LiveRoster!
+    /// The sign-in links' e-mails, sent after the answer.
+    private let errands = Errands(logger: Logger(component: "test", level: .error))
 
     /// A router with one guarded route per access kind and the sign-in routes
     /// of a gate page; sessions live in this process (`SessionLog.local`).
@@ -46,7 +48,7 @@ final class AccessPolicyTests: XCTestCase {
         routes.get("/v1/me", .teacher) { _, caller in .text(caller.teacher?.id ?? "-") }
         let signIn = SignIn(
             title: "교문 지도", roles: [.gate], policy: policy, mail: mail, publicURL: publicURL,
-            errands: Errands(logger: Logger(component: "test", level: .error)), logger: Logger(component: "test", level: .error))
+            errands: errands, logger: Logger(component: "test", level: .error))
         signIn.routes(into: &routes, scripts: [Asset(name: "gate.js", contentType: "text/javascript", text: "'use strict';")])
         routes.get("/", .open) { request, caller in
             signIn.page(request, caller, next: "/") { teacher in
@@ -409,11 +411,9 @@ final class AccessPolicyTests: XCTestCase {
         func written() -> [String] {
             (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter { $0.hasSuffix(".eml") } ?? []
         }
-        _ = try await eventually(within: .seconds(10)) { written().count >= 3 }
-        // Whatever else was going to be written has been by now: the
-        // requests' tasks run at once (a sleep: nothing rings when a mail
-        // is not written).
-        try await Task.sleep(for: .milliseconds(500))
+        // Every request's errand has ended: whatever was going to be written has been.
+        let idle = await errands.idle(within: .seconds(10))
+        XCTAssertTrue(idle, "the sign-in links' errands ended")
         let mails = written()
         XCTAssertEqual(mails.count, 3, "\(mails)")
         let raw = try String(contentsOf: folder.appendingPathComponent(try XCTUnwrap(mails.first)), encoding: .utf8)

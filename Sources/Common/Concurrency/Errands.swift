@@ -37,6 +37,11 @@ package final class Errands: Sendable {
         }
     }
 
+    /// Returns once no errand is under way (true), or after `limit` (false).
+    package func idle(within limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async -> Bool {
+        await ended.wait(until: { running == 0 }, atMost: limit, clock: clock)
+    }
+
     /// The part that ends them: no new errand starts, and those under way
     /// have `limit` on `clock` to end; any left are named by count.
     package func part(within limit: Duration, clock: any Clock<Duration>) -> Part {
@@ -45,8 +50,9 @@ package final class Errands: Sendable {
             waits: [Part.Waits("errands", waitsIn: "a task each, until its work ends", wokenBy: "a request (a sign-in link's e-mail)")],
             stop: { [self] in
                 state.withLock { $0.open = false }
-                let ended = await ended.wait(until: { running == 0 }, atMost: limit, clock: clock)
-                if !ended { logger.warning("errands still under way at shutdown", ["count": String(running)]) }
+                if await !idle(within: limit, clock: clock) {
+                    logger.warning("errands still under way at shutdown", ["count": String(running)])
+                }
             })
     }
 }
