@@ -9,7 +9,8 @@ extension Array where Element: Sendable {
     /// consumer (writing them in one transaction). This thread transforms
     /// too whenever nothing is ready for it, so it never waits on a thread
     /// that has not started. When `body` throws, elements not yet started
-    /// are skipped. The array is handed over: each element is released once
+    /// are skipped. It returns once every helper has stopped: nothing of
+    /// the run goes on after it. The array is handed over: each element is released once
     /// transformed, so that what it holds (a school's day of records) is
     /// not kept while its result and later ones are written.
     package consuming func forEach<T: Sendable, E: Error>(
@@ -18,9 +19,11 @@ extension Array where Element: Sendable {
         let count = self.count
         let work = TransformQueue(consume self, transform)
         let helpers = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount) - 1
+        let stopped = DispatchGroup()
         for _ in 0..<Swift.max(0, helpers) {
-            DispatchQueue.global().async { while work.transformNext() {} }
+            DispatchQueue.global().async(group: stopped) { while work.transformNext() {} }
         }
+        defer { stopped.wait() }
         do {
             for index in 0..<count {
                 while !work.isDone(index) && work.transformNext() {}
