@@ -36,7 +36,7 @@ package final class NotifierService: Sendable, GroupMember {
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
         self.roster = roster
-        store = try config.store.open()
+        store = try config.store.open(clock: config.clock)
         producer = try Producer(
             config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)

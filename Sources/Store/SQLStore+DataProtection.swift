@@ -465,7 +465,7 @@ extension SQLStore {
                 // Records still on their way name it too: they are stored as `(erased)`.
                 try database.run(
                     "INSERT INTO erased_students (school_id, student_hash, erased_at_ms) VALUES ($1, $2, $3) ON CONFLICT (school_id, student_hash) DO NOTHING",
-                    [.text(school), .text(SHA256.hex(SHA256.hash(utf8: student))), .integer(Int64((Timestamp.now() * 1000).rounded()))])
+                    [.text(school), .text(SHA256.hex(SHA256.hash(utf8: student))), .integer(Int64((clock() * 1000).rounded()))])
                 return (guidances, changed.count)
             }
         }

@@ -62,13 +62,14 @@ extension SQLStore {
     /// are counted one after the other. `deletedFrom`: the students whose
     /// record the batch deleted. Returns how many crossings changed.
     static func decideCrossings(
-        of students: Set<StudentKey>, deletedFrom: [StudentKey: String], rules: [String: [SchoolRule]], in database: any SQLDatabase
+        of students: Set<StudentKey>, deletedFrom: [StudentKey: String], rules: [String: [SchoolRule]], at time: String,
+        in database: any SQLDatabase
     ) throws(StoreError) -> Int {
         let students = students.filter { !(rules[$0.school] ?? []).isEmpty }.sorted()
         guard !students.isEmpty else { return 0 }
         // Sorted, so that two batches take their common keys in one order.
         for chunk in students.chunks(of: database.rowsPerStatement) { try database.lock(chunk.map(\.lockKey), exclusive: true) }
-        let now = SQLValue.text(Timestamp.format(Timestamp.now()))
+        let now = SQLValue.text(time)
         var changed = 0
         for (school, keys) in Dictionary(grouping: students, by: \.school).sorted(by: { $0.key < $1.key }) {
             let schoolRules = rules[school] ?? []

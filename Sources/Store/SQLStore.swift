@@ -17,6 +17,8 @@ package final class SQLStore: Sendable {
     /// Rung after a commit that changed a rule crossing: its teachers are
     /// told now (`tellCrossings`), not at the next check.
     package let crossingsChanged = Doorbell()
+    /// The service's clock: when a crossing was decided, a student erased.
+    let clock: @Sendable () -> Double
 
     /// Readers per store: enough that a stalled session or a slow export
     /// leaves lists and inboxes served, few enough for a server's connection
@@ -30,8 +32,8 @@ package final class SQLStore: Sendable {
     static let readDeadline: Duration = .seconds(4)
 
     /// One SQLite file in WAL mode (its readers do not block one another).
-    package static func sqlite(path: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path)) {
+    package static func sqlite(path: String, clock: @escaping @Sendable () -> Double = Timestamp.now) throws(StoreError) -> SQLStore {
+        try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path), clock: clock) {
             () throws(StoreError) -> any SQLDatabase in
             try SQLiteConnection(path: path)
         }
@@ -44,17 +46,18 @@ package final class SQLStore: Sendable {
         PostgresConnection.options(of: url)
     }
 
-    package static func postgres(url: String) throws(StoreError) -> SQLStore {
-        try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url)) {
+    package static func postgres(url: String, clock: @escaping @Sendable () -> Double = Timestamp.now) throws(StoreError) -> SQLStore {
+        try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url), clock: clock) {
             () throws(StoreError) -> any SQLDatabase in
             try PostgresConnection(url: url, timeout: SQLStore.readDeadline)
         }
     }
 
     private init(
-        writer writing: sending any SQLDatabase, outbox sending: sending any SQLDatabase,
+        writer writing: sending any SQLDatabase, outbox sending: sending any SQLDatabase, clock: @escaping @Sendable () -> Double,
         reader open: () throws(StoreError) -> any SQLDatabase
     ) throws(StoreError) {
+        self.clock = clock
         try SQLStore.migrate(writing)
         writer = Mutex(writing)
         readers = try ReadPool(count: SQLStore.readerCount, pause: SQLStore.readDeadline, open: open)
@@ -358,7 +361,8 @@ package final class SQLStore: Sendable {
                 try SQLStore.keepDuties(duties, schools: schools, in: database)
                 try SQLStore.decideMissedCases(missed, in: database)
                 try SQLStore.insert(accessed, in: database)
-                crossings = try SQLStore.decideCrossings(of: students, deletedFrom: deletedFrom, rules: rules, in: database)
+                crossings = try SQLStore.decideCrossings(
+                    of: students, deletedFrom: deletedFrom, rules: rules, at: Timestamp.format(clock()), in: database)
                 return rejections
             }
         }

@@ -1,5 +1,6 @@
 import Common
 import Foundation
+import Guidance
 
 /// How the store is reached (`STORE_URL`).
 package enum StoreLocation: Sendable, Equatable {
@@ -120,7 +121,7 @@ package enum StoreLocation: Sendable, Equatable {
 
     /// Opens the store, failing with `STORE_URL` named and its password
     /// never shown.
-    package func open() throws(ConfigurationError) -> SQLStore {
+    package func open(clock: @escaping @Sendable () -> Double = Timestamp.now) throws(ConfigurationError) -> SQLStore {
         do {
             switch self {
             case .sqlite(let path):
@@ -131,9 +132,9 @@ package enum StoreLocation: Sendable, Equatable {
                         variable: "STORE_URL",
                         reason: "the folder '\(folder)' of \(redacted) does not exist; create it or point STORE_URL elsewhere")
                 }
-                return try SQLStore.sqlite(path: path)
+                return try SQLStore.sqlite(path: path, clock: clock)
             case .postgres(let url):
-                return try SQLStore.postgres(url: url)
+                return try SQLStore.postgres(url: url, clock: clock)
             }
         } catch let error as ConfigurationError {
             throw error
