@@ -155,8 +155,10 @@ struct IngestHandlers: Sendable {
     /// record is the read the access record keeps (`history`).
     @Sendable func findStudents(_ request: Request, _ caller: Caller) async throws -> Response {
         let school = try caller.school(of: request)
-        let wanted = (request.query["q"] ?? "").trimmingCharacters(in: .whitespaces)
-        guard (1...20).contains(wanted.count) else {
+        // Counted as the contract counts (Unicode scalars, as sent), then trimmed.
+        let asked = request.query["q"] ?? ""
+        let wanted = asked.trimmingCharacters(in: .whitespaces)
+        guard (1...20).contains(asked.unicodeScalars.count), !wanted.isEmpty else {
             throw HTTPError(FieldError(field: "q", message: "must be 1 to 20 characters: part of a name, or the start of a 학번 (10314)"))
         }
         let byNumber = wanted.allSatisfy { $0.isASCII && $0.isNumber }

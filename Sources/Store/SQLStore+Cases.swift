@@ -254,7 +254,7 @@ extension SQLStore {
     /// unwritten: its opening folds the steps that came first.
     static func refold(_ id: String, in database: any SQLDatabase) throws(StoreError) {
         guard let row = try database.query("SELECT \(caseColumns) FROM cases WHERE case_id = $1", [.text(id)]).first else { return }
-        var steps: [(id: String, action: CaseStep.Action?, at: String, was: String?)] = []
+        var steps: [(id: String, action: CaseStep.Action?, at: String, was: String?)] = []  // in time order below
         try database.forEachRow(
             "SELECT step_id, action, state, next_date, to_teacher, at, refused FROM case_steps WHERE case_id = $1 ORDER BY at, step_id",
             [.text(id)]
@@ -262,6 +262,7 @@ extension SQLStore {
             let action = caseAction(name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string)
             steps.append((step[0].string ?? "", action, step[5].string ?? "", step[6].string))
         }
+        steps = inTimeOrder(steps, at: \.at, id: \.id)
         let (folded, refusals) = asOpened(row).folding(steps.map { ($0.action, $0.at) })
         for (step, refused) in zip(steps, refusals) where refused != step.was {
             try database.run("UPDATE case_steps SET refused = $2 WHERE step_id = $1", [.text(step.id), refused.sql])
@@ -269,6 +270,14 @@ extension SQLStore {
         try database.run(
             "UPDATE cases SET state = $2, holder = $3, next_date = $4, changed_at = $5 WHERE case_id = $1",
             [.text(id), .text(folded.state.rawValue), folded.holder.sql, folded.nextDate.sql, .text(folded.changedAt)])
+    }
+
+    /// Steps in the order they were taken: by their time as an instant, then
+    /// by id. Not by the text: a time on a whole second is written without
+    /// milliseconds (`…:36Z`), which sorts after `…:36.341Z` as text, and a
+    /// step taken 341 ms after another was folded before it.
+    static func inTimeOrder<Step>(_ steps: [Step], at: (Step) -> String, id: (Step) -> String) -> [Step] {
+        steps.map { (Timestamp.parse(at($0)) ?? 0, id($0), $0) }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
     }
 
     /// A case's row as the case opened: 확인 전, held by whoever opened it
@@ -344,9 +353,11 @@ extension SQLStore {
                         "SELECT \(SQLStore.caseColumns) FROM cases WHERE case_id = $1 AND school_id = $2", [.text(id), .text(school)]
                     ).first
                 else { return nil }
-                let lines = try database.query(
-                    "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE case_id = $1 ORDER BY at, step_id", [.text(id)],
-                    as: SQLStore.historyLine)
+                let lines = SQLStore.inTimeOrder(
+                    try database.query(
+                        "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE case_id = $1 ORDER BY at, step_id", [.text(id)],
+                        as: SQLStore.historyLine),
+                    at: \.at, id: \.stepId)
                 let counted = (row[12].string ?? "").split(separator: " ").map(String.init)
                 return (SQLStore.guidanceCase(row), counted, lines)
             }
@@ -382,22 +393,22 @@ extension SQLStore {
                     WHERE d.school_id = $1 AND d.cancelled = 0 AND d.served_on >= $2 AND d.served_on <= $3
                     """, days
                 ) { SQLStore.duty($0[...]) }
-                var steps: [String: [(action: CaseStep.Action?, at: String)]] = [:]
+                var steps: [String: [(action: CaseStep.Action?, at: String, id: String)]] = [:]
                 try database.forEachRow(
                     """
-                    SELECT case_id, action, state, next_date, to_teacher, at FROM case_steps
+                    SELECT case_id, action, state, next_date, to_teacher, at, step_id FROM case_steps
                     WHERE case_id IN (SELECT case_id FROM cases WHERE school_id = $1) ORDER BY case_id, at, step_id
                     """, [.text(school)]
                 ) { step in
                     let action = SQLStore.caseAction(
                         name: step[1].string ?? "", state: step[2].string, nextDate: step[3].string, to: step[4].string)
-                    steps[step[0].string ?? "", default: []].append((action, step[5].string ?? ""))
+                    steps[step[0].string ?? "", default: []].append((action, step[5].string ?? "", step[6].string ?? ""))
                 }
                 facts.cases = try database.query(
                     "SELECT \(SQLStore.caseColumns) FROM cases WHERE school_id = $1 ORDER BY opened_at, case_id", [.text(school)]
                 ) { row in
                     let opened = SQLStore.asOpened(row)
-                    return (opened, steps[opened.caseId] ?? [])
+                    return (opened, SQLStore.inTimeOrder(steps[opened.caseId] ?? [], at: \.at, id: \.id).map { ($0.action, $0.at) })
                 }
                 return facts
             }

@@ -384,9 +384,11 @@ extension SQLStore {
                 records.cases = try database.query(
                     "SELECT \(SQLStore.caseColumns) FROM cases WHERE school_id = $1 AND student_id = $2 ORDER BY opened_at, case_id",
                     [.text(school), .text(student)], as: SQLStore.guidanceCase)
-                records.caseSteps = try database.query(
-                    "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE school_id = $1 AND student_id = $2 ORDER BY at, step_id",
-                    [.text(school), .text(student)], as: SQLStore.historyLine)
+                records.caseSteps = SQLStore.inTimeOrder(
+                    try database.query(
+                        "SELECT \(SQLStore.stepColumns) FROM case_steps WHERE school_id = $1 AND student_id = $2 ORDER BY at, step_id",
+                        [.text(school), .text(student)], as: SQLStore.historyLine),
+                    at: \.at, id: \.stepId)
                 return records
             }
         }

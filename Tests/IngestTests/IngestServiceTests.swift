@@ -552,6 +552,10 @@ final class IngestServiceTests: XCTestCase {
         try await expectStatus(403, await find("Ana", "admin-a", "sb"), "another school's students")
         try await expectStatus(400, await find("", "admin-a", "sa"), "nothing to find")
         try await expectStatus(400, await find(String(repeating: "가", count: 21), "admin-a", "sa"))
+        // Counted as the contract counts, Unicode scalars as sent: 21 of them with a leading tab is too long.
+        try await expectStatus(400, await find("\t" + String(repeating: "가", count: 20), "admin-a", "sa"))
+        try await expectStatus(400, await find(String(repeating: "e\u{301}", count: 11), "admin-a", "sa"), "11 characters, 22 scalars")
+        try await expectStatus(400, await find("   ", "admin-a", "sa"), "only spaces")
     }
 
     /// Ready only once a send can go straight to its partition's leader: a

@@ -81,9 +81,22 @@ extension StoreSuite {
             ], rules: rules)
         XCTAssertEqual(rejections.count, 1)
 
+        // Two steps of one second, the first on the whole second (written
+        // `…:00Z`, which sorts after `…:00.341Z` as text): folded, and listed,
+        // in the order they were taken.
+        _ = try store.apply(
+            [
+                step("e6", .move(.counseled, nextDate: nil), case: own, at: "2026-12-01T05:00:00Z"),
+                step("e7", .move(.guardianCounseling, nextDate: nil), case: own, at: "2026-12-01T05:00:00.341Z")
+            ], rules: rules)
+        let ordered = try XCTUnwrap(store.guidanceCase(school: "sa", id: own))
+        XCTAssertEqual(ordered.0.state, .guardianCounseling, "the later step stands")
+        XCTAssertEqual(ordered.2.suffix(2).map(\.stepId), ["e6", "e7"])
+
         let records = try store.records(school: "sa", student: "s1312")
         XCTAssertEqual(records.cases.count, 3)
-        XCTAssertEqual(records.caseSteps.count, 6)
+        XCTAssertEqual(records.caseSteps.count, 8)
+        XCTAssertEqual(records.caseSteps.suffix(2).map(\.stepId), ["e6", "e7"], "the export in the order taken")
         _ = try store.erase(school: "sa", student: "s1312") { ($0.subject, $0.text) }
         XCTAssertEqual(try store.cases(school: "sa", closedToo: true), [])
         XCTAssertEqual(try store.records(school: "sa", student: "s1312").caseSteps, [])

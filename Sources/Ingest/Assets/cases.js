@@ -173,7 +173,8 @@
     }
     const stepId = unsent.stepId;
     unsent = null;
-    for (let i = 0; i < 20; i++) {
+    // About 20 s: a busy notifier may take more than a moment.
+    for (let i = 0; i < 40; i++) {
       const again = await loadCase();
       const line = again && again.history.find((l) => l.stepId === stepId);
       if (line) {
@@ -182,7 +183,7 @@
         else G.say('case-status', done, 'ok');
         return;
       }
-      await G.sleep(300);
+      await G.sleep(i < 10 ? 300 : 600);
     }
     G.say('case-status', '저장했습니다. 곧 보입니다.', 'ok');
   }
