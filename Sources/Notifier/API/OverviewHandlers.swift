@@ -264,16 +264,17 @@ struct OverviewHandlers: Sendable {
             if open.count > 0 || open.previous > 0 { caseFigures.append(open) }
         }
         // Students who served in the period, and those recorded again after a day they served.
+        var recordedDays: [String: [Int]] = [:]
+        for record in records {
+            if let day = Timestamp.civilDay(record.date) { recordedDays[record.student.studentId, default: []].append(day) }
+        }
         func repeaters(in days: Days) -> (served: Int, again: Int) {
             var servedDays: [String: [Int]] = [:]
             for record in service where record.outcome == .served && days.contains(record.date) {
                 if let day = Timestamp.civilDay(record.date) { servedDays[record.studentId, default: []].append(day) }
             }
-            let again = servedDays.filter { student, days in
-                records.contains { record in
-                    guard record.student.studentId == student, let day = Timestamp.civilDay(record.date) else { return false }
-                    return days.contains { day > $0 && day <= $0 + Overview.Working.againWithin }
-                }
+            let again = servedDays.filter { student, served in
+                (recordedDays[student] ?? []).contains { day in served.contains { day > $0 && day <= $0 + Overview.Working.againWithin } }
             }
             return (servedDays.count, again.count)
         }
