@@ -47,6 +47,10 @@ package enum PublicAddress {
         return true
     }
 
+    /// Where names are resolved (`getaddrinfo` blocks, up to its own
+    /// timeouts): a slow resolver holds these threads and no others.
+    package static let lookups = BlockingExecutor("lookups", threads: 2)
+
     /// Resolves `host` and says whether every address it names is allowed:
     /// nil when it does not resolve now (the connection checks again).
     package static func resolvesAllowed(_ host: String, loopback: Bool = false) -> Bool? {

@@ -67,7 +67,7 @@ package struct DeadLetterReplay: Sendable {
     /// `dlq-replayed-from`), each acknowledged before the next. Returns the
     /// letters selected.
     package func run(_ selection: Selection, dryRun: Bool, timeout: Duration = .seconds(60)) async throws -> [Letter] {
-        let letters = try await blocking { [self] in try read(selection, timeout: timeout) }
+        let letters = try await BlockingExecutor.broker.run { [self] in try read(selection, timeout: timeout) }
         guard !dryRun else { return letters.map(\.letter) }
         let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-dlq-replay"), logger: logger)
         var failure: (any Error)?
@@ -85,8 +85,8 @@ package struct DeadLetterReplay: Sendable {
         } catch {
             failure = error
         }
-        // Closing waits for the polling thread: off the cooperative pool.
-        _ = try? await blocking { producer.close() }
+        // Closing waits for the polling thread: on the broker's threads.
+        _ = try? await BlockingExecutor.broker.run { producer.close() }
         if let failure { throw failure }
         return letters.map(\.letter)
     }

@@ -131,7 +131,9 @@ package final class IngestService: Sendable {
         let partitions = config.partitions
         do {
             // Admin calls block.
-            let counts = try await blocking { try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5)) }
+            let counts = try await BlockingExecutor.broker.run {
+                try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
+            }
             for (topic, count) in counts.sorted(by: { $0.key < $1.key }) where count < partitions {
                 logger.warning(
                     "topic has fewer partitions than TOPIC_PARTITIONS",

@@ -43,12 +43,12 @@ package final class Producer: Sendable {
     }
 
     /// Whether a broker answers a metadata request within `timeout`. The
-    /// request blocks, so it runs off the cooperative pool, and sends go on
+    /// request blocks, so it runs on the broker's threads, and sends go on
     /// meanwhile.
     package func brokersReachable(timeout: Duration = .seconds(1)) async -> Bool {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else { return false }
-        let reachable = try? await blocking {
+        let reachable = try? await BlockingExecutor.broker.run {
             client.withLiveHandle { handle in (try? Metadata.brokerCount(handle: handle, timeout: timeout)) != nil }
         }
         return (reachable ?? nil) ?? false
@@ -56,11 +56,11 @@ package final class Producer: Sendable {
 
     /// The partitions of `topics` this producer knows no leader for (empty
     /// when every send can go straight to its broker), or nil when no broker
-    /// answers within `timeout`. Blocking requests, off the cooperative pool.
+    /// answers within `timeout`. Blocking requests, on the broker's threads.
     package func partitionsWithoutLeader(of topics: [String], timeout: Duration = .seconds(1)) async -> [String]? {
         let client: ProducerClient? = state.withLock { $0.closed ? nil : $0.client }
         guard let client else { return nil }
-        let missing = try? await blocking {
+        let missing = try? await BlockingExecutor.broker.run {
             client.withLiveHandle { handle in try? Metadata.partitionsWithoutLeader(handle: handle, topics: topics, timeout: timeout) }
         }
         return (missing ?? nil) ?? nil

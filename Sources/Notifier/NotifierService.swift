@@ -56,7 +56,7 @@ package final class NotifierService: Sendable, GroupMember {
         let store = self.store
         let producer = self.producer
         let materializer = self.materializer
-        let groupID = config.groupID
+        let (groupID, timer) = (config.groupID, config.timer)
         router.addOperationalRoutes(metrics: metrics) {
             if let outage = materializer.storeOutage { return (false, "store writes are failing: \(outage.cause)") }
             // Until it joined, a replica applies nothing: the events ingest
@@ -64,7 +64,7 @@ package final class NotifierService: Sendable, GroupMember {
             if materializer.memberID == nil { return (false, "not yet a member of consumer group \(groupID)") }
             if !sessions.log.caughtUp { return (false, "reading the session log") }
             // A hung store must not hang the probe: it answers within a second.
-            switch await blocking(within: .seconds(1), { Result { () throws(StoreError) in try store.ping() } }) {
+            switch await store.executor.run(within: .seconds(1), clock: timer, { Result { () throws(StoreError) in try store.ping() } }) {
             case nil: return (false, "the store does not answer within 1 s")
             case .failure(let error)?: return (false, "the store fails: \(error.message)")
             case .success?: break

@@ -64,8 +64,8 @@ package struct Purger: Sendable {
         guard minute >= Purger.hour * 60, day != checked else { return checked }
         let store = self.store
         do {
-            let claimed = try await blocking { try store.claimPurge(day: Timestamp.dateString(civil: day), now: now) }
-            if claimed { _ = try await blocking { try self.purge(roster: roster) } }
+            let claimed = try await store.blocking { try store.claimPurge(day: Timestamp.dateString(civil: day), now: now) }
+            if claimed { _ = try await store.blocking { try self.purge(roster: roster) } }
             return day
         } catch {
             logger.warning(

@@ -8,9 +8,13 @@ import Synchronization
 /// HTTP queries (`ReadPool`), and an outbox connection for the dispatcher,
 /// so that sending never waits behind a batch of events. Writers that could race across replicas (a digest run and the
 /// events of its day) serialise on a lock per school and date. Every call
-/// blocks: call it from a thread of its own (`blocking`), never from Swift's
-/// cooperative pool.
+/// blocks: call it from the store's own threads (`blocking`), never from
+/// Swift's cooperative pool.
 package final class SQLStore: Sendable {
+    /// The store's threads: one per connection, so that a call that runs
+    /// always finds its connection free, and a store that stopped answering
+    /// holds these threads and no others.
+    package let executor = BlockingExecutor("store", threads: SQLStore.readerCount + 2)
     let writer: Mutex<any SQLDatabase>
     let readers: ReadPool
     let outbox: Mutex<any SQLDatabase>
@@ -30,6 +34,11 @@ package final class SQLStore: Sendable {
     /// batch's commit is worth waiting for), and a read that did not
     /// answer pauses the others as long (`ReadPool`).
     static let readDeadline: Duration = .seconds(4)
+
+    /// `body`, calls of this store, run on the store's threads and awaited.
+    package func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await executor.run(body)
+    }
 
     /// One SQLite file in WAL mode (its readers do not block one another).
     package static func sqlite(path: String, clock: @escaping @Sendable () -> Double = Timestamp.now) throws(StoreError) -> SQLStore {

@@ -12,6 +12,9 @@ import Wiring
 /// device, and a token for operators and tests. `/session/devices` makes
 /// codes and signs devices out. The API keeps taking bearer tokens.
 package struct SignIn: Sendable {
+    /// Where sign-in e-mails are sent (an SMTP exchange blocks): two
+    /// threads, so that a slow mail server holds these and nothing else.
+    static let mailing = BlockingExecutor("sign-in mail", threads: 2)
     /// The page's name, e.g. `교문 지도`.
     package let title: String
     /// The roles the page serves; anyone else is refused.
@@ -166,8 +169,8 @@ package struct SignIn: Sendable {
             for teacher in sending {
                 let message = linkMail(
                     to: teacher, link: "\(publicURL)/session/link?t=\(sessions.linkToken(for: teacher))", from: mail.from)
-                // An SMTP exchange blocks: off the cooperative pool.
-                let result = try? await blocking {
+                // An SMTP exchange blocks: on the sign-in mail's own threads.
+                let result = try? await SignIn.mailing.run {
                     mail.sendOne(to: teacher.email, message: message, name: "sign-in-\(teacher.id)-\(RandomID.uuid())")
                 }
                 if result != .accepted {

@@ -158,9 +158,9 @@ package struct StudentPhotos: Sendable {
     /// cannot read it (the browser may; a warning names the file, once per version).
     func served(_ file: (path: String, type: String, info: stat)) async -> Smaller.Photo? {
         if let kept = smaller.kept(file.path, version: StudentPhotos.version(file.info)) { return kept }
-        // Made on Dispatch's threads, not the HTTP server's: a school's photo takes ~15 ms of CPU to decode.
+        // Made on the images' threads, one per core, not the HTTP server's: a school's photo takes ~15 ms of CPU to decode.
         let (smaller, logger, path, type) = (self.smaller, self.logger, file.path, file.type)
-        return try? await blocking { StudentPhotos.make(path, type: type, keptIn: smaller, logger: logger) }
+        return try? await BlockingExecutor.processors.run { StudentPhotos.make(path, type: type, keptIn: smaller, logger: logger) }
     }
 
     private static func make(_ path: String, type: String, keptIn smaller: Smaller, logger: Logger) -> Smaller.Photo? {

@@ -31,7 +31,7 @@ package struct Forwarding: Sendable {
         self.cookieName = cookieName
         self.sessions = sessions
         self.logger = logger
-        self.connections = HandlePool(count: connections) { nil }
+        self.connections = HandlePool("forwarding", count: connections) { nil }
     }
 
     /// Sends `method` `path` (with the request's `body`, under the request's

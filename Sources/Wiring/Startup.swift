@@ -80,7 +80,7 @@ extension Part {
     package static func producer(_ producer: Producer, timeout: Duration) -> Part {
         Part(
             "producer", waits: [producer.waits],
-            stop: { _ = try? await blocking { producer.close(timeout: timeout) } })
+            stop: { _ = try? await BlockingExecutor.broker.run { producer.close(timeout: timeout) } })
     }
 
     /// Listens on the port `variable` names; stopping drains requests in flight.

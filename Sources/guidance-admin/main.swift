@@ -184,7 +184,7 @@ func revokeSessions(_ arguments: [String]) async {
             failure = error
         }
         // Closing waits for the polling thread: off the cooperative pool.
-        _ = try? await blocking { producer.close() }
+        _ = try? await BlockingExecutor.broker.run { producer.close() }
         if let failure { throw failure }
         print("signed \(arguments[1]) out on every device; both services refuse the old sessions within a second")
     } catch {

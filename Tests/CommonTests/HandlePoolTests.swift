@@ -8,7 +8,7 @@ import XCTest
 /// call waits for a free one without a thread, and gives up at its limit.
 final class HandlePoolTests: XCTestCase {
     func testACallWaitsForAFreeHandleAndGivesUpAtItsLimit() async throws {
-        let pool = HandlePool(count: 1) { 0 }
+        let pool = HandlePool("test", count: 1) { 0 }
         let clock = ManualClock()
         let release = DispatchSemaphore(value: 0)
         let holding = Task {

@@ -9,13 +9,16 @@ import Synchronization
 /// fixed, no growth.
 package final class HandlePool<Handle>: Sendable {
     private let handles: [Locked<Handle>]
+    /// One thread per handle: a call that runs always holds its handle.
+    private let executor: BlockingExecutor
     private let free: Mutex<[Int]>
     /// Rung as a handle is given back: waiters look again.
     private let given = Doorbell()
 
     /// `count` handles, each made by `make` when the pool is made.
-    package init(count: Int, make: () -> sending Handle) {
+    package init(_ name: String, count: Int, make: () -> sending Handle) {
         handles = (0..<max(1, count)).map { _ in Locked(make()) }
+        executor = BlockingExecutor(name, threads: handles.count)
         free = Mutex(Array(handles.indices))
     }
 
@@ -24,7 +27,7 @@ package final class HandlePool<Handle>: Sendable {
     /// Handles in use now.
     package var inUse: Int { handles.count - free.withLock { $0.count } }
 
-    /// `body`'s value with a free handle, on a Dispatch thread; nil when none
+    /// `body`'s value with a free handle, on the pool's own threads; nil when none
     /// came free within `limit` on `clock` (every handle busy: the resource
     /// is slow or hung, and the caller should say so rather than queue).
     package func run<T: Sendable>(
@@ -38,7 +41,7 @@ package final class HandlePool<Handle>: Sendable {
             }, atMost: limit, clock: clock)
         guard let index = taken else { return nil }
         let handle = handles[index]
-        let value = try? await blocking { handle.withLock { body(&$0) } }
+        let value = try? await executor.run { handle.withLock { body(&$0) } }
         free.withLock { $0.append(index) }
         given.ring()
         return value

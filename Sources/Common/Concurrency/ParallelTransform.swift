@@ -21,7 +21,11 @@ extension Array where Element: Sendable {
         let helpers = Swift.min(count, ProcessInfo.processInfo.activeProcessorCount) - 1
         let stopped = DispatchGroup()
         for _ in 0..<Swift.max(0, helpers) {
-            DispatchQueue.global().async(group: stopped) { while work.transformNext() {} }
+            stopped.enter()
+            BlockingExecutor.processors.execute {
+                while work.transformNext() {}
+                stopped.leave()
+            }
         }
         defer { stopped.wait() }
         do {

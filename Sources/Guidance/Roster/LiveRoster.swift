@@ -16,6 +16,10 @@ package final class LiveRoster: Sendable {
         var loadedAt: Double
     }
 
+    /// Where the folder is read and parsed: one thread, for every roster
+    /// of the process (reloads are rare and one at a time).
+    static let reading = BlockingExecutor("roster reading", threads: 1)
+
     /// The folder, or nil for a roster given whole (tests, benchmarks).
     package let directory: String?
     /// A change without `tokens.csv` is refused (`AUTHENTICATION=required`).
@@ -114,7 +118,7 @@ package final class LiveRoster: Sendable {
     private func answer() async {
         let count = Signals.count(SIGHUP)
         let hangup = hangupsSeen.exchange(count, ordering: .acquiringAndReleasing) != count
-        _ = try? await blocking { [self] in
+        _ = try? await LiveRoster.reading.run { [self] in
             if hangup { _ = reload(because: "SIGHUP") }
             check()
         }

@@ -38,7 +38,7 @@ struct CaseHandlers: Sendable {
         }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
         let store = self.store
-        let (frequencies, cases) = try await blocking {
+        let (frequencies, cases) = try await store.blocking {
             (
                 try store.frequencies(school: school.id, date: today, grade: student.grade, classNumber: student.classNumber),
                 try store.cases(school: school.id, students: [student.id])
@@ -68,7 +68,7 @@ struct CaseHandlers: Sendable {
             throw HTTPError(status: 403, detail: "every case of the school is for admins; leave scope out for your own")
         }
         let store = self.store
-        let open = try await blocking { try store.cases(school: school.id) }
+        let open = try await store.blocking { try store.cases(school: school.id) }
         let today = Timestamp.localDate(clock(), in: school.timeZone)
         let rules = caller.roster.rules[school.id] ?? []
         var items: [(item: GuidanceCase, student: Student?, urgent: Bool, due: Bool)] = []
@@ -111,7 +111,7 @@ struct CaseHandlers: Sendable {
         let id = request.parameter("caseId").lowercased()
         guard RandomID.isUUID(id) else { throw HTTPError(FieldError(field: "caseId", message: "must be a UUID")) }
         let store = self.store
-        guard let (item, counted, history) = try await blocking({ try store.guidanceCase(school: school.id, id: id) }) else {
+        guard let (item, counted, history) = try await store.blocking({ try store.guidanceCase(school: school.id, id: id) }) else {
             throw HTTPError.notFound("no case '\(id)' at this school")
         }
         let student = caller.roster.student(school: school.id, id: item.studentId)
@@ -123,7 +123,7 @@ struct CaseHandlers: Sendable {
                 status: 403,
                 detail: "a case is for those who hold it, the student's homeroom teacher, the grade's volunteer-duty teacher and admins")
         }
-        let records = try await blocking { try store.records(school: school.id, student: item.studentId) }
+        let records = try await store.blocking { try store.records(school: school.id, student: item.studentId) }
         accessLog.record(caller, .caseFile, school: school.id, target: item.studentId)
         var writer = JSONWriter(capacity: 1024 + history.count * 256)
         CaseHandlers.write(item, student: student, roster: caller.roster, into: &writer)

@@ -66,11 +66,11 @@ struct CommunityServiceHandlers: Sendable {
             return date
         }
         let store = self.store
-        let accounts = try await blocking { try store.communityServiceAccounts(school: school.id, asOf: asOf) }
+        let accounts = try await store.blocking { try store.communityServiceAccounts(school: school.id, asOf: asOf) }
         // The schedule as it stands now (a day asked for shows its accounts, not that day's schedule).
         let duties =
             school.service.isEmpty || asOf != nil
-            ? [:] : Dictionary(grouping: try await blocking { try store.duties(school: school.id) }, by: \.studentId)
+            ? [:] : Dictionary(grouping: try await store.blocking { try store.duties(school: school.id) }, by: \.studentId)
         let roster = caller.roster
         var items: [(Student, CommunityServiceAccount)] = accounts.compactMap { account in
             // The student's whole account, under the grade and class the roster
@@ -183,7 +183,7 @@ struct CommunityServiceHandlers: Sendable {
                 return date
             } ?? now
         let store = self.store
-        let (duties, missed, added) = try await blocking {
+        let (duties, missed, added) = try await store.blocking {
             (
                 try store.duties(school: school.id, sittingOn: today), try store.missedSittings(school: school.id, on: today),
                 try store.addedSittings(school: school.id, from: today, through: today)
@@ -274,7 +274,7 @@ struct CommunityServiceHandlers: Sendable {
         let monday = day - Timestamp.daysSinceMonday(civil: day)
         let last = Timestamp.dateString(civil: monday + 27)
         let store = self.store
-        let (added, plan) = try await blocking {
+        let (added, plan) = try await store.blocking {
             (
                 try store.addedSittings(school: school.id, from: today, through: last),
                 try store.servicePlan(school: school.id, from: today, through: last)

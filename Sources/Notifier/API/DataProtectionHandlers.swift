@@ -88,7 +88,7 @@ struct DataProtectionHandlers: Sendable {
         }
         let limit = try request.integerQuery("limit", in: 1...5000) ?? 500
         let store = self.store
-        let (records, total) = try await blocking {
+        let (records, total) = try await store.blocking {
             try store.accessLog(school: school.id, from: from, to: to, teacher: teacher, action: action, students: students, limit: limit)
         }
         accessLog.record(
@@ -293,7 +293,8 @@ struct DataProtectionHandlers: Sendable {
                     steps: records.caseSteps.filter { $0.caseId == item.caseId }.map(Step.init))
             }
             crossings = records.crossings.map {
-                Crossing(label: $0.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
+                Crossing(
+                    label: $0.rule.label, rule: $0.ruleKey, date: $0.date, active: $0.active, guidanceIds: $0.records.map(\.guidanceId))
             }
         }
 
@@ -337,7 +338,7 @@ struct DataProtectionHandlers: Sendable {
         let school = try caller.school(of: request)
         let studentID = try DataProtectionHandlers.studentID(request)
         let store = self.store
-        let records = try await blocking { try store.records(school: school.id, student: studentID) }
+        let records = try await store.blocking { try store.records(school: school.id, student: studentID) }
         guard caller.roster.student(school: school.id, id: studentID) != nil || !records.isEmpty else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }
@@ -418,11 +419,11 @@ struct DataProtectionHandlers: Sendable {
         // As the export answers: an id that is neither a student of the
         // school nor anything stored is 404, not an erasure of nothing.
         if caller.roster.student(school: school.id, id: studentID) == nil,
-            try await blocking({ try store.records(school: school.id, student: studentID) }).isEmpty
+            try await store.blocking({ try store.records(school: school.id, student: studentID) }).isEmpty
         {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }
-        let erased = try await blocking {
+        let erased = try await store.blocking {
             try store.erase(school: school.id, student: studentID) { digest in
                 // A rule notice names the student only in its entries; a
                 // 보호자 안내's text is the teacher's, and may name them.

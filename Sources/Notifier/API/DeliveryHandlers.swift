@@ -78,7 +78,7 @@ struct DeliveryHandlers: Sendable {
         }
         let limit = try request.integerQuery("limit", in: 1...1000) ?? 100
         let store = self.store
-        let deliveries = try await blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
+        let deliveries = try await store.blocking { try store.deliveries(school: schoolID, status: status, limit: limit) }
         let roster = caller.roster
         return .json(List(items: deliveries.map { Item($0, teacherName: roster.teachers[$0.teacherId]?.name) }))
     }
@@ -93,7 +93,7 @@ struct DeliveryHandlers: Sendable {
         let deliveryID = request.parameter("deliveryId")
         let store = self.store
         let now = clock()
-        let result = try await blocking { try store.requeue(school: schoolID, deliveryId: deliveryID, now: now) }
+        let result = try await store.blocking { try store.requeue(school: schoolID, deliveryId: deliveryID, now: now) }
         switch result {
         case .requeued:
             logger.info("delivery queued again by hand", ["delivery": deliveryID, "by": caller.teacher?.id ?? "(authentication off)"])

@@ -75,7 +75,7 @@ struct NotifierHandlers: Sendable {
         let store = self.store
         let (scopeGrade, scopeClass) = (grade, classNumber)
         let mayReadRecords = teacher?.hasAny(of: [.homeroom, .volunteerDuty, .admin]) ?? true
-        let (records, frequency, cases) = try await blocking {
+        let (records, frequency, cases) = try await store.blocking {
             (
                 try store.guidances(school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
                 try NotifierHandlers.frequencies(store, school: schoolID, from: from, to: date, grade: scopeGrade, classNumber: scopeClass),
@@ -180,7 +180,7 @@ struct NotifierHandlers: Sendable {
         try mayReadInbox(caller, of: teacherID)
         let unreadOnly = try request.booleanQuery("unread") ?? false
         let store = self.store
-        let digests = try await blocking { try store.inbox(teacher: teacherID) }
+        let digests = try await store.blocking { try store.inbox(teacher: teacherID) }
         if let school = caller.roster.teachers[teacherID]?.schoolID { accessLog.record(caller, .inbox, school: school, target: teacherID) }
         let unread = digests.filter { !$0.read }
         let (roster, photos) = (caller.roster, self.photos)
@@ -203,7 +203,7 @@ struct NotifierHandlers: Sendable {
         let teacherID = request.parameter("teacherId")
         try mayReadInbox(caller, of: teacherID)
         let store = self.store
-        let count = try await blocking { try store.unreadCount(teacher: teacherID) }
+        let count = try await store.blocking { try store.unreadCount(teacher: teacherID) }
         return .json(Unread(teacherId: teacherID, unreadCount: count))
     }
 
@@ -217,7 +217,7 @@ struct NotifierHandlers: Sendable {
             throw HTTPError(status: 403, detail: "only teacher \(teacherID) marks their own 알림함 read")
         }
         let store = self.store
-        guard try await blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
+        guard try await store.blocking({ try store.markRead(teacher: teacherID, digestId: digestID) }) else {
             throw HTTPError.notFound("teacher \(teacherID) has no digest \(digestID)")
         }
         return .noContent

@@ -359,7 +359,7 @@ struct OverviewHandlers: Sendable {
         // Up to `againWithin` days past the period, as far as today: a repeat after a served 봉사.
         let through = min(
             today, Timestamp.civilDay(periods.current.to).map { Timestamp.dateString(civil: $0 + Overview.Working.againWithin) } ?? today)
-        let (records, facts) = try await blocking {
+        let (records, facts) = try await store.blocking {
             (
                 try store.guidances(
                     school: school.id, from: min(periods.previous.from, periods.chart.from, periods.baseline.from), to: through,

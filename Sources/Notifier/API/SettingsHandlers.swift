@@ -18,7 +18,7 @@ extension NotifierHandlers {
         let teacherID = request.parameter("teacherId")
         try mayReadInbox(caller, of: teacherID)
         let (store, school) = (self.store, caller.roster.teachers[teacherID]?.schoolID ?? "")
-        let (settings, devices) = try await blocking {
+        let (settings, devices) = try await store.blocking {
             (
                 try store.teacherSettings(school: school, teacher: teacherID),
                 try store.pushSubscriptions(school: school, teacher: teacherID).count
@@ -40,13 +40,13 @@ extension NotifierHandlers {
         let schoolID = caller.roster.teachers[teacherID]?.schoolID ?? ""
         guard let school = caller.roster.school(schoolID) else { throw HTTPError.notFound("unknown teacher '\(teacherID)'") }
         let store = self.store
-        var settings = try await blocking { try store.teacherSettings(school: schoolID, teacher: teacherID) }
+        var settings = try await store.blocking { try store.teacherSettings(school: schoolID, teacher: teacherID) }
         try request.json { (body) throws(FieldError) in
             try NotifierHandlers.change(&settings, by: body, quietByDefault: quietHours)
         }
         // Messages held under the old settings are held by the new ones.
         let (now, quietByDefault) = (clock(), quietHours)
-        try await blocking { [settings] in
+        try await store.blocking { [settings] in
             try store.setTeacherSettings(settings, school: schoolID, teacher: teacherID, now: now) { scope, date, urgent in
                 settings.release(scope: scope, date: date, urgent: urgent, school: school, now: now, quietByDefault: quietByDefault)
             }
@@ -58,7 +58,7 @@ extension NotifierHandlers {
                 "listTime": settings.listMinute.map(Roster.clock) ?? "school",
                 "quietHours": settings.quietHours?.text ?? "default"
             ])
-        let devices = try await blocking { try store.pushSubscriptions(school: schoolID, teacher: teacherID).count }
+        let devices = try await store.blocking { try store.pushSubscriptions(school: schoolID, teacher: teacherID).count }
         return .json(written: settingsJSON(teacherID, settings, school: school, devices: devices))
     }
 
@@ -144,11 +144,11 @@ extension NotifierHandlers {
         // A name that resolves into the service's own network is no push
         // service; one that does not resolve now is checked at each connection.
         let loopback = pushOverHTTP
-        if await blocking(within: .seconds(5), { PublicAddress.resolvesAllowed(host, loopback: loopback) }) == false {
+        if await PublicAddress.lookups.run(within: .seconds(5), { PublicAddress.resolvesAllowed(host, loopback: loopback) }) == false {
             throw HTTPError(FieldError(field: "endpoint", message: "names an address that is not on the public internet"))
         }
         let store = self.store
-        try await blocking { try store.savePushSubscription(subscription) }
+        try await store.blocking { try store.savePushSubscription(subscription) }
         logger.info("push turned on for a device", ["requestId": request.requestID, "teacher": teacherID])
         return .noContent
     }
@@ -159,7 +159,7 @@ extension NotifierHandlers {
         let (_, school) = try pushCaller(caller, teacherID)
         let endpoint = try request.json { (body) throws(FieldError) in try body.string("endpoint") }
         let store = self.store
-        _ = try await blocking { try store.removePushSubscriptions(school: school, teacher: teacherID, endpoint: endpoint) }
+        _ = try await store.blocking { try store.removePushSubscriptions(school: school, teacher: teacherID, endpoint: endpoint) }
         logger.info("push turned off for a device", ["requestId": request.requestID, "teacher": teacherID])
         return .noContent
     }

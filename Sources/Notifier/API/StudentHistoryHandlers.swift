@@ -83,7 +83,7 @@ struct StudentHistoryHandlers: Sendable {
                     : "a student's record is for their homeroom teacher, their grade's volunteer-duty teacher and admins")
         }
         let store = self.store
-        let records = try await blocking { try store.records(school: school.id, student: studentID) }
+        let records = try await store.blocking { try store.records(school: school.id, student: studentID) }
         guard seated != nil || !records.isEmpty else {
             throw HTTPError.notFound("no student '\(studentID)' at this school, and nothing stored about that id")
         }

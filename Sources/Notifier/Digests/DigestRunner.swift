@@ -73,7 +73,7 @@ final class DigestRunner: Sendable {
         let offsets = self.offsets
         let topics = self.topics.events
         do {
-            let counts = try await blocking { try offsets.partitionCounts(of: topics) }
+            let counts = try await BlockingExecutor.broker.run { try offsets.partitionCounts(of: topics) }
             for topic in topics {
                 guard let count = counts[topic] else {
                     logger.warning("topic does not exist yet; ingest creates it", ["topic": topic])
@@ -152,7 +152,7 @@ final class DigestRunner: Sendable {
             var ranElsewhere: Set<String> = []
             if leavingOutRun {
                 ranElsewhere =
-                    (try? await blocking {
+                    (try? await store.blocking {
                         try Set(chunk.filter { try store.runCompleted(school: $0.school.id, date: $0.date) }.map(\.school.id))
                     }) ?? []
             }
@@ -170,7 +170,7 @@ final class DigestRunner: Sendable {
                 // sends this commit's deliveries while the next one writes.
                 if !part.isEmpty {
                     results = try await dispatcher.holdingClaims {
-                        try await blocking {
+                        try await store.blocking {
                             // Each teacher's 설정: e-mail or not, push, their own time and quiet hours, from the next list on.
                             let preferences = try store.deliveryPreferences(schools: part.map(\.school.id))
                             let runs = part.map { school, date in
@@ -237,7 +237,7 @@ final class DigestRunner: Sendable {
             guard ran[school.id] != date else { continue }
             do {
                 let store = self.store
-                if try await blocking({ try store.runCompleted(school: school.id, date: date) }) {
+                if try await store.blocking({ try store.runCompleted(school: school.id, date: date) }) {
                     noteRan(school.id, date)
                 } else {
                     due.append((school, date))
@@ -284,7 +284,7 @@ final class DigestRunner: Sendable {
         let store = self.store
         let times: [(school: String, teacher: String, minute: Int)]
         do {
-            times = try await blocking { try store.listTimes() }
+            times = try await store.blocking { try store.listTimes() }
         } catch {
             logger.error("could not read the teachers' own times; retrying at the next check", ["error": "\(error)"])
             return 0
@@ -335,7 +335,7 @@ final class DigestRunner: Sendable {
     func runAmendments() async {
         do {
             let store = self.store
-            let pending = try await blocking { try store.pendingAmendments() }
+            let pending = try await store.blocking { try store.pendingAmendments() }
             guard !pending.isEmpty else { return }
             let roster = rosters.current
             let due = pending.compactMap { school, date in roster.school(school).map { (school: $0, date: date) } }
@@ -348,11 +348,11 @@ final class DigestRunner: Sendable {
     private func waitForCutoff() async throws {
         let offsets = self.offsets
         let topics = self.topics.events
-        let cutoff = try await blocking { try offsets.endOffsets(of: topics) }
+        let cutoff = try await BlockingExecutor.broker.run { try offsets.endOffsets(of: topics) }
         let elapsed = Elapsed(timer)
         while true {
             let seen = commits.rings
-            let committed = try await blocking { try offsets.committedOffsets(Array(cutoff.keys)) }
+            let committed = try await BlockingExecutor.broker.run { try offsets.committedOffsets(Array(cutoff.keys)) }
             var behind: [TopicPartition: Int64] = [:]
             for (partition, mark) in cutoff where mark > 0 {
                 let done = (committed[partition] ?? nil) ?? 0
