@@ -208,6 +208,15 @@ package struct ClaimedDelivery: Sendable {
     package var merged = 0
     /// Pushed with `Urgency: high` (an urgent rule's notice).
     package var urgent = false
+
+    package init(delivery: Delivery, digest: Digest, queuedAt: Double, takenOver: Bool, merged: Int = 0, urgent: Bool = false) {
+        self.delivery = delivery
+        self.digest = digest
+        self.queuedAt = queuedAt
+        self.takenOver = takenOver
+        self.merged = merged
+        self.urgent = urgent
+    }
 }
 
 /// What asking to send a failed delivery again found.

@@ -4,8 +4,9 @@ import Store
 /// One way a digest revision leaves the notifier besides the inbox. The
 /// dispatcher does the rest for every channel alike: claims under a lease,
 /// spreads the claims over the channel's connections, retries with backoff,
-/// records outcomes. A new channel is a file with a type conforming to this
-/// and a line in `DeliveryConfig.channels` (`DeliveryTests` adds one that
+/// records outcomes, and holds a teacher's messages for their own time and
+/// quiet hours when the channel says so. A new channel is a file with a type
+/// conforming to this and a line in `DeliveryConfig.channels` (`DeliveryTests` adds one that
 /// exists in the tests only).
 protocol DeliveryChannel: Sendable {
     /// Stored with each delivery, the end of its id and a metrics label.
@@ -20,10 +21,14 @@ protocol DeliveryChannel: Sendable {
     /// answer may take longer (SMTP's reply to the final dot: 10 minutes),
     /// while the dispatcher renews the lease.
     var timeout: Duration { get }
-    /// Where `digest` goes over this channel (an address, a URL), or nil when
-    /// it does not go this way.
-    func target(of digest: Digest, in roster: Roster) -> String?
-    /// One attempt. Blocks (the dispatcher calls it on a thread of Dispatch's global queue, never a task's).
+    /// Whom it serves: where `digest` goes over this channel (an address, a
+    /// URL), or nil when it does not go this way, by the roster and the
+    /// teachers' 설정 and devices.
+    func target(of digest: Digest, in roster: Roster, preferences: DeliveryPreferences) -> String?
+    /// How: whether a teacher's own time and quiet hours hold its messages
+    /// (what reaches a teacher's inbox or phone), or not (a school's system).
+    var followsTeacherHours: Bool { get }
+    /// One attempt. Blocks (the dispatcher calls it on a thread of its senders, never a task's).
     func send(_ claim: ClaimedDelivery, roster: Roster, over connection: Int, now: Double) -> DeliveryAttempt
     /// After digest runs wrote `digests`: a channel that leaves some out may
     /// count and log them.
@@ -34,6 +39,7 @@ protocol DeliveryChannel: Sendable {
 }
 
 extension DeliveryChannel {
+    var followsTeacherHours: Bool { true }
     func written(_ digests: [Digest], roster: Roster) {}
     func cancelSends() {}
 }

@@ -28,6 +28,9 @@ final class Dispatcher: Sendable {
     private let owner = "\(ProcessInfo.processInfo.hostName)-\(RandomID.uuid().prefix(8))"
     /// The channels on this replica, each sending its own deliveries.
     private let channels: [any DeliveryChannel]
+    /// Where batches are sent (libcurl blocks): one thread per connection
+    /// of every channel, so a slow receiver holds its own connection's.
+    private let senders: BlockingExecutor
     /// Rung to wake idle loops: a digest run on this replica wrote or ended,
     /// or the dispatcher stops.
     private let doorbell = Doorbell()
@@ -60,6 +63,7 @@ final class Dispatcher: Sendable {
     ) {
         self.config = config
         self.channels = channels
+        senders = BlockingExecutor("senders", threads: channels.reduce(0) { $0 + $1.connections })
         rosters = roster
         self.store = store
         self.metrics = metrics
@@ -69,33 +73,22 @@ final class Dispatcher: Sendable {
         registerGauges()
     }
 
-    /// Where a digest revision must go: each channel's target for it.
-    func targets(for digest: Digest, roster: Roster) -> [DeliveryTarget] {
-        channels.compactMap { channel in channel.target(of: digest, in: roster).map { DeliveryTarget(channel: channel.id, target: $0) } }
-    }
-
-    /// Where `digest`, written at `now`, goes and when, by its teacher's
-    /// settings (설정): e-mail unless they turned it off, push to their
-    /// devices if they have any, both held for their own time and their
-    /// quiet hours unless `urgent`. The school's webhook is its system, not
-    /// a teacher's phone: never held.
+    /// Where `digest`, written at `now`, goes and when: each channel's
+    /// target for it, by its teacher's settings (설정), held for their own
+    /// time and quiet hours unless `urgent` or the channel serves a school
+    /// rather than a teacher.
     func targets(for digest: Digest, roster: Roster, preferences: DeliveryPreferences, urgent: Bool = false, now: Double)
         -> [DeliveryTarget]
     {
-        let settings = preferences.of(digest.teacherId)
         let release =
             roster.school(digest.schoolId).map {
-                settings.release(of: digest, urgent: urgent, school: $0, now: now, quietByDefault: config.quietHours)
+                preferences.of(digest.teacherId).release(
+                    of: digest, urgent: urgent, school: $0, now: now, quietByDefault: config.quietHours)
             } ?? now
-        return targets(for: digest, roster: roster).compactMap { target in
-            switch target.channel {
-            case .webhook: return target
-            case .email where !settings.emailLists: return nil
-            case .push where !preferences.pushing.contains(digest.teacherId): return nil
-            default:
-                return DeliveryTarget(
-                    channel: target.channel, target: target.target, heldUntil: release > now ? release : nil, urgent: urgent)
-            }
+        return channels.compactMap { channel in
+            guard let target = channel.target(of: digest, in: roster, preferences: preferences) else { return nil }
+            guard channel.followsTeacherHours else { return DeliveryTarget(channel: channel.id, target: target) }
+            return DeliveryTarget(channel: channel.id, target: target, heldUntil: release > now ? release : nil, urgent: urgent)
         }
     }
 
@@ -175,7 +168,7 @@ final class Dispatcher: Sendable {
         let claims: [ClaimedDelivery]
         do {
             defer { claiming.withLock { _ = $0.remove(channel.id) } }
-            claims = try await blocking { try self.claim(channel, now: now, leaseUntil: leaseUntil) }
+            claims = try await store.blocking { try self.claim(channel, now: now, leaseUntil: leaseUntil) }
         } catch {
             logger.warning("could not claim deliveries; trying again shortly", ["channel": channel.id.rawValue, "error": "\(error)"])
             return
@@ -204,7 +197,7 @@ final class Dispatcher: Sendable {
             [self] in await renew(lease, of: claims.map(\.delivery.deliveryId))
         }
         keeper.start()
-        _ = try? await blocking { self.send(claims, through: channel, over: connection, lease: lease) }
+        _ = try? await senders.run { self.send(claims, through: channel, over: connection, lease: lease) }
         await keeper.stop()
         // A batch went out: this loop's next turn comes at once, and so do the
         // others' (a claim that finds nothing rings nobody).
@@ -234,92 +227,54 @@ final class Dispatcher: Sendable {
         let (store, owner) = (self.store, self.owner)
         let until = clock() + config.lease.seconds
         do {
-            try await blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
+            try await store.blocking { try store.extendLeases(deliveryIds: deliveryIds, owner: owner, until: until) }
             lease.extend(to: until)
         } catch {
             logger.warning("could not renew the lease of deliveries being sent; another replica may send them again", ["error": "\(error)"])
         }
     }
 
-    /// Sends claimed deliveries one after another over one connection. Runs
-    /// through `blocking`, on a thread of Dispatch's global queue (libcurl
+    /// Sends claimed deliveries one after another over one connection, as
+    /// `DeliveryBatch` decides. Runs on a thread of `senders` (libcurl
     /// blocks), one for each connection in use.
     private func send(_ claims: [ClaimedDelivery], through channel: any DeliveryChannel, over connection: Int, lease: BatchLease) {
-        // A send must end inside the lease, or another replica could send the
-        // same delivery at the same time.
-        let longest = channel.timeout.seconds + 1
-        // Outcomes are written together every 50 ms rather than one
-        // transaction (and fsync) a message; a replica killed in between
-        // sends those again after their lease.
-        var outcomes: [(deliveryId: String, outcome: DeliveryOutcome)] = []
-        var recordedAt = clock()
-        defer { record(&outcomes) }
-        func giveBack(from index: Int) {
-            record(&outcomes)
-            let rest = claims[index...].map(\.delivery.deliveryId)
-            do { try store.release(deliveryIds: rest, owner: owner) } catch {
-                logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
-            }
-        }
-        for (index, claim) in claims.enumerated() {
-            if stopping.load(ordering: .acquiring) || clock() + longest > lease.until {
-                return giveBack(from: index)
-            }
-            if claim.takenOver {
-                metrics.increment(
-                    "notifier_delivery_lease_takeovers_total",
-                    help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
-                    labels: [("channel", channel.id.rawValue)])
-                logger.warning(
-                    "delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
-                    ["delivery": claim.delivery.deliveryId])
-            }
-            let outcome = channel.send(claim, roster: rosters.current, over: connection, now: clock())
-            // Cancelled by a shutdown: not an attempt; the next replica sends it.
-            if case .retriable = outcome, stopping.load(ordering: .acquiring) {
-                return giveBack(from: index)
-            }
-            let now = clock()
-            let recorded: DeliveryOutcome
-            switch outcome {
-            case .sent:
-                recorded = .sent
-            case .notRetriable(let error):
-                recorded = .failed(error: error)
-            case .retriable(let error, let retryAfter):
-                let policy = RetryPolicy(
-                    base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
-                if let at = policy.next(
-                    attempts: claim.delivery.attempts + 1, now: now, queuedAt: claim.queuedAt, retryAfter: retryAfter,
-                    random: Double.random(in: 0...1))
-                {
-                    recorded = .retry(error: error, at: at)
-                } else {
-                    recorded = .failed(
-                        error: "gave up after \(claim.delivery.attempts + 1) attempts over \(Int(config.maxAge.seconds / 3600)) h: \(error)"
-                    )
+        let retry = RetryPolicy(base: config.retryBase.seconds, maxBackoff: config.maxBackoff.seconds, maxAge: config.maxAge.seconds)
+        var batch = DeliveryBatch(claims: claims, retry: retry, longestSend: channel.timeout.seconds + 1, now: clock())
+        while true {
+            switch batch.next(now: clock(), leaseUntil: lease.until, stopping: stopping.load(ordering: .acquiring)) {
+            case .send(let claim):
+                if claim.takenOver {
+                    metrics.increment(
+                        "notifier_delivery_lease_takeovers_total",
+                        help: "Deliveries sent again because their sender's lease expired (a killed or stuck replica).",
+                        labels: [("channel", channel.id.rawValue)])
+                    logger.warning(
+                        "delivery's lease expired without an outcome; sending again (the receiver dedupes by its id)",
+                        ["delivery": claim.delivery.deliveryId])
                 }
-            }
-            report(recorded, of: claim, now: now)
-            outcomes.append((claim.delivery.deliveryId, recorded))
-            if now - recordedAt >= 0.05 {
-                record(&outcomes)
-                recordedAt = now
+                let attempt = channel.send(claim, roster: rosters.current, over: connection, now: clock())
+                let now = clock()
+                if let outcome = batch.sent(
+                    attempt, now: now, stopping: stopping.load(ordering: .acquiring), random: Double.random(in: 0...1))
+                {
+                    report(outcome, of: claim, now: now)
+                }
+            case .record(let outcomes):
+                do {
+                    try store.record(outcomes, owner: owner, now: clock())
+                } catch {
+                    logger.error(
+                        "could not record deliveries' outcomes; they are sent again after their lease",
+                        ["deliveries": outcomes.map(\.deliveryId).joined(separator: ","), "error": "\(error)"])
+                }
+            case .giveBack(let deliveryIds):
+                do { try store.release(deliveryIds: deliveryIds, owner: owner) } catch {
+                    logger.warning("could not give back claimed deliveries; their lease expires instead", ["error": "\(error)"])
+                }
+            case .done:
+                return
             }
         }
-    }
-
-    /// Writes the outcomes gathered so far and empties the list.
-    private func record(_ outcomes: inout [(deliveryId: String, outcome: DeliveryOutcome)]) {
-        guard !outcomes.isEmpty else { return }
-        do {
-            try store.record(outcomes, owner: owner, now: clock())
-        } catch {
-            logger.error(
-                "could not record deliveries' outcomes; they are sent again after their lease",
-                ["deliveries": outcomes.map(\.deliveryId).joined(separator: ","), "error": "\(error)"])
-        }
-        outcomes.removeAll()
     }
 
     /// Metrics for every outcome; logs once per change of a channel's health.
@@ -386,7 +341,7 @@ final class Dispatcher: Sendable {
         guard due else { return }
         let store = self.store
         let ids = channels.map(\.id)
-        if let items = try? await blocking({ try store.deliveryBacklog(of: ids) }) {
+        if let items = try? await store.blocking({ try store.deliveryBacklog(of: ids) }) {
             backlog.withLock { $0.items = items }
         }
     }

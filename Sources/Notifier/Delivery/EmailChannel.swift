@@ -69,8 +69,10 @@ final class EmailChannel: DeliveryChannel {
         for cancellation in cancellations { cancellation.cancel() }
     }
 
-    func target(of digest: Digest, in roster: Roster) -> String? {
-        EmailChannel.address(of: digest.teacherId, in: roster)
+    /// A teacher's address, unless they turned the lists' e-mail off (설정).
+    func target(of digest: Digest, in roster: Roster, preferences: DeliveryPreferences) -> String? {
+        guard preferences.of(digest.teacherId).emailLists else { return nil }
+        return EmailChannel.address(of: digest.teacherId, in: roster)
     }
 
     /// A teacher's e-mail address from teachers.csv, when it is one mail can go to.

@@ -43,8 +43,10 @@ final class PushChannel: DeliveryChannel {
 
     func cancelSends() { posts.cancel() }
 
-    /// Every teacher may have devices; the run leaves out those with none.
-    func target(of digest: Digest, in roster: Roster) -> String? { "devices" }
+    /// The devices of a teacher who has any (they are read when sending).
+    func target(of digest: Digest, in roster: Roster, preferences: DeliveryPreferences) -> String? {
+        preferences.pushing.contains(digest.teacherId) ? "devices" : nil
+    }
 
     /// The host of `endpoint` if it may be pushed to, else nil: a browser's
     /// push service is `https://name/path` on the default port. Refused:

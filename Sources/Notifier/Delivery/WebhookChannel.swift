@@ -19,7 +19,10 @@ final class WebhookChannel: DeliveryChannel {
 
     func cancelSends() { posts.cancel() }
 
-    func target(of digest: Digest, in roster: Roster) -> String? {
+    /// The school's system, not a teacher's phone: never held.
+    let followsTeacherHours = false
+
+    func target(of digest: Digest, in roster: Roster, preferences: DeliveryPreferences) -> String? {
         roster.webhooks[digest.schoolId]?.url
     }
 

@@ -16,6 +16,8 @@ final class NoteChannel: DeliveryChannel {
     let summary = "notes kept in memory"
     let connections = 2
     let timeout: Duration = .seconds(5)
+    /// Notes are for the school's board, not a teacher's phone: never held.
+    let followsTeacherHours = false
     /// Each attempt: the delivery's id and the connection it went over.
     let attempts = Mutex<[(deliveryId: String, connection: Int)]>([])
     /// Sends under way per connection, to catch two at once on one.
@@ -23,7 +25,7 @@ final class NoteChannel: DeliveryChannel {
     let overlapped = Atomic<Bool>(false)
 
     /// Only homeroom teachers get notes; everyone else is left out.
-    func target(of digest: Digest, in roster: Roster) -> String? {
+    func target(of digest: Digest, in roster: Roster, preferences: DeliveryPreferences) -> String? {
         roster.teachers[digest.teacherId]?.has(.homeroom) == true ? "note:\(digest.teacherId)" : nil
     }
 
@@ -81,7 +83,7 @@ final class DeliveryChannelTests: XCTestCase {
             school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",
             plan: { _ in
                 ["hr11", "hr12", "hr13", "vd1"].map(Self.digest)
-            }, targets: { dispatcher.targets(for: $0, roster: Self.roster) })
+            }, targets: { dispatcher.targets(for: $0, roster: Self.roster, preferences: DeliveryPreferences(), now: 0) })
         XCTAssertEqual(digests.count, 4)
         let queued = try store.deliveries(school: "sa", status: nil, limit: 10)
         XCTAssertEqual(
