@@ -118,12 +118,12 @@ final class Materializer: Sendable {
     /// reads them again.
     func stop() async {
         await loop.stop()
-        _ = try? await blocking { [self] in
+        _ = try? await BlockingExecutor.broker.run { [self] in
             let writing = consuming.withLock { consuming in
                 defer { consuming.writing = nil }
                 return consuming.writing
             }
-            if let writing { _ = finish(writing) }
+            if let writing { perform([.finish(writing)]) }
             consumer.close()
             held.store(0, ordering: .relaxed)
         }
@@ -134,7 +134,7 @@ final class Materializer: Sendable {
     /// One turn of the consuming thread: poll what is fetched (while a batch
     /// is being written, only what is fetched already; while the roster
     /// holds its most, nothing new), release what the roster lists, and
-    /// hand it to the writer queue once the batch before is written.
+    /// hand it on as `Consuming` decides.
     private func turn(_ state: inout Consuming) {
         defer { held.store(state.hold.count, ordering: .relaxed) }
         let room = min(maxBatch, RosterHold.limit - state.hold.count)
@@ -150,10 +150,6 @@ final class Materializer: Sendable {
                 "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
                 ["group": groupID, "after": "\(SlowJoin.limit)"])
         }
-        if batch.isEmpty, let previous = state.writing {
-            state.writing = nil
-            guard finish(previous) else { return }
-        }
         // One roster for the whole batch, even if it is reloaded meanwhile.
         let current = roster.current
         let decoder = EventDecoder(roster: current, topics: topics, retention: retention, now: clock())
@@ -165,51 +161,54 @@ final class Materializer: Sendable {
                     "offset": String(message.offset), "grace": "\(Int(rosterGrace)) s"
                 ])
         }
-        guard !released.isEmpty else { return }
-        var events: [StoredEvent] = []
-        var sources: [ConsumedMessage] = []
-        events.reserveCapacity(released.count)
-        sources.reserveCapacity(released.count)
-        for item in released {
-            switch item.outcome {
-            case .event(let event):
-                events.append(event)
-                sources.append(item.message)
-                if item.held > 0 {
-                    logger.info(
-                        "held event released: the roster lists it now",
-                        [
-                            "topic": item.message.topic, "partition": String(item.message.partition),
-                            "offset": String(item.message.offset), "heldFor": "\(Int(item.held)) s"
-                        ])
+        for item in released where item.held > 0 {
+            logger.info(
+                "held event released: the roster lists it now",
+                [
+                    "topic": item.message.topic, "partition": String(item.message.partition), "offset": String(item.message.offset),
+                    "heldFor": "\(Int(item.held)) s"
+                ])
+        }
+        perform(state.polled(released, pollWasEmpty: batch.isEmpty), rules: current.rules, schools: current.schools)
+    }
+
+    /// Does `actions` in their order, and what finishing a batch adds after
+    /// it. A dead letter or a write that ends because the materializer stops
+    /// ends the rest: nothing after it is committed, and a batch not handed
+    /// to the writer ends unwritten (so that `stop` does not wait for it).
+    private func perform(_ actions: [Consuming.Action], rules: [String: [SchoolRule]] = [:], schools: [String: School] = [:]) {
+        var actions = actions[...]
+        while let action = actions.popFirst() {
+            switch action {
+            case .deadLetter(let message, let reason):
+                guard deadLetter(message, reason: reason) else {
+                    for case .write(let batch, _) in actions { batch.end(with: nil) }
+                    return
                 }
-            case .deadLetter(let reason):
-                guard deadLetter(item.message, reason: reason) else { return }
+            case .write(let batch, let events):
+                writer.async { [self] in batch.end(with: apply(events, rules: rules, schools: schools)) }
+            case .finish(let batch):
+                guard let rejections = batch.wait() else {
+                    for case .write(let next, _) in actions { next.end(with: nil) }
+                    return
+                }
+                for rejection in rejections {
+                    metrics.increment(
+                        "notifier_events_rejected_total",
+                        help: "Events the store kept out: an id of another school, or registered with other content.",
+                        labels: [("reason", rejection.reason.prefix { $0 != ":" }.description)])
+                }
+                actions = Consuming.written(batch, rejections: rejections) + actions
+            case .commit(let batch):
+                commit(batch)
             }
-        }
-        if let previous = state.writing {
-            state.writing = nil
-            guard finish(previous) else { return }
-        }
-        let writing = PendingWrite(settled: released.map(\.message), sources: sources)
-        state.writing = writing
-        writer.async { [self, events, rules = current.rules, schools = current.schools] in
-            writing.end(with: apply(events, rules: rules, schools: schools))
         }
     }
 
-    /// After the store wrote a batch: its rejections to the dead-letter
-    /// topic, then its offsets stored and committed. False when stopping.
-    private func finish(_ written: PendingWrite) -> Bool {
-        guard let rejections = written.wait() else { return false }
-        for rejection in rejections {
-            metrics.increment(
-                "notifier_events_rejected_total",
-                help: "Events the store kept out: an id of another school, or registered with other content.",
-                labels: [("reason", rejection.reason.prefix { $0 != ":" }.description)])
-            guard deadLetter(written.sources[rejection.index], reason: rejection.reason) else { return false }
-        }
-        let appliedAt = Date().timeIntervalSince1970
+    /// Stores and commits the offsets of a batch the store wrote, its dead
+    /// letters sent.
+    private func commit(_ written: PendingWrite) {
+        let appliedAt = clock()
         do {
             try consumer.store(written.settled)
             // Not waiting keeps the next batch flowing; the rebalance and
@@ -225,40 +224,27 @@ final class Materializer: Sendable {
             "notifier_event_visibility_seconds",
             help: "From the event's creation by ingest to its commit in the store (readable by the list API).",
             values: written.sources.compactMap { $0.timestampMilliseconds.map { appliedAt - Double($0) / 1000 } })
-        return true
     }
 
-    /// Applies the batch. A failure of the store itself (disk full, I/O,
-    /// read-only, a lost session: anything that does not name the data) is
-    /// retried with backoff, for as long as it lasts, the offsets held. Only
-    /// an error that names the data (a constraint, a value the store cannot
-    /// hold) is narrowed down by halving the batch, and the event it comes
-    /// from returned as a rejection, so one bad event cannot wedge the
-    /// group. Nil means stopping, with nothing committed.
+    /// Applies the batch, narrowed as `Consuming.narrowing` says: a failure
+    /// of the store itself is retried with backoff for as long as it lasts,
+    /// the offsets held. Nil means stopping, with nothing committed.
     private func apply(_ events: [StoredEvent], rules: [String: [SchoolRule]], schools: [String: School]) -> [Rejection]? {
-        retrying { () throws -> [Rejection] in
-            do throws(StoreError) {
-                let rejections = try store.apply(events, rules: rules, schools: schools)
-                storeWritesSucceed()
-                return rejections
-            } catch  where error.isDataError {
-                metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
-                guard events.count > 1 else {
-                    logger.error("the store refuses an event; dead-lettering it", ["error": error.message])
-                    return [Rejection(index: 0, reason: "store: \(error.message)")]
+        Consuming.narrowing(events) { chunk in
+            retrying { () throws(StoreError) -> Result<[Rejection], StoreError> in
+                do throws(StoreError) {
+                    let rejections = try store.apply(chunk, rules: rules, schools: schools)
+                    storeWritesSucceed()
+                    return .success(rejections)
+                } catch  where error.isDataError {
+                    metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
+                    if chunk.count == 1 { logger.error("the store refuses an event; dead-lettering it", ["error": error.message]) }
+                    return .failure(error)
+                } catch {
+                    metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
+                    storeWritesFail(error, events: chunk.count)
+                    throw error
                 }
-                let half = events.count / 2
-                // Each half retries on its own; nil only once stopping, which ends this retry too.
-                guard let first = apply(Array(events[..<half]), rules: rules, schools: schools),
-                    let second = apply(Array(events[half...]), rules: rules, schools: schools)
-                else {
-                    throw CancellationError()
-                }
-                return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }
-            } catch {
-                metrics.increment("notifier_store_errors_total", help: "Failed store writes.")
-                storeWritesFail(error, events: events.count)
-                throw error
             }
         }
     }
@@ -320,14 +306,13 @@ final class Materializer: Sendable {
         return sent != nil
     }
 
-    /// Runs `attempt` until it does not throw, pausing between tries with a
-    /// backoff (0.1 s, doubling up to 5 s) that `stop` ends; nil once stopping.
+    /// Runs `attempt` until it does not throw, pausing between tries as
+    /// `Consuming.Backoff` says, until `stop`; nil once stopping.
     private func retrying<T, Failure>(_ attempt: () throws(Failure) -> T) -> T? {
-        var delay = 0.1
+        var backoff = Consuming.Backoff()
         while true {
             if let value = try? attempt() { return value }
-            guard sleepWhileRunning(delay) else { return nil }
-            delay = min(delay * 2, 5)
+            guard sleepWhileRunning(backoff.next()) else { return nil }
         }
     }
 
@@ -341,15 +326,100 @@ final class Materializer: Sendable {
 }
 
 extension Materializer {
-    /// What the consuming thread keeps from one turn to the next: the
-    /// messages the roster holds, the batch the writer queue is writing
-    /// (its offsets stored once it is written, by the consuming thread, or
-    /// by `stop` once that thread has ended: never beside a poll), and how
-    /// long it has waited to join its group.
+    /// What the consuming thread keeps from one turn to the next, and its
+    /// decisions, made without I/O: the messages the roster holds, the batch
+    /// the writer queue is writing, and how long it has waited to join its
+    /// group. It answers with actions that the thread does in their order,
+    /// and that keep the one rule of the materializer: a batch's offsets are
+    /// committed only after the store wrote it and every message of it that
+    /// is not written (undecodable, or kept out by the store) is in the
+    /// dead-letter topic; and batches commit in the order they were polled.
     struct Consuming {
+        enum Action {
+            /// Send to the dead-letter topic and wait for its acknowledgement.
+            case deadLetter(ConsumedMessage, reason: String)
+            /// Hand these events to the writer queue, as the batch `PendingWrite` stands for.
+            case write(PendingWrite, [StoredEvent])
+            /// Wait until the store wrote this batch; then do `written`'s actions.
+            case finish(PendingWrite)
+            /// Store and commit the offsets of every message this batch settles.
+            case commit(PendingWrite)
+        }
+
         var hold: RosterHold
+        /// The batch the writer queue is writing: its offsets stored once
+        /// it is written, by the consuming thread, or by `stop` once that
+        /// thread has ended (never beside a poll).
         var writing: PendingWrite?
         var join = SlowJoin()
+
+        /// What to do with a poll's messages, once the hold released them:
+        /// each dead letter first, then the batch before finished, then the
+        /// rest written. A poll that found nothing finishes the batch before
+        /// at once, rather than leaving its commit until the next message.
+        mutating func polled(_ released: [RosterHold.Released], pollWasEmpty: Bool) -> [Action] {
+            var actions: [Action] = []
+            if pollWasEmpty, let previous = writing.take() { actions.append(.finish(previous)) }
+            guard !released.isEmpty else { return actions }
+            var events: [StoredEvent] = []
+            var sources: [ConsumedMessage] = []
+            events.reserveCapacity(released.count)
+            sources.reserveCapacity(released.count)
+            for item in released {
+                switch item.outcome {
+                case .event(let event):
+                    events.append(event)
+                    sources.append(item.message)
+                case .deadLetter(let reason):
+                    actions.append(.deadLetter(item.message, reason: reason))
+                }
+            }
+            if let previous = writing.take() { actions.append(.finish(previous)) }
+            let next = PendingWrite(settled: released.map(\.message), sources: sources)
+            writing = next
+            actions.append(.write(next, events))
+            return actions
+        }
+
+        /// The rejections of writing `items` with `write`, which retries what
+        /// is not the data's fault (disk full, a lost session: for as long
+        /// as it lasts) and fails only for an error that names the data (a
+        /// constraint, a value the store cannot hold). Such an error halves
+        /// the batch, each half written on its own, until the one item it
+        /// comes from is alone and rejected: one bad event cannot wedge the
+        /// group, and the others are written. Nil: `write` gave up (stopping).
+        static func narrowing<Item>(_ items: [Item], write: ([Item]) -> Result<[Rejection], StoreError>?) -> [Rejection]? {
+            switch write(items) {
+            case nil:
+                return nil
+            case .success(let rejections):
+                return rejections
+            case .failure(let error):
+                guard items.count > 1 else { return [Rejection(index: 0, reason: "store: \(error.message)")] }
+                let half = items.count / 2
+                guard let first = narrowing(Array(items[..<half]), write: write),
+                    let second = narrowing(Array(items[half...]), write: write)
+                else { return nil }
+                return first + second.map { Rejection(index: $0.index + half, reason: $0.reason) }
+            }
+        }
+
+        /// The pauses between tries of a store write or a dead letter: 0.1 s,
+        /// doubling up to 5 s.
+        struct Backoff {
+            private var delay = 0.1
+
+            mutating func next() -> Double {
+                defer { delay = min(delay * 2, 5) }
+                return delay
+            }
+        }
+
+        /// After the store wrote `batch`: what it kept out to the dead-letter
+        /// topic, then its offsets committed.
+        static func written(_ batch: PendingWrite, rejections: [Rejection]) -> [Action] {
+            rejections.map { .deadLetter(batch.sources[$0.index], reason: $0.reason) } + [.commit(batch)]
+        }
     }
 }
 
