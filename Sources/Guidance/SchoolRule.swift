@@ -30,6 +30,17 @@ package struct SchoolRule: Sendable, Equatable {
         self.urgent = urgent
     }
 
+    /// The rule as a crossing keeps it (`key`, `notifyText` and its
+    /// label); nil for a key that is none.
+    package init?(schoolID: String, key: String, notifyText: String, label: String) {
+        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, let count = Int(parts[1]), let days = Int(parts[2]) else { return nil }
+        let notify = notifyText.split(separator: "+").compactMap { Teacher.Role(rawValue: String($0)) }
+        self.init(
+            schoolID: schoolID, reason: parts[0] == "*" ? nil : String(parts[0]), count: count, days: days, notify: Set(notify),
+            label: label)
+    }
+
     /// What tells a rule apart in its school, kept with each crossing:
     /// `late/3/7`, `*/10/30`. A new label or `notify` is the same rule.
     package var key: String { "\(reason ?? "*")/\(count)/\(days)" }

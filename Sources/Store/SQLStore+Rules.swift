@@ -177,12 +177,16 @@ extension SQLStore {
     private static let crossingColumns =
         "school_id, student_id, rule_key, ordinal, date, guidance_ids, label, notify, active, told, changed_at"
 
-    private static func crossing(_ row: [SQLValue], records: [String: GuidanceRecord]) -> RuleCrossing {
+    /// The crossing of `row`; nil for a rule key this release cannot read.
+    private static func crossing(_ row: [SQLValue], records: [String: GuidanceRecord]) -> RuleCrossing? {
         let ids = (row[5].string ?? "").split(separator: " ").map(String.init)
+        let school = row[0].string ?? ""
+        guard
+            let rule = SchoolRule(schoolID: school, key: row[2].string ?? "", notifyText: row[7].string ?? "", label: row[6].string ?? "")
+        else { return nil }
         return RuleCrossing(
-            schoolId: row[0].string ?? "", studentId: row[1].string ?? "", ruleKey: row[2].string ?? "", ordinal: row[3].int ?? 0,
-            date: row[4].string ?? "", label: row[6].string ?? "", notify: row[7].string ?? "", active: row[8].int == 1,
-            told: row[9].int == 1, changedAt: row[10].string ?? "", records: ids.compactMap { records[$0] })
+            schoolId: school, studentId: row[1].string ?? "", rule: rule, ordinal: row[3].int ?? 0, date: row[4].string ?? "",
+            active: row[8].int == 1, told: row[9].int == 1, changedAt: row[10].string ?? "", records: ids.compactMap { records[$0] })
     }
 
     /// The stored records of `ids`, deleted or not, by id.
@@ -269,7 +273,7 @@ extension SQLStore {
                 var merged: [String: RuleNotice] = [:]
                 var revisions: [String: Int] = [:]
                 for row in rows {
-                    let crossing = SQLStore.crossing(row, records: records)
+                    guard let crossing = SQLStore.crossing(row, records: records) else { continue }
                     let rule = [crossing.schoolId, crossing.studentId, crossing.ruleKey].joined(separator: "\u{1}")
                     // A crossing withdrawn while another of the rule still stands changes nothing the teachers know.
                     if !crossing.active && standing.contains(rule) {
@@ -381,7 +385,7 @@ extension SQLStore {
             [.text(school), .text(student)])
         let records = try SQLStore.records(
             Array(Set(rows.flatMap { ($0[5].string ?? "").split(separator: " ").map(String.init) })), in: database)
-        return rows.map { SQLStore.crossing($0, records: records) }
+        return rows.compactMap { SQLStore.crossing($0, records: records) }
     }
 }
 
@@ -389,15 +393,12 @@ extension SQLStore {
 package struct RuleCrossing: Sendable, Equatable {
     package let schoolId: String
     package let studentId: String
-    /// `SchoolRule.key`: reason, count and days.
-    package let ruleKey: String
+    /// The rule as it was when it was crossed: its measure, words and
+    /// whom it notifies (`urgent` is the roster's, not kept).
+    package let rule: SchoolRule
     package let ordinal: Int
     /// The school-local day of the record that crossed.
     package let date: String
-    /// The rule's words and whom it notifies (`homeroom+admin`), as they
-    /// were when it was crossed.
-    package let label: String
-    package let notify: String
     /// Whether the records still make it a crossing (a deletion can undo it).
     package let active: Bool
     /// Whether its teachers were last told it stands.
@@ -406,12 +407,23 @@ package struct RuleCrossing: Sendable, Equatable {
     /// The records it counted that are stored, deleted or not, oldest first.
     package let records: [GuidanceRecord]
 
-    /// The rule's reason code (nil: any), count and days from `ruleKey`.
-    package var rule: (reason: String?, count: Int, days: Int) {
-        let parts = ruleKey.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return (nil, 0, 0) }
-        return (parts[0] == "*" ? nil : String(parts[0]), Int(parts[1]) ?? 0, Int(parts[2]) ?? 0)
+    package init(
+        schoolId: String, studentId: String, rule: SchoolRule, ordinal: Int, date: String, active: Bool, told: Bool, changedAt: String,
+        records: [GuidanceRecord]
+    ) {
+        self.schoolId = schoolId
+        self.studentId = studentId
+        self.rule = rule
+        self.ordinal = ordinal
+        self.date = date
+        self.active = active
+        self.told = told
+        self.changedAt = changedAt
+        self.records = records
     }
+
+    /// `SchoolRule.key`: what the store keys the crossing by.
+    package var ruleKey: String { rule.key }
 }
 
 /// What one teacher is told of a crossing: a digest of scope `rule` but for

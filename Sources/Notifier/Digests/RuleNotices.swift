@@ -50,7 +50,7 @@ final class RuleNotices: Sendable {
         let store = self.store
         let dispatcher = self.dispatcher
         do {
-            let digests = try await blocking { () throws(StoreError) -> [Digest] in
+            let digests = try await store.blocking { () throws(StoreError) -> [Digest] in
                 let schools = try store.untoldSchools()
                 guard !schools.isEmpty else { return [] }
                 // Each teacher's 설정, as for their lists; an urgent rule's notice is never held.
@@ -96,7 +96,7 @@ final class RuleNotices: Sendable {
             }) ?? crossing.records.last?.student
         else { return [] }
         var teachers: [Teacher] = []
-        for role in crossing.notify.split(separator: "+").compactMap({ Teacher.Role(rawValue: String($0)) }) {
+        for role in SchoolRule.notifiable where rule.notify.contains(role) {
             teachers += roster.teachers(of: school.id, role: role).filter { teacher in
                 switch role {
                 case .homeroom: teacher.grade == student.grade && teacher.classNumber == student.classNumber
@@ -144,14 +144,14 @@ final class RuleNotices: Sendable {
 
         var subject: String {
             crossing.active
-                ? "[\(school.name)] \(crossing.label): \(seat) (\(measure))"
-                : "[\(school.name)] 철회 — \(crossing.label): \(seat)"
+                ? "[\(school.name)] \(crossing.rule.label): \(seat) (\(measure))"
+                : "[\(school.name)] 철회 — \(crossing.rule.label): \(seat)"
         }
 
         var text: String {
             guard crossing.active else {
                 return [
-                    "\(seat) 학생의 '\(crossing.label)' 알림을 철회합니다.",
+                    "\(seat) 학생의 '\(crossing.rule.label)' 알림을 철회합니다.",
                     "기록이 지워져 \(measure)에 미치지 않습니다."
                 ].joined(separator: "\n")
             }
@@ -160,7 +160,7 @@ final class RuleNotices: Sendable {
                 recipient: Recipient(teacherId: "", scope: .rule, grade: student.grade, classNumber: nil),
                 revision: 1, entries: [], counts: [:])
             var lines = [
-                "\(seat) 학생이 학교 규칙 '\(crossing.label)'의 기준에 이르렀습니다: \(measure).",
+                "\(seat) 학생이 학교 규칙 '\(crossing.rule.label)'의 기준에 이르렀습니다: \(measure).",
                 "규칙은 알리기만 합니다. 어떻게 할지는 선생님이 정합니다.",
                 ""
             ]

@@ -203,17 +203,18 @@ final class RuleCrossingTests: XCTestCase {
             guidanceId: "g1", schoolId: "sa", date: "2026-11-30",
             student: StudentRef(studentId: "a111", grade: 1, classNumber: 1, number: 1, name: "가가"),
             reason: ReasonRef(code: "noShoes", label: "실내화 없음", detail: nil), occurredAt: "2026-11-29T23:00:00Z", recordedBy: "t-gate")
-        func crossing(on date: String, active: Bool, notify: String = "homeroom+admin+volunteer_duty") -> RuleCrossing {
+        func crossing(on date: String, active: Bool, notify: Set<Teacher.Role> = [.homeroom, .admin, .volunteerDuty]) -> RuleCrossing {
             RuleCrossing(
-                schoolId: "sa", studentId: "a111", ruleKey: "*/3/7", ordinal: 1, date: date, label: "상담", notify: notify, active: active,
-                told: !active, changedAt: "", records: [record])
+                schoolId: "sa", studentId: "a111",
+                rule: SchoolRule(schoolID: "sa", reason: nil, count: 3, days: 7, notify: notify, label: "상담"), ordinal: 1, date: date,
+                active: active, told: !active, changedAt: "", records: [record])
         }
         let told = RuleNotices.notices(of: crossing(on: "2026-11-28", active: true), roster: roster, now: now)
         XCTAssertEqual(Set(told.map(\.teacherId)), ["t-hr-1-1", "t-admin", "t-vd-1"], "the class's, the grade's and the admins")
         XCTAssertEqual(told.first?.subject, "[서울고] 상담: 1학년 1반 1번 (최근 7일 동안 지도 3회)")
         XCTAssertEqual(told.first?.entries.map(\.guidanceId), ["g1"])
         XCTAssertFalse(told.contains { $0.text.contains("가가") }, "no name in the words")
-        let withdrawn = RuleNotices.notices(of: crossing(on: "2026-11-28", active: false, notify: "admin"), roster: roster, now: now)
+        let withdrawn = RuleNotices.notices(of: crossing(on: "2026-11-28", active: false, notify: [.admin]), roster: roster, now: now)
         XCTAssertEqual(withdrawn.map(\.teacherId), ["t-admin"])
         XCTAssertEqual(withdrawn.first?.subject, "[서울고] 철회 — 상담: 1학년 1반 1번")
         XCTAssertEqual(withdrawn.first?.entries, [])
