@@ -76,7 +76,7 @@ package enum Startup {
 /// The long-lived parts both services have, for their `Parts`.
 extension Part {
     /// Closing flushes what the other parts sent and waits for the
-    /// acknowledgements, at most `timeout`: off the cooperative pool.
+    /// acknowledgements, at most `timeout`: on the broker's threads.
     package static func producer(_ producer: Producer, timeout: Duration) -> Part {
         Part(
             "producer", waits: [producer.waits],

@@ -183,7 +183,7 @@ func revokeSessions(_ arguments: [String]) async {
         } catch {
             failure = error
         }
-        // Closing waits for the polling thread: off the cooperative pool.
+        // Closing waits for the polling thread: on the broker's threads.
         _ = try? await BlockingExecutor.broker.run { producer.close() }
         if let failure { throw failure }
         print("signed \(arguments[1]) out on every device; both services refuse the old sessions within a second")

@@ -101,8 +101,8 @@ package final class LiveRoster: Sendable {
 
     /// The part that checks the folder every `interval` and reloads on
     /// SIGHUP: its loop waits on `Signals.bell`, so a hangup is answered at
-    /// once. Reading and parsing the files blocks: it runs off the
-    /// cooperative pool. Nil for a roster given whole.
+    /// once. Reading and parsing the files blocks: it runs on the roster's
+    /// own reading thread. Nil for a roster given whole.
     package func watching(every interval: Duration, clock: any Clock<Duration> = ContinuousClock()) -> Part? {
         guard directory != nil else { return nil }
         hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
