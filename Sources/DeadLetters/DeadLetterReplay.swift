@@ -5,12 +5,13 @@ import Kafka
 
 /// A message the notifier could not apply, as it goes to the dead-letter
 /// topic: its own headers (less any named like ours, so that a letter's
-/// `dlq-reason` is always the notifier's) and where it came from, why, and when.
-package func deadLetter(_ message: ConsumedMessage, reason: String, group: String, topic: String) -> OutgoingMessage {
+/// `dlq-reason` is always the notifier's) and where it came from, why, and
+/// when (`at`, on the service's clock).
+package func deadLetter(_ message: ConsumedMessage, reason: String, group: String, topic: String, at: Double) -> OutgoingMessage {
     var headers = message.headers.filter { !$0.name.lowercased().hasPrefix("dlq-") }
     headers += [
         ("dlq-reason", reason), ("dlq-source-topic", message.topic), ("dlq-source-partition", String(message.partition)),
-        ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", group), ("dlq-failed-at", Timestamp.format(Timestamp.now()))
+        ("dlq-source-offset", String(message.offset)), ("dlq-consumer-group", group), ("dlq-failed-at", Timestamp.format(at))
     ].map { (name: $0.0, value: Array($0.1.utf8)) }
     return OutgoingMessage(topic: topic, key: message.key ?? [], value: message.value, headers: headers)
 }

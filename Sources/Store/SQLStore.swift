@@ -67,7 +67,7 @@ package final class SQLStore: Sendable {
         reader open: () throws(StoreError) -> any SQLDatabase
     ) throws(StoreError) {
         self.clock = clock
-        try SQLStore.migrate(writing)
+        try SQLStore.migrate(writing, now: clock())
         writer = Mutex(writing)
         readers = try ReadPool(count: SQLStore.readerCount, pause: SQLStore.readDeadline, open: open)
         outbox = Mutex(sending)
@@ -88,7 +88,7 @@ package final class SQLStore: Sendable {
     /// that replicas starting together apply each step once. A store whose
     /// schema is newer than this release knows is refused: running an older
     /// release on it could misread what a newer one wrote.
-    static func migrate(_ database: any SQLDatabase, migrations: [String]? = nil) throws(StoreError) {
+    static func migrate(_ database: any SQLDatabase, migrations: [String]? = nil, now: Double) throws(StoreError) {
         let migrations = migrations ?? SQLStore.migrations(for: database)
         try database.transaction { () throws(StoreError) in
             try database.lock(["schema"], exclusive: true)
@@ -104,7 +104,7 @@ package final class SQLStore: Sendable {
                 try database.execute(step)
                 try database.run(
                     "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                    [.integer(Int64(index + 1)), .text(Timestamp.format(Timestamp.now()))])
+                    [.integer(Int64(index + 1)), .text(Timestamp.format(now))])
             }
         }
     }

@@ -202,19 +202,19 @@ struct StoreSuite: Sendable {
     /// the release refused.
     static func migrationsAreAppliedOnceAndANewerSchemaIsRefused(_ connect: () throws -> any SQLDatabase) throws {
         let database = try connect()
-        try SQLStore.migrate(database)
-        try SQLStore.migrate(database)
+        try SQLStore.migrate(database, now: 0)
+        try SQLStore.migrate(database, now: 0)
         let migrations = SQLStore.migrations(for: database)
         let versions = Array(1...migrations.count)
         XCTAssertEqual(try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }, versions)
         // A next release adds a step; a step that is not idempotent shows it runs once.
         let next = migrations + ["CREATE TABLE migration_test (id INTEGER PRIMARY KEY)"]
-        try SQLStore.migrate(database, migrations: next)
-        try SQLStore.migrate(try connect(), migrations: next)
+        try SQLStore.migrate(database, migrations: next, now: 0)
+        try SQLStore.migrate(try connect(), migrations: next, now: 0)
         XCTAssertEqual(
             try database.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int },
             versions + [versions.count + 1])
-        XCTAssertThrowsError(try SQLStore.migrate(try connect())) { error in
+        XCTAssertThrowsError(try SQLStore.migrate(try connect(), now: 0)) { error in
             XCTAssertTrue(
                 "\(error)".contains("schema is version \(versions.count + 1), newer than this release knows (\(versions.count))"),
                 "\(error)")
@@ -229,7 +229,7 @@ struct StoreSuite: Sendable {
     /// counts as told after the upgrade.
     func whatWasToldSurvivesTheUpgrade(_ connect: () throws -> any SQLDatabase) throws {
         let database = try connect()
-        try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(5)))
+        try SQLStore.migrate(database, migrations: Array(SQLStore.migrations(for: database).prefix(5)), now: 0)
         let told = DigestEntry(
             guidanceId: "g1", student: record("g1").student, reason: record("g1").reason, occurredAt: record("g1").occurredAt,
             change: .added)

@@ -280,7 +280,7 @@ final class Materializer: Sendable {
     /// to the dead-letter topic and waits for the acknowledgement, so its
     /// offset is never committed before it is kept.
     private func deadLetter(_ message: ConsumedMessage, reason: String) -> Bool {
-        let letter = DeadLetters.deadLetter(message, reason: reason, group: groupID, topic: topics.deadLetters)
+        let letter = DeadLetters.deadLetter(message, reason: reason, group: groupID, topic: topics.deadLetters, at: clock())
         let sent: Void? = retrying { () throws(KafkaError) in
             let done = DispatchSemaphore(value: 0)
             let outcome = Mutex<Result<DeliveryReport, KafkaError>?>(nil)
