@@ -3,7 +3,7 @@
 # producer's fatal "sequence desynchronization" bug of Debian's 2.0.2.
 FROM swift:6.3-noble AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends librdkafka-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libssl-dev libvips-dev pkg-config \
+ && apt-get install -y --no-install-recommends librdkafka-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libssl-dev libvips-dev libarchive-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -17,7 +17,7 @@ RUN scripts/build-release \
 
 FROM swift:6.3-noble-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends librdkafka1 libmicrohttpd12t64 libsqlite3-0 libpq5 libcurl4t64 libssl3t64 libvips42t64 curl ca-certificates tzdata \
+ && apt-get install -y --no-install-recommends librdkafka1 libmicrohttpd12t64 libsqlite3-0 libpq5 libcurl4t64 libssl3t64 libvips42t64 libarchive13t64 libxml2 curl ca-certificates tzdata \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/guidance guidance
 COPY --from=build /out/ /usr/local/bin/

@@ -30,6 +30,10 @@ let package = Package(
             name: "CVips", pkgConfig: "gobject-2.0",
             providers: [.apt(["libvips-dev"])]),
 
+        .systemLibrary(
+            name: "CArchive", pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]),
+
         // glibc's malloc.h (arena limit, trim), not exported by Swift's Glibc module.
         .systemLibrary(name: "CMalloc"),
 
@@ -42,6 +46,8 @@ let package = Package(
         .target(name: "Curl", dependencies: ["CCurl", "Common"]),
         .target(name: "Images", dependencies: ["CVips", "Common"]),
         .target(name: "Guidance", dependencies: ["Crypto", "Common"]),
+        // What a school uploads (XLSX workbooks, CSV as Korean Excel saves it, ZIPs of photos) as rows and files.
+        .target(name: "Uploads", dependencies: ["CArchive", "Guidance", "Common"]),
 
         .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "Guidance", "Crypto", "Common"]),
         // Dead letters: what the notifier adds to a message it cannot apply, and the replay `guidance-admin` runs.
@@ -89,6 +95,7 @@ let package = Package(
             ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
+        .testTarget(name: "UploadsTests", dependencies: ["Uploads", "Guidance"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
         .testTarget(

@@ -5,11 +5,16 @@ import Foundation
 /// CRLF or LF line ends, an optional UTF-8 byte-order mark. Bytes are fed in
 /// chunks and rows handed out as they end, so a large file is never held
 /// whole: only ASCII delimiters matter, and each field is checked as UTF-8.
-struct CSV {
-    struct Row {
+package struct CSV {
+    package struct Row: Sendable, Equatable {
         /// 1-based line where the row starts, for error messages.
-        let line: Int
-        let fields: [String]
+        package let line: Int
+        package let fields: [String]
+
+        package init(line: Int, fields: [String]) {
+            self.line = line
+            self.fields = fields
+        }
     }
 
     private let file: String
@@ -52,7 +57,7 @@ struct CSV {
         try reader.finish(body)
     }
 
-    static func forEachRow(in text: String, file: String, _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
+    package static func forEachRow(in text: String, file: String, _ body: (Row) throws(RosterError) -> Void) throws(RosterError) {
         var reader = CSV(file: file)
         var text = text
         var failure: RosterError?

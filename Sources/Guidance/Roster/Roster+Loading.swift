@@ -388,7 +388,7 @@ extension Roster {
 
 /// A CSV file with a header row; columns are found by name. Rows are handed
 /// out one at a time as the file is read.
-fileprivate enum Table {
+enum Table {
     struct Row {
         let file: String
         let line: Int
