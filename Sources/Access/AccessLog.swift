@@ -70,8 +70,8 @@ package final class AccessLog: Sendable {
     static let interval: Duration = .milliseconds(200)
 
     package init(
-        producer: Producer, topic: String, metrics: Metrics, logger: Logger, clock: any Clock<Duration> = ContinuousClock(),
-        now: @escaping @Sendable () -> Double = Timestamp.now
+        producer: Producer, topic: String, metrics: Metrics, logger: Logger, clock: any Clock<Duration>,
+        now: @escaping @Sendable () -> Double
     ) {
         self.producer = producer
         self.clock = clock

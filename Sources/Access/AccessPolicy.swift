@@ -67,7 +67,7 @@ package struct AccessPolicy: Sendable {
     /// replica through the session log (which `start` must start).
     package static func forService(
         cookieName: String, publicURL: String?, settings: WebSettings, rosters: LiveRoster, kafka: KafkaConfig, producer: Producer,
-        logger: Logger
+        clock: @escaping @Sendable () -> Double, logger: Logger
     ) -> AccessPolicy {
         if settings.secret == nil {
             logger.warning(
@@ -75,7 +75,7 @@ package struct AccessPolicy: Sendable {
             )
         }
         let log = SessionLog(
-            topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400),
+            topic: settings.topic, kafka: kafka, producer: producer, lifetime: .seconds(settings.days * 86_400), clock: clock,
             logger: logger.with(["part": "sessions"]))
         return AccessPolicy(
             rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL),

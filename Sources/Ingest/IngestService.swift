@@ -24,7 +24,7 @@ package final class IngestService: Sendable {
         self.logger = logger
         let roster =
             try roster.map(LiveRoster.init)
-            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, clock: config.clock, logger: logger, metrics: metrics)
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
         self.roster = roster
@@ -39,7 +39,7 @@ package final class IngestService: Sendable {
         }
         let policy = AccessPolicy.forService(
             cookieName: SessionCookie.app, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
-            producer: producer, logger: logger)
+            producer: producer, clock: config.clock, logger: logger)
         let sessions = policy.sessions
         var router = Router()
         // Ready once a send goes straight to its partition's leader: before,

@@ -32,7 +32,7 @@ package final class NotifierService: Sendable, GroupMember {
         self.logger = logger
         let roster =
             try roster.map(LiveRoster.init)
-            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, logger: logger, metrics: metrics)
+            ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, clock: config.clock, logger: logger, metrics: metrics)
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
         self.roster = roster
@@ -43,7 +43,7 @@ package final class NotifierService: Sendable, GroupMember {
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(
             cookieName: SessionCookie.notifier, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
-            producer: producer, logger: logger)
+            producer: producer, clock: config.clock, logger: logger)
         let sessions = policy.sessions
         dispatcher = Dispatcher(
             config: config.delivery,

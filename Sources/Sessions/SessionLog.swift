@@ -121,6 +121,8 @@ package final class SessionLog: Sendable {
 
     package let topic: String
     let lifetime: Duration
+    /// The service's clock.
+    private let clock: @Sendable () -> Double
     private let kafka: KafkaConfig
     /// nil: a log of this process alone (`local`).
     private let producer: Producer?
@@ -135,20 +137,25 @@ package final class SessionLog: Sendable {
     static let staleAfter: Duration = .seconds(1)
     private static let staleAfterNanoseconds = UInt64(staleAfter.milliseconds) * 1_000_000
 
-    package convenience init(topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, logger: Logger) {
-        self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, logger: logger)
+    package convenience init(
+        topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, clock: @escaping @Sendable () -> Double, logger: Logger
+    ) {
+        self.init(topic: topic, kafka: kafka, producer: Optional(producer), lifetime: lifetime, clock: clock, logger: logger)
     }
 
     /// A log that lives in this process only, for a single process that
     /// needs no broker (the access tests).
-    package static func local(lifetime: Duration = .seconds(30 * 86_400)) -> SessionLog {
+    package static func local(lifetime: Duration = .seconds(30 * 86_400), clock: @escaping @Sendable () -> Double) -> SessionLog {
         let log = SessionLog(
-            topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, logger: Logger(component: "sessions"))
+            topic: "(local)", kafka: KafkaConfig(), producer: nil, lifetime: lifetime, clock: clock, logger: Logger(component: "sessions"))
         log.state.withLock { $0.startEnd = 0 }
         return log
     }
 
-    private init(topic: String, kafka: KafkaConfig, producer: Producer?, lifetime: Duration, logger: Logger) {
+    private init(
+        topic: String, kafka: KafkaConfig, producer: Producer?, lifetime: Duration, clock: @escaping @Sendable () -> Double, logger: Logger
+    ) {
+        self.clock = clock
         self.topic = topic
         self.kafka = kafka
         self.producer = producer
@@ -262,7 +269,7 @@ package final class SessionLog: Sendable {
         // After the look-up: its wait (a slow broker) is no freeze.
         heartbeat.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
         let messages = consumer.poll(maxMessages: 500, timeout: .milliseconds(100))
-        let now = SessionLog.now()
+        let now = self.now()
         let (started, reported, prune) = reader.withLock { reader in
             let prune = ContinuousClock.now - reader.lastPrune > .seconds(60)
             if prune { reader.lastPrune = .now }
@@ -322,7 +329,8 @@ package final class SessionLog: Sendable {
     }
 
     /// Milliseconds since 1970, the log's clock.
-    static func now() -> Int64 { Int64(Timestamp.now() * 1000) }
+    /// Now on the service's clock, in Unix milliseconds: every session's times.
+    package func now() -> Int64 { Int64(clock() * 1000) }
 
     /// The Kafka message that carries `record` (also for `guidance-admin`).
     package static func message(_ record: Record, topic: String) -> OutgoingMessage {

@@ -87,7 +87,7 @@ package final class Sessions: Sendable {
     /// after `seen` in the log (by default, where this replica has read to).
     package func new(teacher: String, credential: String, seen: Int64? = nil) -> Session {
         Session(
-            id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: SessionLog.now(), credential: credential,
+            id: SHA256.hex(RandomID.bytes(16)), teacherID: teacher, renewedAt: log.now(), credential: credential,
             seen: seen ?? log.position)
     }
 
@@ -119,7 +119,7 @@ package final class Sessions: Sendable {
         let session = Session(
             id: fields[0], teacherID: fields[1], renewedAt: renewedAt, credential: fields[3],
             seen: fields.count == 5 ? Int64(fields[4]) : nil)
-        let now = SessionLog.now()
+        let now = log.now()
         guard renewedAt + lifetime > now else { return .invalid("expired") }
         guard let teacher = roster.teachers[session.teacherID] else { return .invalid("teacher no longer in the roster") }
         if session.credential.hasPrefix("token:")
@@ -142,7 +142,7 @@ package final class Sessions: Sendable {
     /// out, signed out everywhere, or unused past `SESSION_DAYS`. Nil while
     /// this process's view of the log is not current.
     package func hasEnded(hash: String, teacher: String, seen: Int64?, renewedAt: Int64) -> Bool? {
-        if renewedAt + lifetime <= SessionLog.now() { return true }
+        if renewedAt + lifetime <= log.now() { return true }
         guard log.isCurrent else { return nil }
         return log.read { state -> Bool? in
             guard state.caughtUp else { return nil }
@@ -152,7 +152,7 @@ package final class Sessions: Sendable {
 
     /// The session renewed now, when it was last renewed over an hour ago.
     package func renewal(of session: Session) -> Session? {
-        let now = SessionLog.now()
+        let now = log.now()
         guard now - session.renewedAt > Sessions.renewAfter else { return nil }
         return session.renewed(at: now)
     }
@@ -161,7 +161,7 @@ package final class Sessions: Sendable {
 
     /// Ends one session, on every replica.
     package func end(_ session: Session) async throws(KafkaError) {
-        try await log.publish(.ended(session: session.hash, at: SessionLog.now()))
+        try await log.publish(.ended(session: session.hash, at: log.now()))
     }
 
     /// Ends every session of `teacher` signed in before the sign-out's
@@ -170,25 +170,25 @@ package final class Sessions: Sendable {
     /// made. The caller's own session, if it should go on, comes back
     /// renewed after the cut, having seen it.
     package func signOutEverywhere(teacher: String, keeping session: Session? = nil) async throws(KafkaError) -> Session? {
-        let cut = SessionLog.now()
+        let cut = log.now()
         try await log.publish(.signedOut(teacher: teacher, at: cut))
         // `publish` returned once this replica read the log past the cut.
         let seen = log.position
-        return session.map { $0.renewed(at: max(cut + 1, SessionLog.now()), seen: seen) }
+        return session.map { $0.renewed(at: max(cut + 1, log.now()), seen: seen) }
     }
 
     // MARK: - Sign-in links
 
     /// A link token for `teacher`, valid 15 minutes and once.
     package func linkToken(for teacher: Teacher) -> String {
-        seal("link", [teacher.id, SHA256.hex(RandomID.bytes(16)), String(SessionLog.now() + Sessions.linkLifetime)])
+        seal("link", [teacher.id, SHA256.hex(RandomID.bytes(16)), String(log.now() + Sessions.linkLifetime)])
     }
 
     /// The teacher a link token names, if it is genuine, in time and not
     /// revoked (it may have been used).
     package func linkTeacher(_ token: String) -> Result<String, GrantRefusal> {
         guard let fields = open("link", token), fields.count == 3, let until = Int64(fields[2]) else { return .failure(.invalid) }
-        guard until > SessionLog.now() else { return .failure(.expired) }
+        guard until > log.now() else { return .failure(.expired) }
         if revoked(fields[0], grantMadeAt: until - Sessions.linkLifetime) { return .failure(.revoked) }
         return .success(fields[0])
     }
@@ -217,7 +217,7 @@ package final class Sessions: Sendable {
         // Never before the issuing session's renewal: a session kept through
         // a sign-out everywhere is renewed 1 ms past the cut, and its codes
         // must outlive the cut with it.
-        let now = max(SessionLog.now(), session.renewedAt)
+        let now = max(log.now(), session.renewedAt)
         // The log voids it if a sign-out before it ended its session.
         try await log.publish(
             .code(
@@ -239,7 +239,7 @@ package final class Sessions: Sendable {
         // Before the checks: a sign-out read after them ends the new session.
         let seen = log.position
         guard let issued = log.read({ $0.codes[hash] }) else { return .failure(.invalid) }
-        guard issued.until > SessionLog.now() else { return .failure(.expired) }
+        guard issued.until > log.now() else { return .failure(.expired) }
         guard roster.teachers[issued.teacher] != nil else { return .failure(.invalid) }
         if issued.void { return .failure(.revoked) }
         let session = new(teacher: issued.teacher, credential: issued.credential, seen: seen)
@@ -266,7 +266,7 @@ package final class Sessions: Sendable {
     /// and wins only if it is the first in the log's order.
     private func use(grant: String, by session: Session) async throws(KafkaError) -> Bool {
         if log.read({ $0.used[grant] != nil }) { return false }
-        try await log.publish(.used(grant: grant, session: session.hash, at: SessionLog.now()))
+        try await log.publish(.used(grant: grant, session: session.hash, at: log.now()))
         return log.read { $0.used[grant]?.session == session.hash }
     }
 
@@ -277,13 +277,13 @@ package final class Sessions: Sendable {
     /// with the shared secret and good for 30 s, so that the other service
     /// records who asked, not the service that asked for them.
     package func forwardedClient(_ address: String) -> String {
-        seal("client", [address, String(SessionLog.now() + 30_000)])
+        seal("client", [address, String(log.now() + 30_000)])
     }
 
     /// The address a `Forwarded-Client` header carries, if this service
     /// sealed it (or its peer, with the same `SESSION_SECRET`) in the last 30 s.
     package func forwardedClient(from header: String) -> String? {
-        guard let fields = open("client", header), fields.count == 2, let until = Int64(fields[1]), until > SessionLog.now() else {
+        guard let fields = open("client", header), fields.count == 2, let until = Int64(fields[1]), until > log.now() else {
             return nil
         }
         return fields[0]

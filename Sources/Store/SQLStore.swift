@@ -41,7 +41,7 @@ package final class SQLStore: Sendable {
     }
 
     /// One SQLite file in WAL mode (its readers do not block one another).
-    package static func sqlite(path: String, clock: @escaping @Sendable () -> Double = Timestamp.now) throws(StoreError) -> SQLStore {
+    package static func sqlite(path: String, clock: @escaping @Sendable () -> Double) throws(StoreError) -> SQLStore {
         try SQLStore(writer: SQLiteConnection(path: path), outbox: SQLiteConnection(path: path), clock: clock) {
             () throws(StoreError) -> any SQLDatabase in
             try SQLiteConnection(path: path)
@@ -55,7 +55,7 @@ package final class SQLStore: Sendable {
         PostgresConnection.options(of: url)
     }
 
-    package static func postgres(url: String, clock: @escaping @Sendable () -> Double = Timestamp.now) throws(StoreError) -> SQLStore {
+    package static func postgres(url: String, clock: @escaping @Sendable () -> Double) throws(StoreError) -> SQLStore {
         try SQLStore(writer: PostgresConnection(url: url), outbox: PostgresConnection(url: url), clock: clock) {
             () throws(StoreError) -> any SQLDatabase in
             try PostgresConnection(url: url, timeout: SQLStore.readDeadline)

@@ -465,7 +465,7 @@ package struct SignIn: Sendable {
             "From: \(MailHeader.address(from))",
             "To: \(MailHeader.address(MailAddress(name: teacher.name, address: teacher.email)))",
             "Subject: \(MailHeader.encode("[\(title)] 로그인 링크"))",
-            "Date: \(MailHeader.date(Timestamp.now()))",
+            "Date: \(MailHeader.date(Double(sessions.log.now()) / 1000))",
             "Message-ID: <\(RandomID.uuid())@\(from.domain)>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",

@@ -29,11 +29,11 @@ package enum Startup {
     /// The roster of `directory`, served live: reloaded when its files change
     /// or on SIGHUP once the service calls `watch`; with authentication
     /// required, a change that removes `tokens.csv` is refused.
-    package static func liveRoster(from directory: String, web: WebSettings, logger: Logger, metrics: Metrics) throws(ConfigurationError)
-        -> LiveRoster
-    {
+    package static func liveRoster(
+        from directory: String, web: WebSettings, clock: @escaping @Sendable () -> Double, logger: Logger, metrics: Metrics
+    ) throws(ConfigurationError) -> LiveRoster {
         LiveRoster(
-            directory: directory, roster: try roster(from: directory), requireTokens: web.authentication == .required,
+            directory: directory, roster: try roster(from: directory), requireTokens: web.authentication == .required, clock: clock,
             logger: logger.with(["part": "roster"]), metrics: metrics)
     }
 

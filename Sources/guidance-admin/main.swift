@@ -202,7 +202,7 @@ func purge(_ arguments: [String]) {
     do {
         let roster = try Roster.load(from: directory)
         let location = try StoreLocation.fromEnvironment(environment)
-        let store = try location.open()
+        let store = try location.open(clock: Timestamp.now)
         let purger = Purger(
             store: store, retention: try Retention.fromEnvironment(environment), clock: Timestamp.now,
             logger: Logger(component: "guidance-admin", level: .warning))

@@ -76,8 +76,9 @@ final class RosterReloadTests: XCTestCase {
 
     func testSIGHUPReloadsAtOnce() async throws {
         let roster = LiveRoster(
-            directory: directory.path, roster: try Roster.load(from: directory.path), logger: quietLogger("roster"), metrics: Metrics())
-        let watch = Parts([[try XCTUnwrap(roster.watching(every: .seconds(3600)))]], logger: quietLogger("parts"))
+            directory: directory.path, roster: try Roster.load(from: directory.path), clock: Timestamp.now, logger: quietLogger("roster"),
+            metrics: Metrics())
+        let watch = Parts([[try XCTUnwrap(roster.watching(every: .seconds(3600), clock: ContinuousClock()))]], logger: quietLogger("parts"))
         try await watch.start()
         let teachers = try String(contentsOf: directory.appendingPathComponent("teachers.csv"), encoding: .utf8)
         try write("teachers.csv", teachers + "demo-hs,t-new-01,새선생,t-new-01@demo-hs.school.example,gate,,\n")

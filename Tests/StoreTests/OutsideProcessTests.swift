@@ -49,11 +49,11 @@ final class OutsideProcessTests: XCTestCase {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("notifier.db").path
-        let suite = StoreSuite(makeStore: { try SQLStore.sqlite(path: path) })
-        let store = try SQLStore.sqlite(path: path)
+        let suite = StoreSuite(makeStore: { try SQLStore.sqlite(path: path, clock: Timestamp.now) })
+        let store = try SQLStore.sqlite(path: path, clock: Timestamp.now)
         // A store opened again (a restart beside a running one, the purge's own
         // connections) must not undo the first one's hold on the file either.
-        _ = try SQLStore.sqlite(path: path)
+        _ = try SQLStore.sqlite(path: path, clock: Timestamp.now)
 
         var committed = 0
         func register(_ count: Int) throws {

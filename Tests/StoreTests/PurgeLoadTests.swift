@@ -14,7 +14,7 @@ final class PurgeLoadTests: XCTestCase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("purge-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLStore.sqlite(path: directory.appendingPathComponent("test.db").path)
+        let store = try SQLStore.sqlite(path: directory.appendingPathComponent("test.db").path, clock: Timestamp.now)
         let suite = StoreSuite { store }
         let old = 100_000
         for chunk in stride(from: 0, to: old, by: 5000) {

@@ -1,4 +1,5 @@
 import Foundation
+import Guidance
 import Store
 import XCTest
 
@@ -12,7 +13,7 @@ final class StoreFileModeTests: XCTestCase {
         let path = folder.appendingPathComponent("notifier.db").path
         let saved = umask(0)
         defer { umask(saved) }
-        let store = try SQLStore.sqlite(path: path)
+        let store = try SQLStore.sqlite(path: path, clock: Timestamp.now)
         func mode(_ file: String) -> Int? {
             var info = stat()
             return stat(file, &info) == 0 ? Int(info.st_mode & 0o777) : nil
@@ -27,7 +28,7 @@ final class StoreFileModeTests: XCTestCase {
         // A file left 0644 by an earlier version is narrowed at the next start.
         let old = folder.appendingPathComponent("old.db").path
         _ = FileManager.default.createFile(atPath: old, contents: nil, attributes: [.posixPermissions: 0o644])
-        _ = try SQLStore.sqlite(path: old)
+        _ = try SQLStore.sqlite(path: old, clock: Timestamp.now)
         XCTAssertEqual(mode(old), 0o600)
     }
 }

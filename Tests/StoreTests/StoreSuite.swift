@@ -430,7 +430,7 @@ final class SQLiteStoreTests: XCTestCase {
 
     var suite: StoreSuite {
         let path = directory.appendingPathComponent("test.db").path
-        return StoreSuite { try SQLStore.sqlite(path: path) }
+        return StoreSuite { try SQLStore.sqlite(path: path, clock: Timestamp.now) }
     }
 
     func testExportAndErasureLeaveNoTrace() throws {
@@ -552,7 +552,7 @@ final class PostgresStoreTests: XCTestCase {
 
     var suite: StoreSuite {
         let url = self.url
-        return StoreSuite { try SQLStore.postgres(url: url) }
+        return StoreSuite { try SQLStore.postgres(url: url, clock: Timestamp.now) }
     }
 
     func testExportAndErasureLeaveNoTrace() throws {
@@ -598,7 +598,7 @@ final class PostgresStoreTests: XCTestCase {
     /// lists are served meanwhile by the others. With one reader connection
     /// (before the pool) each read below waited the 3 s out.
     func testAStalledReadSessionLeavesOtherReadsServed() throws {
-        let store = try SQLStore.postgres(url: url)
+        let store = try SQLStore.postgres(url: url, clock: Timestamp.now)
         _ = try store.apply([.registered(suite.record("g1"))])
         let stalled = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
@@ -700,7 +700,7 @@ final class PostgresStoreTests: XCTestCase {
         let url = self.url
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
-            do { _ = try SQLStore.postgres(url: url) } catch { failures.withLock { $0.append("\(error)") } }
+            do { _ = try SQLStore.postgres(url: url, clock: Timestamp.now) } catch { failures.withLock { $0.append("\(error)") } }
         }
         XCTAssertEqual(failures.withLock { $0 }, [])
     }
@@ -712,7 +712,7 @@ final class PostgresStoreTests: XCTestCase {
         let written = Mutex<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do {
-                let store = try SQLStore.postgres(url: url)
+                let store = try SQLStore.postgres(url: url, clock: Timestamp.now)
                 let digests = try store.writeDigests(school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z") {
                     suite.simplePlan($0)
                 } targets: { _ in

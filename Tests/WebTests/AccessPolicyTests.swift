@@ -39,7 +39,7 @@ final class AccessPolicyTests: XCTestCase {
     ) throws -> Router {
         self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
-        sessions = Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local())
+        sessions = Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local(clock: Timestamp.now))
         let policy = AccessPolicy(
             rosters: self.rosters, cookie: cookie, sessions: sessions, publicURL: publicURL, attempts: attempts,
             logger: Logger(component: "test", level: .error))
@@ -224,7 +224,8 @@ final class AccessPolicyTests: XCTestCase {
         }
         try write(tokens: [("gate-a", "g1"), ("hr-a", "t1")])
         let live = LiveRoster(
-            directory: folder.path, roster: try Roster.load(from: folder.path), logger: Logger(component: "test", level: .error),
+            directory: folder.path, roster: try Roster.load(from: folder.path), clock: Timestamp.now,
+            logger: Logger(component: "test", level: .error),
             metrics: Metrics())
         let fromFolder = try self.router(rosters: live)
         let withToken = cookie("t1", token: "hr-a")

@@ -34,7 +34,7 @@ final class ForwardingTests: XCTestCase {
 
         let forwarding = Forwarding(
             base: "http://127.0.0.1:\(port)", cookieName: "notifier_session",
-            sessions: Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local()), connections: 2,
+            sessions: Sessions(secret: String(repeating: "s", count: 32), days: 30, log: .local(clock: Timestamp.now)), connections: 2,
             logger: Logger(component: "test", level: .error))
         let roster = try Roster.parse(
             schools: "school_id,name,timezone,digest_time\nsa,School A,Asia/Seoul,08:50\n",

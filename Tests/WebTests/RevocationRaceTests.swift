@@ -34,7 +34,9 @@ final class RevocationRaceTests: XCTestCase {
     private func replica(_ cluster: MockCluster, topic: String) async throws -> Replica {
         let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
         let producer = try Producer(config: ProducerConfig(kafka: kafka, deliveryTimeout: .seconds(5)), logger: quietLogger("producer"))
-        let log = SessionLog(topic: topic, kafka: kafka, producer: producer, lifetime: .seconds(86_400), logger: quietLogger("sessions"))
+        let log = SessionLog(
+            topic: topic, kafka: kafka, producer: producer, lifetime: .seconds(86_400), clock: Timestamp.now,
+            logger: quietLogger("sessions"))
         let reading = Parts([[log.part]], logger: quietLogger("parts"))
         try await reading.start()
         let read = await log.until(atMost: .seconds(20)) { log.caughtUp && log.isCurrent }
@@ -113,7 +115,7 @@ final class RevocationRaceTests: XCTestCase {
     /// A device code dies with the session that made it (signed out by its
     /// 로그아웃), and a session kept by 다른 기기 모두 로그아웃 goes on.
     func testADeviceCodeEndsWithTheSessionThatMadeIt() async throws {
-        let sessions = Sessions(secret: secret, days: 30, log: .local())
+        let sessions = Sessions(secret: secret, days: 30, log: .local(clock: Timestamp.now))
         let roster = try roster()
         let phone = sessions.new(teacher: "g1", credential: "link")
         let code = try await sessions.issueCode(for: phone)

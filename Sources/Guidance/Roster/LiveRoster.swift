@@ -30,6 +30,8 @@ package final class LiveRoster: Sendable {
     private let lastSeen = Mutex<[String]>([])
     private let logger: Logger
     private let metrics: Metrics?
+    /// The service's clock: when a roster was read.
+    private let clock: @Sendable () -> Double
     /// `Signals.count(SIGHUP)` when last read: the hangups already answered.
     private let hangupsSeen = Atomic<Int>(0)
 
@@ -42,19 +44,24 @@ package final class LiveRoster: Sendable {
     package init(_ roster: Roster) {
         directory = nil
         requireTokens = false
-        loaded = Mutex(Loaded(roster: roster, signature: [], loadedAt: Timestamp.now()))
+        loaded = Mutex(Loaded(roster: roster, signature: [], loadedAt: 0))
         logger = Logger(component: "roster")
         metrics = nil
+        clock = { 0 }
     }
 
     /// The roster of `directory`, already read as `roster`.
-    package init(directory: String, roster: Roster, requireTokens: Bool = false, logger: Logger, metrics: Metrics) {
+    package init(
+        directory: String, roster: Roster, requireTokens: Bool = false, clock: @escaping @Sendable () -> Double, logger: Logger,
+        metrics: Metrics
+    ) {
         self.directory = directory
+        self.clock = clock
         self.requireTokens = requireTokens
         self.logger = logger
         self.metrics = metrics
         let signature = LiveRoster.signature(of: directory)
-        loaded = Mutex(Loaded(roster: roster, signature: signature, loadedAt: Timestamp.now()))
+        loaded = Mutex(Loaded(roster: roster, signature: signature, loadedAt: clock()))
         lastSeen.withLock { $0 = signature }
         metrics.gauge("roster_loaded_timestamp_seconds", help: "When the roster in service was read (Unix seconds).") { [weak self] in
             [([], self?.loaded.withLock { $0.loadedAt } ?? 0)]
@@ -69,21 +76,21 @@ package final class LiveRoster: Sendable {
     package func reload(because reason: String) -> Bool {
         guard let directory else { return false }
         let signature = LiveRoster.signature(of: directory)
-        let started = Timestamp.now()
+        let started = clock()
         do {
             let roster = try Roster.load(from: directory)
             if requireTokens && !roster.authenticationEnabled {
                 throw ConfigurationError(
                     variable: "ROSTER_DIR", reason: "tokens.csv is gone: authentication would turn off (AUTHENTICATION=required)")
             }
-            loaded.withLock { $0 = Loaded(roster: roster, signature: signature, loadedAt: Timestamp.now()) }
+            loaded.withLock { $0 = Loaded(roster: roster, signature: signature, loadedAt: clock()) }
             metrics?.increment("roster_reloads_total", help: "Roster reloads by outcome.", labels: [("outcome", "ok")])
             logger.info(
                 "roster reloaded",
                 [
                     "reason": reason, "schools": String(roster.schools.count), "students": String(roster.studentCount),
                     "teachers": String(roster.teachers.count), "authentication": roster.authenticationEnabled ? "on" : "off",
-                    "seconds": String(format: "%.2f", Timestamp.now() - started)
+                    "seconds": String(format: "%.2f", clock() - started)
                 ])
             return true
         } catch {
@@ -103,7 +110,7 @@ package final class LiveRoster: Sendable {
     /// SIGHUP: its loop waits on `Signals.bell`, so a hangup is answered at
     /// once. Reading and parsing the files blocks: it runs on the roster's
     /// own reading thread. Nil for a roster given whole.
-    package func watching(every interval: Duration, clock: any Clock<Duration> = ContinuousClock()) -> Part? {
+    package func watching(every interval: Duration, clock: any Clock<Duration>) -> Part? {
         guard directory != nil else { return nil }
         hangupsSeen.store(Signals.count(SIGHUP), ordering: .releasing)
         let loop = Loop(

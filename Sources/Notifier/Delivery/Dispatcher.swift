@@ -59,7 +59,7 @@ final class Dispatcher: Sendable {
     init(
         config: DeliveryConfig, channels: [any DeliveryChannel], roster: LiveRoster, store: SQLStore, metrics: Metrics,
         logger: Logger,
-        clock: @escaping @Sendable () -> Double = Timestamp.now, timer: any Clock<Duration> = ContinuousClock()
+        clock: @escaping @Sendable () -> Double, timer: any Clock<Duration>
     ) {
         self.config = config
         self.channels = channels
@@ -381,7 +381,7 @@ struct RetryPolicy {
     }
 
     /// `Retry-After` as seconds or an HTTP date.
-    static func seconds(retryAfter text: String, now: Double = Timestamp.now()) -> Double? {
+    static func seconds(retryAfter text: String, now: Double) -> Double? {
         if let seconds = Int(text), seconds >= 0 { return Double(seconds) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

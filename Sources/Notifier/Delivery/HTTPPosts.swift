@@ -39,13 +39,13 @@ final class HTTPPosts: Sendable {
     }
 
     /// 2xx is sent; 408, 429, 5xx and no answer are worth trying again
-    /// (`Retry-After` honoured); any other status is not.
-    static func attempt(_ result: HTTPResult) -> DeliveryAttempt {
+    /// (`Retry-After` honoured, a date read against `now`); any other status is not.
+    static func attempt(_ result: HTTPResult, now: Double) -> DeliveryAttempt {
         switch result {
         case .answered(let status, _, _) where (200..<300).contains(status):
             return .sent
         case .answered(let status, let retryAfter, let text) where status == 408 || status == 429 || status >= 500:
-            return .retriable(described(status, text), retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0) })
+            return .retriable(described(status, text), retryAfter: retryAfter.flatMap { RetryPolicy.seconds(retryAfter: $0, now: now) })
         case .answered(let status, _, let text):
             return .notRetriable(described(status, text))
         case .unreachable(let reason):

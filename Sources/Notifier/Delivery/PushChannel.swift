@@ -156,7 +156,8 @@ final class PushChannel: DeliveryChannel {
         // side said or how its connection failed: an endpoint is a browser's
         // choice, and its answers would make the notifier a scanner.
         switch result {
-        case .answered(let status, let retryAfter, _): return HTTPPosts.attempt(.answered(status: status, retryAfter: retryAfter, body: ""))
+        case .answered(let status, let retryAfter, _):
+            return HTTPPosts.attempt(.answered(status: status, retryAfter: retryAfter, body: ""), now: now)
         case .unreachable: return .retriable("the push service did not answer")
         }
     }

@@ -33,6 +33,6 @@ final class WebhookChannel: DeliveryChannel {
         }
         let body = WebhookMessage.body(claim.digest)
         let headers = WebhookMessage.headers(id: delivery.deliveryId, timestamp: Int(now), body: body, secret: webhook.secret)
-        return HTTPPosts.attempt(posts.post(webhook.url, headers: headers, body: body, over: connection))
+        return HTTPPosts.attempt(posts.post(webhook.url, headers: headers, body: body, over: connection), now: now)
     }
 }

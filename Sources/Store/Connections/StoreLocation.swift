@@ -121,7 +121,7 @@ package enum StoreLocation: Sendable, Equatable {
 
     /// Opens the store, failing with `STORE_URL` named and its password
     /// never shown.
-    package func open(clock: @escaping @Sendable () -> Double = Timestamp.now) throws(ConfigurationError) -> SQLStore {
+    package func open(clock: @escaping @Sendable () -> Double) throws(ConfigurationError) -> SQLStore {
         do {
             switch self {
             case .sqlite(let path):

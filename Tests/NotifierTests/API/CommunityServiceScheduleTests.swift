@@ -272,7 +272,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
         }
         XCTAssertEqual([after["weeks"]?[0]?["seats"]?.int, after["weeks"]?[0]?["taken"]?.int], [6, 6])
         XCTAssertEqual(after["weeks"]?[0]?["sittings"]?[1]?["added"], AnyCodable.bool(true), "\(after)")
-        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path, clock: Timestamp.now)
         let duties = try store.duties(school: "sa")
         // Two of Friday's three late sessions, in due order (a111's own Thursday one was due first and sat Tuesday).
         let wednesday = duties.filter { $0.slot?.date == "2026-11-18" }
@@ -504,7 +504,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
             try await harness.register(
                 grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
         }
-        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path, clock: Timestamp.now)
         let placed = try await eventually {
             try store.duties(school: "sa")
         } until: {
@@ -536,7 +536,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
             try await harness.register(
                 grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(10 + minute):00Z", as: "t-gate")
         }
-        let store = try SQLStore.postgres(url: url)
+        let store = try SQLStore.postgres(url: url, clock: Timestamp.now)
         let placed = try await eventually {
             try store.duties(school: "sa")
         } until: {
@@ -563,7 +563,7 @@ final class CommunityServiceScheduleTests: XCTestCase {
             try await harness.register(
                 grade: seat.0, classNumber: seat.1, number: seat.2, at: "2026-11-12T23:\(10 + minute):00Z", as: "t-gate")
         }
-        let store = try SQLStore.postgres(url: url)
+        let store = try SQLStore.postgres(url: url, clock: Timestamp.now)
         _ = try await eventually {
             try store.duties(school: "sa")
         } until: {

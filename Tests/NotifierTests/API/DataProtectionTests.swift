@@ -53,7 +53,7 @@ final class DataProtectionTests: XCTestCase {
 
         var short = Retention()
         short.days = 10
-        let store = try StoreLocation.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path).open()
+        let store = try StoreLocation.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path).open(clock: Timestamp.now)
         let purger = Purger(store: store, retention: short, clock: Timestamp.now, logger: quietLogger("purge"))
         let (dry, _) = try purger.purge(roster: harness.roster, dryRun: true)
         XCTAssertEqual(dry.removed["guidances"], 1)

@@ -1,5 +1,6 @@
 import Common
 import Foundation
+import Guidance
 import HTTP
 import Ingest
 import Store
@@ -39,14 +40,15 @@ final class StartupTests: XCTestCase {
         XCTAssertFalse(mistyped.contains("s3cret"), mistyped)
         XCTAssertTrue(mistyped.contains("guidance:***@db"), mistyped)
         let unreachable = failure {
-            _ = try StoreLocation.postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2").open()
+            _ = try StoreLocation.postgres(url: "postgres://guidance:s3cret@127.0.0.1:1/guidance?password=s3cret&connect_timeout=2").open(
+                clock: Timestamp.now)
         }
         XCTAssertTrue(unreachable.hasPrefix("STORE_URL: "), unreachable)
         XCTAssertFalse(unreachable.contains("s3cret"), unreachable)
     }
 
     func testAMissingSQLiteFolderOrRosterNamesTheVariable() {
-        let store = failure { _ = try StoreLocation.sqlite(path: "/nonexistent-\(UUID())/notifier.db").open() }
+        let store = failure { _ = try StoreLocation.sqlite(path: "/nonexistent-\(UUID())/notifier.db").open(clock: Timestamp.now) }
         XCTAssertTrue(store.hasPrefix("STORE_URL: the folder '/nonexistent-"), store)
         XCTAssertTrue(store.contains("create it"), store)
         let roster = failure { _ = try Startup.roster(from: "/nonexistent-roster") }

@@ -71,13 +71,13 @@ final class DeliveryChannelTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("channel-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try SQLStore.sqlite(path: folder + "/notifier.db")
+        let store = try SQLStore.sqlite(path: folder + "/notifier.db", clock: Timestamp.now)
         var config = DeliveryConfig()
         config.pollInterval = .milliseconds(100)
         let note = NoteChannel()
         let dispatcher = Dispatcher(
             config: config, channels: [note], roster: LiveRoster(Self.roster), store: store, metrics: Metrics(),
-            logger: quietLogger("dispatcher"))
+            logger: quietLogger("dispatcher"), clock: Timestamp.now, timer: ContinuousClock())
 
         let digests = try store.writeDigests(
             school: "sa", date: "2026-11-30", completedAt: "2026-11-29T23:50:00Z",

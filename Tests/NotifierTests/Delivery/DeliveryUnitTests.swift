@@ -88,9 +88,9 @@ final class DeliveryUnitTests: XCTestCase {
         XCTAssertEqual(policy.next(attempts: 40, now: 1000, queuedAt: 1000, retryAfter: nil, random: 1), 1900, "capped at 15 minutes")
         XCTAssertEqual(policy.next(attempts: 1, now: 1000, queuedAt: 1000, retryAfter: 120, random: 1), 1120)
         XCTAssertNil(policy.next(attempts: 9, now: 1000 + 86_000, queuedAt: 1000, retryAfter: nil, random: 1), "past 24 h: failed")
-        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "17"), 17)
+        XCTAssertEqual(RetryPolicy.seconds(retryAfter: "17", now: 0), 17)
         XCTAssertEqual(RetryPolicy.seconds(retryAfter: "Mon, 30 Nov 2026 00:01:00 GMT", now: 1_795_996_800), 60)
-        XCTAssertNil(RetryPolicy.seconds(retryAfter: "soon"))
+        XCTAssertNil(RetryPolicy.seconds(retryAfter: "soon", now: 0))
     }
 
     func testSMTPSettingsFailAtLaunchNamingTheVariable() throws {

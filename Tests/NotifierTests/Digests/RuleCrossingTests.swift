@@ -34,7 +34,7 @@ final class RuleCrossingTests: XCTestCase {
         self.harness = harness
         let first = try XCTUnwrap(harness.notifier)
         let second = try await harness.startReplica(sharing: true)
-        let store = try SQLStore.postgres(url: url)
+        let store = try SQLStore.postgres(url: url, clock: Timestamp.now)
         let now = Date().timeIntervalSince1970
         let zone = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
         func day(_ secondsAgo: Double) -> String { Timestamp.localDate(now - secondsAgo, in: zone) }
@@ -154,7 +154,7 @@ final class RuleCrossingTests: XCTestCase {
         let clock = Mutex(Timestamp.parse("2026-11-21T03:00:00Z")!)  // Saturday 12:00 in Seoul
         let harness = try await NotifierHarness(clock: { clock.withLock { $0 } }, rules: Self.rules)
         self.harness = harness
-        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path)
+        let store = try SQLStore.sqlite(path: harness.directory.appendingPathComponent("notifier.db").path, clock: Timestamp.now)
         // Two records a day for the last seven days: four crossings of "3 in 7 days", seven of "실내화 2 in 30".
         for day in 15...21 {
             for hour in ["00", "01"] {
