@@ -52,7 +52,7 @@ package struct AccessPolicy: Sendable {
 
     package init(
         rosters: LiveRoster, cookie: SessionCookie, sessions: Sessions, publicURL: String?,
-        attempts: AttemptLimiter = AttemptLimiter(), clients: ClientAddresses = ClientAddresses(), logger: Logger
+        attempts: AttemptLimiter, clients: ClientAddresses = ClientAddresses(), logger: Logger
     ) {
         self.rosters = rosters
         self.cookie = cookie
@@ -81,7 +81,8 @@ package struct AccessPolicy: Sendable {
             rosters: rosters, cookie: SessionCookie(name: cookieName, publicURL: publicURL),
             sessions: Sessions(secret: settings.secret, days: settings.days, log: log),
             publicURL: publicURL,
-            attempts: AttemptLimiter(limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress),
+            attempts: AttemptLimiter(
+                limit: settings.failedSignInLimit, addressLimit: settings.failedSignInLimitPerAddress, clock: clock),
             clients: settings.clients,
             logger: logger.with(["part": "access"]))
     }

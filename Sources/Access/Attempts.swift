@@ -28,16 +28,20 @@ package final class AttemptLimiter: Sendable {
     package let limit: Int
     package let addressLimit: Int
     package let window: Duration
-    private let failures = Mutex<[AttemptKey: [ContinuousClock.Instant]]>([:])
-    /// When the last failure was counted (monotonic ns; 0: never). With none
-    /// within the window nobody can be over the limit, so a request passes
-    /// without taking the lock (the ingest's hot path).
+    /// Each key's failures, as times on `clock` (seconds).
+    private let failures = Mutex<[AttemptKey: [Double]]>([:])
+    /// When the last failure was counted (the bits of its time; 0: never).
+    /// With none within the window nobody can be over the limit, so a
+    /// request passes without taking the lock (the ingest's hot path).
     private let lastFailure = Atomic<UInt64>(0)
+    /// The service's clock.
+    private let clock: @Sendable () -> Double
 
-    package init(limit: Int = 10, addressLimit: Int = 100, window: Duration = .seconds(600)) {
+    package init(limit: Int = 10, addressLimit: Int = 100, window: Duration = .seconds(600), clock: @escaping @Sendable () -> Double) {
         self.limit = limit
         self.addressLimit = addressLimit
         self.window = window
+        self.clock = clock
     }
 
     /// Link requests an address may make in a window: five times its
@@ -56,7 +60,7 @@ package final class AttemptLimiter: Sendable {
     /// The 429 for the first of `keys` over its limit, if any.
     package func refusal(_ keys: [AttemptKey]) -> HTTPError? {
         guard failedLately else { return nil }
-        let now = ContinuousClock.now
+        let now = clock()
         return failures.withLock { refusal(keys, in: &$0, now: now) }
     }
 
@@ -69,12 +73,12 @@ package final class AttemptLimiter: Sendable {
     /// Whether any failure was counted within the window.
     private var failedLately: Bool {
         let last = lastFailure.load(ordering: .relaxed)
-        return last != 0 && DispatchTime.now().uptimeNanoseconds - last < UInt64(window.components.seconds) * 1_000_000_000
+        return last != 0 && clock() - Double(bitPattern: last) < window.seconds
     }
 
     /// Counts one failure against each of `keys`.
     package func fail(_ keys: [AttemptKey]) {
-        let now = ContinuousClock.now
+        let now = clock()
         failures.withLock { count(keys, in: &$0, now: now) }
     }
 
@@ -83,7 +87,7 @@ package final class AttemptLimiter: Sendable {
     /// that attempts made together cannot all pass the check before any is
     /// counted. `succeeded` takes it back.
     package func attempt(_ keys: [AttemptKey]) -> HTTPError? {
-        let now = ContinuousClock.now
+        let now = clock()
         return failures.withLock { failures in
             if let refusal = refusal(keys, in: &failures, now: now) { return refusal }
             count(keys, in: &failures, now: now)
@@ -98,28 +102,26 @@ package final class AttemptLimiter: Sendable {
         }
     }
 
-    private func refusal(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant)
-        -> HTTPError?
-    {
-        let wait = keys.compactMap { key -> Duration? in
-            let recent = (failures[key] ?? []).filter { now - $0 < window }
+    private func refusal(_ keys: [AttemptKey], in failures: inout [AttemptKey: [Double]], now: Double) -> HTTPError? {
+        let wait = keys.compactMap { key -> Double? in
+            let recent = (failures[key] ?? []).filter { now - $0 < window.seconds }
             guard recent.count >= limit(of: key), let oldest = recent.first else { return nil }
-            return window - (now - oldest)
+            return window.seconds - (now - oldest)
         }.max()
         guard let wait else { return nil }
-        let seconds = max(1, Int(wait.seconds.rounded(.up)))
+        let seconds = max(1, Int(wait.rounded(.up)))
         return HTTPError(
             status: 429, detail: "too many failed sign-ins; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
     }
 
-    private func count(_ keys: [AttemptKey], in failures: inout [AttemptKey: [ContinuousClock.Instant]], now: ContinuousClock.Instant) {
-        lastFailure.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    private func count(_ keys: [AttemptKey], in failures: inout [AttemptKey: [Double]], now: Double) {
+        lastFailure.store(now.bitPattern, ordering: .relaxed)
         for key in keys {
             failures[key, default: []].append(now)
             if let excess = failures[key].map({ $0.count - limit(of: key) }), excess > 0 { failures[key]?.removeFirst(excess) }
         }
         // Addresses come and go: forget the idle ones before they pile up.
-        if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window } }
+        if failures.count > 10_000 { failures = failures.filter { now - ($0.value.last ?? now) < window.seconds } }
     }
 }
 

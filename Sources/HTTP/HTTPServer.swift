@@ -98,13 +98,16 @@ package final class HTTPServer: Sendable {
     let unavailableRoutes = Atomic<Int>(0)
     /// The bound port (0 before `start`); read from any thread.
     package var port: Int { boundPort.load(ordering: .acquiring) }
+    /// What the reaper's period is measured on: the service's timer.
+    private let timer: any Clock<Duration>
     private let boundPort = Atomic<Int>(0)
 
     package init(
         config: HTTPServerConfig, router: Router, logger: Logger = Logger(component: "http"),
-        observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
+        timer: any Clock<Duration> = ContinuousClock(), observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
     ) {
         self.config = config
+        self.timer = timer
         connections = Mutex(Connections(connectionLimit: config.connectionLimit, perAddressLimit: config.perIPConnectionLimit))
         self.router = router
         self.logger = logger
@@ -138,7 +141,8 @@ package final class HTTPServer: Sendable {
             let code = errno
             throw HTTPServerError(message: "could not listen on port \(config.port): \(String(cString: strerror(code)))", code: code)
         }
-        let reaper = Loop(HTTPServer.reaper.name, every: HTTPServer.reaper.period, wokenBy: HTTPServer.reaper.wokenBy) { [weak self] in
+        let reaper = Loop(HTTPServer.reaper.name, every: HTTPServer.reaper.period, wokenBy: HTTPServer.reaper.wokenBy, clock: timer) {
+            [weak self] in
             self?.reap()
         }
         lifecycle.withLock { $0.started(Lifecycle.Daemon(pointer: started, reaper: reaper)) }

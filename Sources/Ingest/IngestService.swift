@@ -75,7 +75,8 @@ package final class IngestService: Sendable {
             logger: logger.with(["part": "web"]))
         AppPage(signIn: signIn).routes(into: &routes)
         let http = HTTPMetrics(metrics)
-        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
+        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"]), timer: config.timer) {
+            record in
             http.record(record)
         }
         parts = Parts(

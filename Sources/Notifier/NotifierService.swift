@@ -111,7 +111,8 @@ package final class NotifierService: Sendable, GroupMember {
         ).routes(into: &routes, scripts: [])
         NotifierService.sendToTheApp(config.delivery.publicAppURL, into: &routes)
         let http = HTTPMetrics(metrics)
-        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"])) { record in
+        server = HTTPServer(config: config.http, router: routes.router, logger: logger.with(["part": "http"]), timer: config.timer) {
+            record in
             http.record(record)
         }
         notices = RuleNotices(roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger)

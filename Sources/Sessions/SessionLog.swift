@@ -122,7 +122,7 @@ package final class SessionLog: Sendable {
     package let topic: String
     let lifetime: Duration
     /// The service's clock.
-    private let clock: @Sendable () -> Double
+    package let clock: @Sendable () -> Double
     private let kafka: KafkaConfig
     /// nil: a log of this process alone (`local`).
     private let producer: Producer?

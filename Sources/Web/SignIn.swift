@@ -31,7 +31,7 @@ package struct SignIn: Sendable {
     /// life (15 minutes). Past it a request sends nothing and is answered
     /// the same: the links already in the mailbox still work, so nobody can
     /// flood a teacher's inbox, nor lock the teacher out of asking.
-    let mailboxes = AttemptLimiter(limit: 3, window: .seconds(900))
+    let mailboxes: AttemptLimiter
 
     package init(
         title: String, roles: Set<Teacher.Role>, policy: AccessPolicy, mail: MailSettings?, publicURL: String?, errands: Errands,
@@ -40,6 +40,7 @@ package struct SignIn: Sendable {
         self.title = title
         self.roles = roles
         self.policy = policy
+        mailboxes = AttemptLimiter(limit: 3, window: .seconds(900), clock: policy.sessions.log.clock)
         self.mail = mail
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.errands = errands
@@ -465,7 +466,7 @@ package struct SignIn: Sendable {
             "From: \(MailHeader.address(from))",
             "To: \(MailHeader.address(MailAddress(name: teacher.name, address: teacher.email)))",
             "Subject: \(MailHeader.encode("[\(title)] 로그인 링크"))",
-            "Date: \(MailHeader.date(Double(sessions.log.now()) / 1000))",
+            "Date: \(MailHeader.date(sessions.log.clock()))",
             "Message-ID: <\(RandomID.uuid())@\(from.domain)>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",

@@ -35,7 +35,8 @@ final class AccessPolicyTests: XCTestCase {
     /// A router with one guarded route per access kind and the sign-in routes
     /// of a gate page; sessions live in this process (`SessionLog.local`).
     private func router(
-        publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(), rosters: LiveRoster? = nil, mail: MailSettings? = nil
+        publicURL: String? = nil, attempts: AttemptLimiter = AttemptLimiter(clock: Timestamp.now), rosters: LiveRoster? = nil,
+        mail: MailSettings? = nil
     ) throws -> Router {
         self.rosters = try rosters ?? LiveRoster(roster())
         let cookie = SessionCookie(name: "gate_session", publicURL: publicURL)
@@ -370,7 +371,7 @@ final class AccessPolicyTests: XCTestCase {
         let colleague = await send(router, "POST", "/session", headers: form, body: "token=gate-a", from: "10.1.1.1")
         XCTAssertEqual(colleague.status, 303, "a colleague behind the same address signs in")
 
-        let limiter = AttemptLimiter(limit: 10, addressLimit: 100)
+        let limiter = AttemptLimiter(limit: 10, addressLimit: 100, clock: Timestamp.now)
         for _ in 1...10 { limiter.fail(AccessPolicy.attemptKeys(client: "10.9.\(Int.random(in: 0...255)).1", teacher: "g1")) }
         XCTAssertNotNil(
             limiter.refusal(AccessPolicy.attemptKeys(client: "10.8.8.8", teacher: "g1")), "ten failures naming g1, from anywhere")
@@ -380,7 +381,7 @@ final class AccessPolicyTests: XCTestCase {
     /// Wrong device codes sent together are counted before the code is
     /// looked for (up to 2 s): past the address's limit they are 429 at once.
     func testWrongDeviceCodesSentTogetherAreCountedFirst() async throws {
-        let router = try router(attempts: AttemptLimiter(limit: 10, addressLimit: 10))
+        let router = try router(attempts: AttemptLimiter(limit: 10, addressLimit: 10, clock: Timestamp.now))
         let form = self.form
         let statuses = await withTaskGroup(of: Int.self) { group in
             for index in 0..<60 {
@@ -434,7 +435,7 @@ final class AccessPolicyTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let mail = MailSettings(transport: .directory(folder.path), from: try XCTUnwrap(MailAddress("교문 <gate@a.example>")))
-        let limiter = AttemptLimiter(limit: 10, addressLimit: 20)
+        let limiter = AttemptLimiter(limit: 10, addressLimit: 20, clock: Timestamp.now)
         let router = try router(publicURL: "https://gate.a.example", attempts: limiter, mail: mail)
         let headers = form.merging(["host": "gate.a.example", "origin": "https://gate.a.example"]) { $1 }
         let school = "10.9.9.9"
