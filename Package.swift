@@ -95,7 +95,7 @@ let package = Package(
             ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
-        .testTarget(name: "UploadsTests", dependencies: ["Uploads", "Guidance"]),
+        .testTarget(name: "UploadsTests", dependencies: ["Uploads", "Guidance", "Common"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
         .testTarget(

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Guidance
 import Uploads
@@ -136,5 +137,56 @@ final class UploadsTests: XCTestCase {
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0, "python3 (and python3-openpyxl, scripts/setup) made the file")
         return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+/// A school's applied students as the roster carries them: written and read
+/// back whole, refused when broken, and served in place of that school's
+/// students only (the other school's same ids untouched).
+final class RosterVersionTests: XCTestCase {
+    func testAnUploadBecomesAVersionThatReplacesOnlyItsSchoolsStudents() throws {
+        let roster = try Roster.parse(schools: UploadsTests.schools, students: UploadsTests.students, teachers: UploadsTests.teachers)
+        let rows = try UploadedTable.rows(of: Array("학년,반,번호,성명\n1,1,1,김민준\n1,2,5,이서연\n2,1,1,강하준\n".utf8), file: "명부.csv")
+        let upload = try StudentsUpload.read(rows, school: "sa", current: roster)
+        let version = RosterVersion(
+            schoolId: "sa", version: 2, students: upload.students, madeBy: "t-admin", madeAt: "2027-03-02T07:00:00Z")
+        let read = try RosterVersion(json: version.json)
+        XCTAssertEqual(read, version)
+        XCTAssertEqual(
+            try RosterVersion(
+                json: RosterVersion(
+                    schoolId: "sa", version: 3, students: [], madeBy: "t", madeAt: "x", restores: 1
+                ).json
+            ).restores, 1)
+
+        let applied = try roster.applying(read)
+        XCTAssertEqual(applied.students(school: "sa").map(\.name), ["김민준", "이서연", "강하준"])
+        XCTAssertEqual(applied.student(school: "sa", id: "s10102")?.classNumber, 2, "이서연 moved, her id kept")
+        XCTAssertNil(applied.student(school: "sa", id: "s10103"), "박지호 left")
+        XCTAssertTrue(applied.hasGrade(2, in: "sa"))
+        XCTAssertEqual(applied.student(school: "sb", id: "s10101")?.name, "정하늘", "the other school's s10101 is untouched")
+        XCTAssertEqual(applied.student(school: "sa", id: "s10101")?.name, "김민준")
+        XCTAssertEqual(applied.studentCount, 4)
+        XCTAssertEqual(roster.studentCount, 5, "the roster it was made from is unchanged")
+    }
+
+    func testABrokenVersionIsRefusedNamingTheField() {
+        func refusal(_ json: String) -> String? {
+            do {
+                _ = try RosterVersion(json: Array(json.utf8))
+                return nil
+            } catch { return error.field }
+        }
+        let head = #"{"schemaVersion":1,"schoolId":"sa","version":2,"madeBy":"t","madeAt":"x","students":"#
+        XCTAssertEqual(refusal(head + #"[{"studentId":"s1","grade":0,"class":1,"number":1,"name":"가"}]}"#), "students[0].grade")
+        XCTAssertEqual(
+            refusal(
+                head
+                    + #"[{"studentId":"s1","grade":1,"class":1,"number":1,"name":"가"},{"studentId":"s2","grade":1,"class":1,"number":1,"name":"나"}]}"#
+            ),
+            "students[1]", "a seat twice")
+        XCTAssertEqual(refusal(head + #"{}}"#), "students")
+        XCTAssertEqual(refusal(#"{"schemaVersion":9,"schoolId":"sa"}"#), "schemaVersion")
+        XCTAssertNil(refusal(head + "[]}"), "a school may have no students")
     }
 }
