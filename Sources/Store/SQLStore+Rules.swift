@@ -329,9 +329,12 @@ extension SQLStore {
                     }
                     try SQLStore.markTold(crossing, in: database)
                 }
-                var statements = database.inserts(
-                    "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
-                    rows: digests.map { digest, _ in
+                // The notices' rows a statement's worth at a time: a flood of
+                // crossings (a day of back-dated records) made thousands of
+                // notices, and every one's entries as JSON at once was the
+                // notifier's peak (heaptrack, `scripts/memory-day`).
+                for chunk in digests.chunks(of: database.rowsPerStatement) {
+                    let rows = chunk.map { digest, _ -> [SQLValue] in
                         [
                             .text(digest.digestId), .text(digest.teacherId), .text(digest.schoolId), .text(digest.date),
                             .text(digest.scope.rawValue), .integer(Int64(digest.grade)), digest.classNumber.sql,
@@ -339,18 +342,28 @@ extension SQLStore {
                             .text(digest.text),
                             .text(DigestColumns.entries(digest.entries)), .text(DigestColumns.counts(digest.counts))
                         ]
-                    }, perStatement: database.rowsPerStatement)
-                statements += SQLStore.enqueue(digests, in: database)
-                // Notices of earlier batches today, with their newest words: unread again, no message of their own.
-                statements += merged.sorted { $0.key < $1.key }.map { digestID, notice in
-                    SQLStatement(
-                        "UPDATE digests SET subject = $2, text = $3, entries = $4, counts = $5, read = 0 WHERE digest_id = $1",
-                        [
-                            .text(digestID), .text(notice.subject), .text(notice.text), .text(DigestColumns.entries(notice.entries)),
-                            .text(DigestColumns.counts(notice.counts))
-                        ])
+                    }
+                    try database.pipeline(
+                        database.inserts(
+                            "INSERT INTO digests (digest_id, teacher_id, school_id, date, scope, grade, class_number, revision, created_at, read, subject, text, entries, counts) VALUES ",
+                            rows: rows, perStatement: database.rowsPerStatement)
+                    ) { _, _ in }
                 }
-                if !statements.isEmpty { try database.pipeline(statements) { _, _ in } }
+                let deliveries = SQLStore.enqueue(digests, in: database)
+                if !deliveries.isEmpty { try database.pipeline(deliveries) { _, _ in } }
+                // Notices of earlier batches today, with their newest words: unread again, no message of their own.
+                for chunk in merged.sorted(by: { $0.key < $1.key }).chunks(of: 64) {
+                    try database.pipeline(
+                        chunk.map { digestID, notice in
+                            SQLStatement(
+                                "UPDATE digests SET subject = $2, text = $3, entries = $4, counts = $5, read = 0 WHERE digest_id = $1",
+                                [
+                                    .text(digestID), .text(notice.subject), .text(notice.text),
+                                    .text(DigestColumns.entries(notice.entries)), .text(DigestColumns.counts(notice.counts))
+                                ])
+                        }
+                    ) { _, _ in }
+                }
                 return digests.map(\.digest)
             }
         }
