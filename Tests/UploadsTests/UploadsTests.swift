@@ -90,6 +90,12 @@ final class UploadsTests: XCTestCase {
         let roster = try Roster.parse(schools: Self.schools, students: Self.students, teachers: Self.teachers)
         XCTAssertThrowsError(
             try StudentsUpload.read(try UploadedTable.rows(of: Array("이름,나이\n김,3\n".utf8), file: "x.csv"), school: "sa", current: roster))
+        // Rows shorter than the header (the name column far right, cells left out) are refused by line, not a crash.
+        let short = try UploadedTable.rows(
+            of: Array("비고,,,,,,,,,,학년,반,번호,성명\n,,,,,,,,,,1,1,1,김민준\n메모\n".utf8), file: "x.csv")
+        let upload = try StudentsUpload.read(short, school: "sa", current: roster)
+        XCTAssertEqual(upload.students.map(\.name), ["김민준"])
+        XCTAssertEqual(upload.refused, [StudentsUpload.Refused(line: 3, reason: "grade '' is not a positive whole number")])
     }
 
     func testAZIPIsReadWithinItsLimitsAndWhatIsNoZIPIsSaidSo() throws {

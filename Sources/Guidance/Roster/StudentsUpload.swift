@@ -68,8 +68,11 @@ package struct StudentsUpload: Sendable {
         var refused: [Refused] = []
         var seats: [String: Int] = [:]
         var ids: [String: Int] = [:]
+        // A short row (a spreadsheet leaves trailing empty cells out) reads as empty cells.
+        let width = (columns.values.max() ?? 0) + 1
         for row in rows[(headerIndex + 1)...] {
-            let table = Table.Row(file: file, line: row.line, fields: row.fields + Array(repeating: "", count: 8), columns: columns)
+            let fields = row.fields + Array(repeating: "", count: max(0, width - row.fields.count))
+            let table = Table.Row(file: file, line: row.line, fields: fields, columns: columns)
             do throws(RosterError) {
                 let grade = try table.positive("grade")
                 let classNumber = try table.positive("class")

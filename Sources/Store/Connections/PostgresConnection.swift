@@ -159,6 +159,8 @@ final class PostgresConnection: SQLDatabase {
     /// are. When one fails, the server skips those after it; its error is
     /// thrown once the pipeline is read to its end.
     func pipeline(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void) throws(StoreError) {
+        // Nothing to send is no round trip (a run that records no run, a list written one at a time).
+        guard !statements.isEmpty else { return }
         if PQstatus(connection) == CONNECTION_BAD && !inTransaction {
             try reconnect()
         }
