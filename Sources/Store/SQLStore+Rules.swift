@@ -349,8 +349,7 @@ extension SQLStore {
                             rows: rows, perStatement: database.rowsPerStatement)
                     ) { _, _ in }
                 }
-                let deliveries = SQLStore.enqueue(digests, in: database)
-                if !deliveries.isEmpty { try database.pipeline(deliveries) { _, _ in } }
+                try database.pipeline(SQLStore.enqueue(digests, in: database)) { _, _ in }
                 // Notices of earlier batches today, with their newest words: unread again, no message of their own.
                 for chunk in merged.sorted(by: { $0.key < $1.key }).chunks(of: 64) {
                     try database.pipeline(

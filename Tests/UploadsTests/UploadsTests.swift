@@ -132,6 +132,45 @@ final class UploadsTests: XCTestCase {
         XCTAssertThrowsError(try UploadedTable.rows(of: Array(zip.prefix(200)), file: "cut.xlsx"), "a cut workbook is refused")
     }
 
+    func testHostileUploadsAreRefusedOrReadAsNamesOnly() throws {
+        // A billion laughs in the shared strings: libxml2 refuses the expansion at once.
+        let bomb = try make(
+            """
+            import openpyxl, zipfile, io
+            buffer = io.BytesIO()
+            book = openpyxl.Workbook()
+            book.active.append(["학년", "반", "번호", "성명"])
+            book.save(buffer)
+            parts = {n: zipfile.ZipFile(buffer).read(n) for n in zipfile.ZipFile(buffer).namelist()}
+            entities = '<!ENTITY l0 "lollollollollollollollollollol">' + "".join(
+                '<!ENTITY l%d "%s">' % (i, ("&l%d;" % (i - 1)) * 10) for i in range(1, 10))
+            parts["xl/sharedStrings.xml"] = ('<?xml version="1.0"?><!DOCTYPE s [' + entities + ']>'
+                + '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>&l9;</t></si></sst>').encode()
+            with zipfile.ZipFile(out, "w") as z:
+                for name, data in parts.items():
+                    z.writestr(name, data)
+            """)
+        XCTAssertThrowsError(try UploadedTable.rows(of: bomb, file: "bomb.xlsx")) { error in
+            XCTAssertEqual((error as? UploadError)?.reason.hasPrefix("the workbook's XML cannot be read"), true, "\(error)")
+        }
+        // '../' and absolute names are names, never paths: nothing is written anywhere.
+        let names = try make(
+            """
+            import zipfile
+            with zipfile.ZipFile(out, "w") as z:
+                z.writestr("../../etc/10101.jpg", b"a")
+                z.writestr("/abs/10102.jpg", b"b")
+                z.writestr("empty.jpg", b"")
+            """)
+        XCTAssertEqual(
+            try ZipArchive.entries(of: names).map { "\($0.name) \($0.bytes.count)" },
+            ["../../etc/10101.jpg 1", "/abs/10102.jpg 1", "empty.jpg 0"])
+        // An empty file: no ZIP, and no table with a header.
+        XCTAssertThrowsError(try ZipArchive.entries(of: [])) { XCTAssertEqual(($0 as? UploadError)?.reason, "not a ZIP file") }
+        let roster = try Roster.parse(schools: Self.schools, students: Self.students, teachers: Self.teachers)
+        XCTAssertThrowsError(try StudentsUpload.read(try UploadedTable.rows(of: [], file: "empty.csv"), school: "sa", current: roster))
+    }
+
     /// The bytes a Python script writes to `out`, a binary file.
     private func make(_ script: String) throws -> [UInt8] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)").path

@@ -175,10 +175,7 @@ extension Roster {
                 schoolID: school, id: try row.identifier("student_id"), grade: try row.positive("grade"),
                 classNumber: try row.positive("class"), number: try row.positive("number"),
                 name: try row.nonEmpty("name"), photoURL: row["photo_url"])
-            for (part, value) in [("grade", student.grade), ("class", student.classNumber), ("number", student.number)]
-            where !Student.seatRange.contains(value) {
-                throw row.error("\(part) \(value) is too large")
-            }
+            try row.checkSeat(grade: student.grade, classNumber: student.classNumber, number: student.number)
             // A photo is fetched by teachers' browsers: only from an https
             // address (a `javascript:` or `http:` one was taken as it was).
             guard student.photoURL.isEmpty || student.photoURL.lowercased().hasPrefix("https://") else {
@@ -422,6 +419,13 @@ enum Table {
                 throw error("\(column) '\(value)' is not a positive whole number")
             }
             return number
+        }
+
+        /// A seat's parts are within `Student.seatRange` (a student's row, uploaded or in `students.csv`).
+        func checkSeat(grade: Int, classNumber: Int, number: Int) throws(RosterError) {
+            for (part, value) in [("grade", grade), ("class", classNumber), ("number", number)] where !Student.seatRange.contains(value) {
+                throw error("\(part) \(value) is too large")
+            }
         }
 
         func optionalPositive(_ column: String) throws(RosterError) -> Int? {

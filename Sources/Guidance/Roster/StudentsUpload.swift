@@ -78,10 +78,7 @@ package struct StudentsUpload: Sendable {
                 let classNumber = try table.positive("class")
                 let number = try table.positive("number")
                 let name = try table.nonEmpty("name")
-                for (part, value) in [("grade", grade), ("class", classNumber), ("number", number)] where !Student.seatRange.contains(value)
-                {
-                    throw table.error("\(part) \(value) is too large")
-                }
+                try table.checkSeat(grade: grade, classNumber: classNumber, number: number)
                 let seat = "\(grade)-\(classNumber)-\(number)"
                 if let line = seats[seat] { throw table.error("\(grade)학년 \(classNumber)반 \(number)번 is also on line \(line)") }
                 let given = columns["student_id"] == nil || table["student_id"].isEmpty ? nil : try table.identifier("student_id")

@@ -62,7 +62,7 @@ protocol SQLDatabase: AnyObject {
     /// Runs `statements` in order, as one round trip where the database has
     /// them (PostgreSQL's pipeline mode), handing each row to `row` with the
     /// index of its statement. The first failure is thrown; the statements
-    /// after it did not run.
+    /// after it did not run. No statements: nothing is sent.
     func pipeline(_ statements: [SQLStatement], row: (Int, [SQLValue]) throws(StoreError) -> Void) throws(StoreError)
     /// The statement that takes locks named `keys` until the transaction
     /// ends (see `lock`); nil where the database needs none.
