@@ -36,10 +36,11 @@ package final class Producer: Sendable {
     /// How many times a fatal client was replaced since start.
     package var replacements: Int { state.withLock { $0.replacements } }
 
-    /// Messages queued or awaiting acknowledgement.
+    /// Sends handed to librdkafka whose report has not come (nor their
+    /// deadline passed). Not `rd_kafka_outq_len`: that counts the error events
+    /// waiting for a poll too, one each while the brokers are down.
     package var inFlight: Int {
-        let client = state.withLock { $0.client }
-        return client.withLiveHandle { Int(rd_kafka_outq_len($0)) } ?? 0
+        state.withLock { $0.client }.unfinished.load(ordering: .acquiring)
     }
 
     /// Whether a broker answers a metadata request within `timeout`. The
@@ -158,6 +159,8 @@ final class ProducerClient: @unchecked Sendable {
     /// Sends awaiting their report, oldest first. All sends share one timeout,
     /// so deadlines grow along the queue and expiry only looks at its head.
     private let awaiting = Mutex(AwaitingQueue())
+    /// Sends made whose completion has not run.
+    let unfinished = Atomic<Int>(0)
 
     init(config: ProducerConfig, logger: Logger) throws(KafkaError) {
         self.logger = logger
@@ -187,6 +190,7 @@ final class ProducerClient: @unchecked Sendable {
             }
         }
         let delivery = DeliveryBox(completion: completion, client: self, topic: message.topic, deadline: .now + deliveryTimeout)
+        unfinished.add(1, ordering: .acquiringAndReleasing)
         awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
         let box = Unmanaged.passRetained(delivery).toOpaque()
@@ -415,7 +419,9 @@ fileprivate final class DeliveryBox: Sendable {
             defer { completion = nil }
             return completion
         }
-        completion?(result)
+        guard let completion else { return }
+        client.unfinished.subtract(1, ordering: .acquiringAndReleasing)
+        completion(result)
     }
 }
 
