@@ -24,10 +24,10 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
-        // libvips's headers are in the default include path and need only GLib's (gobject-2.0 gives those);
-        // `vips`'s own pkg-config asks for -pthread, which SwiftPM refuses with a warning on every build.
+        // libvips is opened with the first photo made (dlopen, Sources/CVips/shim.h), not linked: a process
+        // that makes none keeps its tree of libraries out of memory. The runtime needs libvips42.
         .systemLibrary(
-            name: "CVips", pkgConfig: "gobject-2.0",
+            name: "CVips",
             providers: [.apt(["libvips-dev"])]),
 
         .systemLibrary(
@@ -63,7 +63,8 @@ let package = Package(
             name: "Web", dependencies: ["HTTP", "Crypto", "Images", "Guidance", "Access", "Sessions", "Wiring", "Common"],
             exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(
-            name: "Ingest", dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "Wiring", "Web", "Common"],
+            name: "Ingest",
+            dependencies: ["Kafka", "HTTP", "Guidance", "Access", "Sessions", "Wiring", "Web", "Uploads", "Images", "Common"],
             exclude: ["Assets"], plugins: ["EmbedFiles"]),
         .target(
             name: "Notifier",
@@ -77,9 +78,10 @@ let package = Package(
         .executableTarget(name: "guidance-notifier", dependencies: ["Notifier", "Common"]),
         .executableTarget(
             name: "guidance-bench",
-            dependencies: ["Ingest", "Notifier", "Store", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
+            dependencies: ["Ingest", "Notifier", "Sessions", "Store", "Kafka", "KafkaMock", "HTTP", "Guidance", "Curl", "Common"]),
         .executableTarget(
-            name: "guidance-admin", dependencies: ["Store", "DeadLetters", "Access", "Sessions", "Kafka", "Guidance", "Crypto", "Common"]),
+            name: "guidance-admin",
+            dependencies: ["Ingest", "Store", "DeadLetters", "Access", "Sessions", "Kafka", "Guidance", "Uploads", "Crypto", "Common"]),
         .executableTarget(name: "guidance-dev", dependencies: ["Ingest", "Notifier", "Kafka", "KafkaMock", "HTTP", "Guidance", "Common"]),
 
         .target(name: "TestSupport", dependencies: ["Kafka", "KafkaMock", "Common"], path: "Tests/TestSupport"),
@@ -95,7 +97,7 @@ let package = Package(
             ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Common", "TestSupport"]),
         .testTarget(name: "GuidanceTests", dependencies: ["Guidance", "Crypto", "Common"]),
-        .testTarget(name: "UploadsTests", dependencies: ["Uploads", "Guidance", "Common"]),
+        .testTarget(name: "UploadsTests", dependencies: ["Uploads", "Guidance", "Crypto", "Common", "TestSupport"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Kafka", "KafkaMock", "Guidance", "Crypto", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Guidance"]),
         .testTarget(

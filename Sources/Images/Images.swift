@@ -1,16 +1,23 @@
 import CVips
 import Common
 
-/// Images, through libvips (Debian's libvips), the only module that touches it.
+/// Images, through libvips (Debian's libvips), the only module that touches
+/// it: loaded with the first photo made, not at the process's start.
 package enum Images {
-    private static let started: Bool = guidance_vips_start() == 0
+    /// Why libvips cannot be used, once it was tried; nil: it started.
+    private static let unavailable: String? =
+        switch guidance_vips_start() {
+        case 0: nil
+        case -1: "libvips.so.42 (Debian's libvips42) cannot be loaded"
+        default: "libvips did not start"
+        }
 
     /// A JPEG of `image` (JPEG, PNG or WebP bytes) that fits `width`×`height`
     /// pixels: never enlarged, turned as its EXIF orientation says, without
     /// metadata (no camera, place or time leaves with it). Throws with
     /// libvips's reason when it cannot read the image.
     package static func smallerJPEG(_ image: [UInt8], width: Int, height: Int, quality: Int) throws(ImageError) -> [UInt8] {
-        guard started else { throw ImageError(reason: "libvips did not start") }
+        if let unavailable { throw ImageError(reason: unavailable) }
         // Only what a photo folder holds goes to libvips; its other loaders (SVG, PDF, …) never see a file.
         guard isPhoto(image) else { throw ImageError(reason: "not a JPEG, PNG or WebP image") }
         var output: UnsafeMutableRawPointer?
@@ -20,11 +27,11 @@ package enum Images {
         }
         guard failed == 0, let output else {
             let message = guidance_vips_take_error()
-            defer { g_free(message) }
+            defer { guidance_vips_free(message) }
             let reason = message.map { String(cString: $0) }?.trimmingWhitespace() ?? ""
             throw ImageError(reason: reason.isEmpty ? "the image cannot be read" : reason)
         }
-        defer { g_free(output) }
+        defer { guidance_vips_free(output) }
         return Array(UnsafeRawBufferPointer(start: output, count: length))
     }
 }
