@@ -29,6 +29,8 @@ struct Connections {
         var waiting: Bool
         /// The waited-for request's headers are in; its body may follow.
         var headersIn = false
+        /// Time beyond the server's limit for the request to arrive (an upload's body).
+        var allowance: Duration = .zero
     }
 
     private var entries: [UInt: Entry] = [:]
@@ -72,11 +74,15 @@ struct Connections {
             entry.since = now
             entry.waiting = true
             entry.headersIn = false
+            entry.allowance = .zero
         }
     }
 
-    mutating func headersIn(_ key: UInt) {
-        update(key) { $0.headersIn = true }
+    mutating func headersIn(_ key: UInt, allowance: Duration = .zero) {
+        update(key) { entry in
+            entry.headersIn = true
+            entry.allowance = allowance
+        }
     }
 
     /// The request is in: it is being handled and answered.
@@ -97,7 +103,7 @@ struct Connections {
     /// waiting: their sockets, and whether their request's headers came.
     mutating func late(at now: ContinuousClock.Instant, limit: Duration) -> [(socket: Int32, headersIn: Bool)] {
         var late: [(socket: Int32, headersIn: Bool)] = []
-        for (key, entry) in entries where entry.waiting && now - entry.since > limit {
+        for (key, entry) in entries where entry.waiting && now - entry.since > limit + entry.allowance {
             late.append((entry.socket, entry.headersIn))
             update(key) { $0.waiting = false }
         }

@@ -34,6 +34,13 @@ final class Exchange: @unchecked Sendable {
     let started = ContinuousClock.now
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
+    /// The most bytes the body may have: the server's `maxBodySize`, or
+    /// more for a route that takes uploads.
+    let bodyLimit: Int
+    /// Holds one of the server's upload slots, given back when it completes.
+    var holdsUpload = false
+    /// The body's length as `Content-Length` declares it; 0 when it does not.
+    let declaredLength: Int
     /// The peer's address (a small string: no allocation for IPv4).
     var peer: String { clientAddress(connection) }
     var route = "unmatched"
@@ -41,7 +48,7 @@ final class Exchange: @unchecked Sendable {
     private let phase = Mutex(Phase.receiving)
     private let handler = Mutex<Task<Void, Never>?>(nil)
 
-    init(connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig) {
+    init(connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig, router: Router) {
         self.connection = connection
         self.method = method
         self.path = path
@@ -53,13 +60,20 @@ final class Exchange: @unchecked Sendable {
         self.headers = headers.fields
         self.query = query.map { Dictionary($0.fields.list) { $1 } } ?? [:]
         requestID = Exchange.requestID(from: headers["x-request-id"])
-        problem = Exchange.problem(path: path, version: version, headers: headers, queryBytes: query?.bytes ?? 0, config: config)
+        // Routes are matched here only for a body that may pass the
+        // server's limit: the common small request is matched once, later.
+        declaredLength = headers["content-length"].flatMap { Int($0) } ?? 0
+        let large = headers["transfer-encoding"] != nil || declaredLength > config.maxBodySize
+        bodyLimit = large ? max(config.maxBodySize, router.maxBody(method: method, path: path) ?? 0) : config.maxBodySize
+        problem = Exchange.problem(
+            path: path, version: version, headers: headers, queryBytes: query?.bytes ?? 0, bodyLimit: bodyLimit, config: config)
     }
 
     /// Answers decided from the request line and headers alone, sent before
     /// any body is read (libmicrohttpd then closes the connection).
-    private static func problem(path: String, version: String, headers: Collected, queryBytes: Int, config: HTTPServerConfig) -> HTTPError?
-    {
+    private static func problem(
+        path: String, version: String, headers: Collected, queryBytes: Int, bodyLimit: Int, config: HTTPServerConfig
+    ) -> HTTPError? {
         if headers.bytes > config.maxHeaderBytes {
             return HTTPError(status: 431, detail: "the request headers take more than \(config.maxHeaderBytes) bytes")
         }
@@ -77,8 +91,8 @@ final class Exchange: @unchecked Sendable {
         if headers["content-length"] != nil && headers["transfer-encoding"] != nil {
             return .badRequest("send Content-Length or Transfer-Encoding, not both")
         }
-        if let declared = headers["content-length"].flatMap({ Int($0) }), declared > config.maxBodySize {
-            return HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes")
+        if let declared = headers["content-length"].flatMap({ Int($0) }), declared > bodyLimit {
+            return HTTPError(status: 413, detail: "the body is larger than \(bodyLimit) bytes")
         }
         return nil
     }
@@ -467,11 +481,12 @@ func accessHandler(
     guard let stored = slot.pointee else {
         let exchange = Exchange(
             connection: connection, method: method.map { String(cString: $0) } ?? "GET",
-            path: url.map { String(cString: $0) } ?? "/", version: version.map { String(cString: $0) } ?? "HTTP/1.1", config: server.config)
+            path: url.map { String(cString: $0) } ?? "/", version: version.map { String(cString: $0) } ?? "HTTP/1.1", config: server.config,
+            router: server.router)
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         server.inFlight.add(1, ordering: .acquiringAndReleasing)
-        guard let problem = exchange.problem else {
-            server.headersReceived(connection)
+        guard let problem = exchange.problem ?? server.uploadProblem(exchange) else {
+            server.headersReceived(connection, declaredBody: exchange.holdsUpload ? exchange.declaredLength : 0)
             return .YES
         }
         server.received(connection)
@@ -479,7 +494,7 @@ func accessHandler(
     }
     let exchange = Unmanaged<Exchange>.fromOpaque(stored).takeUnretainedValue()
     if uploadSize.pointee > 0 {
-        exchange.append(UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee), limit: server.config.maxBodySize)
+        exchange.append(UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee), limit: exchange.bodyLimit)
         uploadSize.pointee = 0
         return .YES
     }

@@ -13,7 +13,7 @@ extension HTTPServer {
             return exchange.queue(HTTPError.unavailable("the server is shutting down", retryAfterSeconds: 1).response)
         }
         if exchange.bodyTooLarge {
-            return exchange.queue(HTTPError(status: 413, detail: "the body is larger than \(config.maxBodySize) bytes").response)
+            return exchange.queue(HTTPError(status: 413, detail: "the body is larger than \(exchange.bodyLimit) bytes").response)
         }
         switch router.resolve(method: exchange.method, path: exchange.path) {
         case .failure(let error):
@@ -63,9 +63,23 @@ extension HTTPServer {
         connections.withLock { $0.waiting(key(connection), at: now) }
     }
 
-    /// The connection's request headers are in; its body may follow.
-    func headersReceived(_ connection: OpaquePointer) {
-        connections.withLock { $0.headersIn(key(connection)) }
+    /// The connection's request headers are in; its body may follow, of
+    /// `declaredBody` bytes for an upload (its time to arrive extended).
+    func headersReceived(_ connection: OpaquePointer, declaredBody: Int = 0) {
+        let allowance = Duration.seconds(Double(declaredBody) / Double(max(1, config.uploadBytesPerSecond)))
+        connections.withLock { $0.headersIn(key(connection), allowance: allowance) }
+    }
+
+    /// For a request whose body may pass `maxBodySize`: a 503 when
+    /// `maxUploads` others are sending theirs, else its slot taken.
+    func uploadProblem(_ exchange: Exchange) -> HTTPError? {
+        guard exchange.bodyLimit > config.maxBodySize else { return nil }
+        guard uploads.add(1, ordering: .acquiringAndReleasing).newValue <= config.maxUploads else {
+            uploads.subtract(1, ordering: .acquiringAndReleasing)
+            return .unavailable("\(config.maxUploads) uploads are being received; retry in a moment", retryAfterSeconds: 10)
+        }
+        exchange.holdsUpload = true
+        return nil
     }
 
     /// The connection's request is in.
@@ -98,6 +112,7 @@ extension HTTPServer {
     private func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))) }
 
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
+        if exchange.holdsUpload { uploads.subtract(1, ordering: .acquiringAndReleasing) }
         if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { drained.ring() }
         let duration = ContinuousClock.now - exchange.started
         observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))

@@ -31,6 +31,14 @@ package struct HTTPServerConfig: Sendable {
     /// for ever. Idle keep-alive connections close after it too.
     package var receiveTimeout: Duration
     package var backlog: Int
+    /// Requests sending a body larger than `maxBodySize` (a route's upload)
+    /// at once; one more is answered 503 before its body is read, so that
+    /// bodies nobody has signed in for yet hold at most this many times the
+    /// largest upload in memory.
+    package var maxUploads = 2
+    /// The slowest an upload may arrive: its `receiveTimeout` is extended by
+    /// its declared length at this rate (64 KiB/s: 4 MiB in a minute).
+    package var uploadBytesPerSecond = 65_536
 
     package init(
         host: String? = nil, port: Int = 8080,
@@ -84,6 +92,8 @@ package final class HTTPServer: Sendable {
     let unanswered = Mutex<[ObjectIdentifier: Exchange]>([:])
     /// Requests begun and not yet completed.
     let inFlight = Atomic<Int>(0)
+    /// Requests sending a body over `maxBodySize` now (`maxUploads`).
+    let uploads = Atomic<Int>(0)
     /// Rung each time the last request in flight completes.
     let drained = Doorbell()
     /// Open connections by connection: the reaper shuts down those that

@@ -11,6 +11,8 @@ package struct Router: Sendable {
         let method: String
         let pattern: String
         let segments: [Segment]
+        /// The largest body the route takes, when more than the server's `maxBodySize`.
+        let maxBody: Int?
         let handler: Handler
     }
 
@@ -23,11 +25,13 @@ package struct Router: Sendable {
 
     package init() {}
 
-    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+    /// Adds a route; `maxBody` lets it take a body larger than the server's
+    /// `maxBodySize` (an upload), every other route keeping that limit.
+    package mutating func add(_ method: String, _ pattern: String, maxBody: Int? = nil, _ handler: @escaping Handler) {
         let segments = Router.segments(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, maxBody: maxBody, handler: handler))
     }
 
     package mutating func get(_ pattern: String, _ handler: @escaping Handler) { add("GET", pattern, handler) }
@@ -35,7 +39,7 @@ package struct Router: Sendable {
     package mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add("DELETE", pattern, handler) }
 
     enum Match {
-        case found(pattern: String, parameters: [(name: String, value: String)], handler: Handler)
+        case found(pattern: String, parameters: [(name: String, value: String)], maxBody: Int?, handler: Handler)
         case methodNotAllowed(allowed: [String])
         case notFound
     }
@@ -64,7 +68,7 @@ package struct Router: Sendable {
                 for case (.parameter(let name), let part) in zip(route.segments, parts) {
                     parameters.append((name, String(Substring(part))))
                 }
-                return .found(pattern: route.pattern, parameters: parameters, handler: route.handler)
+                return .found(pattern: route.pattern, parameters: parameters, maxBody: route.maxBody, handler: route.handler)
             }
             allowed.append(route.method)
         }
@@ -83,9 +87,16 @@ package struct Router: Sendable {
             return .failure(
                 HTTPError(status: 405, detail: "\(method) is not allowed on \(path)", headers: [("Allow", allowed.joined(separator: ", "))])
             )
-        case .found(let pattern, let parameters, let handler):
+        case .found(let pattern, let parameters, _, let handler):
             return .success((pattern, parameters, handler))
         }
+    }
+
+    /// The largest body a request for `method` on `path` may send, when its
+    /// route takes more than the server's limit; nil otherwise.
+    func maxBody(method: String, path: String) -> Int? {
+        guard case .found(_, _, let maxBody, _) = match(method: method, path: path) else { return nil }
+        return maxBody
     }
 
     /// Runs `handler`: an error answers for itself. An `HTTPError` is its

@@ -69,6 +69,7 @@ final class HTTPServerTests: XCTestCase {
             return .text("late\n")
         }
         router.get("/boom") { _ in throw CancellationError() }
+        router.add("POST", "/upload", maxBody: 64 * 1024) { request in .text("\(request.body.count)\n") }
         server = HTTPServer(
             config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024, receiveTimeout: .seconds(2)),
             router: router, logger: Logger(component: "http-test", level: .error))
@@ -353,6 +354,36 @@ final class HTTPServerTests: XCTestCase {
     /// libmicrohttpd 0.9.75 cannot answer while a body is arriving, so a
     /// chunk declared beyond the limit and never sent is answered 408 at the
     /// request deadline, as problem+json, not dropped in silence.
+    /// A route that takes uploads takes bodies up to its own limit, and no
+    /// more than `maxUploads` of them at once (refused before their bodies
+    /// are read); every other route keeps the server's limit.
+    func testAnUploadRouteTakesItsOwnLimitAndFewAtOnce() async throws {
+        let body = String(repeating: "x", count: 20_000)
+        let taken = try await fetch("POST", "\(base)/upload", body: body)
+        XCTAssertEqual(taken.status, 200)
+        XCTAssertEqual(taken.text, "20000\n")
+        try await assertEqualAsync(try await fetch("POST", "\(base)/greetings", body: body).status, 413)
+        let tooLarge = try await fetch("POST", "\(base)/upload", body: String(repeating: "x", count: 70_000))
+        XCTAssertEqual(tooLarge.status, 413)
+        XCTAssertTrue(tooLarge.text.contains("65536"), tooLarge.text)
+
+        // Two uploads under way (their bodies not all sent): a third is 503 before its body.
+        let head = "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n"
+        let server = self.server!
+        let uploading = try (0..<2).map { _ in try RawConnection(port: server.port) }
+        for connection in uploading { XCTAssertTrue(connection.send(head + String(repeating: "x", count: 100))) }
+        let held = try await eventually { server.uploads.load(ordering: .acquiring) == 2 }
+        XCTAssertTrue(held, "both uploads' headers were read")
+        let third = try rawExchange(port: server.port, head + body)
+        XCTAssertTrue(third.hasPrefix("HTTP/1.1 503 "), third)
+        XCTAssertTrue(third.contains("Retry-After: 10"), third)
+        // The first finishes: its slot is free for the next.
+        XCTAssertTrue(uploading[0].send(String(repeating: "x", count: 19_900)))
+        XCTAssertTrue(uploading[0].receive().hasPrefix("HTTP/1.1 200 "))
+        let next = try await eventually { try await fetch("POST", "\(self.base)/upload", body: body).status == 200 }
+        XCTAssertTrue(next, "a slot came free")
+    }
+
     func testABodyThatStopsArrivingIsAnswered408() throws {
         let connection = try RawConnection(port: server.port)
         connection.send(

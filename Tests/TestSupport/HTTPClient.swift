@@ -47,9 +47,14 @@ fileprivate let session: URLSession = {
 
 /// One HTTP request through URLSession, with no retries and no redirects.
 package func fetch(_ method: String, _ url: String, body: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+    try await fetch(method, url, bytes: body.map { Array($0.utf8) }, headers: headers)
+}
+
+/// One HTTP request with a body of any bytes (an uploaded file).
+package func fetch(_ method: String, _ url: String, bytes: [UInt8]?, headers: [String: String] = [:]) async throws -> Reply {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
-    request.httpBody = body.map { Data($0.utf8) }
+    request.httpBody = bytes.map { Data($0) }
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
     let (data, response) = try await session.data(for: request)
     let http = response as! HTTPURLResponse
