@@ -212,11 +212,11 @@ package struct GuardedRouter: Sendable {
     }
 
     package mutating func add(
-        _ method: String, _ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler
+        _ method: String, _ pattern: String, _ access: Access, maxBody: Int? = nil, _ handler: @escaping GuardedHandler
     ) {
         let policy = self.policy
         let unavailable = pattern.hasPrefix("/v1/") ? self.unavailable : nil
-        router.add(method, pattern) { request in
+        router.add(method, pattern, maxBody: maxBody) { request in
             if let error = unavailable?() { throw error }
             let caller = try await policy.admit(request, access)
             var response = try await handler(request, caller)
@@ -237,8 +237,8 @@ package struct GuardedRouter: Sendable {
     package mutating func get(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
         add("GET", pattern, access, handler)
     }
-    package mutating func post(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
-        add("POST", pattern, access, handler)
+    package mutating func post(_ pattern: String, _ access: Access, maxBody: Int? = nil, _ handler: @escaping GuardedHandler) {
+        add("POST", pattern, access, maxBody: maxBody, handler)
     }
     package mutating func delete(_ pattern: String, _ access: Access, _ handler: @escaping GuardedHandler) {
         add("DELETE", pattern, access, handler)

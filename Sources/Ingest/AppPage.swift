@@ -14,7 +14,7 @@ import Web
 /// - 명단 (everyone): today's list by 우리 반 / 우리 학년 / 전체 and a name.
 /// - 봉사 (homeroom, volunteer-duty, admin): the 봉사 명단.
 /// - 알림함 (those who receive lists): the digests, newest first.
-/// - 관리 (admins): sending today's lists, failed deliveries, the access record.
+/// - 관리 (admins): sending today's lists, failed deliveries, the school's roster (명부), the access record.
 /// - 설정 (everyone): lists by e-mail or not, devices, signing out elsewhere.
 ///
 /// The ingest is the part that must stay up at the gate, so it serves the
@@ -22,13 +22,15 @@ import Web
 /// with the teacher's own session. The page is a shell; `app.js` switches
 /// tabs, `gate.js`, `teacher.js` and `overview.js` fill them.
 struct AppPage: Sendable {
-    /// Tabs (`Assets/app.js`), the gate (`gate.js`), the lists and the rest (`teacher.js`), 현황 (`overview.js`).
+    /// Tabs (`Assets/app.js`), the gate (`gate.js`), the lists and the rest (`teacher.js`), 현황 (`overview.js`),
+    /// 할 일 (`cases.js`), 관리 → 명부 (`roster.js`).
     static let scripts = [
         Asset(name: "app.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.appJS),
         Asset(name: "gate.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.gateJS),
         Asset(name: "teacher.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.teacherJS),
         Asset(name: "overview.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.overviewJS),
-        Asset(name: "cases.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.casesJS)
+        Asset(name: "cases.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.casesJS),
+        Asset(name: "roster.js", contentType: "text/javascript; charset=utf-8", text: EmbeddedFiles.rosterJS)
     ]
 
     /// The installed app: its manifest, and the service worker that opens it
@@ -125,6 +127,7 @@ struct AppPage: Sendable {
         // 현황's script only where its tab is: a gate teacher's first load on a slow network stays light.
         var scripts = AppPage.scripts.map(\.name).filter {
             ($0 != "overview.js" || tabs.contains { $0.id == "overview" }) && ($0 != "cases.js" || tabs.contains { $0.id == "todo" })
+                && ($0 != "roster.js" || tabs.contains { $0.id == "admin" })
         }
         // Where the gate is the first tab, it is usable before the other tabs' scripts arrive (`app.js` loads them after).
         if tabs.first?.id == "gate" {
@@ -506,6 +509,51 @@ struct AppPage: Sendable {
         <ul id="failed" class="plain"></ul>
         <p id="failed-empty" class="meta">없습니다.</p>
         <p id="failed-status" class="status" role="status" aria-live="polite"></p>
+        </section>
+        <section class="card" aria-labelledby="roster-title">
+        <h2 id="roster-title">명부</h2>
+        <p id="roster-current" class="meta"></p>
+        <p class="meta">NEIS에서 받은 학생 명부(학년, 반, 번호, 성명)를 엑셀 파일(.xlsx)이나 CSV로 올리세요. 적용하기 전에 무엇이 바뀌는지 먼저 보여 줍니다.</p>
+        <label for="roster-file">학생 명부 파일</label>
+        <input type="file" id="roster-file" accept=".csv,.xlsx,text/csv,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet">
+        <label for="roster-effective">적용일 (진급)</label>
+        <input type="date" id="roster-effective" aria-describedby="roster-effective-help">
+        <p id="roster-effective-help" class="meta">비워 두면 적용하는 즉시 바뀝니다. 새 학년도 명부는 새 학년 첫날을 고르세요. 그날 아침부터 모든 화면이 새 학년·반·번호로 바뀌고, 지난 기록은 그때의 학년·반·번호로 남습니다.</p>
+        <div class="actions"><button type="button" id="roster-preview-button">미리 보기</button></div>
+        <h3 id="roster-preview-title" tabindex="-1" class="visually-hidden">미리 보기</h3>
+        <div id="roster-preview"></div>
+        <div class="actions"><button type="button" id="roster-apply" hidden>적용</button></div>
+        <p id="roster-status" class="status" role="status" aria-live="polite"></p>
+        <h3>버전</h3>
+        <ul id="roster-versions" class="plain"></ul>
+        <p id="roster-versions-empty" class="meta">아직 올린 명부가 없습니다. 처음 등록된 명부를 쓰고 있습니다.</p>
+        <h3 id="teachers-title">교사</h3>
+        <p class="meta">교사 명단(성명, 이메일, 역할, 학년, 반)을 엑셀 파일이나 CSV로 올리세요. 역할은 담임, 봉사, 교문, 관리를 +로 이어 씁니다(예: 담임+교문). 명단에서 빠진 교사는 더 로그인할 수 없습니다.</p>
+        <label for="teachers-file">교사 명단 파일</label>
+        <input type="file" id="teachers-file" accept=".csv,.xlsx,text/csv,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet">
+        <div class="actions"><button type="button" id="teachers-preview-button">교사 미리 보기</button></div>
+        <div id="teachers-preview" tabindex="-1"></div>
+        <div class="actions"><button type="button" id="teachers-apply" hidden>교사 적용</button></div>
+        <p id="teachers-status" class="status" role="status" aria-live="polite"></p>
+        <h3 id="photos-title">학생 사진</h3>
+        <p class="meta">사진 파일을 학번(예: 10305.jpg는 1학년 3반 5번)이나 학생 ID로 이름 지어 ZIP 하나로 묶어 올리세요. 앱에 보이는 크기로만 줄여 보관하고 원본은 남기지 않습니다.</p>
+        <label for="photos-file">사진 ZIP 파일</label>
+        <input type="file" id="photos-file" accept=".zip,application/zip">
+        <div class="actions"><button type="button" id="photos-preview-button">사진 미리 보기</button></div>
+        <div id="photos-preview" tabindex="-1"></div>
+        <div class="actions"><button type="button" id="photos-apply" hidden>사진 적용</button></div>
+        <p id="photos-status" class="status" role="status" aria-live="polite"></p>
+        <h3 id="tables-title">학교 설정</h3>
+        <p class="meta">사유, 학사 일정(쉬는 날), 봉사 일정, 규칙을 표로 고칩니다. 한 줄에 하나씩, 첫 줄의 열 이름 순서대로 쉼표로 나누어 씁니다. 적용하기 전에 바뀌는 줄을 먼저 보여 줍니다.</p>
+        <label for="tables-which">표</label>
+        <select id="tables-which"><option value="reasons">사유</option><option value="calendar">학사 일정</option><option value="service-slots">봉사 일정</option><option value="rules">규칙</option></select>
+        <p id="tables-help" class="meta"></p>
+        <label for="tables-text">내용</label>
+        <textarea id="tables-text" rows="8" spellcheck="false" autocomplete="off"></textarea>
+        <div class="actions"><button type="button" id="tables-preview-button">설정 미리 보기</button></div>
+        <div id="tables-preview" tabindex="-1"></div>
+        <div class="actions"><button type="button" id="tables-apply" hidden>설정 적용</button></div>
+        <p id="tables-status" class="status" role="status" aria-live="polite"></p>
         </section>
         <section class="card" aria-labelledby="access-title">
         <h2 id="access-title">접속 기록</h2>

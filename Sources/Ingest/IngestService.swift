@@ -4,6 +4,7 @@ import Foundation
 import Guidance
 import HTTP
 import Kafka
+import Sessions
 import Web
 import Wiring
 
@@ -23,7 +24,7 @@ package final class IngestService: Sendable {
         self.config = config
         self.logger = logger
         let roster =
-            try roster.map(LiveRoster.init)
+            try roster.map { LiveRoster($0, logger: logger.with(["part": "roster"])) }
             ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, clock: config.clock, logger: logger, metrics: metrics)
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
@@ -41,6 +42,11 @@ package final class IngestService: Sendable {
             cookieName: SessionCookie.app, publicURL: config.publicURL, settings: config.web, rosters: roster, kafka: config.producer.kafka,
             producer: producer, clock: config.clock, logger: logger)
         let sessions = policy.sessions
+        let rosterLog = RosterLog(
+            topic: config.topics.roster, kafka: config.producer.kafka, producer: producer, roster: roster, clock: config.clock,
+            logger: logger.with(["part": "roster-log"]))
+        let photoLog = try PhotoLog(
+            topic: config.topics.photos, kafka: config.producer.kafka, producer: producer, logger: logger.with(["part": "photo-log"]))
         var router = Router()
         // Ready once a send goes straight to its partition's leader: before,
         // the first requests waited for topic metadata (p99 643 ms in the
@@ -52,17 +58,21 @@ package final class IngestService: Sendable {
             guard let missing = await producer.partitionsWithoutLeader(of: topics) else { return (false, "no Kafka broker answers") }
             guard missing.isEmpty else { return (false, "no leader known yet for \(missing.joined(separator: ", "))") }
             guard sessions.log.caughtUp else { return (false, "reading the session log") }
+            guard rosterLog.caughtUp else { return (false, "reading the roster log") }
             return (true, "broker reachable; every partition's leader known")
         }
         var routes = GuardedRouter(router: router, policy: policy)
         let accessLog = AccessLog(
             producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
             clock: config.timer, now: config.clock)
+        let photos = StudentPhotos(
+            rosterDirectory: roster.directory, uploads: photoLog.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         IngestHandlers(
-            producer: producer, topics: config.topics,
-            photos: StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"])),
+            producer: producer, topics: config.topics, photos: photos,
             accessLog: accessLog, retention: config.retention, clock: config.clock, metrics: metrics, logger: logger
         ).routes(into: &routes)
+        RosterHandlers(log: rosterLog, photoLog: photoLog, photos: photos, roster: roster, accessLog: accessLog, clock: config.clock)
+            .routes(into: &routes)
         NotifierReads(
             notifier: config.notifierURL.map {
                 Forwarding(
@@ -83,7 +93,7 @@ package final class IngestService: Sendable {
             [
                 [.producer(producer, timeout: config.producer.deliveryTimeout)],
                 [accessLog.part],
-                [sessions.log.part],
+                [sessions.log.part, rosterLog.part, photoLog.part],
                 // Stopped once no request can start one.
                 [errands.part(within: config.drainPeriod, clock: config.timer)],
                 [.http(server, portVariable: "INGEST_PORT", service: "guidance-ingest", drain: config.drainPeriod)]

@@ -61,7 +61,7 @@ package final class Consumer: @unchecked Sendable {
         guard partitions.count > 0 else {
             throw KafkaError(.invalidConfiguration, "no partitions found for \(config.topics.joined(separator: ","))")
         }
-        let list = PartitionList.make(partitions.map { ($0, Int64(RD_KAFKA_OFFSET_BEGINNING)) })
+        let list = PartitionList.make(partitions.map { ($0, config.readsFrom ?? Int64(RD_KAFKA_OFFSET_BEGINNING)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let result = rd_kafka_assign(handle, list)
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {

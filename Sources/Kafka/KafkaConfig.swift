@@ -142,6 +142,13 @@ package struct ConsumerConfig: Sendable {
     /// the group (no rebalances, nothing committed): for a log every
     /// process reads whole.
     package var readsWholeTopics = false
+    /// With `readsWholeTopics`: the offset each partition is read from
+    /// instead of its beginning (one message of a log looked up again).
+    package var readsFrom: Int64?
+    /// Messages fetched ahead and held in memory, at most (librdkafka's
+    /// `queued.max.messages.kbytes`). A log read whole at start (photos)
+    /// would otherwise hold 32 MiB of it at once.
+    package var prefetchKilobytes = 32_768
 
     package init(
         kafka: KafkaConfig = KafkaConfig(),
@@ -176,7 +183,7 @@ package struct ConsumerConfig: Sendable {
             // Prefetched messages held in memory. librdkafka's default is 64 MiB;
             // measured on a 100,000-event backlog: 8 MiB applied 21,700 events/s,
             // 32 MiB 38,000, 64 MiB 36,600. 32 MiB keeps the notifier in budget.
-            ("queued.max.messages.kbytes", "32768"),
+            ("queued.max.messages.kbytes", String(prefetchKilobytes)),
             ("log_level", "6")
         ]
         if let instanceID { defaults.append(("group.instance.id", instanceID)) }

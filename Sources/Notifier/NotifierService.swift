@@ -31,7 +31,7 @@ package final class NotifierService: Sendable, GroupMember {
         self.config = config
         self.logger = logger
         let roster =
-            try roster.map(LiveRoster.init)
+            try roster.map { LiveRoster($0, logger: logger.with(["part": "roster"])) }
             ?? Startup.liveRoster(from: config.rosterDirectory, web: config.web, clock: config.clock, logger: logger, metrics: metrics)
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "read every inbox", logger: logger)
@@ -45,6 +45,11 @@ package final class NotifierService: Sendable, GroupMember {
             cookieName: SessionCookie.notifier, publicURL: publicURL, settings: config.web, rosters: roster, kafka: config.kafka,
             producer: producer, clock: config.clock, logger: logger)
         let sessions = policy.sessions
+        let rosterLog = RosterLog(
+            topic: config.topics.roster, kafka: config.kafka, producer: producer, roster: roster, clock: config.clock,
+            logger: logger.with(["part": "roster-log"]))
+        let photoLog = try PhotoLog(
+            topic: config.topics.photos, kafka: config.kafka, producer: producer, logger: logger.with(["part": "photo-log"]))
         dispatcher = Dispatcher(
             config: config.delivery,
             channels: try config.delivery.channels(store: store, sessions: sessions, metrics: metrics, logger: logger), roster: roster,
@@ -63,6 +68,7 @@ package final class NotifierService: Sendable, GroupMember {
             // acknowledged meanwhile are not in its lists yet.
             if materializer.memberID == nil { return (false, "not yet a member of consumer group \(groupID)") }
             if !sessions.log.caughtUp { return (false, "reading the session log") }
+            if !rosterLog.caughtUp { return (false, "reading the roster log") }
             // A hung store must not hang the probe: it answers within a second.
             switch await store.executor.run(within: .seconds(1), clock: timer, { Result { () throws(StoreError) in try store.ping() } }) {
             case nil: return (false, "the store does not answer within 1 s")
@@ -83,7 +89,8 @@ package final class NotifierService: Sendable, GroupMember {
         let accessLog = AccessLog(
             producer: producer, topic: config.topics.access, metrics: metrics, logger: logger.with(["part": "access-log"]),
             clock: config.timer, now: config.clock)
-        let photos = StudentPhotos(rosterDirectory: roster.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
+        let photos = StudentPhotos(
+            rosterDirectory: roster.directory, uploads: photoLog.directory, accessLog: accessLog, logger: logger.with(["part": "photos"]))
         NotifierHandlers(
             store: store, runner: runner, photos: photos, accessLog: accessLog, retention: config.retention, push: config.delivery.vapid,
             pushOverHTTP: config.delivery.pushOverHTTP, quietHours: config.delivery.quietHours, clock: config.clock, logger: logger
@@ -117,7 +124,9 @@ package final class NotifierService: Sendable, GroupMember {
         }
         notices = RuleNotices(roster: roster, store: store, dispatcher: dispatcher, clock: config.clock, metrics: metrics, logger: logger)
         parts = NotifierService.parts(
-            config: config, producer: producer, accessLog: accessLog, sessions: sessions, materializer: materializer, server: server,
+            config: config, producer: producer, accessLog: accessLog, sessions: sessions, rosterLog: rosterLog, photoLog: photoLog,
+            materializer: materializer,
+            server: server,
             errands: errands, roster: roster,
             dispatcher: dispatcher,
             notices: notices,
@@ -186,7 +195,8 @@ package final class NotifierService: Sendable, GroupMember {
 
     /// The long-lived parts, in the order they start.
     private static func parts(
-        config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, materializer: Materializer,
+        config: NotifierConfig, producer: Producer, accessLog: AccessLog, sessions: Sessions, rosterLog: RosterLog, photoLog: PhotoLog,
+        materializer: Materializer,
         server: HTTPServer, errands: Errands,
         roster: LiveRoster, dispatcher: Dispatcher, notices: RuleNotices, schedule: Part?, logger: Logger
     ) -> Parts {
@@ -194,7 +204,7 @@ package final class NotifierService: Sendable, GroupMember {
             [
                 [.producer(producer, timeout: .seconds(10))],
                 [accessLog.part],
-                [sessions.log.part],
+                [sessions.log.part, rosterLog.part, photoLog.part],
                 // Stopped once no request can start one.
                 [errands.part(within: config.drainPeriod, clock: config.timer)],
                 [

@@ -204,7 +204,13 @@ package final class SessionLog: Sendable {
             wokenBy:
                 "its own turn while it reads (each waits in a poll of 100 ms, then rings `wentRound` for waiters `until` a condition); a broker not reachable yet: the period"
         ) { [self] in turn(reader, bell: bell) }
-        return loop.part { reader.withLock { $0.consumer?.close() } }
+        // Closed and let go: its handle (and librdkafka's threads) end with it.
+        return loop.part {
+            reader.withLock { reader in
+                reader.consumer?.close()
+                reader.consumer = nil
+            }
+        }
     }
 
     /// Publishes `record`; returns once the broker acknowledged it and this
@@ -299,23 +305,10 @@ package final class SessionLog: Sendable {
     /// and where the log starts and ends noted; nil (logged) when the broker
     /// cannot be reached yet.
     private func connect() -> Consumer? {
-        let specs = [TopicSpec(name: topic, partitions: 1, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)])]
         do {
-            var config = ConsumerConfig(
-                kafka: kafka, groupID: "guidance-sessions-\(RandomID.uuid())", topics: [topic], clientID: "guidance-sessions")
-            config.readsWholeTopics = true
-            let reader: Consumer
-            do {
-                reader = try Consumer(config: config, logger: logger)
-            } catch {
-                // Missing: created with its retention (a cluster that will
-                // not create topics, the mock, has it made beforehand).
-                try Admin(config: kafka, logger: logger).ensureTopics(specs, timeout: .seconds(5))
-                reader = try Consumer(config: config, logger: logger)
-            }
-            // One client: the consumer itself asks where the log starts
-            // (retention deletes what no longer matters) and ends.
-            let (start, end) = try reader.watermarks(of: TopicPartition(topic: topic, partition: 0))
+            // Retention deletes what no longer matters: the log starts where it still has records.
+            let (reader, start, end) = try WholeLog.open(
+                topic, kafka: kafka, configs: ["retention.ms": String((lifetime + .seconds(86_400)).milliseconds)], logger: logger)
             state.withLock { state in
                 state.position = max(state.position, start)
                 state.startEnd = end

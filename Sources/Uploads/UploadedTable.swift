@@ -19,7 +19,7 @@ package enum UploadedTable {
 
     /// CSV bytes as text: UTF-8 (a byte-order mark dropped), else CP949,
     /// which covers EUC-KR.
-    static func csvText(_ data: [UInt8]) throws(UploadError) -> String {
+    package static func csvText(_ data: [UInt8]) throws(UploadError) -> String {
         let body = data.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(data.dropFirst(3)) : data
         if let text = String(validating: body, as: UTF8.self) { return text }
         guard let text = convert(body, from: "CP949") else {

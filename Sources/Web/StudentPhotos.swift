@@ -6,8 +6,9 @@ import HTTP
 import Images
 import Synchronization
 
-/// Students' photos, from `ROSTER_DIR/photos/<schoolId>/<studentId>.jpg` (or
-/// `.png`, `.webp`): a student id is unique within its school only, so a
+/// Students' photos: those the school uploaded (관리 → 명부, kept in the
+/// photo log and written by it to a folder of this process), else
+/// `ROSTER_DIR/photos/<schoolId>/<studentId>.jpg` (or `.png`, `.webp`): a student id is unique within its school only, so a
 /// photo is found by both (a second school's `s10101` is another child). They are personal data of minors: served only to a signed-in
 /// teacher of the school who may see the student (gate and admin teachers
 /// any, a homeroom teacher their class, a volunteer-duty teacher their
@@ -21,6 +22,9 @@ import Synchronization
 package struct StudentPhotos: Sendable {
     /// The photos folder; nil when the roster was given whole (tests).
     let directory: String?
+    /// The folder the photo log writes the schools' uploaded photos to
+    /// (`PhotoLog`), looked in first; nil without one.
+    let uploads: String?
     /// Every photo served is recorded.
     let accessLog: AccessLog?
     let smaller = Smaller()
@@ -31,11 +35,12 @@ package struct StudentPhotos: Sendable {
     static let maxBytes = 2 * 1024 * 1024
 
     /// The size served: the face check's portrait (3:4) at 2× its CSS pixels.
-    static let shown = (width: 300, height: 400)
-    static let quality = 70
+    package static let shown = (width: 300, height: 400)
+    package static let quality = 70
 
-    package init(rosterDirectory: String?, accessLog: AccessLog? = nil, logger: Logger) {
+    package init(rosterDirectory: String?, uploads: String? = nil, accessLog: AccessLog? = nil, logger: Logger) {
         directory = rosterDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("photos").path }
+        self.uploads = uploads
         self.accessLog = accessLog
         self.logger = logger
         warnOfUnscopedPhotos()
@@ -74,14 +79,14 @@ package struct StudentPhotos: Sendable {
     /// The student's photo file, its media type and what `lstat` says of
     /// it, if the school's folder has one.
     func file(for student: Student) -> (path: String, type: String, info: stat)? {
-        // Roster ids hold no '/'; control characters would cut a C path short.
-        func plain(_ name: String) -> Bool {
-            !name.isEmpty && !name.hasPrefix(".") && !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "/" })
-        }
-        guard let directory, plain(student.schoolID), plain(student.id) else { return nil }
+        guard student.schoolID.isPlainFileName, student.id.isPlainFileName else { return nil }
+        // The school's uploads first (already the size served), then the roster folder's.
+        let uploaded = uploads.map { $0 + "/" + student.schoolID + "/" + student.id + ".jpg" }
+        var info = stat()
+        if let uploaded, lstat(uploaded, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (uploaded, "image/jpeg", info) }
+        guard let directory else { return nil }
         for (suffix, type) in StudentPhotos.types {
             let path = directory + "/" + student.schoolID + "/" + student.id + "." + suffix
-            var info = stat()
             // A regular file of the folder only: lstat does not follow a link.
             if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (path, type, info) }
         }

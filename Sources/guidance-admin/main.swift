@@ -4,9 +4,11 @@ import Crypto
 import DeadLetters
 import Foundation
 import Guidance
+import Ingest
 import Kafka
 import Sessions
 import Store
+import Uploads
 
 /// Operator commands:
 ///
@@ -18,6 +20,15 @@ import Store
 ///     guidance-admin purge [--dry-run]         removes now what is past RETENTION_DAYS / ACCESS_LOG_DAYS
 ///                                              (what the notifier does daily), and says what went
 ///     guidance-admin vapid                     prints a new VAPID key pair for Web Push (VAPID_PRIVATE_KEY)
+///     guidance-admin roster students SCHOOL_ID FILE [--apply]
+///                                              what a school's students file (CSV or XLSX, as 관리 → 명부 takes
+///                                              it) changes; with --apply, the school's next roster version
+///     guidance-admin roster teachers SCHOOL_ID FILE [--apply]
+///     guidance-admin roster photos SCHOOL_ID ZIP [--apply]
+///                                              the same for its teachers, and for a ZIP of photos named by 학번 or id
+///     guidance-admin roster table SCHOOL_ID reasons|calendar|service-slots|rules FILE [--apply]
+///                                              the same for one of the school's tables (관리 → 명부 → 학교 설정):
+///                                              the file as the roster file's rows, school_id optional
 ///
 /// Token commands change the roster folder (`ROSTER_DIR`); running services
 /// pick the change up within seconds (or at once on SIGHUP). The replay reads `KAFKA_BOOTSTRAP_SERVERS` and `KAFKA_*` as the services do.
@@ -28,6 +39,10 @@ let usage = """
            guidance-admin dlq replay [--dry-run] [--reason TEXT] [--partition N] [--from OFFSET] [--to OFFSET]
            guidance-admin purge [--dry-run]
            guidance-admin vapid
+           guidance-admin roster students SCHOOL_ID FILE [--apply]
+           guidance-admin roster teachers SCHOOL_ID FILE [--apply]
+           guidance-admin roster photos SCHOOL_ID ZIP [--apply]
+           guidance-admin roster table SCHOOL_ID reasons|calendar|service-slots|rules FILE [--apply]
     (ROSTER_DIR names the roster folder, default examples/roster; KAFKA_BOOTSTRAP_SERVERS the brokers)
     """
 
@@ -52,6 +67,10 @@ if arguments == ["vapid"] {
     print("VAPID_PRIVATE_KEY=\(RandomID.base64url(key.privateKey ?? []))")
     print("# the public key browsers subscribe with (the notifier gives it to the app itself):")
     print("# \(RandomID.base64url(key.publicKey))")
+    exit(0)
+}
+if arguments.first == "roster" {
+    await roster(Array(arguments.dropFirst()))
     exit(0)
 }
 if arguments.first == "session" {
@@ -216,6 +235,106 @@ func purge(_ arguments: [String]) {
                 "in \(report.batches) batches, the longest holding the store's writer \(Int(report.longestBatchMilliseconds.rounded(.up))) ms"
             )
         }
+    } catch {
+        fail("\(error)")
+    }
+}
+
+/// `roster students|teachers|photos SCHOOL_ID FILE [--apply]` and `roster
+/// table SCHOOL_ID TABLE FILE [--apply]`: what 관리 → 명부 does, for an
+/// operator and any school: the file read against the school's roster as
+/// the services serve it (the folder with the roster log's versions), the
+/// change printed by student or teacher id and seat (no names) or by row,
+/// and with `--apply` published as the school's next version (photos: to
+/// the photo log).
+func roster(_ arguments: [String]) async {
+    let table = arguments.first == "table" && arguments.count >= 4 ? SchoolTable(slug: arguments[2]) : nil
+    let operands = ["students", "teachers", "photos"].contains(arguments.first ?? "") ? 3 : table != nil ? 4 : 0
+    guard operands > 0, arguments.count == operands || (arguments.count == operands + 1 && arguments.last == "--apply") else {
+        fail(usage)
+    }
+    let (school, path, apply) = (arguments[1], arguments[operands - 1], arguments.count > operands)
+    let environment = Environment()
+    let directory = environment["ROSTER_DIR"] ?? "examples/roster"
+    let logger = Logger(component: "guidance-admin", level: .warning)
+    do {
+        let roster = LiveRoster(
+            directory: directory, roster: try Roster.load(from: directory), clock: Timestamp.now, logger: logger, metrics: Metrics())
+        guard roster.current.school(school) != nil else { fail("no school '\(school)' in \(directory)/schools.csv") }
+        guard let bytes = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+        let kafka = try KafkaConfig.fromEnvironment(environment)
+        let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: logger)
+        let log = RosterLog(topic: Topics().roster, kafka: kafka, producer: producer, roster: roster, logger: logger)
+        let photoLog =
+            arguments[0] == "photos" ? try PhotoLog(topic: Topics().photos, kafka: kafka, producer: producer, logger: logger) : nil
+        let parts = Parts([[log.part] + (photoLog.map { [$0.part] } ?? [])], logger: logger)
+        try await parts.start()
+        guard await log.readToEnd(atMost: .seconds(30)) else { fail("the roster log was not read within 30 s: is Kafka reachable?") }
+        let basedOn = log.latest(of: school)
+        let current = roster.current
+        // A 진급 version may wait for its day: the next is based on the newest.
+        let state = "version \(roster.version(of: school)) in service, \(basedOn) the newest"
+        var made: RosterVersion?
+        if let photoLog {
+            let upload = try RosterHandlers.photos(in: Array(bytes), school: school, roster: current)
+            print("\(school): \(upload.matched.count) photos of its students in the ZIP")
+            for item in upload.matched { print("  photo    \(item.file) -> \(item.student.id)") }
+            for item in upload.refused { print("  refused  \(item.file): \(item.reason)") }
+            if apply {
+                guard !upload.matched.isEmpty else { fail("no photo matches a student; nothing applied") }
+                try await photoLog.publish(upload.matched.map { PhotoLog.Photo(schoolId: school, studentId: $0.student.id, jpeg: $0.jpeg) })
+                print("applied: every replica of both services serves the \(upload.matched.count) photos within a second")
+            }
+        } else if arguments[0] == "teachers" {
+            let upload = try TeachersUpload.read(
+                UploadedTable.rows(of: Array(bytes), file: path), school: school, current: current, uploader: nil)
+            let duty = { (teacher: Teacher) in
+                "\(teacher.id) \(teacher.roleText) \(teacher.grade.map(String.init) ?? "-")-\(teacher.classNumber.map(String.init) ?? "-")"
+            }
+            print("\(school): \(state); the file lists \(upload.teachers.count) teachers")
+            for teacher in upload.added { print("  new      \(duty(teacher))") }
+            for teacher in upload.left { print("  left     \(duty(teacher))") }
+            for change in upload.changed { print("  changed  \(duty(change.before)) -> \(change.after.roleText)") }
+            for refused in upload.refused { print("  refused  line \(refused.line): \(refused.reason)") }
+            if let problem = upload.problem { print("  problem  \(problem)") }
+            if apply && (!upload.refused.isEmpty || upload.problem != nil) { fail("the file cannot apply; nothing applied") }
+            made = RosterVersion(
+                schoolId: school, version: basedOn + 1, students: nil, teachers: upload.teachers,
+                madeBy: "guidance-admin", madeAt: Timestamp.format(Timestamp.now()))
+        } else if let table {
+            let text = try UploadedTable.csvText(Array(bytes))
+            let change = try current.tableChange(table, of: school, text: text)
+            print("\(school): \(state); the file's \(table.rawValue) has \(change.rows.count) rows")
+            for row in change.added { print("  added    \(row.joined(separator: ","))") }
+            for row in change.removed { print("  removed  \(row.joined(separator: ","))") }
+            made = RosterVersion(
+                schoolId: school, version: basedOn + 1, students: nil, tables: [table: text], madeBy: "guidance-admin",
+                madeAt: Timestamp.format(Timestamp.now()))
+        } else {
+            let upload = try StudentsUpload.read(UploadedTable.rows(of: Array(bytes), file: path), school: school, current: current)
+            let seat = { (student: Student) in "\(student.id) \(student.grade)-\(student.classNumber)-\(student.number)" }
+            print("\(school): \(state); the file seats \(upload.students.count) students")
+            for student in upload.added { print("  new      \(seat(student))") }
+            for student in upload.left { print("  left     \(seat(student))") }
+            for change in upload.moved {
+                print("  moved    \(seat(change.before)) -> \(change.after.grade)-\(change.after.classNumber)-\(change.after.number)")
+            }
+            for change in upload.renamed { print("  renamed  \(seat(change.after))") }
+            for refused in upload.refused { print("  refused  line \(refused.line): \(refused.reason)") }
+            if apply && !upload.refused.isEmpty { fail("\(upload.refused.count) rows are refused; nothing applied") }
+            made = RosterVersion(
+                schoolId: school, version: basedOn + 1, students: upload.students, madeBy: "guidance-admin",
+                madeAt: Timestamp.format(Timestamp.now()))
+        }
+        if let made, apply {
+            let entry = try await log.publish(made)
+            print("applied as version \(entry.version): every replica of both services serves it within a second")
+        } else if !apply {
+            print("nothing applied (add --apply" + (made == nil ? ")" : " to make it version \(basedOn + 1))"))
+        }
+        await parts.stop()
+        // Closing waits for the polling thread: on the broker's threads.
+        _ = try? await BlockingExecutor.broker.run { producer.close() }
     } catch {
         fail("\(error)")
     }

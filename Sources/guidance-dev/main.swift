@@ -65,6 +65,8 @@ do {
     }
     // The mock cluster does not create topics on request: the session log's too.
     try cluster.createTopic(try WebSettings.fromEnvironment(environment).topic, partitions: 1)
+    try cluster.createTopic(Topics().roster, partitions: 1)
+    try cluster.createTopic(Topics().photos, partitions: 1)
     let bootstrap = cluster.bootstrapServers
     if let path = options.bootstrapFile {
         // Write then rename, so a reader never sees half a line.

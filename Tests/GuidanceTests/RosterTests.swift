@@ -169,6 +169,27 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(crossed(seven, by: rule), [["g0", "g1", "g2"], ["g3", "g4", "g5"]], "again after 3 more, not at the 4th")
     }
 
+    /// A new school year (진급 served on 2027-03-02) starts the window again,
+    /// unless the rule says `across_years`.
+    func testARulesWindowStartsAgainWithANewSchoolYear() throws {
+        var rule = SchoolRule(schoolID: "sa", reason: nil, count: 2, days: 7, notify: [.admin], label: "x")
+        rule.yearStarts = [try XCTUnwrap(Timestamp.civilDay("2027-03-02"))]
+        let records = ["2027-02-26", "2027-03-02", "2027-03-03"].enumerated().map {
+            SchoolRule.Counted(guidanceId: "g\($0.offset)", date: $0.element, reasonCode: "noShoes")
+        }
+        XCTAssertEqual(rule.crossings(of: records).map { $0.map(\.guidanceId) }, [["g1", "g2"]], "February's is last year's")
+        rule.acrossYears = true
+        XCTAssertEqual(rule.crossings(of: records).map { $0.map(\.guidanceId) }, [["g0", "g1"]])
+        // As rules.csv says it, and as the app's table writes it back.
+        let roster = try Roster.parse(
+            schools: "school_id,name,timezone,digest_time\nsa,A,Asia/Seoul,08:50\n",
+            students: "school_id,student_id,grade,class,number,name,photo_url\n",
+            teachers: "school_id,teacher_id,name,email,role,grade,class\n",
+            rules: "school_id,reason,count,days,notify,label,across_years\nsa,*,2,7,admin,x,true\n")
+        XCTAssertEqual(roster.rules["sa"]?.first?.acrossYears, true)
+        XCTAssertTrue(roster.table(.rules, of: "sa").hasSuffix("*,2,7,admin,x,false,true\n"))
+    }
+
     func testMissingColumnNamesFileAndColumn() {
         let students = "school_id,student_id,grade,number,name,photo_url\nsa,s1,1,3,Kim,\n"
         assertRejected(students: students, "students.csv:1: missing column 'class'")
@@ -267,14 +288,15 @@ final class RosterTests: XCTestCase {
         let none = "school_id,student_id,grade,class,number,name,photo_url\n"
         assertRejected(
             students: none, teachers: header + "sa,t1,Kim,,homeroom+janitor,1,2\n",
-            "teachers.csv:2: role 'janitor' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)"
+            "teachers.csv:2: role 'janitor' is not one of homeroom (담임), volunteer_duty (봉사), gate (교문), admin (관리); several are joined by +, e.g. homeroom+gate"
         )
         assertRejected(students: none, teachers: header + "sa,t1,Kim,,gate+gate,,\n", "teachers.csv:2: role 'gate' is given twice")
         assertRejected(
             students: none, teachers: header + "sa,t1,Kim,,gate+homeroom,1,\n", "teachers.csv:2: a homeroom teacher needs grade and class")
         assertRejected(
             students: none, teachers: header + "sa,t1,Kim,,gate+,,\n",
-            "teachers.csv:2: role '' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
+            "teachers.csv:2: role '' is not one of homeroom (담임), volunteer_duty (봉사), gate (교문), admin (관리); several are joined by +, e.g. homeroom+gate"
+        )
     }
 
     func testTokensAuthenticateByDigestAndNameTheirTeacher() throws {

@@ -50,6 +50,8 @@ final class IngestServiceTests: XCTestCase {
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         // The session log's topic: the mock cluster does not create topics on request.
         try cluster.createTopic("guidance.sessions", partitions: 1)
+        try cluster.createTopic(topics.roster, partitions: 1)
+        try cluster.createTopic(topics.photos, partitions: 1)
         let roster = try Roster.parse(
             schools: Self.schools, students: Self.students, teachers: Self.teachers,
             tokens: authentication ? Self.tokens : nil)

@@ -24,6 +24,8 @@ final class RosterReloadTests: XCTestCase {
         let topics = Topics(prefix: "r\(UUID().uuidString.prefix(6)).")
         for topic in topics.all { try cluster.createTopic(topic, partitions: 1) }
         try cluster.createTopic("guidance.sessions", partitions: 1)
+        try cluster.createTopic(topics.roster, partitions: 1)
+        try cluster.createTopic(topics.photos, partitions: 1)
         var config = IngestConfig(
             http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: directory.path,
             producer: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers)), topics: topics, partitions: 1)

@@ -125,6 +125,8 @@ final class NotifierHarness: @unchecked Sendable {
         self.web = web
         for topic in topics.all { try cluster.createTopic(topic, partitions: 4) }
         try cluster.createTopic(web.topic, partitions: 1)
+        try cluster.createTopic(topics.roster, partitions: 1)
+        try cluster.createTopic(topics.photos, partitions: 1)
         roster = try Roster.parse(
             schools: schools ?? Self.schools, students: Self.students, teachers: Self.teachers,
             tokens: authentication ? Self.tokens() : nil, reasons: reasons, webhooks: webhooks, rules: rules, calendar: calendar,

@@ -1,6 +1,8 @@
 import Common
+import Crypto
 import Foundation
 import Guidance
+import TestSupport
 import Uploads
 import XCTest
 
@@ -21,7 +23,7 @@ final class UploadsTests: XCTestCase {
         """
 
     func testKoreanExcelsCSVInCP949WithATitleAboveTheHeaderIsReadAndPreviewed() throws {
-        let csv = try make(
+        let csv = try pythonMade(
             """
             rows = ["2027학년도 학생 명부,,,", "학년,반,번호,성명", "1,1,1,김민준", "1,2,5,이서연", "1,1,3,박지후", "1,1,9,강하준", "1,일,4,오류"]
             out.write(("\\r\\n".join(rows) + "\\r\\n").encode("cp949"))
@@ -48,7 +50,7 @@ final class UploadsTests: XCTestCase {
     }
 
     func testAnXLSXMadeByOpenpyxlWithIdsNumbersAndEmptyCellsIsRead() throws {
-        let xlsx = try make(
+        let xlsx = try pythonMade(
             """
             import openpyxl
             book = openpyxl.Workbook()
@@ -99,7 +101,7 @@ final class UploadsTests: XCTestCase {
     }
 
     func testAZIPIsReadWithinItsLimitsAndWhatIsNoZIPIsSaidSo() throws {
-        let zip = try make(
+        let zip = try pythonMade(
             """
             import zipfile, io
             with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
@@ -119,7 +121,7 @@ final class UploadsTests: XCTestCase {
         }
         XCTAssertThrowsError(try ZipArchive.entries(of: Array("not a zip".utf8)))
         // Korean Windows's own "compressed folder": CP949 names, no UTF-8 flag.
-        let windows = try make(
+        let windows = try pythonMade(
             """
             import zipfile, io
             buffer = io.BytesIO()
@@ -134,7 +136,7 @@ final class UploadsTests: XCTestCase {
 
     func testHostileUploadsAreRefusedOrReadAsNamesOnly() throws {
         // A billion laughs in the shared strings: libxml2 refuses the expansion at once.
-        let bomb = try make(
+        let bomb = try pythonMade(
             """
             import openpyxl, zipfile, io
             buffer = io.BytesIO()
@@ -154,7 +156,7 @@ final class UploadsTests: XCTestCase {
             XCTAssertEqual((error as? UploadError)?.reason.hasPrefix("the workbook's XML cannot be read"), true, "\(error)")
         }
         // '../' and absolute names are names, never paths: nothing is written anywhere.
-        let names = try make(
+        let names = try pythonMade(
             """
             import zipfile
             with zipfile.ZipFile(out, "w") as z:
@@ -170,25 +172,81 @@ final class UploadsTests: XCTestCase {
         let roster = try Roster.parse(schools: Self.schools, students: Self.students, teachers: Self.teachers)
         XCTAssertThrowsError(try StudentsUpload.read(try UploadedTable.rows(of: [], file: "empty.csv"), school: "sa", current: roster))
     }
-
-    /// The bytes a Python script writes to `out`, a binary file.
-    private func make(_ script: String) throws -> [UInt8] {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", "import sys\nout = open(sys.argv[1], 'wb')\n" + script + "\nout.close()", path]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "python3 (and python3-openpyxl, scripts/setup) made the file")
-        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-    }
 }
 
 /// A school's applied students as the roster carries them: written and read
 /// back whole, refused when broken, and served in place of that school's
 /// students only (the other school's same ids untouched).
 final class RosterVersionTests: XCTestCase {
+    func testATeachersVersionReplacesTheSchoolsTeachersTheirTokensAndSignIns() throws {
+        let teachers =
+            "school_id,teacher_id,name,email,role,grade,class\nsa,g1,Lee,g1@a.example,gate,,\nsa,a1,Kim,a1@a.example,admin,,\nsb,b1,Park,b1@b.example,admin,,\n"
+        let tokens =
+            "token_sha256,teacher_id\n"
+            + ["g1", "a1", "b1"].map { "\(SHA256.hex(SHA256.hash(utf8: "tok-\($0)"))),\($0)" }.joined(separator: "\n")
+        let roster = try Roster.parse(schools: UploadsTests.schools, students: UploadsTests.students, teachers: teachers, tokens: tokens)
+        let rows = try UploadedTable.rows(
+            of: Array("성명,이메일,역할,학년,반\nKim,a1@a.example,관리,,\n최,choi@a.example,담임+교문,1,1\n".utf8), file: "t.csv")
+        let upload = try TeachersUpload.read(rows, school: "sa", current: roster, uploader: "a1")
+        XCTAssertNil(upload.problem)
+        XCTAssertEqual(upload.left.map(\.id), ["g1"])
+        XCTAssertEqual(upload.added.map(\.roles), [[.homeroom, .gate]])
+        let version = RosterVersion(
+            schoolId: "sa", version: 1, students: roster.students(school: "sa"), teachers: upload.teachers, madeBy: "a1", madeAt: "x")
+        XCTAssertEqual(try RosterVersion(json: version.json), version, "teachers written and read back")
+        let applied = try roster.applying(version)
+        XCTAssertNil(applied.teacher(forToken: "tok-g1"), "a teacher who left signs in with no token")
+        XCTAssertEqual(applied.teacher(forToken: "tok-a1")?.id, "a1")
+        XCTAssertEqual(applied.teacher(forToken: "tok-b1")?.id, "b1", "another school's teachers are untouched")
+        XCTAssertEqual(applied.teachers(withEmail: "CHOI@a.example").map(\.name), ["최"])
+        XCTAssertTrue(applied.teachers(withEmail: "g1@a.example").isEmpty)
+        XCTAssertEqual(applied.knownTeacher("g1")?.schoolID, "sa", "what g1 recorded before still names a teacher of sa")
+        XCTAssertNil(applied.teachers["g1"])
+        XCTAssertEqual(applied.students(school: "sa").count, 4)
+        // An id of another school is refused by its row.
+        let foreign = try TeachersUpload.read(
+            try UploadedTable.rows(of: Array("teacher_id,name,role\na1,Kim,admin\nb1,Park,gate\n".utf8), file: "t.csv"), school: "sa",
+            current: roster, uploader: "a1")
+        XCTAssertEqual(foreign.refused.map(\.line), [3])
+    }
+
+    func testAVersionStaysOverTheFolderReadAgainAndItsLeaversStayKnown() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("versions-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func write(students: String) throws {
+            for (name, text) in [("schools.csv", UploadsTests.schools), ("students.csv", students), ("teachers.csv", UploadsTests.teachers)]
+            {
+                try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
+        }
+        try write(students: UploadsTests.students)
+        let live = LiveRoster(
+            directory: folder.path, roster: try Roster.load(from: folder.path), clock: { 0 }, logger: Logger(component: "test"),
+            metrics: Metrics())
+        let first = try RosterVersion(
+            json: Array(
+                #"{"schemaVersion":1,"schoolId":"sa","version":1,"madeBy":"t","madeAt":"x","students":[{"studentId":"s10102","grade":1,"class":2,"number":5,"name":"이서연"}]}"#
+                    .utf8))
+        XCTAssertTrue(live.apply([first]).isEmpty)
+        XCTAssertEqual(live.version(of: "sa"), 1)
+        // An older number, or the same again, changes nothing.
+        XCTAssertTrue(live.apply([RosterVersion(schoolId: "sa", version: 1, students: [], madeBy: "t", madeAt: "x")]).isEmpty)
+        XCTAssertEqual(live.current.students(school: "sa").map(\.id), ["s10102"])
+
+        // The folder changes another school: read again, sa's version stays over it.
+        try write(students: UploadsTests.students.replacingOccurrences(of: "정하늘", with: "정하람"))
+        XCTAssertTrue(live.reload(because: "test"))
+        XCTAssertEqual(live.current.student(school: "sb", id: "s10101")?.name, "정하람")
+        XCTAssertEqual(live.current.students(school: "sa").map(\.id), ["s10102"], "the version stays over the folder")
+        XCTAssertEqual(live.current.student(school: "sa", id: "s10102")?.classNumber, 2)
+        XCTAssertEqual(live.version(of: "sa"), 1)
+        // Those the version dropped are no student of the school's lists, but known by id to events recorded before it.
+        XCTAssertNil(live.current.student(school: "sa", id: "s10101"))
+        XCTAssertEqual(live.current.knownStudent(school: "sa", id: "s10101")?.number, 1)
+        XCTAssertNil(live.current.knownStudent(school: "sb", id: "s10102"), "a departed id is its school's only")
+    }
+
     func testAnUploadBecomesAVersionThatReplacesOnlyItsSchoolsStudents() throws {
         let roster = try Roster.parse(schools: UploadsTests.schools, students: UploadsTests.students, teachers: UploadsTests.teachers)
         let rows = try UploadedTable.rows(of: Array("학년,반,번호,성명\n1,1,1,김민준\n1,2,5,이서연\n2,1,1,강하준\n".utf8), file: "명부.csv")
@@ -213,6 +271,77 @@ final class RosterVersionTests: XCTestCase {
         XCTAssertEqual(applied.student(school: "sa", id: "s10101")?.name, "김민준")
         XCTAssertEqual(applied.studentCount, 4)
         XCTAssertEqual(roster.studentCount, 5, "the roster it was made from is unchanged")
+    }
+
+    /// A replica that starts reads every version at once; one that was
+    /// running applied them one at a time. Both serve the same roster: the
+    /// teachers and each table are the newest any version set, though the
+    /// newest version (a students upload) sets neither.
+    func testVersionsReadAtOnceServeWhatTheyServedOneAtATime() throws {
+        let calendar = "school_id,date,end_date,name\n*,2026-12-25,,성탄절\nsa,2027-01-02,2027-01-05,겨울방학\n"
+        let roster = try Roster.parse(
+            schools: UploadsTests.schools, students: UploadsTests.students,
+            teachers: UploadsTests.teachers + "sa,a1,Kim,a1@a.example,admin,,\n", calendar: calendar)
+        let students = roster.students(school: "sa")
+        let teachers = [
+            Teacher(schoolID: "sa", id: "a1", name: "Kim", email: "a1@a.example", roles: [.admin], grade: nil, classNumber: nil)
+        ]
+        let slots = "weekday,time,place,capacity\nwed,16:00,도서관,8\n"
+        let versions = [
+            RosterVersion(schoolId: "sa", version: 1, students: students, teachers: teachers, madeBy: "a1", madeAt: "x"),
+            RosterVersion(
+                schoolId: "sa", version: 2, students: students,
+                tables: [.serviceSlots: slots, .calendar: "date,end_date,name\n2027-03-01,,삼일절\n"],
+                madeBy: "a1", madeAt: "x"),
+            RosterVersion(schoolId: "sa", version: 3, students: Array(students.prefix(2)), madeBy: "a1", madeAt: "x")
+        ]
+        XCTAssertEqual(try RosterVersion(json: versions[1].json), versions[1], "tables written and read back")
+        let atOnce = try roster.applying(versions)
+        var oneByOne = roster
+        for version in versions { oneByOne = try oneByOne.applying(version) }
+        for served in [atOnce, oneByOne] {
+            XCTAssertEqual(served.teachers(of: "sa", role: .gate).map(\.id), [], "version 1's teachers: g1 left")
+            XCTAssertEqual(served.students(school: "sa").count, 2)
+            XCTAssertEqual(served.table(.serviceSlots, of: "sa"), slots)
+            XCTAssertEqual(served.school("sa")?.calendar.dayOff("2027-03-01"), "삼일절")
+            XCTAssertNil(served.school("sa")?.calendar.dayOff("2026-12-25"), "the school's calendar replaces the folder's rows, * too")
+            XCTAssertEqual(served.school("sb")?.calendar.dayOff("2026-12-25"), "성탄절", "another school keeps the folder's")
+        }
+        // The folder's calendar as the app shows it: a range is one row; read back, the same days.
+        XCTAssertEqual(roster.table(.calendar, of: "sa"), "date,end_date,name\n2026-12-25,,성탄절\n2027-01-02,2027-01-05,겨울방학\n")
+        let again = try roster.applying(
+            RosterVersion(
+                schoolId: "sa", version: 1, students: students, tables: [.calendar: roster.table(.calendar, of: "sa")], madeBy: "a1",
+                madeAt: "x"))
+        XCTAssertEqual(again.school("sa")?.calendar, roster.school("sa")?.calendar)
+        // A row naming another school is refused by its line, as the file's would be.
+        XCTAssertThrowsError(
+            try roster.applying(
+                RosterVersion(
+                    schoolId: "sa", version: 4, students: students,
+                    tables: [.serviceSlots: "school_id,weekday,time,place,capacity\nsb,mon,16:00,강당,5\n"],
+                    madeBy: "a1", madeAt: "x"))
+        ) { error in
+            XCTAssertEqual((error as? RosterError)?.line, 2)
+        }
+    }
+
+    /// A 진급 version's day stays with its school, and with its rules, when
+    /// the folder is read again under the versions.
+    func testANewYearsFirstDayStaysOverTheFolderReadAgain() throws {
+        let folder = try Roster.parse(
+            schools: UploadsTests.schools, students: UploadsTests.students, teachers: UploadsTests.teachers,
+            rules: "school_id,reason,count,days,notify,label\nsa,*,2,7,admin,x\n")
+        let students = folder.students(school: "sa")
+        let served = try folder.applying(
+            RosterVersion(schoolId: "sa", version: 1, students: students, effective: "2027-03-02", madeBy: "t", madeAt: "x"))
+        let day = try XCTUnwrap(Timestamp.civilDay("2027-03-02"))
+        XCTAssertEqual(served.school("sa")?.yearStarts, [day])
+        let reloaded = try folder.applying(
+            [RosterVersion(schoolId: "sa", version: 1, students: students, madeBy: "", madeAt: "")], departedFrom: served)
+        XCTAssertEqual(reloaded.school("sa")?.yearStarts, [day])
+        XCTAssertEqual(reloaded.rules["sa"]?.first?.yearStarts, [day], "the rule's window still starts on the new year")
+        XCTAssertEqual(reloaded.school("sb")?.yearStarts, [])
     }
 
     func testABrokenVersionIsRefusedNamingTheField() {

@@ -16,6 +16,17 @@ package struct JSONWriter {
         string(value)
     }
 
+    /// An array of strings.
+    package mutating func field(_ key: StaticString, _ values: [String]) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     /// `null` when absent.
     package mutating func field(_ key: StaticString, _ value: String?) {
         if let value {

@@ -21,6 +21,13 @@ extension StringProtocol {
 }
 
 extension String {
+    /// Whether the string can name a file in a folder as it is: not empty,
+    /// not hidden or `..`, no `/`, no control character (which would cut a
+    /// C path short). Roster ids used in photo paths are checked with it.
+    package var isPlainFileName: Bool {
+        !isEmpty && !hasPrefix(".") && !unicodeScalars.contains { $0.value < 0x20 || $0 == "/" }
+    }
+
     /// Whether any character is white space (Unicode's White_Space), looked
     /// up only for non-ASCII text.
     package var containsWhitespace: Bool {

@@ -35,6 +35,9 @@ package struct AccessRecord: Sendable, Equatable {
         case cases
         /// A case opened, its history and records (`target`: the student id).
         case caseFile = "case"
+        /// The school's students previewed from an upload or a version put in
+        /// service (`target`: `preview`, `version=N`, `version=N restores=M`).
+        case roster
     }
 
     package static let schemaVersion = 1

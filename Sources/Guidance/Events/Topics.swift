@@ -9,10 +9,15 @@ package struct Topics: Sendable, Equatable {
     package var deadLetters: String
     /// Who read which student data (`AccessRecord`), for the notifier to store.
     package var access: String
+    /// Schools' roster versions (`RosterVersion`), read whole by every replica; not in `all`: the roster log makes it.
+    package var roster: String
+    /// Schools' uploaded photos (`PhotoLog`), read whole by every replica; not in `all`.
+    package var photos: String
 
     package init(
         registered: String = "guidance.registered", deleted: String = "guidance.deleted", communityService: String = "guidance.service",
-        cases: String = "guidance.cases", deadLetters: String = "guidance.dlq", access: String = "guidance.access"
+        cases: String = "guidance.cases", deadLetters: String = "guidance.dlq", access: String = "guidance.access",
+        roster: String = "guidance.roster", photos: String = "guidance.photos"
     ) {
         self.registered = registered
         self.deleted = deleted
@@ -20,6 +25,8 @@ package struct Topics: Sendable, Equatable {
         self.cases = cases
         self.deadLetters = deadLetters
         self.access = access
+        self.roster = roster
+        self.photos = photos
     }
 
     /// Topics named with a prefix, so tests can share nothing.
@@ -27,7 +34,8 @@ package struct Topics: Sendable, Equatable {
         self.init(
             registered: prefix + "guidance.registered", deleted: prefix + "guidance.deleted", communityService: prefix + "guidance.service",
             cases: prefix + "guidance.cases", deadLetters: prefix + "guidance.dlq",
-            access: prefix + "guidance.access")
+            access: prefix + "guidance.access", roster: prefix + "guidance.roster",
+            photos: prefix + "guidance.photos")
     }
 
     package var all: [String] { events + [deadLetters, access] }

@@ -17,6 +17,13 @@ package struct CSV {
         }
     }
 
+    /// `value` as a field of a file this reads: quoted when it holds a
+    /// comma, quote or line break, a quote written twice.
+    package static func quoted(_ value: String) -> String {
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     private let file: String
     private var fields: [String] = []
     private var field: [UInt8] = []

@@ -90,21 +90,22 @@ extension Roster {
         if let file = try source("webhooks.csv") { webhooks = try readWebhooks(file, schools: schools) }
         var rules: [String: [SchoolRule]] = [:]
         if let file = try source("rules.csv") { rules = try readRules(file, schools: schools) }
+        let indexes = indexes(teachers)
         return Roster(
             schools: schools, students: students, teachers: teachers, tokens: tokens,
             authenticationEnabled: tokensFile != nil, grades: grades, webhooks: webhooks, rules: rules,
-            teachersBySchool: Dictionary(grouping: teachers.values, by: \.schoolID).mapValues { $0.sorted { $0.id < $1.id } },
-            teachersByEmail: Dictionary(grouping: teachers.values.filter { !$0.email.isEmpty }, by: { $0.email.lowercased() })
-                .mapValues { $0.sorted { $0.id < $1.id } },
+            teachersBySchool: indexes.bySchool, teachersByEmail: indexes.byEmail,
             tokenFingerprints: tokens.values.joined().reduce(into: [:]) {
                 $0[$1.teacher.id, default: []].insert(Roster.fingerprint($1.digest))
             })
     }
 
     /// `reasons.csv`: each school's own reasons, by school id.
-    private static func readReasons(_ file: CSVSource) throws(RosterError) -> [String: [Reason]] {
+    static func readReasons(_ file: CSVSource, fixed: [String: String] = [:]) throws(RosterError) -> [String: [Reason]] {
         var reasons: [String: [Reason]] = [:]
-        try Table.forEach(file: "reasons.csv", source: file, columns: ["school_id", "code", "label", "requires_detail"]) {
+        try Table.forEach(
+            file: "reasons.csv", source: file, columns: ["school_id", "code", "label", "requires_detail"], fixed: fixed
+        ) {
             (row) throws(RosterError) in
             let code = try row.nonEmpty("code")
             guard code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
@@ -116,7 +117,11 @@ extension Roster {
                 throw row.error(
                     "service_sessions '\(row["service_sessions"])' is not a whole number from 0 to \(Reason.maxServiceSessions)")
             }
-            reasons[try row.nonEmpty("school_id"), default: []].append(
+            let school = try row.nonEmpty("school_id")
+            guard !(reasons[school] ?? []).contains(where: { $0.code == code }) else {
+                throw row.error("school '\(school)' has a reason '\(code)' already")
+            }
+            reasons[school, default: []].append(
                 Reason(code: code, label: try row.nonEmpty("label"), requiresDetail: requires, serviceSessions: sessions))
         }
         return reasons
@@ -134,11 +139,6 @@ extension Roster {
             guard let zone = TimeZone(identifier: zoneName) else { throw row.error("unknown time zone '\(zoneName)'") }
             let time = try row.nonEmpty("digest_time")
             guard let minute = Roster.minuteOfDay(time) else { throw row.error("digest_time '\(time)' is not HH:MM") }
-            var catalogue = Reason.defaults
-            for reason in reasons[id] ?? [] {
-                catalogue.removeAll { $0.code == reason.code }
-                catalogue.append(reason)
-            }
             let dueDays = row["service_due_days"].isEmpty ? nil : Int(row["service_due_days"]) ?? 0
             if let dueDays, !CommunityServicePolicy.dueDaysRange.contains(dueDays) {
                 throw row.error(
@@ -146,8 +146,8 @@ extension Roster {
                 )
             }
             var school = School(
-                id: id, name: try row.nonEmpty("name"), timeZone: zone, digestMinute: minute,
-                reasons: Dictionary(uniqueKeysWithValues: catalogue.map { ($0.code, $0) }), reasonOrder: catalogue.map(\.code))
+                id: id, name: try row.nonEmpty("name"), timeZone: zone, digestMinute: minute, reasons: [:], reasonOrder: []
+            ).with(ownReasons: reasons[id] ?? [])
             school.service.dueDays = dueDays
             schools[id] = school
         }
@@ -212,27 +212,7 @@ extension Roster {
             guard schools[school] != nil else { throw row.error("unknown school '\(school)'") }
             let id = try row.identifier("teacher_id")
             guard teachers[id] == nil else { throw row.error("teacher '\(id)' is listed twice") }
-            let roleNames = try row.nonEmpty("role").split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
-            var roles: Set<Teacher.Role> = []
-            for name in roleNames {
-                guard let role = Teacher.Role(rawValue: name) else {
-                    throw row.error(
-                        "role '\(name)' is not one of homeroom, volunteer_duty, gate, admin (several are joined by +, e.g. homeroom+gate)")
-                }
-                guard roles.insert(role).inserted else { throw row.error("role '\(name)' is given twice") }
-            }
-            let grade = try row.optionalPositive("grade")
-            let classNumber = try row.optionalPositive("class")
-            if roles.contains(.homeroom) && (grade == nil || classNumber == nil) {
-                throw row.error("a homeroom teacher needs grade and class")
-            }
-            if roles.contains(.volunteerDuty) && grade == nil {
-                throw row.error("a volunteer_duty teacher needs a grade")
-            }
-            let graded = roles.contains(.homeroom) || roles.contains(.volunteerDuty)
-            teachers[id] = Teacher(
-                schoolID: school, id: id, name: try row.nonEmpty("name"), email: row["email"], roles: roles,
-                grade: graded ? grade : nil, classNumber: roles.contains(.homeroom) ? classNumber : nil)
+            teachers[id] = try row.teacher(school: school, id: id)
         }
         return teachers
     }
@@ -279,9 +259,13 @@ extension Roster {
     }
 
     /// `rules.csv`: each school's rules that flag repeats, in file order.
-    private static func readRules(_ file: CSVSource, schools: [String: School]) throws(RosterError) -> [String: [SchoolRule]] {
+    static func readRules(_ file: CSVSource, schools: [String: School], fixed: [String: String] = [:]) throws(RosterError) -> [String:
+        [SchoolRule]]
+    {
         var rules: [String: [SchoolRule]] = [:]
-        try Table.forEach(file: "rules.csv", source: file, columns: ["school_id", "reason", "count", "days", "notify", "label"]) {
+        try Table.forEach(
+            file: "rules.csv", source: file, columns: ["school_id", "reason", "count", "days", "notify", "label"], fixed: fixed
+        ) {
             (row) throws(RosterError) in
             let schoolID = try row.identifier("school_id")
             guard let school = schools[schoolID] else { throw row.error("unknown school '\(schoolID)'") }
@@ -306,9 +290,11 @@ extension Roster {
                 }
                 guard notify.insert(role).inserted else { throw row.error("notify '\(name)' is given twice") }
             }
-            let rule = SchoolRule(
+            var rule = SchoolRule(
                 schoolID: schoolID, reason: reason == "*" ? nil : reason, count: count, days: days, notify: notify,
                 label: try row.nonEmpty("label"), urgent: try row.bool("urgent"))
+            rule.acrossYears = try row.bool("across_years")
+            rule.yearStarts = school.yearStarts
             guard !(rules[schoolID] ?? []).contains(where: { $0.key == rule.key }) else {
                 throw row.error("school '\(schoolID)' has a rule for \(reason) \(count) in \(days) days already")
             }
@@ -319,8 +305,8 @@ extension Roster {
 
     /// `calendar.csv`: each school's holidays and vacations, `*` for every
     /// school; `end_date` empty for one day, else the last day off.
-    private static func readCalendar(_ file: CSVSource, into schools: inout [String: School]) throws(RosterError) {
-        try Table.forEach(file: "calendar.csv", source: file, columns: ["school_id", "date", "end_date", "name"]) {
+    static func readCalendar(_ file: CSVSource, into schools: inout [String: School], fixed: [String: String] = [:]) throws(RosterError) {
+        try Table.forEach(file: "calendar.csv", source: file, columns: ["school_id", "date", "end_date", "name"], fixed: fixed) {
             (row) throws(RosterError) in
             let schoolID = try row.nonEmpty("school_id")
             guard schoolID == "*" || schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)' (* for every school)") }
@@ -343,8 +329,12 @@ extension Roster {
     }
 
     /// `service_slots.csv`: when and where each school's 교내봉사 is served.
-    private static func readServiceSlots(_ file: CSVSource, into schools: inout [String: School]) throws(RosterError) {
-        try Table.forEach(file: "service_slots.csv", source: file, columns: ["school_id", "weekday", "time", "place", "capacity"]) {
+    static func readServiceSlots(_ file: CSVSource, into schools: inout [String: School], fixed: [String: String] = [:])
+        throws(RosterError)
+    {
+        try Table.forEach(
+            file: "service_slots.csv", source: file, columns: ["school_id", "weekday", "time", "place", "capacity"], fixed: fixed
+        ) {
             (row) throws(RosterError) in
             let schoolID = try row.nonEmpty("school_id")
             guard schools[schoolID] != nil else { throw row.error("unknown school '\(schoolID)'") }
@@ -391,9 +381,12 @@ enum Table {
         let line: Int
         let fields: [String]
         let columns: [String: Int]
+        /// Values of columns the file may leave out (a school's own table
+        /// has no `school_id`: it is the school's).
+        var fixed: [String: String] = [:]
 
         subscript(column: String) -> String {
-            columns[column].map { fields[$0].trimmingWhitespace() } ?? ""
+            columns[column].map { fields[$0].trimmingWhitespace() } ?? fixed[column] ?? ""
         }
 
         func error(_ reason: String) -> RosterError { RosterError(file: file, line: line, reason: reason) }
@@ -428,6 +421,35 @@ enum Table {
             }
         }
 
+        /// The row as a teacher of `school`: `name`, `email`, `role` (one
+        /// or more of homeroom, volunteer_duty, gate, admin, or the Korean 담임,
+        /// 봉사, 교문, 관리, joined by `+`), and the grade and class the
+        /// roles need (`teachers.csv`, or a school's upload).
+        func teacher(school: String, id: String) throws(RosterError) -> Teacher {
+            let roleNames = try nonEmpty("role").split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingWhitespace() }
+            var roles: Set<Teacher.Role> = []
+            for name in roleNames {
+                guard let role = Teacher.Role(rawValue: name) ?? Teacher.Role.korean[name.replacingOccurrences(of: " ", with: "")] else {
+                    throw error(
+                        "role '\(name)' is not one of homeroom (담임), volunteer_duty (봉사), gate (교문), admin (관리); several are joined by +, e.g. homeroom+gate"
+                    )
+                }
+                guard roles.insert(role).inserted else { throw error("role '\(name)' is given twice") }
+            }
+            let grade = try optionalPositive("grade")
+            let classNumber = try optionalPositive("class")
+            if roles.contains(.homeroom) && (grade == nil || classNumber == nil) {
+                throw error("a homeroom teacher needs grade and class")
+            }
+            if roles.contains(.volunteerDuty) && grade == nil {
+                throw error("a volunteer_duty teacher needs a grade")
+            }
+            let graded = roles.contains(.homeroom) || roles.contains(.volunteerDuty)
+            return Teacher(
+                schoolID: school, id: id, name: try nonEmpty("name"), email: self["email"], roles: roles,
+                grade: graded ? grade : nil, classNumber: roles.contains(.homeroom) ? classNumber : nil)
+        }
+
         func optionalPositive(_ column: String) throws(RosterError) -> Int? {
             self[column].isEmpty ? nil : try positive(column)
         }
@@ -441,15 +463,16 @@ enum Table {
         }
     }
 
-    static func forEach(file: String, source: Roster.CSVSource, columns required: [String], _ body: (Row) throws(RosterError) -> Void)
-        throws(RosterError)
-    {
+    static func forEach(
+        file: String, source: Roster.CSVSource, columns required: [String], fixed: [String: String] = [:],
+        _ body: (Row) throws(RosterError) -> Void
+    ) throws(RosterError) {
         var columns: [String: Int]?
         var width = 0
         let each = { (row: CSV.Row) throws(RosterError) in
             guard let header = columns else {
                 let names = row.fields.map { $0.trimmingWhitespace().lowercased() }
-                for column in required where !names.contains(column) {
+                for column in required where !names.contains(column) && fixed[column] == nil {
                     throw RosterError(file: file, line: row.line, reason: "missing column '\(column)'")
                 }
                 columns = Dictionary(names.enumerated().map { ($0.element, $0.offset) }) { first, _ in first }
@@ -459,7 +482,7 @@ enum Table {
             guard row.fields.count == width else {
                 throw RosterError(file: file, line: row.line, reason: "\(row.fields.count) fields, the header has \(width)")
             }
-            try body(Row(file: file, line: row.line, fields: row.fields, columns: header))
+            try body(Row(file: file, line: row.line, fields: row.fields, columns: header, fixed: fixed))
         }
         switch source {
         case .text(let text): try CSV.forEachRow(in: text, file: file, each)

@@ -53,6 +53,18 @@ struct StudentDirectory: Sendable {
 
     var count: Int { records.count }
 
+    /// How many students `school` has here (once loaded).
+    func count(school: String) -> Int { schoolIndex[school].map { schoolRuns[Int($0)].count } ?? 0 }
+
+    /// One school's students, loaded: a roster version's, kept beside the
+    /// folder's directory so that applying it rebuilds that school alone.
+    static func school(_ students: [Student]) throws(Conflict) -> StudentDirectory {
+        var directory = StudentDirectory(capacity: students.count, textBytes: students.count * 64)
+        for student in students { try directory.insert(student) }
+        directory.finishLoading()
+        return directory
+    }
+
     enum Conflict: Error {
         /// The student id is already listed in that school.
         case idListedTwice

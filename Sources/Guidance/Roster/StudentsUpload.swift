@@ -49,18 +49,16 @@ package struct StudentsUpload: Sendable {
     /// Reads `rows` as the students of `school`, matched to `current`'s:
     /// by id when the upload has an id column and the id is the school's;
     /// otherwise by name, when one student of the school has it (the seat
-    /// may have moved) or one of those with it sits in the row's seat. A
+    /// may have moved), one of those with it sits in the row's seat, or one
+    /// alone sits a grade below (the new school year's file). A
     /// student matched keeps their id (their records follow them); a new
     /// one gets an id made from the school, name and first seat, the same
     /// every time the file is read.
     package static func read(_ rows: [CSV.Row], school: String, current: Roster) throws(RosterError) -> StudentsUpload {
         let file = "students"
-        guard let headerIndex = rows.prefix(headerSearch).firstIndex(where: { columns(of: $0) != nil }),
-            let columns = columns(of: rows[headerIndex])
-        else {
-            throw RosterError(
-                file: file, line: rows.first?.line, reason: "no header row with 학년, 반, 번호 and 성명 (grade, class, number, name)")
-        }
+        let (table, columns) = try Table.uploaded(
+            rows, file: file, headers: headers, required: ["grade", "class", "number", "name"],
+            missing: "no header row with 학년, 반, 번호 and 성명 (grade, class, number, name)")
         let before = current.students(school: school)
         let byID = Dictionary(before.map { ($0.id, $0) }) { first, _ in first }
         let byName = Dictionary(grouping: before, by: \.name)
@@ -68,11 +66,7 @@ package struct StudentsUpload: Sendable {
         var refused: [Refused] = []
         var seats: [String: Int] = [:]
         var ids: [String: Int] = [:]
-        // A short row (a spreadsheet leaves trailing empty cells out) reads as empty cells.
-        let width = (columns.values.max() ?? 0) + 1
-        for row in rows[(headerIndex + 1)...] {
-            let fields = row.fields + Array(repeating: "", count: max(0, width - row.fields.count))
-            let table = Table.Row(file: file, line: row.line, fields: fields, columns: columns)
+        for table in table {
             do throws(RosterError) {
                 let grade = try table.positive("grade")
                 let classNumber = try table.positive("class")
@@ -83,21 +77,24 @@ package struct StudentsUpload: Sendable {
                 if let line = seats[seat] { throw table.error("\(grade)학년 \(classNumber)반 \(number)번 is also on line \(line)") }
                 let given = columns["student_id"] == nil || table["student_id"].isEmpty ? nil : try table.identifier("student_id")
                 let namesakes = byName[name] ?? []
+                // Namesakes: the one in the row's seat, else the one alone a grade below (진급).
+                let promoted = namesakes.filter { $0.grade == grade - 1 }
                 let match =
                     given.flatMap { byID[$0] }
                     ?? (namesakes.count == 1
                         ? namesakes[0]
-                        : namesakes.first { $0.grade == grade && $0.classNumber == classNumber && $0.number == number })
+                        : namesakes.first { $0.grade == grade && $0.classNumber == classNumber && $0.number == number }
+                            ?? (promoted.count == 1 ? promoted[0] : nil))
                 let id = match?.id ?? given ?? madeID(school: school, name: name, seat: seat)
                 if let line = ids[id] { throw table.error("student '\(id)' is also on line \(line)") }
-                seats[seat] = row.line
-                ids[id] = row.line
+                seats[seat] = table.line
+                ids[id] = table.line
                 students.append(
                     Student(
                         schoolID: school, id: id, grade: grade, classNumber: classNumber, number: number, name: name,
                         photoURL: match?.photoURL ?? ""))
             } catch {
-                refused.append(Refused(line: row.line, reason: error.reason))
+                refused.append(Refused(line: table.line, reason: error.reason))
             }
         }
         students.sort { ($0.grade, $0.classNumber, $0.number) < ($1.grade, $1.classNumber, $1.number) }
@@ -121,18 +118,38 @@ package struct StudentsUpload: Sendable {
             renamed: renamed)
     }
 
-    /// The columns of a header row, by the roster's names; nil when it is not one.
-    static func columns(of row: CSV.Row) -> [String: Int]? {
-        let names = row.fields.map { $0.trimmingWhitespace().lowercased() }
-        var columns: [String: Int] = [:]
-        for (column, aliases) in headers {
-            if let index = names.firstIndex(where: aliases.contains) { columns[column] = index }
-        }
-        return ["grade", "class", "number", "name"].allSatisfy { columns[$0] != nil } ? columns : nil
-    }
-
     /// A new student's id: `s` and 12 hex digits of the school, name and seat.
-    static func madeID(school: String, name: String, seat: String) -> String {
+    package static func madeID(school: String, name: String, seat: String) -> String {
         "s" + SHA256.hash(utf8: "\(school)\u{1}\(name)\u{1}\(seat)").prefix(6).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension Table {
+    /// The rows of an uploaded table under its header row, found among the
+    /// first `StudentsUpload.headerSearch` rows by `headers`' names (Korean
+    /// as schools write them, or the roster's own) with every `required`
+    /// column; a short row (a spreadsheet leaves trailing empty cells out)
+    /// reads as empty cells. Throws `missing` when no row is a header.
+    static func uploaded(
+        _ rows: [CSV.Row], file: String, headers: [String: [String]], required: [String], missing: String
+    ) throws(RosterError) -> (rows: [Row], columns: [String: Int]) {
+        func columns(of row: CSV.Row) -> [String: Int]? {
+            let names = row.fields.map { $0.trimmingWhitespace().lowercased() }
+            var columns: [String: Int] = [:]
+            for (column, aliases) in headers {
+                if let index = names.firstIndex(where: aliases.contains) { columns[column] = index }
+            }
+            return required.allSatisfy { columns[$0] != nil } ? columns : nil
+        }
+        guard let headerIndex = rows.prefix(StudentsUpload.headerSearch).firstIndex(where: { columns(of: $0) != nil }),
+            let found = columns(of: rows[headerIndex])
+        else { throw RosterError(file: file, line: rows.first?.line, reason: missing) }
+        let width = (found.values.max() ?? 0) + 1
+        let table = rows[(headerIndex + 1)...].map { row in
+            Row(
+                file: file, line: row.line, fields: row.fields + Array(repeating: "", count: max(0, width - row.fields.count)),
+                columns: found)
+        }
+        return (table, found)
     }
 }
