@@ -279,11 +279,11 @@ extension Roster {
     /// or nil: the one check of the ingest and the notifier.
     package func caseProblem(_ step: CaseStep) -> String? {
         guard school(step.schoolId) != nil else { return "schoolId: unknown school '\(step.schoolId)'" }
-        guard student(school: step.schoolId, id: step.studentId) != nil else {
+        guard knownStudent(school: step.schoolId, id: step.studentId) != nil else {
             return "studentId: no student '\(step.studentId)' at this school"
         }
-        guard teachers[step.by]?.schoolID == step.schoolId else { return "by: unknown teacher '\(step.by)' at this school" }
-        if case .handOver(let to) = step.action, teachers[to]?.schoolID != step.schoolId {
+        guard knownTeacher(step.by)?.schoolID == step.schoolId else { return "by: unknown teacher '\(step.by)' at this school" }
+        if case .handOver(let to) = step.action, knownTeacher(to)?.schoolID != step.schoolId {
             return "to: unknown teacher '\(to)' at this school"
         }
         return nil

@@ -156,6 +156,8 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         case scheduled
         /// 완료
         case served
+        /// 종결: closed without being served, for `closedReason`.
+        case closed
         /// 불참: missed at least once, at a later sitting now.
         case missed
         /// 지남: past its due date, not served.
@@ -179,11 +181,14 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
     package let servedOn: String?
     package let serviceId: String?
     package let misses: Int
+    /// Why it was closed (종결) on `servedOn` instead of served; nil: not closed.
+    package let closedReason: String?
 
     package init(
         dutyId: String, studentId: String, guidanceId: String, dueDate: String?, slot: SlotTime?, servedOn: String?, serviceId: String?,
-        misses: Int
+        misses: Int, closedReason: String? = nil
     ) {
+        self.closedReason = closedReason
         self.dutyId = dutyId
         self.studentId = studentId
         self.guidanceId = guidanceId
@@ -194,7 +199,9 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         self.misses = misses
     }
 
-    private enum CodingKeys: String, CodingKey { case dutyId, studentId, guidanceId, dueDate, slot, servedOn, serviceId, misses }
+    private enum CodingKeys: String, CodingKey {
+        case dutyId, studentId, guidanceId, dueDate, slot, servedOn, serviceId, misses, closedReason
+    }
 
     /// Every field, `null` where there is none: the contract's `ServiceSession`.
     package func encode(to encoder: Encoder) throws {
@@ -207,6 +214,7 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
         try container.encode(servedOn, forKey: .servedOn)
         try container.encode(serviceId, forKey: .serviceId)
         try container.encode(misses, forKey: .misses)
+        try container.encode(closedReason, forKey: .closedReason)
     }
 
     package static func id(guidance: String, session: Int) -> String { "\(guidance)/\(session)" }
@@ -220,7 +228,7 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
 
     /// Its state on the school's `today`.
     package func state(today: String) -> State {
-        if servedOn != nil { return .served }
+        if servedOn != nil { return closedReason == nil ? .served : .closed }
         if let dueDate, dueDate < today { return .overdue }
         if let slot, slot.date < today { return .unconfirmed }
         if isSeatedLate { return .lateSeat }
@@ -229,7 +237,7 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
 
     /// Whether it was served after its due date.
     package var isServedLate: Bool {
-        guard let servedOn, let dueDate else { return false }
+        guard let servedOn, let dueDate, closedReason == nil else { return false }
         return servedOn > dueDate
     }
 
@@ -240,18 +248,20 @@ package struct CommunityServiceDuty: Sendable, Equatable, Codable {
     }
 }
 
-/// A student's 교내봉사 in numbers: sessions owed and served (by the
-/// records), 불참 marked and not taken back, and sessions served after their
+/// A student's 교내봉사 in numbers: sessions owed, served and closed (by
+/// the records), 불참 marked and not taken back, and sessions served after their
 /// due date. The 봉사 명단, the student's record and the export say the same.
 package struct CommunityServiceCounts: Sendable, Equatable, Encodable {
     package let owed: Int
     package let served: Int
+    package let closed: Int
     package let missed: Int
     package let late: Int
 
     package init(_ standing: CommunityServiceStanding, duties: [CommunityServiceDuty]) {
         owed = standing.owed
         served = standing.served
+        closed = standing.closed
         missed = duties.reduce(0) { $0 + $1.misses }
         late = duties.count(where: \.isServedLate)
     }

@@ -37,26 +37,32 @@ package struct GuidanceRecord: Sendable, Equatable, Codable {
 package struct CommunityServiceStanding: Sendable, Equatable, Codable {
     package let owed: Int
     package let served: Int
+    /// Sessions closed without being served (종결, with a reason).
+    package let closed: Int
     /// What is left to serve; service beyond what is owed (a guidance
     /// deleted after it was served) is not carried over as credit.
-    package var outstanding: Int { max(0, owed - served) }
+    package var outstanding: Int { max(0, owed - served - closed) }
 
-    package init(owed: Int, served: Int) {
+    package init(owed: Int, served: Int, closed: Int = 0) {
         self.owed = owed
         self.served = served
+        self.closed = closed
     }
 
-    private enum CodingKeys: String, CodingKey { case owed, served, outstanding }
+    private enum CodingKeys: String, CodingKey { case owed, served, closed, outstanding }
 
     package init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(owed: try container.decode(Int.self, forKey: .owed), served: try container.decode(Int.self, forKey: .served))
+        self.init(
+            owed: try container.decode(Int.self, forKey: .owed), served: try container.decode(Int.self, forKey: .served),
+            closed: try container.decodeIfPresent(Int.self, forKey: .closed) ?? 0)
     }
 
     package func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(owed, forKey: .owed)
         try container.encode(served, forKey: .served)
+        try container.encode(closed, forKey: .closed)
         try container.encode(outstanding, forKey: .outstanding)
     }
 }

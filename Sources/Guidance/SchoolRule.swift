@@ -17,6 +17,12 @@ package struct SchoolRule: Sendable, Equatable {
     package let label: String
     /// Whether its notices ignore a teacher's quiet hours.
     package let urgent: Bool
+    /// Whether its window reaches back across a new school year (`rules.csv`
+    /// `across_years`); by default it starts again on the day one began.
+    package var acrossYears = false
+    /// The days (since 1970-01-01) the school's new years began (진급
+    /// versions served), ascending: set by the roster, not the file.
+    package var yearStarts: [Int] = []
 
     package init(
         schoolID: String, reason: String?, count: Int, days: Int, notify: Set<Teacher.Role>, label: String, urgent: Bool = false
@@ -70,7 +76,8 @@ package struct SchoolRule: Sendable, Equatable {
     /// time order: each the records it counted, the last of them the one
     /// that crossed. A crossing counts `count` records within `days` days
     /// that no earlier crossing counted, so a student who keeps coming back
-    /// crosses again after `count` more (3 in 7 days: the 3rd and the 6th).
+    /// crosses again after `count` more (3 in 7 days: the 3rd and the 6th),
+    /// and none from before the school year's first day.
     /// Decided from the records alone: a replay or another replica finds
     /// the same crossings, and a deletion that undoes one finds it gone.
     package func crossings(of records: [Counted]) -> [[Counted]] {
@@ -78,7 +85,9 @@ package struct SchoolRule: Sendable, Equatable {
         var open: [(day: Int, record: Counted)] = []
         for record in records where reason == nil || record.reasonCode == reason {
             guard let today = Timestamp.civilDay(record.date) else { continue }
-            open.removeAll { $0.day <= today - days }
+            // Last school year's records count nothing in this one, unless the school says so.
+            let start = acrossYears ? nil : yearStarts.last { $0 <= today }
+            open.removeAll { $0.day <= today - days || $0.day < start ?? Int.min }
             open.append((today, record))
             if open.count >= count {
                 crossings.append(open.map(\.record))

@@ -14,7 +14,8 @@ extension IngestHandlers {
     /// `POST /v1/schools/{schoolId}/grades/{grade}/students/{studentId}/service`
     /// `{"serviceId": "<uuid>", "date": "YYYY-MM-DD", "sessions": 1, "note": "…"}`, with
     /// `"outcome": "missed"` and `"dutyId"` for 불참 at a session's sitting
-    /// (`dutyId` alone: 완료 of that session).
+    /// (`dutyId` alone: 완료 of that session); `"outcome": "closed"` with the
+    /// reason as `note` for 종결 (admins only).
     @Sendable func recordService(_ request: Request, _ caller: Caller) async throws -> Response {
         let event = try communityServiceRecorded(request, caller)
         return try await publish(
@@ -90,6 +91,9 @@ extension IngestHandlers {
     private func communityServiceRecorded(_ request: Request, _ caller: Caller) throws(HTTPError) -> CommunityServiceRecorded {
         let (schoolID, grade, studentID) = try communityServiceTarget(request, caller)
         let body = try request.json(CommunityServiceRequest.init(json:))
+        if body.outcome == .closed, let teacher = caller.teacher, !teacher.has(.admin) {
+            throw HTTPError(status: 403, detail: "only the school's admins close owed 봉사 (outcome closed)")
+        }
         guard RandomID.isUUID(body.serviceId) else { throw HTTPError(FieldError(field: "serviceId", message: "must be a UUID")) }
         let recordedBy = try caller.author(named: body.recordedBy, field: "recordedBy")
         let now = clock()
@@ -121,11 +125,11 @@ struct CommunityServiceRequest: Sendable {
     init(json body: JSONFields) throws(FieldError) {
         // Left out means served; `null` is not a value the contract allows.
         if body.object["outcome"] == .null {
-            throw FieldError(field: "outcome", message: "must be served or missed; leave it out for served")
+            throw FieldError(field: "outcome", message: "must be \(CommunityServiceRecord.Outcome.names); leave it out for served")
         }
         let outcome = try body.optionalString("outcome") ?? CommunityServiceRecord.Outcome.served.rawValue
         guard let named = CommunityServiceRecord.Outcome(rawValue: outcome) else {
-            throw FieldError(field: "outcome", message: "must be served or missed")
+            throw FieldError(field: "outcome", message: "must be \(CommunityServiceRecord.Outcome.names)")
         }
         self.outcome = named
         dutyId = try body.optionalString("dutyId")

@@ -84,6 +84,7 @@ extension CommunityServiceDuty {
         writer.field("servedOn", servedOn)
         writer.field("serviceId", serviceId)
         writer.field("misses", misses)
+        writer.field("closedReason", closedReason)
     }
 
     init(json fields: JSONFields) throws(FieldError) {
@@ -95,7 +96,8 @@ extension CommunityServiceDuty {
         self.init(
             dutyId: try fields.string("dutyId"), studentId: try fields.string("studentId"), guidanceId: try fields.string("guidanceId"),
             dueDate: try fields.optionalString("dueDate"), slot: slot, servedOn: try fields.optionalString("servedOn"),
-            serviceId: try fields.optionalString("serviceId"), misses: try fields.integer("misses"))
+            serviceId: try fields.optionalString("serviceId"), misses: try fields.integer("misses"),
+            closedReason: try fields.optionalString("closedReason"))
     }
 }
 
@@ -122,10 +124,14 @@ extension CommunityServiceStanding {
     package func write(to writer: inout JSONWriter) {
         writer.field("owed", owed)
         writer.field("served", served)
+        writer.field("closed", closed)
         writer.field("outstanding", outstanding)
     }
 
+    /// Entries stored before 종결 have no `closed`: none.
     init(json fields: JSONFields) throws(FieldError) {
-        self.init(owed: try fields.integer("owed"), served: try fields.integer("served"))
+        self.init(
+            owed: try fields.integer("owed"), served: try fields.integer("served"),
+            closed: fields.object["closed"] == nil ? 0 : try fields.integer("closed"))
     }
 }

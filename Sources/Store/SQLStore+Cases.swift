@@ -390,7 +390,7 @@ extension SQLStore {
                 facts.served = try database.query(
                     """
                     SELECT \(SQLStore.dutyColumns) FROM service_duties d
-                    WHERE d.school_id = $1 AND d.cancelled = 0 AND d.served_on >= $2 AND d.served_on <= $3
+                    WHERE d.school_id = $1 AND d.cancelled = 0 AND d.served_on >= $2 AND d.served_on <= $3 AND \(SQLStore.notClosed)
                     """, days
                 ) { SQLStore.duty($0[...]) }
                 var steps: [String: [(action: CaseStep.Action?, at: String, id: String)]] = [:]

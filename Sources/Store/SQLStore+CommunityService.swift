@@ -119,8 +119,8 @@ extension SQLStore {
 
     // MARK: - Accounts
 
-    /// Per student: sessions owed (by active guidances), served (by active
-    /// records), the newest guidance as `occurredAt reasonCode guidanceId`,
+    /// Per student: sessions owed (by active guidances), served and closed
+    /// (by active records), the newest guidance as `occurredAt reasonCode guidanceId`,
     /// the newest day served; grouped once, whatever grade each was recorded
     /// in (the student's grade is the roster's now). With `studentsOf`, only
     /// the students with a guidance (active or deleted) on that day, each
@@ -135,7 +135,7 @@ extension SQLStore {
             return "$\(parameters.count)"
         }
         var guidances = "g.school_id = $1 AND g.registered = 1 AND g.deleted = 0 AND g.local_date IS NOT NULL"
-        var records = "s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0 AND s.outcome = 'served'"
+        var records = "s.school_id = $1 AND s.recorded = 1 AND s.withdrawn = 0 AND s.outcome IN ('served', 'closed')"
         if let date {
             let value = parameter(.text(date))
             guidances += " AND g.local_date <= \(value)"
@@ -149,13 +149,15 @@ extension SQLStore {
         }
         return SQLStatement(
             """
-            SELECT student_id, SUM(owed), SUM(served), MAX(last_guidance), MAX(last_service) FROM (
-                SELECT g.student_id AS student_id, SUM(g.service_sessions) AS owed, 0 AS served,
+            SELECT student_id, SUM(owed), SUM(served), SUM(closed), MAX(last_guidance), MAX(last_service) FROM (
+                SELECT g.student_id AS student_id, SUM(g.service_sessions) AS owed, 0 AS served, 0 AS closed,
                        MAX(g.occurred_at || ' ' || g.reason_code || ' ' || g.guidance_id) AS last_guidance, NULL AS last_service
                 FROM guidances g WHERE \(guidances)
                 GROUP BY g.student_id
                 UNION ALL
-                SELECT s.student_id, 0, SUM(s.sessions), NULL, MAX(s.local_date)
+                SELECT s.student_id, 0, SUM(CASE WHEN s.outcome = 'served' THEN s.sessions ELSE 0 END),
+                       SUM(CASE WHEN s.outcome = 'closed' THEN s.sessions ELSE 0 END), NULL,
+                       MAX(CASE WHEN s.outcome = 'served' THEN s.local_date END)
                 FROM service_records s WHERE \(records)
                 GROUP BY s.student_id
             ) a GROUP BY student_id ORDER BY student_id
@@ -163,11 +165,12 @@ extension SQLStore {
     }
 
     static func account(_ row: [SQLValue]) -> CommunityServiceAccount {
-        let last = (row[3].string ?? "").split(separator: " ").map(String.init)
+        let last = (row[4].string ?? "").split(separator: " ").map(String.init)
         return CommunityServiceAccount(
-            studentId: row[0].string ?? "", standing: CommunityServiceStanding(owed: row[1].int ?? 0, served: row[2].int ?? 0),
+            studentId: row[0].string ?? "",
+            standing: CommunityServiceStanding(owed: row[1].int ?? 0, served: row[2].int ?? 0, closed: row[3].int ?? 0),
             lastGuidance: last.count == 3 ? (guidanceId: last[2], occurredAt: last[0], reasonCode: last[1]) : nil,
-            lastService: row[4].string)
+            lastService: row[5].string)
     }
 
     /// Each student's volunteer-service account as of `date` (nil: all
@@ -193,11 +196,11 @@ extension SQLStore {
         }
     }
 
-    /// A school's active service records, up to a day when asked: only that
-    /// condition, as in `accountsStatement`.
+    /// A school's active service records (완료 and 종결), up to a day when
+    /// asked: only that condition, as in `accountsStatement`.
     static func recordsStatement(school: String, asOf date: String?) -> SQLStatement {
         var parameters: [SQLValue] = [.text(school)]
-        var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0 AND outcome = 'served'"
+        var conditions = "school_id = $1 AND recorded = 1 AND withdrawn = 0 AND outcome IN ('served', 'closed')"
         if let date {
             parameters.append(.text(date))
             conditions += " AND local_date <= $\(parameters.count)"

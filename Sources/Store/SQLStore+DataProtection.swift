@@ -67,11 +67,14 @@ package struct StudentRecords: Sendable, Equatable {
     package var caseSteps: [SQLStore.CaseHistoryLine] = []
 
     /// The student's volunteer service: what the active guidances owe, what
-    /// the service records not withdrawn served.
+    /// the service records not withdrawn served and closed.
     package var standing: CommunityServiceStanding {
-        CommunityServiceStanding(
-            owed: guidances.filter { $0.deletedAt == nil }.map(\.record.serviceSessions).reduce(0, +),
-            served: services.filter { $0.withdrawnAt == nil && $0.record.outcome == .served }.map(\.record.sessions).reduce(0, +))
+        func sessions(_ outcome: CommunityServiceRecord.Outcome) -> Int {
+            services.filter { $0.withdrawnAt == nil && $0.record.outcome == outcome }.map(\.record.sessions).reduce(0, +)
+        }
+        return CommunityServiceStanding(
+            owed: guidances.filter { $0.deletedAt == nil }.map(\.record.serviceSessions).reduce(0, +), served: sessions(.served),
+            closed: sessions(.closed))
     }
 
     /// Whether anything is stored about the student.

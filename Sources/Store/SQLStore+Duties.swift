@@ -68,8 +68,15 @@ extension SQLStore {
         var sittings: [CommunityServiceSittingAdded] = []
     }
 
-    static let dutyColumns =
-        "d.duty_id, d.student_id, d.guidance_id, d.due_date, d.slot_date, d.slot_time, d.place, d.served_on, d.service_id, d.misses"
+    /// A session's columns, the reason of the 종결 that closed it last
+    /// (its record found by key).
+    static let dutyColumns = """
+        d.duty_id, d.student_id, d.guidance_id, d.due_date, d.slot_date, d.slot_time, d.place, d.served_on, d.service_id, d.misses, \
+        (SELECT c.note FROM service_records c WHERE c.service_id = d.service_id AND c.outcome = 'closed')
+        """
+
+    /// Sessions closed (종결) leave their sitting: they take no room in it.
+    static let notClosed = "NOT EXISTS (SELECT 1 FROM service_records c WHERE c.service_id = d.service_id AND c.outcome = 'closed')"
 
     static func duty(_ row: ArraySlice<SQLValue>) -> CommunityServiceDuty {
         let i = row.startIndex
@@ -77,7 +84,8 @@ extension SQLStore {
         return CommunityServiceDuty(
             dutyId: row[i].string ?? "", studentId: row[i + 1].string ?? "", guidanceId: row[i + 2].string ?? "",
             dueDate: row[i + 3].string,
-            slot: slot, servedOn: row[i + 7].string, serviceId: row[i + 8].string, misses: row[i + 9].int ?? 0)
+            slot: slot, servedOn: row[i + 7].string, serviceId: row[i + 8].string, misses: row[i + 9].int ?? 0,
+            closedReason: row[i + 10].string)
     }
 
     /// Follows a batch in the schedule of the schools with a policy: new
@@ -105,7 +113,7 @@ extension SQLStore {
         try place(guidances: changes.registered, schools: scheduled, in: database)
         for sitting in changes.sittings where scheduled[sitting.schoolId] != nil { try seat(in: sitting, in: database) }
         try applyRecords(changes.recorded.map(\.id), schools: scheduled, touched: &touched, in: database)
-        try undoRecords(changes.withdrawn.map(\.id), touched: &touched, in: database)
+        try undoRecords(changes.withdrawn.map(\.id), schools: scheduled, touched: &touched, in: database)
         try markDutyAmendments(touched, schools: scheduled, in: database)
     }
 
@@ -138,8 +146,8 @@ extension SQLStore {
         for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
             try database.forEachRow(
                 """
-                SELECT school_id, slot_date, slot_time, COUNT(*) FROM service_duties
-                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0
+                SELECT school_id, slot_date, slot_time, COUNT(*) FROM service_duties d
+                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0 AND \(notClosed)
                 GROUP BY school_id, slot_date, slot_time
                 """, [.text(date)] + chunk.map { .text($0) }
             ) { row in
@@ -158,8 +166,8 @@ extension SQLStore {
         for chunk in schools.chunks(of: max(1, database.rowsPerStatement)) {
             try database.forEachRow(
                 """
-                SELECT school_id, student_id, slot_date, slot_time FROM service_duties
-                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0
+                SELECT school_id, student_id, slot_date, slot_time FROM service_duties d
+                WHERE school_id IN (\(placeholders(chunk.count, from: 2))) AND slot_date > $1 AND cancelled = 0 AND \(notClosed)
                 """, [.text(date)] + chunk.map { .text($0) }
             ) { row in
                 seats.insert(seat(row[0].string ?? "", row[1].string ?? "", date: row[2].string ?? "", time: row[3].string ?? ""))
@@ -317,7 +325,7 @@ extension SQLStore {
         let school: SQLValue = .text(sitting.schoolId)
         var seated = Set(
             try database.query(
-                "SELECT student_id FROM service_duties WHERE school_id = $1 AND slot_date = $2 AND slot_time = $3 AND cancelled = 0",
+                "SELECT student_id FROM service_duties d WHERE school_id = $1 AND slot_date = $2 AND slot_time = $3 AND cancelled = 0 AND \(notClosed)",
                 [school, .text(slot.date), .text(slot.time)]
             ).compactMap { $0[0].string })
         var room = sitting.capacity - seated.count
@@ -338,9 +346,9 @@ extension SQLStore {
         }
     }
 
-    /// Service records applied to sessions: 완료 to its session (or, without
-    /// one, to the student's earliest open ones), 불참 moves its session to
-    /// the next sitting with room after the missed one.
+    /// Service records applied to sessions: 완료 and 종결 to its session (or,
+    /// without one, to the student's earliest open ones), 불참 moves its
+    /// session to the next sitting with room after the missed one.
     private static func applyRecords(
         _ ids: [String], schools: [String: School], touched: inout [(school: String, due: String)], in database: any SQLDatabase
     ) throws(StoreError) {
@@ -366,14 +374,7 @@ extension SQLStore {
                         """, owner + [.text(dutyID)])
                     // Not yet placed (its guidance comes later), served or cancelled: nothing to move.
                     guard let missed = found.first else { continue }
-                    let from = max(date, missed[0].string ?? date)
-                    let taken = try taken(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
-                    let seated = try seats(schools: [schoolID], after: from, in: database)
-                    let added = try addedSittings(schools: [schoolID], after: from, in: database)[schoolID] ?? [:]
-                    let next = school.service.firstSitting(after: from, calendar: school.calendar, added: added) {
-                        seated.contains(seat(schoolID, student, date: $0.date, time: $0.time))
-                            ? Int.max : taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
-                    }
+                    let next = try nextSitting(at: school, for: student, after: max(date, missed[0].string ?? date), in: database)
                     try database.run(
                         """
                         UPDATE service_duties SET slot_date = $2, slot_time = $3, place = $4, misses = misses + 1 WHERE duty_id = $1
@@ -414,15 +415,32 @@ extension SQLStore {
         }
     }
 
-    /// Withdrawn records undone on their sessions: a 완료 frees its
-    /// sessions, a 불참 brings its session back to the sitting it missed.
-    private static func undoRecords(_ ids: [String], touched: inout [(school: String, due: String)], in database: any SQLDatabase)
-        throws(StoreError)
+    /// The first sitting of `school` after `date` with room, where
+    /// `student` has no seat yet; nil when none is ahead.
+    private static func nextSitting(at school: School, for student: String, after date: String, in database: any SQLDatabase)
+        throws(StoreError) -> SlotTime?
     {
+        let taken = try taken(schools: [school.id], after: date, in: database)[school.id] ?? [:]
+        let seated = try seats(schools: [school.id], after: date, in: database)
+        let added = try addedSittings(schools: [school.id], after: date, in: database)[school.id] ?? [:]
+        return school.service.firstSitting(after: date, calendar: school.calendar, added: added) {
+            seated.contains(seat(school.id, student, date: $0.date, time: $0.time))
+                ? Int.max : taken[SlotTime(date: $0.date, time: $0.time, place: "")] ?? 0
+        }
+    }
+
+    /// Withdrawn records undone on their sessions: a 완료 frees its
+    /// sessions, a 불참 brings its session back to the sitting it missed, a
+    /// 종결 opens its sessions again, each at the first sitting with room
+    /// after the day it was taken back (the seat it left may have gone to
+    /// another, or be past).
+    private static func undoRecords(
+        _ ids: [String], schools: [String: School], touched: inout [(school: String, due: String)], in database: any SQLDatabase
+    ) throws(StoreError) {
         for chunk in ids.chunks(of: max(1, database.rowsPerStatement)) {
             let records = try database.query(
                 """
-                SELECT service_id, school_id, outcome, duty_id, missed_date, missed_time, missed_place, local_date FROM service_records
+                SELECT service_id, school_id, outcome, duty_id, missed_date, missed_time, missed_place, local_date, withdrawn_at FROM service_records
                 WHERE service_id IN (\(placeholders(chunk.count))) AND withdrawn = 1 AND duty_applied = 1
                 """, chunk.map { .text($0) })
             for record in records {
@@ -434,9 +452,24 @@ extension SQLStore {
                         WHERE duty_id = $1 AND served_on IS NULL
                         """, [record[3], record[4], record[5], record[6]])
                 } else {
-                    touched += try database.query(
-                        "SELECT school_id, due_date FROM service_duties WHERE service_id = $1 AND due_date IS NOT NULL", [record[0]]
-                    ).map { ($0[0].string ?? "", $0[1].string ?? "") }
+                    let sessions = try database.query(
+                        "SELECT duty_id, school_id, student_id, due_date FROM service_duties WHERE service_id = $1 ORDER BY due_date, duty_id",
+                        [record[0]])
+                    touched += sessions.compactMap { row in row[3].string.map { (row[1].string ?? "", $0) } }
+                    if record[2].string == CommunityServiceRecord.Outcome.closed.rawValue, let school = schools[record[1].string ?? ""] {
+                        // From the later of the 종결's day and the school's day it was taken back.
+                        let undone = record[8].string.flatMap(Timestamp.parse).map { Timestamp.localDate($0, in: school.timeZone) } ?? ""
+                        let from = max(record[7].string ?? "", undone)
+                        // One at a time: each seat taken counts for the next.
+                        for session in sessions {
+                            let next = try nextSitting(at: school, for: session[2].string ?? "", after: from, in: database)
+                            try database.run(
+                                """
+                                UPDATE service_duties SET served_on = NULL, service_id = NULL, slot_date = $2, slot_time = $3, place = $4
+                                WHERE duty_id = $1
+                                """, [session[0], next.map(\.date).sql, next.map(\.time).sql, next.map(\.place).sql])
+                        }
+                    }
                     try database.run("UPDATE service_duties SET served_on = NULL, service_id = NULL WHERE service_id = $1", [record[0]])
                 }
                 try database.run("UPDATE service_records SET duty_applied = 2 WHERE service_id = $1", [record[0]])
@@ -479,7 +512,7 @@ extension SQLStore {
         SQLStatement(
             """
             SELECT \(dutyColumns), \(recordColumns) FROM service_duties d JOIN guidances g ON g.guidance_id = d.guidance_id
-            WHERE d.school_id = $1 AND d.cancelled = 0
+            WHERE d.school_id = $1 AND d.cancelled = 0 AND \(notClosed)
               AND ((d.due_date >= $2 AND d.due_date < $3 AND (d.served_on IS NULL OR d.served_on > d.due_date))
                 OR (d.guidance_date >= $2 AND d.guidance_date < $3 AND d.served_on IS NULL AND d.slot_date > d.due_date)
                 OR d.duty_id IN (
@@ -491,7 +524,7 @@ extension SQLStore {
     }
 
     static func overdueDuty(_ row: [SQLValue]) -> (duty: CommunityServiceDuty, guidance: GuidanceRecord) {
-        (duty(row[...]), record(row[10...]))
+        (duty(row[...]), record(row[11...]))
     }
 
     // MARK: - Reads
@@ -505,7 +538,7 @@ extension SQLStore {
                 return try database.query(
                     """
                     SELECT \(SQLStore.dutyColumns) FROM service_duties d
-                    WHERE d.school_id = $1 AND d.cancelled = 0 AND (d.slot_date = $2 OR d.served_on = $2)
+                    WHERE d.school_id = $1 AND d.cancelled = 0 AND (d.slot_date = $2 OR d.served_on = $2) AND \(SQLStore.notClosed)
                     ORDER BY d.slot_time, d.student_id, d.duty_id
                     """, [.text(school), .text(day)]
                 ) { SQLStore.duty($0[...]) }
@@ -539,8 +572,8 @@ extension SQLStore {
                 var taken: [String: Int] = [:]
                 try database.forEachRow(
                     """
-                    SELECT slot_date, slot_time, COUNT(*) FROM service_duties
-                    WHERE school_id = $1 AND slot_date >= $2 AND slot_date <= $3 AND cancelled = 0
+                    SELECT slot_date, slot_time, COUNT(*) FROM service_duties d
+                    WHERE school_id = $1 AND slot_date >= $2 AND slot_date <= $3 AND cancelled = 0 AND \(SQLStore.notClosed)
                     GROUP BY slot_date, slot_time
                     """, parameters
                 ) { taken["\($0[0].string ?? "") \($0[1].string ?? "")"] = $0[2].int ?? 0 }

@@ -75,6 +75,8 @@ test('the words for how often, amendments and service are the ones README "Words
   assert.equal(G.words.serviceLeft(2), '남은 봉사 2회');
   assert.equal(G.words.serviceLeft(0), '봉사 완료');
   assert.equal(G.words.serviceDone(3, 1), '봉사 3회 중 1회 완료');
+  assert.equal(G.words.serviceDone(3, 1, 0), '봉사 3회 중 1회 완료');
+  assert.equal(G.words.serviceDone(3, 1, 2), '봉사 3회 중 1회 완료, 2회 종결');
   assert.equal(G.words.lastGuidance('2026-12-03T23:30:00Z', '복장 불량'), '최근 지도 12월 4일(금) 복장 불량', "the school's day (Seoul), not UTC's");
 });
 

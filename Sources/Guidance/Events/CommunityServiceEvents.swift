@@ -1,13 +1,20 @@
 import Common
 
 /// Volunteer service a student served (봉사 완료), or a sitting they missed
-/// (불참), recorded by the grade's volunteer-duty teacher or an admin: what a
-/// `CommunityServiceRecorded` event says and the notifier stores.
+/// (불참), recorded by the grade's volunteer-duty teacher or an admin; or
+/// sessions an admin closed with a reason (종결: at the new school year, a
+/// transfer): what a `CommunityServiceRecorded` event says and the notifier
+/// stores.
 package struct CommunityServiceRecord: Sendable, Equatable {
     package enum Outcome: String, Sendable {
         case served
         /// A no-show at the sitting of `dutyId`: owed again at the next sitting with room.
         case missed
+        /// `sessions` no longer owed, not served (종결), the note saying why:
+        /// off the student's account and their sittings, by an admin.
+        case closed
+
+        package static let names = "served, missed or closed"
     }
 
     package let serviceId: String
@@ -87,7 +94,7 @@ package struct CommunityServiceRecorded: Sendable, Equatable {
         if try fields.integer("schemaVersion") >= 2 {
             let name = try fields.string("outcome")
             guard let named = CommunityServiceRecord.Outcome(rawValue: name) else {
-                throw FieldError(field: "outcome", message: "'\(name)' is neither served nor missed")
+                throw FieldError(field: "outcome", message: "'\(name)' is not \(CommunityServiceRecord.Outcome.names)")
             }
             outcome = named
             dutyId = try fields.optionalString("dutyId")
@@ -166,7 +173,9 @@ extension Roster {
         }
         var problems: [FieldError] = []
         var unknown = 0
-        switch student(school: event.schoolId, id: event.studentId) {
+        // The notifier's check: a student a later roster version no longer lists was the school's when recorded.
+        switch sameGrade ? student(school: event.schoolId, id: event.studentId) : knownStudent(school: event.schoolId, id: event.studentId)
+        {
         case nil:
             problems.append(FieldError(field: "studentId", message: "no student '\(event.studentId)' at this school"))
             unknown += 1
@@ -178,9 +187,11 @@ extension Roster {
         default:
             break
         }
-        if teachers[event.recordedBy]?.schoolID != event.schoolId {
+        // The notifier's: a teacher a later roster version no longer lists recorded it as the school's.
+        let recorder = sameGrade ? teachers[event.recordedBy] : knownTeacher(event.recordedBy)
+        if recorder?.schoolID != event.schoolId {
             problems.append(FieldError(field: "recordedBy", message: "unknown teacher '\(event.recordedBy)' at this school"))
-            if teachers[event.recordedBy] == nil { unknown += 1 }
+            if recorder == nil { unknown += 1 }
         }
         if Timestamp.parseDate(event.date) == nil {
             problems.append(FieldError(field: "date", message: "must be a date, YYYY-MM-DD"))
@@ -197,6 +208,10 @@ extension Roster {
         }
         if event.outcome == .missed && event.sessions != 1 {
             problems.append(FieldError(field: "sessions", message: "must be 1 for 불참 (outcome missed)"))
+        }
+        // A blank note is refused below, as every note is.
+        if event.outcome == .closed && event.note == nil {
+            problems.append(FieldError(field: "note", message: "is required for 종결 (outcome closed): the reason"))
         }
         if !CommunityServiceRecorded.sessionsRange.contains(event.sessions) {
             problems.append(
@@ -293,7 +308,8 @@ extension Roster {
             problems.append(FieldError(field: "schoolId", message: "school '\(school.id)' has no 교내봉사 schedule (service_due_days)"))
         }
         if !RandomID.isUUID(sitting.sittingId) { problems.append(FieldError(field: "sittingId", message: "must be a UUID")) }
-        if teachers[sitting.addedBy]?.schoolID != sitting.schoolId {
+        // The notifier's check (no `today`) takes a teacher who left since.
+        if (today == nil ? knownTeacher(sitting.addedBy) : teachers[sitting.addedBy])?.schoolID != sitting.schoolId {
             problems.append(FieldError(field: "addedBy", message: "unknown teacher '\(sitting.addedBy)' at this school"))
         }
         let slot = sitting.slot

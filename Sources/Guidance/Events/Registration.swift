@@ -67,7 +67,7 @@ extension Roster {
                 problems: [FieldError(field: "student", message: "seat \(seat.grade)-\(seat.classNumber)-\(seat.number) is out of range")],
                 awaitingRoster: false)
         }
-        let student = student(school: schoolID, id: studentID).map {
+        let student = knownStudent(school: schoolID, id: studentID).map {
             Student(
                 schoolID: $0.schoolID, id: $0.id, grade: seat.grade, classNumber: seat.classNumber, number: seat.number,
                 name: $0.name, photoURL: $0.photoURL)
@@ -75,12 +75,13 @@ extension Roster {
         return try registration(
             school: schoolID, student: student, missing: "no student '\(studentID)' at this school",
             reasonCode: reasonCode, detail: detail, recordedBy: recordedBy, occurredAt: occurredAt, recordedAt: recordedAt,
-            pastDays: pastDays)
+            pastDays: pastDays, formerTeachers: true)
     }
 
     private func registration(
         school schoolID: String, student: Student?, missing: @autoclosure () -> String,
-        reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double, pastDays: Int
+        reasonCode: String, detail rawDetail: String?, recordedBy: String, occurredAt: Double, recordedAt: Double, pastDays: Int,
+        formerTeachers: Bool = false
     ) throws(Registration.Invalid) -> Registration {
         guard let school = school(schoolID) else {
             throw Registration.Invalid(
@@ -109,7 +110,8 @@ extension Roster {
                 FieldError(field: "reason.code", message: "unknown reason; one of \(school.reasonOrder.joined(separator: ", "))"))
             unknownIDs += 1
         }
-        switch teachers[recordedBy]?.schoolID {
+        // An event's recorder may have left since (a roster version); a request's is the caller now.
+        switch (formerTeachers ? knownTeacher(recordedBy) : teachers[recordedBy])?.schoolID {
         case schoolID:
             break
         case nil:

@@ -247,7 +247,7 @@
     const service = answer.service;
     const body = [G.el('p', {}, '지도 ' + active.length + '건'
       + (answer.guidances.length > active.length ? ' (삭제된 기록 ' + (answer.guidances.length - active.length) + '건 별도)' : '')
-      + ' · 봉사 ' + service.owed + '회 중 ' + service.served + '회 완료, 남은 봉사 ' + service.outstanding + '회'
+      + ' · ' + serviceDone(service.owed, service.served, service.closed) + ', 남은 봉사 ' + service.outstanding + '회'
       + serviceMarks(answer.serviceCounts))];
     // The 교내봉사 sittings still ahead, for a parent meeting.
     const ahead = (answer.duties || []).filter((d) => !d.servedOn && d.slot && d.slot.date >= printed)
@@ -282,7 +282,8 @@
     body.push(answer.services.length === 0 ? G.el('p', { class: 'meta' }, '마친 봉사가 없습니다.')
       : recordTable('봉사', ['날짜', '횟수', '메모', '확인 교사', '비고'], answer.services.map((v) => ({
         struck: Boolean(v.withdrawnAt),
-        cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : v.sessions + '회', v.note || '', name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
+        cells: [G.day(v.date), v.outcome === 'missed' ? '불참' : (v.outcome === 'closed' ? '종결 ' : '') + v.sessions + '회',
+          (v.outcome === 'closed' ? '사유: ' : '') + (v.note || ''), name(v.recordedBy), v.withdrawnAt ? '취소됨' : ''],
       }))));
     // Signed on paper after a meeting; printed only.
     const signers = ['담임', '학생부장', '보호자'];
@@ -542,7 +543,7 @@
   // "1반 12번" in a grade or class; "1학년 1반 12번" for the school.
   const serviceSeat = (s) => (roles.has('admin') ? seatName(s) + ' ' : s.classNumber + '반 ') + s.number + '번';
 
-  const stateWords = { scheduled: '예정', served: '완료', missed: '불참', overdue: '기한 지남', unconfirmed: '확인 필요', lateSeat: '기한 내 자리 없음' };
+  const stateWords = { scheduled: '예정', served: '완료', closed: '종결', missed: '불참', overdue: '기한 지남', unconfirmed: '확인 필요', lateSeat: '기한 내 자리 없음' };
   // "11월 17일(화) 16:00 상담실"
   const sittingText = (slot) => G.day(slot.date) + ' ' + slot.time + ' ' + slot.place;
 
@@ -555,7 +556,7 @@
   function scheduleLine(item) {
     if (!item.state) return null;
     const parts = ['기한 ' + (item.dueDate ? G.day(item.dueDate) : '없음')];
-    if (item.slot && item.state !== 'served') parts.push(seatText(item.slot, service.today, item.state === 'scheduled' ? '배정 일정 ' : '다음 배정 일정 '));
+    if (item.slot && item.state !== 'served' && item.state !== 'closed') parts.push(seatText(item.slot, service.today, item.state === 'scheduled' ? '배정 일정 ' : '다음 배정 일정 '));
     return G.el('p', { class: 'often' }, G.el('span', { class: 'state state-' + item.state }, '교내봉사 ' + stateWords[item.state]), ' · ' + parts.join(' · '));
   }
 
@@ -566,9 +567,11 @@
     const recorder = recording && !service.date;
     const nameId = 'service-name-' + index;
     const last = item.lastGuidance;
+    // A 종결 says why; only an admin takes one back.
     const records = item.services.map((record) => G.el('li', {},
-      G.el('span', {}, G.day(record.date) + ' ' + record.sessions + '회' + (record.recordedByName ? ' · ' + record.recordedByName : '')),
-      recorder ? G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId,
+      G.el('span', {}, G.day(record.date) + ' ' + (record.outcome === 'closed' ? '종결 ' : '') + record.sessions + '회'
+        + (record.outcome === 'closed' ? ' · 사유: ' + record.note : '') + (record.recordedByName ? ' · ' + record.recordedByName : '')),
+      recorder && (record.outcome !== 'closed' || roles.has('admin')) ? G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId,
         onclick: () => withdraw(item, record) }, '되돌리기') : null));
     return G.el('li', { class: 'entry' + (item.outstanding > 0 ? ' owing' : ''), tabindex: '-1', 'data-student': s.studentId },
       photo(item.photoUrl, s.name),
@@ -579,9 +582,12 @@
         last ? G.el('p', { class: 'often' }, lastGuidance(last.occurredAt, last.reason.label)) : null,
         scheduleLine(item),
         G.el('p', { class: 'service-line' },
-          G.el('span', { class: 'often' }, serviceDone(item.owed, item.served) + serviceMarks(item)),
+          G.el('span', { class: 'often' }, serviceDone(item.owed, item.served, item.closed) + serviceMarks(item)),
           recorder && item.outstanding > 0
-            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 완료') : null),
+            ? G.el('button', { type: 'button', 'aria-describedby': nameId, onclick: () => served(item) }, '봉사 1회 완료') : null,
+          recorder && item.outstanding > 0 && roles.has('admin')
+            ? G.el('button', { type: 'button', class: 'secondary', 'aria-describedby': nameId, 'aria-expanded': 'false',
+              onclick: (event) => closingForm(item, event.currentTarget) }, '남은 봉사 종결') : null),
         records.length ? G.el('ul', { class: 'services' }, ...records) : null));
   }
 
@@ -631,6 +637,45 @@
     unsent.delete(s.studentId);
     const shown = await until((x) => x && x.services.some((r) => r.serviceId === serviceId), s.studentId);
     G.say('service-status', shown ? s.name + ' 봉사 1회를 기록했습니다.' : s.name + ' 봉사를 기록했습니다. 명단에는 곧 보입니다.', 'ok');
+  }
+
+  // 남은 봉사 종결 (admins): the sessions left closed with a reason (a transfer, the year's end), said in the 명단.
+  function closingForm(item, button) {
+    const s = item.student;
+    const open = button.parentElement.nextElementSibling;
+    if (open && open.classList.contains('closing')) { open.remove(); button.setAttribute('aria-expanded', 'false'); return; }
+    const id = 'closing-' + s.studentId.replace(/[^A-Za-z0-9_-]/g, '_');
+    const reason = G.el('input', { id, type: 'text', maxlength: '200', 'aria-required': 'true', autocomplete: 'off' });
+    const form = G.el('form', { class: 'closing' },
+      G.el('label', { for: id }, s.name + ' 남은 봉사 ' + item.outstanding + '회 종결 사유'), reason,
+      G.el('div', { class: 'actions' }, G.el('button', { type: 'submit' }, '종결'),
+        G.el('button', { type: 'button', class: 'secondary', onclick: () => { form.remove(); button.setAttribute('aria-expanded', 'false'); button.focus(); } }, '취소')));
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      if (!reason.value.trim()) { G.say('service-status', '종결 사유를 쓰세요.', 'warn'); reason.focus(); return; }
+      closeOwed(item, reason.value.trim());
+    });
+    button.parentElement.after(form);
+    button.setAttribute('aria-expanded', 'true');
+    reason.focus();
+  }
+
+  async function closeOwed(item, note) {
+    const s = item.student;
+    const key = 'closed/' + s.studentId;
+    const serviceId = unsent.get(key) || G.uuid();
+    unsent.set(key, serviceId);
+    G.say('service-status', s.name + ' 남은 봉사를 종결하는 중…');
+    try {
+      await G.api('POST', schoolURL + '/grades/' + s.grade + '/students/' + encodeURIComponent(s.studentId) + '/service',
+        { serviceId, date: service.today, sessions: Math.min(item.outstanding, 20), outcome: 'closed', note });
+    } catch (error) {
+      G.say('service-status', s.name + ' 봉사를 종결하지 못했습니다. 종결을 다시 누르면 같은 기록으로 다시 보냅니다. ' + G.message(error), 'warn');
+      return;
+    }
+    unsent.delete(key);
+    const shown = await until((x) => x && x.services.some((r) => r.serviceId === serviceId), s.studentId);
+    G.say('service-status', shown ? s.name + ' 남은 봉사를 종결했습니다.' : s.name + ' 봉사를 종결했습니다. 명단에는 곧 보입니다.', 'ok');
   }
 
   async function withdraw(item, record) {
@@ -959,7 +1004,7 @@
 
   const actionNames = { list: '명단 조회', inbox: '알림함 열람', student: '학생 조회', class: '반 학생 조회', photo: '사진 조회',
     export: '기록 내보내기', erase: '기록 삭제', 'access-log': '접속 기록 조회', service: '봉사 명단 조회',
-    history: '학생 기록 열람', overview: '현황 조회', cases: '할 일 조회', case: '사안 열람' };
+    history: '학생 기록 열람', overview: '현황 조회', cases: '할 일 조회', case: '사안 열람', roster: '명부' };
 
   // "date=2026-12-01&grade=1&classNumber=3" -> "12월 1일(화) 1학년 3반" (a period "from=…&to=…" as its two days);
   // "1-3" -> "1학년 3반"; ids as they are.
@@ -972,6 +1017,13 @@
     }
     if (item.action === 'class') return item.target.replace(/^(\d+)-(\d+)$/, '$1학년 $2반');
     if (item.action === 'inbox') return '알림함';
+    if (item.action === 'roster') {
+      const v = /^version=(\d+)(?: restores=(\d+))?$/.exec(item.target);
+      const photos = /^photos=(\d+)$/.exec(item.target);
+      if (photos) return '사진 ' + photos[1] + '장 적용';
+      const previews = { preview: '학생 명부 미리 보기', 'teachers preview': '교사 명단 미리 보기', 'photos preview': '사진 미리 보기' };
+      return v ? '버전 ' + v[1] + (v[2] ? ' 적용(버전 ' + v[2] + ' 되돌림)' : ' 적용') : (previews[item.target] || item.target);
+    }
     if (item.action === 'cases') return item.target === 'scope=school' ? '학교 전체 사안' : '내 할 일';
     if (item.action === 'erase') return '학생 (지운 기록)';
     return item.targetName || '명부에 없는 학생';

@@ -142,6 +142,7 @@ struct CommunityServiceHandlers: Sendable {
                 writer.field("serviceId", record.serviceId)
                 writer.field("date", record.date)
                 writer.field("sessions", record.sessions)
+                writer.field("outcome", record.outcome.rawValue)
                 writer.field("note", record.note)
                 writer.field("recordedBy", record.recordedBy)
                 writer.field("recordedByName", teacherName(record.recordedBy))

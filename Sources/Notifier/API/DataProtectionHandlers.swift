@@ -171,7 +171,7 @@ struct DataProtectionHandlers: Sendable {
         let crossings: [Crossing]
         /// The sessions of 교내봉사 owed, as scheduled, in the JSON only.
         let duties: [CommunityServiceDuty]
-        /// 교내봉사 owed, served, missed (불참) and served late, in the JSON only.
+        /// 교내봉사 owed, served, closed (종결), missed (불참) and served late, in the JSON only.
         let serviceCounts: CommunityServiceCounts
         /// Their cases with every step, in the JSON only.
         let cases: [Case]
@@ -392,8 +392,7 @@ struct DataProtectionHandlers: Sendable {
     static func field(_ value: String) -> String {
         var text = value
         if let first = text.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) { text = "'" + text }
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return CSV.quoted(text)
     }
 
     struct Erased: Encodable, Sendable {

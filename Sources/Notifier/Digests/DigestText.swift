@@ -161,10 +161,12 @@ struct DigestText {
         return ([time(entry)] + [frequency(entry), service(entry)].compactMap { $0 }).joined(separator: " · ")
     }
 
-    /// "남은 봉사 2회", in the 봉사 명단 with "(봉사 3회 중 1회 완료)"; nil for entries written before it was kept.
+    /// "남은 봉사 2회", in the 봉사 명단 with "(봉사 3회 중 1회 완료)" (", 1회 종결"
+    /// when sessions were closed); nil for entries written before it was kept.
     func service(_ entry: DigestEntry) -> String? {
         guard let service = entry.service else { return nil }
-        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료)" : "")
+        let closed = service.closed > 0 ? ", \(service.closed)회 종결" : ""
+        return "남은 봉사 \(service.outstanding)회" + (weekly ? " (봉사 \(service.owed)회 중 \(service.served)회 완료\(closed))" : "")
     }
 
     /// On `date`: "교내봉사 기한 12월 9일(수) 지남 · 다음 배정 일정 12월 11일(금) 16:00 본관 앞"; a 불참

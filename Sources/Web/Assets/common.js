@@ -15,9 +15,13 @@ window.Guidance = (() => {
 
   // One call to the API; resolves with the JSON answer (null for 204),
   // rejects with an ApiError (status 0 when the server was not reached).
+  // A file's bytes (an ArrayBuffer or Blob) go as they are, anything else as JSON.
   async function api(method, url, body) {
     const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
-    if (body !== undefined) {
+    if (body instanceof ArrayBuffer || (typeof Blob !== 'undefined' && body instanceof Blob)) {
+      init.headers['Content-Type'] = 'application/octet-stream';
+      init.body = body;
+    } else if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }
@@ -120,7 +124,8 @@ window.Guidance = (() => {
     amendment: (revision) => (revision > 1 ? (revision - 1) + '차 정정' : ''),
     // A student's service: what is left, or all done.
     serviceLeft: (outstanding) => (outstanding > 0 ? '남은 봉사 ' + outstanding + '회' : '봉사 완료'),
-    serviceDone: (owed, served) => '봉사 ' + owed + '회 중 ' + served + '회 완료',
+    // With sessions closed (종결): '봉사 3회 중 1회 완료, 1회 종결', as the weekly 봉사 명단 says it.
+    serviceDone: (owed, served, closed) => '봉사 ' + owed + '회 중 ' + served + '회 완료' + (closed > 0 ? ', ' + closed + '회 종결' : ''),
     // The newest guidance of a student, in the 봉사 명단.
     lastGuidance: (occurredAt, label) => '최근 지도 ' + day(today(occurredAt)) + ' ' + label,
     // '복장 불량으로', '실내화 없음으로', '기타로': the particle the word's last

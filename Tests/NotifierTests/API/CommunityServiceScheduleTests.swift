@@ -490,6 +490,69 @@ final class CommunityServiceScheduleTests: XCTestCase {
         try await assertEqualAsync(try await self.digests(harness, "t-hr-1-1", scope: "overdue").count, 2, "one amendment")
     }
 
+    /// 종결 (issue 69): owed sessions an admin closes with a reason leave
+    /// their sitting (the seat goes to the next student stopped), show the
+    /// reason in the 봉사 명단 and the student's record, and, the 종결 taken
+    /// back, are owed again at the next sitting with room. Only admins close,
+    /// and only with a reason.
+    func testOwedSessionsClosedWithAReasonLeaveTheirSittingShowWhyAndComeBackWhenTakenBack() async throws {
+        let harness = try await fridayHarness()
+        // Friday 13 November: a111 and a112 fill Tuesday 17's sitting.
+        for (minute, number) in [(30, 1), (31, 2)] {
+            try await harness.register(grade: 1, classNumber: 1, number: number, at: "2026-11-12T23:\(minute):00Z", as: "t-gate")
+        }
+        _ = try await schedule(harness, as: "t-admin") { $0["a111"]?[2] == "2026-11-17" && $0["a112"]?[2] == "2026-11-17" }
+        let serviceId = UUID().uuidString.lowercased()
+        func close(note: String?, as teacher: String) async throws -> Reply {
+            let reason = note.map { #","note":"\#($0)""# } ?? ""
+            return try await fetch(
+                "POST", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/a111/service",
+                body: #"{"serviceId":"\#(serviceId)","date":"2026-11-13","sessions":1,"outcome":"closed"\#(reason)}"#,
+                headers: harness.headers(teacher))
+        }
+        let byDutyTeacher = try await close(note: "전학", as: "t-vd-1")
+        XCTAssertEqual(byDutyTeacher.status, 403, byDutyTeacher.text)
+        let withoutReason = try await close(note: nil, as: "t-admin")
+        XCTAssertEqual(withoutReason.status, 422, withoutReason.text)
+        XCTAssertTrue(withoutReason.text.contains("note"), withoutReason.text)
+        let closed = try await close(note: "전학 (11월 13일)", as: "t-admin")
+        XCTAssertEqual(closed.status, 202, closed.text)
+
+        // The 명단: nothing left to serve, 종결 with its reason, on the record and on the session.
+        let item = try await eventually {
+            let list = try await fetch("GET", "\(harness.notifierBase)/v1/schools/sa/service", headers: harness.headers("t-admin"))
+            guard case .array(let items)? = list.object["items"] else { return nil as AnyCodable? }
+            return items.first { $0["student"]?["studentId"]?.string == "a111" }
+        } until: {
+            $0?["state"]?.string == "closed"
+        }
+        XCTAssertEqual(["owed", "served", "closed", "outstanding"].map { item?[$0]?.int }, [1, 0, 1, 0], "\(String(describing: item))")
+        XCTAssertEqual(item?["services"]?[0]?["outcome"]?.string, "closed")
+        XCTAssertEqual(item?["services"]?[0]?["note"]?.string, "전학 (11월 13일)")
+        XCTAssertEqual(item?["duties"]?[0]?["closedReason"]?.string, "전학 (11월 13일)")
+        let record = try await fetch(
+            "GET", "\(harness.notifierBase)/v1/schools/sa/students/a111/records", headers: harness.headers("t-admin"))
+        XCTAssertEqual(record.object["serviceCounts"]?["closed"]?.int, 1, record.text)
+        XCTAssertEqual(record.object["duties"]?[0]?["closedReason"]?.string, "전학 (11월 13일)", record.text)
+
+        // The seat a111 left on Tuesday goes to the next student stopped.
+        try await harness.register(grade: 1, classNumber: 2, number: 1, at: "2026-11-12T23:40:00Z", as: "t-gate")
+        let seated = try await schedule(harness, as: "t-admin") { $0["a121"] != nil }
+        XCTAssertEqual(seated["a121"], ["scheduled", "2026-11-19", "2026-11-17"], "Tuesday had room again")
+        at("2026-11-17T07:10:00Z")
+        let tuesday = try await today(harness)
+        XCTAssertEqual(tuesday.rows.keys.sorted(), ["a112", "a121"], "a closed session is at no sitting: \(tuesday.reply.text)")
+
+        // Taken back: owed again, at the next sitting with room (Tuesday's is full now).
+        let undone = try await fetch(
+            "DELETE", "\(harness.notifierBase)/v1/schools/sa/grades/1/students/a111/service/\(serviceId)",
+            headers: harness.headers("t-admin"))
+        XCTAssertEqual(undone.status, 202, undone.text)
+        let reopened = try await schedule(harness, as: "t-admin") { $0["a111"]?[0] != "closed" }
+        XCTAssertEqual(reopened["a111"], ["scheduled", "2026-11-19", "2026-11-19"])
+        try await assertEqualAsync(try await today(harness).rows.keys.sorted(), ["a112", "a121"], "Tuesday's room is not exceeded")
+    }
+
     /// Two replicas on one PostgreSQL store apply grades 1, 2 and 3 (keys
     /// of their own partitions) side by side: the school's sittings fill in
     /// order, none beyond its room, and a replay changes nothing.

@@ -141,6 +141,26 @@ final class DigestPlannerTests: XCTestCase {
         XCTAssertEqual(DigestText.amendmentName(revision: 3), "2차 정정")
     }
 
+    /// The weekly 봉사 명단 line counts sessions closed (종결) beside those
+    /// served, and says nothing of 종결 when there is none.
+    func testTheWeeklyServiceLineCountsClosedSessions() {
+        let last = record("a", "s111", "noShoes", at: "2026-11-27T00:10:00Z")
+        let text = DigestText(
+            school: school, date: "2026-11-30", recipient: Recipient(teacherId: "vd1", scope: .service, grade: 1, classNumber: nil),
+            revision: 1, entries: [], counts: [:])
+        func line(_ standing: CommunityServiceStanding) -> String {
+            text.line(
+                DigestEntry(
+                    guidanceId: last.guidanceId, student: last.student, reason: last.reason, occurredAt: last.occurredAt, change: .added,
+                    service: standing))
+        }
+        XCTAssertEqual(
+            line(CommunityServiceStanding(owed: 4, served: 1, closed: 2)),
+            "1번 김민지 — 남은 봉사 1회 (봉사 4회 중 1회 완료, 2회 종결) · 최근 지도 11월 27일(금) 실내화 없음")
+        XCTAssertEqual(
+            line(CommunityServiceStanding(owed: 3, served: 1)), "1번 김민지 — 남은 봉사 2회 (봉사 3회 중 1회 완료) · 최근 지도 11월 27일(금) 실내화 없음")
+    }
+
     func testClockTimesReadAsTeachersSayThem() throws {
         let seoul = try XCTUnwrap(TimeZone(identifier: "Asia/Seoul"))
         let cases = [
