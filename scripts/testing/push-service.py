@@ -12,7 +12,8 @@ GET  /subscribe/<device>  a new subscription: {"endpoint", "keys": {"p256dh", "a
 POST /push/<device>       a push message; 201, or 410 for a device in --gone
                           (or one made gone by POST /gone/<device>)
 POST /slow/<device>       a tarpit from now on: that device's pushes are
-                          answered only after 30 s (a sender gives up first)
+                          answered only after 30 s (a sender gives up first);
+                          each logged as {"device", "arrived": true} when it comes
 --vapid-key KEY     the notifier's VAPID public key (base64url)
 Stops on SIGTERM.
 """
@@ -115,6 +116,10 @@ class Service(BaseHTTPRequestHandler):
             tarpit = device in slow
         if tarpit:
             record["slow"] = True
+            # Said as it arrives, so a test knows the tarpit holds it.
+            with lock:
+                log.write(json.dumps({"device": device, "arrived": True}) + "\n")
+                log.flush()
             time.sleep(30)
         try:
             record["vapid"], record["error"] = check_vapid(self.headers.get("Authorization", ""))

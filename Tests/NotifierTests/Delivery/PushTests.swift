@@ -406,8 +406,8 @@ final class PushTests: XCTestCase {
         try await harness.register(grade: 1, classNumber: 2, number: 1, as: "t-gate")
         _ = try await harness.waitForList(count: 2, as: "t-admin")
         try await run(harness)
-        try await Task.sleep(for: .milliseconds(500))
-        // School B's list, once A's are under way.
+        // School B's list, once A's are under way: one of A's pushes is held by its device.
+        _ = try await service.waitFor { $0.contains { $0["arrived"] as? Bool == true } }
         try await harness.register(school: "sb", grade: 1, classNumber: 1, number: 1, at: "2026-11-20T18:00:00Z", as: "t-gate-b")
         _ = try await eventually {
             try await fetch("GET", "\(base)/v1/schools/sb/guidances?date=2026-11-20", headers: harness.headers("t-hr-b")).object["items"]
