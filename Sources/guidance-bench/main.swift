@@ -7,6 +7,7 @@ import Ingest
 import Kafka
 import KafkaMock
 import Notifier
+import Sessions
 import Store
 import Synchronization
 
@@ -18,6 +19,8 @@ import Synchronization
 ///   guidance-bench e2e    [--samples N]                   POST 202 → visible in the list API, one at a time
 ///   guidance-bench load   --url U [--rate R] [--seconds S] [--connections C] [--latencies FILE]   paced POSTs; 202 latency
 ///   guidance-bench morning --url U [--seconds S] [--per-school N] [--latencies FILE]   a district's gate morning, compressed
+///   guidance-bench roster [--versions N]                  a school's roster version applied on ROSTER_DIR's roster
+///   guidance-bench march  [--seconds S] [--rate R] [--store URL]   every school of ROSTER_DIR rolls over (진급) while gates record
 /// `scripts/bench` runs them with wrk and the services as processes and prints the table.
 struct Options {
     var command = "all"
@@ -99,6 +102,8 @@ func newCluster(partitions: Int = 12) throws -> (MockCluster, Topics) {
     for topic in topics.all { try cluster.createTopic(topic, partitions: partitions) }
     // The session log's topic: the mock cluster does not create topics on request.
     try cluster.createTopic("guidance.sessions", partitions: 1)
+    try cluster.createTopic(topics.roster, partitions: 1)
+    try cluster.createTopic(topics.photos, partitions: 1)
     return (cluster, topics)
 }
 
@@ -228,13 +233,11 @@ func drain(_ events: Int, topic: String, bootstrap: String) throws {
     )
 }
 
-/// One POST at a time, then the list API polled until the guidance shows.
-func benchEndToEnd() async throws {
-    let samples = options.int("samples", 300)
-    let (cluster, topics) = try newCluster()
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
+/// An ingest and a notifier in this process on `cluster`, with the roster
+/// of `ROSTER_DIR` and no digest schedule.
+func startServices(_ cluster: MockCluster, _ topics: Topics, store: StoreLocation, group: String) async throws -> (
+    IngestService, NotifierService
+) {
     let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
     let ingest = try IngestService(
         config: IngestConfig(
@@ -244,11 +247,22 @@ func benchEndToEnd() async throws {
     let notifier = try await MockCluster.joining(logger: quiet) {
         try NotifierService(
             config: NotifierConfig(
-                http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "",
-                store: .sqlite(path: directory.appendingPathComponent("e2e.db").path),
-                kafka: kafka, groupID: "bench-e2e", topics: topics, scheduleInterval: nil),
+                http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: store, kafka: kafka, groupID: group,
+                topics: topics, scheduleInterval: nil),
             roster: roster, logger: quiet)
     }
+    return (ingest, notifier)
+}
+
+/// One POST at a time, then the list API polled until the guidance shows.
+func benchEndToEnd() async throws {
+    let samples = options.int("samples", 300)
+    let (cluster, topics) = try newCluster()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (ingest, notifier) = try await startServices(
+        cluster, topics, store: .sqlite(path: directory.appendingPathComponent("e2e.db").path), group: "bench-e2e")
     let client = BenchClient()
     let school = BenchData.students[0].schoolID
     let token = roster.authenticationEnabled ? "demo-t-gate-01" : nil
@@ -472,7 +486,233 @@ func benchMorning() async throws {
             percentile(registrations, 0.99)))
 }
 
+/// A school's roster version applied on the roster of `ROSTER_DIR` (a
+/// district's, from scripts/make-roster.py): how long each takes (the whole
+/// directory is rebuilt), one school at a time and all of them in one batch
+/// (a poll of the roster log), and the resident memory before and after.
+func benchRoster() {
+    let count = min(options.int("versions", 50), roster.schools.count)
+    let live = LiveRoster(roster)
+    let schools = roster.schools.keys.sorted().prefix(count)
+    // Each school's students one class along (a March: every seat changes), ids kept.
+    func version(_ school: String, _ number: Int) -> RosterVersion {
+        let students = roster.students(school: school)
+        var json = JSONWriter(capacity: students.count * 100)
+        json.field("schemaVersion", 1)
+        json.field("schoolId", school)
+        json.field("version", number)
+        json.field("madeBy", "bench")
+        json.field("madeAt", "2027-03-02T07:00:00Z")
+        json.array("students", students) { writer, student in
+            writer.field("studentId", student.id)
+            writer.field("grade", student.grade)
+            writer.field("class", student.classNumber + 100)
+            writer.field("number", student.number)
+            writer.field("name", student.name)
+        }
+        return try! RosterVersion(json: json.finish())
+    }
+    let before = residentMegabytes()
+    var took: [Double] = []
+    for school in schools {
+        let made = version(school, 1)
+        let started = ContinuousClock.now
+        precondition(live.apply([made]).isEmpty)
+        took.append((ContinuousClock.now - started).seconds * 1000)
+    }
+    // Then every school again, 200 at a time as the roster log's polls hand them over.
+    let started = ContinuousClock.now
+    for chunk in Array(schools).chunks(of: 200) {
+        precondition(live.apply(chunk.map { version($0, 2) }).isEmpty)
+    }
+    let batchSeconds = (ContinuousClock.now - started).seconds
+    Memory.releaseFreePages()
+    took.sort()
+    report(
+        String(
+            format:
+                "roster: %d schools, %d students; a version applied alone: median %.0f ms, max %.0f ms; %d more in polls of 200: %.2f s; RSS %d → %d MiB",
+            roster.schools.count, roster.studentCount, took[took.count / 2], took.last ?? 0, schools.count, batchSeconds, before,
+            residentMegabytes()))
+}
+
+/// The district's March morning (issue 69), compressed into `--seconds`:
+/// every school of `ROSTER_DIR` applies its new school year (every student
+/// a grade up, 3학년 gone, a new 1학년), each at its own moment, through the
+/// roster log as 관리 → 명부 does, while the gates record at `--rate` a
+/// second into an ingest beside a notifier (both in this process, on a mock
+/// cluster). Prints how long each version took to be served by each service
+/// after its publisher's broker acknowledged it, and what became of every
+/// registration answered 202: listed by the notifier, under the seat it was
+/// posted for, naming a student who sat there in one of the two years.
+func benchMarch() async throws {
+    let seconds = Double(options.int("seconds", 60))
+    let rate = options.int("rate", 200)
+    let (cluster, topics) = try newCluster()
+    let kafka = KafkaConfig(bootstrapServers: cluster.bootstrapServers)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try options.string("store").map(StoreLocation.parse) ?? .sqlite(path: directory.appendingPathComponent("march.db").path)
+    let (ingest, notifier) = try await startServices(cluster, topics, store: store, group: "bench-march")
+    // The admins' side: a roster log of its own, as guidance-admin has.
+    let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "bench-admins"), logger: quiet)
+    let admins = RosterLog(topic: topics.roster, kafka: kafka, producer: producer, roster: LiveRoster(roster, logger: quiet), logger: quiet)
+    let parts = Parts([[admins.part]], logger: quiet)
+    try await parts.start()
+    _ = await admins.readToEnd(atMost: .seconds(30))
+
+    // Each school's new year: its students a grade up, ids kept; 3학년 graduate; a new 1학년 in last year's 1학년 seats.
+    let schools = roster.schools.keys.sorted()
+    func newYear(_ school: String) -> [Student] {
+        let now = roster.students(school: school)
+        return now.filter { $0.grade < 3 }.map {
+            Student(
+                schoolID: school, id: $0.id, grade: $0.grade + 1, classNumber: $0.classNumber, number: $0.number, name: $0.name,
+                photoURL: "")
+        }
+            + now.filter { $0.grade == 1 }.map {
+                Student(
+                    schoolID: school, id: "n\($0.classNumber)-\($0.number)", grade: 1, classNumber: $0.classNumber, number: $0.number,
+                    name: "신입\($0.classNumber)-\($0.number)", photoURL: "")
+            }
+    }
+    // Who may sit at a seat in either year, by school and seat.
+    var sitters: [String: [String: Set<String>]] = [:]
+    for school in schools {
+        for student in roster.students(school: school) + newYear(school) {
+            sitters[school, default: [:]]["\(student.grade)-\(student.classNumber)-\(student.number)", default: []].insert(student.id)
+        }
+    }
+    let state = MarchState()
+    let watching = Task {
+        while !Task.isCancelled {
+            let now = ContinuousClock.now
+            state.seen.withLock { seen in
+                for (school, times) in seen where times.ingest == nil || times.notifier == nil {
+                    var times = times
+                    if times.ingest == nil && ingest.roster.version(of: school) >= 1 { times.ingest = (now - times.published).seconds }
+                    if times.notifier == nil && notifier.roster.version(of: school) >= 1 {
+                        times.notifier = (now - times.published).seconds
+                    }
+                    seen[school] = times
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+    // The gates: paced registrations to any seat of any school, each with its id, while the admins apply.
+    var random = SeededGenerator(seed: 20_270_302)
+    let seats = BenchData.students.map { ($0.schoolID, $0.grade, $0.classNumber, $0.number) }
+    let plan = (0..<Int(seconds) * rate).map { _ in (seats.randomElement(using: &random)!, RandomID.uuid()) }
+    let url = "http://127.0.0.1:\(ingest.port)"
+    async let gates = sendPaced(
+        total: plan.count, connections: options.int("connections", 32), due: { .seconds(Double($0) / Double(rate)) }
+    ) {
+        session, index in
+        let ((school, grade, classNumber, number), id) = plan[index]
+        let body =
+            #"{"guidanceId":"\#(id)","student":{"grade":\#(grade),"classNumber":\#(classNumber),"number":\#(number)},"reason":{"code":"noShoes"}}"#
+        let answer = session.post("\(url)/v1/schools/\(school)/guidances", headers: gateHeaders(school), body: Array(body.utf8))
+        let code = status(of: answer)
+        if code == 202 { state.accepted.withLock { $0[id] = (school, "\(grade)-\(classNumber)-\(number)") } }
+        return ("registration", code)
+    }
+    // The admins: each school's version at its own moment of the compressed hour, 16 at a time.
+    let started = ContinuousClock.now
+    let order = schools.shuffled(using: &random)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for worker in 0..<16 {
+            group.addTask {
+                for index in stride(from: worker, to: order.count, by: 16) {
+                    let at = started + .seconds(seconds * 0.9 * Double(index) / Double(order.count))
+                    if at > .now { try await Task.sleep(until: at) }
+                    let school = order[index]
+                    let version = RosterVersion(
+                        schoolId: school, version: 1, students: newYear(school), madeBy: "bench", madeAt: Timestamp.format(Timestamp.now()))
+                    let sent = ContinuousClock.now
+                    state.seen.withLock { $0[school] = (sent, nil, nil) }
+                    _ = try await admins.publish(version, timeout: .seconds(60))
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let results = await gates
+    let deadline = ContinuousClock.now + .seconds(120)
+    while ContinuousClock.now < deadline, state.seen.withLock({ $0.values.contains { $0.ingest == nil || $0.notifier == nil } }) {
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    watching.cancel()
+    // What the notifier stored: every school's list of today, as its admin reads it.
+    let kept = state.accepted.withLock { $0 }
+    var listed: [String: (seat: String, student: String)] = [:]
+    let client = BenchClient()
+    let notifierURL = "http://127.0.0.1:\(notifier.port)"
+    let waitUntil = ContinuousClock.now + .seconds(120)
+    for school in Set(kept.values.map(\.school)).sorted() {
+        let today = Timestamp.localDate(Timestamp.now(), in: roster.school(school)!.timeZone)
+        let expected = kept.values.count { $0.school == school }
+        while true {
+            let (code, data) = try await client.send(
+                "GET", "\(notifierURL)/v1/schools/\(school)/guidances?date=\(today)&scope=school&limit=1000", body: nil,
+                token: roster.authenticationEnabled ? "demo-\(school)-t-admin" : nil)
+            let items = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["items"] as? [[String: Any]] ?? []
+            if code == 200 && items.count >= expected || ContinuousClock.now > waitUntil {
+                for item in items {
+                    guard let id = item["guidanceId"] as? String, let student = item["student"] as? [String: Any] else { continue }
+                    listed[id] = (
+                        "\(student["grade"] ?? 0)-\(student["classNumber"] ?? 0)-\(student["number"] ?? 0)", "\(student["studentId"] ?? "")"
+                    )
+                }
+                break
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+    let lost = kept.keys.filter { listed[$0] == nil }.count
+    let wrongSeat = kept.filter { id, posted in listed[id].map { $0.seat != posted.seat } ?? false }.count
+    let stranger = kept.filter { id, posted in
+        listed[id].map { !(sitters[posted.school]?[posted.seat]?.contains($0.student) ?? false) } ?? false
+    }.count
+    let times = state.seen.withLock { $0.values }
+    let ingestTimes = times.compactMap(\.ingest).sorted()
+    let notifierTimes = times.compactMap(\.notifier).sorted()
+    let failed = results.filter { $0.status != 202 && $0.status != 422 }.count
+    report(
+        String(
+            format:
+                "march: %d schools (%d students) rolled over in %.0f s while %d registrations were answered 202 (%d refused 422 for a seat of one year only, %d failed); version served, from its publishing: ingest p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d of %d); notifier p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d of %d); registrations lost %d, under a wrong seat %d, naming a student of neither year %d; RSS %d MiB",
+            schools.count, roster.studentCount, (ContinuousClock.now - started).seconds, kept.count,
+            results.filter { $0.status == 422 }.count, failed, percentile(ingestTimes, 0.5) * 1000, percentile(ingestTimes, 0.99) * 1000,
+            (ingestTimes.last ?? .nan) * 1000, ingestTimes.count, schools.count, percentile(notifierTimes, 0.5) * 1000,
+            percentile(notifierTimes, 0.99) * 1000, (notifierTimes.last ?? .nan) * 1000, notifierTimes.count, schools.count, lost,
+            wrongSeat, stranger, residentMegabytes()))
+    await parts.stop()
+    producer.close()
+    await notifier.shutdown()
+    await ingest.shutdown()
+    withExtendedLifetime(cluster) {}
+}
+
+/// What the march's tasks share: when each school's version was published
+/// and first served by each service (seconds after), and the registrations
+/// answered 202 with the seat they were posted for.
+final class MarchState: Sendable {
+    let seen = Mutex<[String: (published: ContinuousClock.Instant, ingest: Double?, notifier: Double?)]>([:])
+    let accepted = Mutex<[String: (school: String, seat: String)]>([:])
+}
+
+/// This process's resident memory, from /proc.
+func residentMegabytes() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+}
+
 switch options.command {
+case "roster": benchRoster()
+case "march": try await benchMarch()
 case "load": try await benchLoad()
 case "morning": try await benchMorning()
 case "kafka": try await benchKafka()
