@@ -64,9 +64,15 @@ final class DoorbellTests: XCTestCase {
             XCTAssertTrue(woken, wait)
         }
 
-        let again = ContinuousClock.now
-        doorbell.block(after: doorbell.rings, atMost: .milliseconds(200))
-        XCTAssertGreaterThanOrEqual(ContinuousClock.now - again, .milliseconds(200), "the limit")
+        // Never rung again: the limit ends it.
+        let seenAgain = doorbell.rings
+        Thread.detachNewThread {
+            doorbell.block(after: seenAgain, atMost: .milliseconds(200))
+            woke.signal()
+        }
+        let ended = await Task.detached { woke.wait(timeout: .now() + 10) == .success }.value
+        XCTAssertTrue(ended, "the limit did not end the block")
+        XCTAssertEqual(doorbell.rings, seenAgain)
     }
 
     /// A condition looked at again after each ring: true once it holds,

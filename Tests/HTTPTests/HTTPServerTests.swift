@@ -253,13 +253,13 @@ final class HTTPServerTests: XCTestCase {
             ("NUL before what looks like a field, bare LF", "GET /fast HTTP/1.1\nX-A: b\0X-B: c\nHost: x\n\n", 400),
             ("NUL inside the last value", "GET /fast HTTP/1.1\r\nHost: x\0\r\nX-A: b\0 c\r\n\r\n", 400)
         ]
+        // One the server waited on for a body would be answered 408 by its 2 s
+        // receive deadline, not with the status decided from the headers.
         for (name, request, status) in cases {
-            let started = Date()
             let answer = try rawExchange(port: port, request, timeout: 3)
             XCTAssertTrue(answer.hasPrefix("HTTP/1.1 \(status) "), "\(name): \(answer.prefix(200))")
             XCTAssertTrue(answer.contains("Content-Type: application/problem+json"), "\(name): \(answer.prefix(300))")
             XCTAssertTrue(answer.lowercased().contains("x-request-id: "), "\(name): \(answer.prefix(300))")
-            XCTAssertLessThan(Date().timeIntervalSince(started), 2, "\(name) was not answered at once")
             XCTAssertEqual(
                 answer.components(separatedBy: "\r\nDate: ").count - 1, 1,
                 "\(name): more than one answer on the connection: \(answer.prefix(400))")
@@ -410,14 +410,13 @@ final class HTTPServerTests: XCTestCase {
     func testAClientTricklingItsHeadersIsDisconnected() throws {
         let connection = try RawConnection(port: server.port)
         connection.send("GET /fast HTTP/1.1\r\nHost: x\r\n")
-        let started = Date()
+        // One byte every 400 ms: closed before the 12th (4.8 s), by the 2 s deadline.
         var closed = false
-        for _ in 0..<20 where connection.closedByServer(within: 0.4) || !connection.send("X") {  // at most 8 s: one byte every 400 ms
+        for _ in 0..<12 where connection.closedByServer(within: 0.4) || !connection.send("X") {
             closed = true
             break
         }
         XCTAssertTrue(closed, "a client trickling header bytes kept its connection")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         // A prompt client is served as before.
         XCTAssertTrue(
             try rawExchange(port: server.port, "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
