@@ -28,10 +28,12 @@ final class CurlHandle {
         /// The body is cut here: by default only the start is kept, for an
         /// error message.
         var bodyLimit = 1024
-        var started = ContinuousClock.now
+        /// The system's time, as libcurl's own timeouts: moments of the transfer are read on it.
+        let uptime: Uptime
+        var started: Duration
         /// When libcurl took the last byte of `upload` (its read callback
         /// found nothing more): what remains is the server's answer.
-        var uploadedAt: ContinuousClock.Instant?
+        var uploadedAt: Duration?
         /// Why the progress callback stopped the transfer, if it did.
         var stopped: String?
         /// The whole transfer's limit, up to `uploadedAt` when `answerLimit` is set.
@@ -43,6 +45,8 @@ final class CurlHandle {
         let cancellation: CurlCancellation
 
         init(limit: Duration, answerLimit: Duration?, cancellation: CurlCancellation) {
+            uptime = Uptime()
+            started = uptime.now
             self.limit = limit
             self.answerLimit = answerLimit
             self.cancellation = cancellation
@@ -54,13 +58,13 @@ final class CurlHandle {
             lines = []
             body = []
             bodyLimit = limit
-            started = .now
+            started = uptime.now
             uploadedAt = nil
             stopped = nil
         }
 
         /// Why the transfer must stop now, if it must (the progress callback).
-        func reasonToStop(at now: ContinuousClock.Instant) -> String? {
+        func reasonToStop(at now: Duration) -> String? {
             if cancellation.isCancelled { return "stopped: the service is shutting down" }
             guard let answerLimit else { return nil }
             if let uploadedAt {
@@ -225,7 +229,7 @@ fileprivate func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _
     let length = min(size * count, transfer.upload.count - transfer.uploaded)
     // An empty upload has no base address: nothing to copy.
     guard length > 0 else {
-        if transfer.uploadedAt == nil { transfer.uploadedAt = .now }
+        if transfer.uploadedAt == nil { transfer.uploadedAt = transfer.uptime.now }
         return 0
     }
     transfer.upload.withUnsafeBytes { source in
@@ -239,7 +243,7 @@ fileprivate func curlRead(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _
 fileprivate func curlProgress(_ context: UnsafeMutableRawPointer?, _: curl_off_t, _: curl_off_t, _: curl_off_t, _: curl_off_t) -> Int32 {
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlHandle.Transfer>.fromOpaque(context).takeUnretainedValue()
-    guard let reason = transfer.reasonToStop(at: .now) else { return 0 }
+    guard let reason = transfer.reasonToStop(at: transfer.uptime.now) else { return 0 }
     transfer.stopped = reason
     return 1
 }

@@ -105,10 +105,10 @@ package struct DeadLetterReplay: Sendable {
             .endOffsets(of: [topics.deadLetters])
         var remaining: [Int32: Int64] = [:]
         for (partition, end) in ends where end > 0 { remaining[partition.partition] = end }
-        let deadline = ContinuousClock.now + timeout
+        let reading = Uptime()
         var chosen: [(letter: Letter, message: ConsumedMessage)] = []
         while !remaining.isEmpty {
-            guard ContinuousClock.now < deadline else {
+            guard reading.now < timeout else {
                 throw KafkaError(.deliveryTimedOut, "the dead-letter topic was not read to its end within \(timeout)")
             }
             for message in consumer.poll(maxMessages: 500, timeout: .milliseconds(200)) {

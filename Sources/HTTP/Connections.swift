@@ -24,7 +24,7 @@ struct Connections {
         let address: String
         /// When the current request began (or the previous answer went),
         /// while `waiting`.
-        var since: ContinuousClock.Instant
+        var since: Duration
         /// Waiting for a request, or receiving one: nothing of it handled yet.
         var waiting: Bool
         /// The waited-for request's headers are in; its body may follow.
@@ -50,7 +50,7 @@ struct Connections {
 
     /// A connection opened; the socket to shut down to make room, if any
     /// (the new one's own when its address is at its limit with none idle).
-    mutating func opened(_ key: UInt, socket: Int32, address: String, at now: ContinuousClock.Instant) -> Int32? {
+    mutating func opened(_ key: UInt, socket: Int32, address: String, at now: Duration) -> Int32? {
         entries[key] = Entry(socket: socket, address: address, since: now, waiting: true)
         perAddress[address, default: 0] += 1
         if perAddress[address, default: 0] > perAddressLimit {
@@ -69,7 +69,7 @@ struct Connections {
     }
 
     /// The connection waits for (or receives) its next request from now on.
-    mutating func waiting(_ key: UInt, at now: ContinuousClock.Instant) {
+    mutating func waiting(_ key: UInt, at now: Duration) {
         update(key) { entry in
             entry.since = now
             entry.waiting = true
@@ -101,7 +101,7 @@ struct Connections {
 
     /// Connections that waited longer than `limit`, no longer counted as
     /// waiting: their sockets, and whether their request's headers came.
-    mutating func late(at now: ContinuousClock.Instant, limit: Duration) -> [(socket: Int32, headersIn: Bool)] {
+    mutating func late(at now: Duration, limit: Duration) -> [(socket: Int32, headersIn: Bool)] {
         var late: [(socket: Int32, headersIn: Bool)] = []
         for (key, entry) in entries where entry.waiting && now - entry.since > limit + entry.allowance {
             late.append((entry.socket, entry.headersIn))
@@ -120,7 +120,7 @@ struct Connections {
     /// The oldest connection of `address` waiting for a request (not `key`),
     /// no longer counted as waiting: its socket, to shut down.
     private mutating func oldestWaiting(of address: String, sparing key: UInt) -> Int32? {
-        var oldest: (key: UInt, since: ContinuousClock.Instant)?
+        var oldest: (key: UInt, since: Duration)?
         for (candidate, entry) in entries where candidate != key && entry.waiting && entry.address == address {
             if oldest.map({ entry.since < $0.since }) ?? true { oldest = (candidate, entry.since) }
         }

@@ -31,7 +31,8 @@ final class Exchange: @unchecked Sendable {
     let requestID: String
     /// Whatever makes the request unanswerable before its body is read.
     let problem: HTTPError?
-    let started = ContinuousClock.now
+    /// When its headers came, on the server's `uptime`.
+    let started: Duration
     private(set) var body: [UInt8] = []
     private(set) var bodyTooLarge = false
     /// The most bytes the body may have: the server's `maxBodySize`, or
@@ -48,7 +49,11 @@ final class Exchange: @unchecked Sendable {
     private let phase = Mutex(Phase.receiving)
     private let handler = Mutex<Task<Void, Never>?>(nil)
 
-    init(connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig, router: Router) {
+    init(
+        connection: OpaquePointer, method: String, path: String, version: String, config: HTTPServerConfig, router: Router,
+        started: Duration
+    ) {
+        self.started = started
         self.connection = connection
         self.method = method
         self.path = path
@@ -482,7 +487,7 @@ func accessHandler(
         let exchange = Exchange(
             connection: connection, method: method.map { String(cString: $0) } ?? "GET",
             path: url.map { String(cString: $0) } ?? "/", version: version.map { String(cString: $0) } ?? "HTTP/1.1", config: server.config,
-            router: server.router)
+            router: server.router, started: server.uptime.now)
         slot.pointee = Unmanaged.passRetained(exchange).toOpaque()
         server.inFlight.add(1, ordering: .acquiringAndReleasing)
         guard let problem = exchange.problem ?? server.uploadProblem(exchange) else {

@@ -44,7 +44,7 @@ extension HTTPServer {
     func opened(_ connection: OpaquePointer) {
         let socket = guidance_mhd_connection_fd(connection)
         let address = clientAddress(connection)
-        let now = ContinuousClock.now
+        let now = uptime.now
         guard let room = connections.withLock({ $0.opened(key(connection), socket: socket, address: address, at: now) }), room >= 0 else {
             return
         }
@@ -59,7 +59,7 @@ extension HTTPServer {
 
     /// The connection is sending a request from now on.
     func receiving(_ connection: OpaquePointer) {
-        let now = ContinuousClock.now
+        let now = uptime.now
         connections.withLock { $0.waiting(key(connection), at: now) }
     }
 
@@ -114,7 +114,7 @@ extension HTTPServer {
     func complete(_ exchange: Exchange, reason: MHD_RequestTerminationCode) {
         if exchange.holdsUpload { uploads.subtract(1, ordering: .acquiringAndReleasing) }
         if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { drained.ring() }
-        let duration = ContinuousClock.now - exchange.started
+        let duration = uptime.now - exchange.started
         observer(RequestRecord(method: exchange.method, route: exchange.route, status: exchange.status, duration: duration))
         let failed = reason != .REQUEST_TERMINATED_COMPLETED_OK
         if !failed && (exchange.status == 503 || unavailableRoutes.load(ordering: .relaxed) > 0) { noteAvailability(exchange) }

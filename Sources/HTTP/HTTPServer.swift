@@ -108,16 +108,19 @@ package final class HTTPServer: Sendable {
     let unavailableRoutes = Atomic<Int>(0)
     /// The bound port (0 before `start`); read from any thread.
     package var port: Int { boundPort.load(ordering: .acquiring) }
-    /// What the reaper's period is measured on: the service's timer.
+    /// What the reaper's period, the shutdown's grace and the connections'
+    /// and requests' ages are measured on: the service's timer.
     private let timer: any Clock<Duration>
+    let uptime: Uptime
     private let boundPort = Atomic<Int>(0)
 
     package init(
         config: HTTPServerConfig, router: Router, logger: Logger = Logger(component: "http"),
-        timer: any Clock<Duration> = ContinuousClock(), observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
+        timer: any Clock<Duration> = systemTimer, observer: @escaping @Sendable (RequestRecord) -> Void = { _ in }
     ) {
         self.config = config
         self.timer = timer
+        uptime = Uptime(timer)
         connections = Mutex(Connections(connectionLimit: config.connectionLimit, perAddressLimit: config.perIPConnectionLimit))
         self.router = router
         self.logger = logger
@@ -167,7 +170,7 @@ package final class HTTPServer: Sendable {
         guard let (daemon, reaper) = lifecycle.withLock({ $0.shutdown() }).map({ ($0.pointer, $0.reaper) }) else { return }
         await reaper.stop()
         let listener = MHD_quiesce_daemon(daemon)
-        await idle(by: .now + gracePeriod)
+        await idle(within: gracePeriod)
         let abandoned = unanswered.withLock { exchanges in
             let all = Array(exchanges.values)
             exchanges.removeAll()
@@ -181,16 +184,16 @@ package final class HTTPServer: Sendable {
             exchange.cancelHandler()
         }
         // Resumed connections need a moment to send their answers.
-        await idle(by: .now + .seconds(1))
+        await idle(within: .seconds(1))
         MHD_stop_daemon(daemon)
         if listener >= 0 { close(listener) }
         lifecycle.withLock { $0.finished() }
         logger.info("stopped")
     }
 
-    /// Returns once no request is in flight, or at `deadline`.
-    private func idle(by deadline: ContinuousClock.Instant) async {
-        _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: deadline - .now)
+    /// Returns once no request is in flight, or after `limit`.
+    private func idle(within limit: Duration) async {
+        _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: limit, clock: timer)
     }
 
     /// The reaper's loop: a look once a second.
@@ -211,7 +214,7 @@ package final class HTTPServer: Sendable {
     /// connection fail and closes it.
     private func reap() {
         let limit = config.receiveTimeout
-        let late = connections.withLock { $0.late(at: .now, limit: limit) }
+        let late = connections.withLock { $0.late(at: uptime.now, limit: limit) }
         for (socket, headersIn) in late where socket >= 0 {
             // A request whose body is late gets a 408: libmicrohttpd is
             // waiting to read this socket, never writing it. An idle

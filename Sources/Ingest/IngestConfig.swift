@@ -21,7 +21,7 @@ package struct IngestConfig: Sendable {
     package var clock: @Sendable () -> Double = Timestamp.now
     /// What the loops' periods are measured on: the continuous clock; a
     /// test's `ManualClock`, moved instead of slept.
-    package var timer: any Clock<Duration> = ContinuousClock()
+    package var timer: any Clock<Duration> = systemTimer
     /// How long SIGTERM waits for in-flight requests.
     package var drainPeriod: Duration = .seconds(10)
     /// `PUBLIC_INGEST_URL`: where teachers open the gate page; https makes

@@ -29,7 +29,7 @@ package final class IngestService: Sendable {
         try Startup.checkCredentials(
             roster.current, web: config.web, directory: config.rosterDirectory, exposes: "record and delete guidances", logger: logger)
         self.roster = roster
-        producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]))
+        producer = try Producer(config: config.producer, logger: logger.with(["part": "producer"]), timer: config.timer)
         let metrics = self.metrics
         let producer = self.producer
         metrics.gauge("ingest_events_in_flight", help: "Events produced and awaiting the broker's acknowledgement.") {

@@ -14,6 +14,8 @@ import Synchronization
 package final class Producer: Sendable {
     private let config: ProducerConfig
     private let logger: Logger
+    /// Deadlines of sends and of a close's drain, on the service's timer.
+    private let uptime: Uptime
     private let state: Mutex<State>
 
     private struct State {
@@ -22,10 +24,13 @@ package final class Producer: Sendable {
         var replacements = 0
     }
 
-    package init(config: ProducerConfig, logger: Logger = Logger(component: "kafka-producer")) throws(KafkaError) {
+    package init(
+        config: ProducerConfig, logger: Logger = Logger(component: "kafka-producer"), timer: any Clock<Duration> = systemTimer
+    ) throws(KafkaError) {
         self.config = config
         self.logger = logger
-        let client = try ProducerClient(config: config, logger: logger)
+        uptime = Uptime(timer)
+        let client = try ProducerClient(config: config, logger: logger, uptime: uptime)
         state = Mutex(State(client: client))
         client.startPolling(owner: self)
     }
@@ -111,7 +116,7 @@ package final class Producer: Sendable {
     fileprivate func replace(_ broken: ProducerClient) {
         let replacement: ProducerClient
         do {
-            replacement = try ProducerClient(config: config, logger: logger)
+            replacement = try ProducerClient(config: config, logger: logger, uptime: uptime)
         } catch {
             // Keep the broken client: its sends fail retriably, and the next
             // fatal report (or restart) tries again.
@@ -156,14 +161,16 @@ final class ProducerClient: @unchecked Sendable {
     private let context: ClientContext
     private let logger: Logger
     private let deliveryTimeout: Duration
+    private let uptime: Uptime
     /// Sends awaiting their report, oldest first. All sends share one timeout,
     /// so deadlines grow along the queue and expiry only looks at its head.
     private let awaiting = Mutex(AwaitingQueue())
     /// Sends made whose completion has not run.
     let unfinished = Atomic<Int>(0)
 
-    init(config: ProducerConfig, logger: Logger) throws(KafkaError) {
+    init(config: ProducerConfig, logger: Logger, uptime: Uptime) throws(KafkaError) {
         self.logger = logger
+        self.uptime = uptime
         deliveryTimeout = config.deliveryTimeout
         context = ClientContext(logger: logger)
         let conf = try makeConf(config.properties)
@@ -189,7 +196,7 @@ final class ProducerClient: @unchecked Sendable {
                 header.name.withCString { name in _ = rd_kafka_header_add(headers, name, -1, bytes.baseAddress, bytes.count) }
             }
         }
-        let delivery = DeliveryBox(completion: completion, client: self, topic: message.topic, deadline: .now + deliveryTimeout)
+        let delivery = DeliveryBox(completion: completion, client: self, topic: message.topic, deadline: uptime.now + deliveryTimeout)
         unfinished.add(1, ordering: .acquiringAndReleasing)
         awaiting.withLock { $0.append(delivery) }
         // Retained until the delivery report hands it back exactly once.
@@ -232,7 +239,7 @@ final class ProducerClient: @unchecked Sendable {
 
     /// Drains for up to `timeout` and returns once the handle is destroyed.
     func close(drainFor timeout: Duration) {
-        lifecycle.withLock { $0.close(deadline: .now + timeout) }
+        lifecycle.withLock { $0.close(deadline: uptime.now + timeout) }
         polling.blockUntilEnded()
     }
 
@@ -247,11 +254,12 @@ final class ProducerClient: @unchecked Sendable {
         if context.fatal.load(ordering: .acquiring) && !replaced.exchange(true, ordering: .acquiringAndReleasing) {
             owner.replace(self)
             // Fail everything still queued on the broken handle now.
-            lifecycle.withLock { $0.close(deadline: .now) }
+            let now = uptime.now
+            lifecycle.withLock { $0.close(deadline: now) }
         }
         guard let deadline = lifecycle.withLock({ $0.deadline }) else { return }
         if rd_kafka_outq_len(handle) > 0 {
-            guard ContinuousClock.now >= deadline else { return }
+            guard uptime.now >= deadline else { return }
             let purgeResult = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
             if purgeResult != RD_KAFKA_RESP_ERR_NO_ERROR {
                 logger.warning("purging the producer queue failed", ["error": String(cString: rd_kafka_err2str(purgeResult))])
@@ -282,7 +290,7 @@ final class ProducerClient: @unchecked Sendable {
     /// deadline is enforced here too. A report that comes later is dropped: the
     /// caller was told to retry, and retries carry the same `guidanceId`.
     private func failOverdueSends(all: Bool = false) {
-        let now = ContinuousClock.now
+        let now = uptime.now
         let overdue = awaiting.withLock { $0.removeOverdue(at: now, all: all) }
         for delivery in overdue {
             delivery.finish(
@@ -304,7 +312,7 @@ extension ProducerClient {
     struct Lifecycle: Sendable {
         enum State: Sendable, Equatable {
             case running
-            case closing(deadline: ContinuousClock.Instant)
+            case closing(deadline: Duration)
             case destroying
             case destroyed
         }
@@ -332,7 +340,7 @@ extension ProducerClient {
 
         /// Starts draining; the earliest deadline asked for wins (a fatal
         /// handle closes now even if a close with a longer drain came first).
-        mutating func close(deadline: ContinuousClock.Instant) {
+        mutating func close(deadline: Duration) {
             switch state {
             case .running: state = .closing(deadline: deadline)
             case .closing(let current): state = .closing(deadline: min(current, deadline))
@@ -341,7 +349,7 @@ extension ProducerClient {
         }
 
         /// When draining ends; nil while running (and once it ended).
-        var deadline: ContinuousClock.Instant? {
+        var deadline: Duration? {
             if case .closing(let deadline) = state { deadline } else { nil }
         }
 
@@ -368,7 +376,7 @@ fileprivate struct AwaitingQueue {
     }
 
     /// Drops finished sends from the head and returns the unfinished overdue ones.
-    mutating func removeOverdue(at now: ContinuousClock.Instant, all: Bool) -> [DeliveryBox] {
+    mutating func removeOverdue(at now: Duration, all: Bool) -> [DeliveryBox] {
         var overdue: [DeliveryBox] = []
         while head < items.count {
             let delivery = items[head]
@@ -400,11 +408,11 @@ fileprivate final class DeliveryBox: Sendable {
     let client: ProducerClient
     /// The message's topic, kept for its report (not read back from librdkafka as new text).
     let topic: String
-    let deadline: ContinuousClock.Instant
+    let deadline: Duration
 
     init(
         completion: @escaping @Sendable (Result<DeliveryReport, KafkaError>) -> Void,
-        client: ProducerClient, topic: String, deadline: ContinuousClock.Instant
+        client: ProducerClient, topic: String, deadline: Duration
     ) {
         self.completion = Mutex(completion)
         self.client = client

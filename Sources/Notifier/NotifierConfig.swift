@@ -37,7 +37,7 @@ package struct NotifierConfig: Sendable {
     package var clock: @Sendable () -> Double = Timestamp.now
     /// What the loops' periods and the cutoff's wait are measured on: the
     /// continuous clock; a test's `ManualClock`, moved instead of slept.
-    package var timer: any Clock<Duration> = ContinuousClock()
+    package var timer: any Clock<Duration> = systemTimer
     /// How often the roster folder is checked for changes (SIGHUP reloads at once).
     package var rosterCheckInterval: Duration = .seconds(5)
     /// How long an event naming an id the roster does not list (a student

@@ -38,7 +38,8 @@ package final class NotifierService: Sendable, GroupMember {
         self.roster = roster
         store = try config.store.open(clock: config.clock)
         producer = try Producer(
-            config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]))
+            config: ProducerConfig(kafka: config.kafka, clientID: "guidance-notifier-dlq"), logger: logger.with(["part": "dlq-producer"]),
+            timer: config.timer)
         materializer = try Materializer(config: config, roster: roster, store: store, producer: producer, metrics: metrics, logger: logger)
         let publicURL = config.delivery.publicNotifierURL
         let policy = AccessPolicy.forService(

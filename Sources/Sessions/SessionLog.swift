@@ -128,14 +128,17 @@ package final class SessionLog: Sendable {
     private let producer: Producer?
     private let logger: Logger
     private let state = Mutex(State())
-    /// When the reading thread last went round its loop (monotonic ns).
-    private let heartbeat = Atomic<UInt64>(0)
+    /// When the reading thread last went round its loop, in milliseconds
+    /// of `uptime`; `.min` before the first time.
+    private let heartbeat = Atomic<Int64>(.min)
+    /// The system's time: a freeze stops this process, not the time the
+    /// requests that wait meanwhile live in.
+    private let uptime = Uptime()
     /// Rung each time the reading thread went round its loop.
     private let wentRound = Doorbell()
     /// The longest the reading thread may go without a turn before what it
     /// holds is no longer trusted.
     static let staleAfter: Duration = .seconds(1)
-    private static let staleAfterNanoseconds = UInt64(staleAfter.milliseconds) * 1_000_000
 
     package convenience init(
         topic: String, kafka: KafkaConfig, producer: Producer, lifetime: Duration, clock: @escaping @Sendable () -> Double, logger: Logger
@@ -175,7 +178,7 @@ package final class SessionLog: Sendable {
     package var isCurrent: Bool {
         guard producer != nil else { return true }
         let beat = heartbeat.load(ordering: .acquiring)
-        guard beat != 0, DispatchTime.now().uptimeNanoseconds - beat <= SessionLog.staleAfterNanoseconds else { return false }
+        guard beat != .min, uptime.now.milliseconds - beat <= SessionLog.staleAfter.milliseconds else { return false }
         return !state.withLock { $0.behind }
     }
 
@@ -197,7 +200,7 @@ package final class SessionLog: Sendable {
     /// once, by the service's `Parts`; nothing for a `local` log.
     package var part: Part {
         guard producer != nil else { return Part("session log") }
-        let reader = Mutex(Reader())
+        let reader = Mutex(Reader(lastPrune: now(), started: now()))
         let bell = Doorbell()
         let loop = Loop(
             "session log", onThreadEvery: .seconds(1), bell: bell,
@@ -241,8 +244,9 @@ package final class SessionLog: Sendable {
     /// What the reading thread keeps from one turn to the next.
     private struct Reader {
         var consumer: Consumer?
-        var lastPrune = ContinuousClock.now
-        let started = ContinuousClock.now
+        /// On the service's clock, in milliseconds (`now()`).
+        var lastPrune: Int64
+        let started: Int64
         var reported = false
     }
 
@@ -260,25 +264,25 @@ package final class SessionLog: Sendable {
         defer { bell.ring() }
         // A turn that comes late means this thread was not running: what it
         // holds is trusted again only once read up to the end as it is now.
-        let beat = DispatchTime.now().uptimeNanoseconds
+        let beat = uptime.now.milliseconds
         let previous = heartbeat.load(ordering: .acquiring)
         var end: Int64?
-        if previous != 0, beat - previous > SessionLog.staleAfterNanoseconds {
+        if previous != .min, beat - previous > SessionLog.staleAfter.milliseconds {
             state.withLock { $0.behind = true }
             logger.warning(
                 "the session log's reader did not run for a while (a frozen or starved process); cookies wait until it has read the log's end",
-                ["seconds": String(format: "%.1f", Double(beat - previous) / 1e9)])
+                ["seconds": String(format: "%.1f", Double(beat - previous) / 1000)])
         }
         if state.withLock({ $0.behind }) {
             end = try? consumer.watermarks(of: TopicPartition(topic: topic, partition: 0), timeout: .seconds(2)).high
         }
         // After the look-up: its wait (a slow broker) is no freeze.
-        heartbeat.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
+        heartbeat.store(uptime.now.milliseconds, ordering: .releasing)
         let messages = consumer.poll(maxMessages: 500, timeout: .milliseconds(100))
         let now = self.now()
         let (started, reported, prune) = reader.withLock { reader in
-            let prune = ContinuousClock.now - reader.lastPrune > .seconds(60)
-            if prune { reader.lastPrune = .now }
+            let prune = now - reader.lastPrune > 60_000
+            if prune { reader.lastPrune = now }
             return (reader.started, reader.reported, prune)
         }
         let caughtUp = state.withLock { state in
@@ -296,7 +300,7 @@ package final class SessionLog: Sendable {
         }
         if !reported && caughtUp {
             reader.withLock { $0.reported = true }
-            logger.info("session log read; cookie sign-ins are served", ["ms": String((ContinuousClock.now - started).milliseconds)])
+            logger.info("session log read; cookie sign-ins are served", ["ms": String(now - started)])
         }
         wentRound.ring()
     }

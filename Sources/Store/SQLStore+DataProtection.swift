@@ -319,11 +319,11 @@ extension SQLStore {
                     let asked = limit
                     // Timed inside the lock: how long the batch held the writer, not how long it waited for it.
                     let (removed, held) = try writer.withLock { (database: inout any SQLDatabase) throws(StoreError) -> (Int, Double) in
-                        let started = DispatchTime.now().uptimeNanoseconds
+                        let started = Uptime()
                         let removed = try database.transaction { () throws(StoreError) -> Int in
                             try database.run(sql, key.isEmpty ? parameters : parameters + [.integer(Int64(asked))])
                         }
-                        return (removed, Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+                        return (removed, started.now.seconds * 1000)
                     }
                     report.longestBatchMilliseconds = max(report.longestBatchMilliseconds, held)
                     guard removed > 0 else { break }

@@ -26,7 +26,8 @@ extension SQLStore {
             var kind: String { "\(digest.scope.rawValue)/\(digest.date)" }
         }
         let rows = digests.flatMap { digest, targets in
-            let created = milliseconds(Timestamp.parse(digest.createdAt) ?? Timestamp.now())
+            // Made by the service with its clock's time: one that did not read back is due at once.
+            let created = milliseconds(Timestamp.parse(digest.createdAt) ?? 0)
             return targets.map { target in
                 Row(
                     id: Delivery.id(digest: digest.digestId, channel: target.channel), digest: digest, target: target, created: created,

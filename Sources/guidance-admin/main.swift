@@ -51,6 +51,8 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+/// The admin's clock, made here once: the system's, for what it records.
+let wallClock: @Sendable () -> Double = Timestamp.now
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "dlq" {
     await replayDeadLetters(Array(arguments.dropFirst()))
@@ -195,7 +197,7 @@ func revokeSessions(_ arguments: [String]) async {
         let topic = try WebSettings.fromEnvironment(environment).topic
         let producer = try Producer(
             config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: Logger(component: "guidance-admin", level: .warning))
-        let record = SessionLog.Record.signedOut(teacher: arguments[1], at: Int64(Timestamp.now() * 1000))
+        let record = SessionLog.Record.signedOut(teacher: arguments[1], at: Int64(wallClock() * 1000))
         var failure: KafkaError?
         do {
             _ = try await producer.send(SessionLog.message(record, topic: topic))
@@ -300,7 +302,7 @@ func roster(_ arguments: [String]) async {
             if apply && (!upload.refused.isEmpty || upload.problem != nil) { fail("the file cannot apply; nothing applied") }
             made = RosterVersion(
                 schoolId: school, version: basedOn + 1, students: nil, teachers: upload.teachers,
-                madeBy: "guidance-admin", madeAt: Timestamp.format(Timestamp.now()))
+                madeBy: "guidance-admin", madeAt: Timestamp.format(wallClock()))
         } else if let table {
             let text = try UploadedTable.csvText(Array(bytes))
             let change = try current.tableChange(table, of: school, text: text)
@@ -309,7 +311,7 @@ func roster(_ arguments: [String]) async {
             for row in change.removed { print("  removed  \(row.joined(separator: ","))") }
             made = RosterVersion(
                 schoolId: school, version: basedOn + 1, students: nil, tables: [table: text], madeBy: "guidance-admin",
-                madeAt: Timestamp.format(Timestamp.now()))
+                madeAt: Timestamp.format(wallClock()))
         } else {
             let upload = try StudentsUpload.read(UploadedTable.rows(of: Array(bytes), file: path), school: school, current: current)
             let seat = { (student: Student) in "\(student.id) \(student.grade)-\(student.classNumber)-\(student.number)" }
@@ -324,7 +326,7 @@ func roster(_ arguments: [String]) async {
             if apply && !upload.refused.isEmpty { fail("\(upload.refused.count) rows are refused; nothing applied") }
             made = RosterVersion(
                 schoolId: school, version: basedOn + 1, students: upload.students, madeBy: "guidance-admin",
-                madeAt: Timestamp.format(Timestamp.now()))
+                madeAt: Timestamp.format(wallClock()))
         }
         if let made, apply {
             let entry = try await log.publish(made)

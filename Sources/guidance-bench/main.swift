@@ -11,6 +11,11 @@ import Sessions
 import Store
 import Synchronization
 
+/// What the bench measures on, made here once: the system's continuous clock
+/// for how long things take, its wall clock for the events' dates.
+let timer = ContinuousClock()
+let wallClock: @Sendable () -> Double = Timestamp.now
+
 /// Benchmarks that print their numbers. Each starts its own mock cluster on
 /// loopback, runs a bounded amount of work and stops by itself.
 ///
@@ -119,8 +124,8 @@ func benchKafka() async throws {
     }
     let producer = try Producer(
         config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: external ?? cluster!.bootstrapServers)), logger: quiet)
-    let payloads = (0..<1000).map { sampleEvent($0, date: Timestamp.now()) }
-    let started = ContinuousClock.now
+    let payloads = (0..<1000).map { sampleEvent($0, date: wallClock()) }
+    let started = timer.now
     try await withThrowingTaskGroup(of: Void.self) { group in
         for worker in 0..<inflight {
             group.addTask {
@@ -134,7 +139,7 @@ func benchKafka() async throws {
         }
         try await group.waitForAll()
     }
-    let seconds = (ContinuousClock.now - started).seconds
+    let seconds = (timer.now - started).seconds
     report(
         String(
             format: "kafka: %d messages of ~%d bytes, %d in flight, acks=all, idempotent: %.0f messages/s (%.2f s)",
@@ -156,7 +161,7 @@ func benchApply() async throws {
     let events = options.int("events", 100_000)
     let (cluster, topics) = try newCluster()
     let producer = try Producer(config: ProducerConfig(kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers)), logger: quiet)
-    let now = Timestamp.now()
+    let now = wallClock()
     try await withThrowingTaskGroup(of: Void.self) { group in
         for worker in 0..<256 {
             group.addTask {
@@ -183,21 +188,21 @@ func benchApply() async throws {
     let config = NotifierConfig(
         http: HTTPServerConfig(host: "127.0.0.1", port: 0), rosterDirectory: "", store: store,
         kafka: KafkaConfig(bootstrapServers: cluster.bootstrapServers), groupID: "bench", topics: topics, scheduleInterval: nil)
-    let started = ContinuousClock.now
+    let started = timer.now
     let notifier = try await MockCluster.joining(logger: quiet) { try NotifierService(config: config, roster: roster, logger: quiet) }
-    let deadline = ContinuousClock.now + .seconds(300)
-    var lastReport = ContinuousClock.now
+    let deadline = timer.now + .seconds(300)
+    var lastReport = timer.now
     var firstApplied: ContinuousClock.Instant?
-    while notifier.metrics.value("notifier_events_applied_total") < Double(events) && ContinuousClock.now < deadline {
+    while notifier.metrics.value("notifier_events_applied_total") < Double(events) && timer.now < deadline {
         try await Task.sleep(for: .milliseconds(5))
         if firstApplied == nil && notifier.metrics.value("notifier_events_applied_total") > 0 { firstApplied = .now }
-        if ContinuousClock.now - lastReport > .seconds(5) {
+        if timer.now - lastReport > .seconds(5) {
             lastReport = .now
             FileHandle.standardError.write(
                 Data("apply: \(Int(notifier.metrics.value("notifier_events_applied_total"))) applied so far\n".utf8))
         }
     }
-    let finished = ContinuousClock.now
+    let finished = timer.now
     let applied = Int(notifier.metrics.value("notifier_events_applied_total"))
     let joining = ((firstApplied ?? finished) - started).seconds
     let applying = (finished - (firstApplied ?? started)).seconds
@@ -220,13 +225,13 @@ func drain(_ events: Int, topic: String, bootstrap: String) throws {
     defer { consumer.close() }
     var read = 0
     var first: ContinuousClock.Instant?
-    let deadline = ContinuousClock.now + .seconds(120)
-    while read < events && ContinuousClock.now < deadline {
+    let deadline = timer.now + .seconds(120)
+    while read < events && timer.now < deadline {
         let batch = consumer.poll(maxMessages: 1000, timeout: .milliseconds(100))
         if first == nil && !batch.isEmpty { first = .now }
         read += batch.count
     }
-    let seconds = (ContinuousClock.now - (first ?? .now)).seconds
+    let seconds = (timer.now - (first ?? .now)).seconds
     report(
         String(
             format: "drain: %d of %d events read by a bare consumer: %.0f events/s (%.2f s)", read, events, Double(read) / seconds, seconds)
@@ -280,14 +285,14 @@ func benchEndToEnd() async throws {
             report("e2e: POST answered \(status)")
             continue
         }
-        let accepted = ContinuousClock.now
+        let accepted = timer.now
         let listURL =
             "http://127.0.0.1:\(notifier.port)/v1/schools/\(school)/guidances?grade=\(student.grade)&classNumber=\(student.classNumber)"
-        while ContinuousClock.now - accepted < .seconds(10) {
+        while timer.now - accepted < .seconds(10) {
             let (_, list) = try await client.send("GET", listURL, body: nil, token: reader)
             if String(decoding: list, as: UTF8.self).contains(id) { break }
         }
-        latencies.append((ContinuousClock.now - accepted).seconds * 1000)
+        latencies.append((timer.now - accepted).seconds * 1000)
     }
     latencies.sort()
     func percentile(_ p: Double) -> Double {
@@ -320,7 +325,7 @@ func sendPaced(
     send: @escaping @Sendable (HTTPSession, Int) -> (kind: String, status: Int)
 ) async -> [(sent: Double, milliseconds: Double, kind: String, status: Int)] {
     let state = PacedState()
-    let started = ContinuousClock.now
+    let started = timer.now
     let group = DispatchGroup()
     for _ in 0..<connections {
         group.enter()
@@ -332,9 +337,9 @@ func sendPaced(
                 guard index < total else { return }
                 let at = started + due(index)
                 if at > .now { Thread.sleep(forTimeInterval: (at - .now).seconds) }
-                let (sentAt, sent) = (Timestamp.now(), ContinuousClock.now)
+                let (sentAt, sent) = (wallClock(), timer.now)
                 let (kind, status) = send(session, index)
-                let took = (ContinuousClock.now - sent).seconds * 1000
+                let took = (timer.now - sent).seconds * 1000
                 state.results.withLock { $0.append((sentAt, took, kind, status)) }
             }
         }
@@ -371,7 +376,7 @@ func benchLoad() async throws {
     let seconds = options.int("seconds", 20)
     let students = BenchData.students
     let reasons = [#"{"code":"noShoes"}"#, #"{"code":"wrongClothes"}"#, #"{"code":"trespassing"}"#, #"{"code":"others","detail":"bench"}"#]
-    let started = ContinuousClock.now
+    let started = timer.now
     let interval = Duration.seconds(1) / rate
     let results = await sendPaced(total: rate * seconds, connections: options.int("connections", 32), due: { interval * $0 }) {
         session, index in
@@ -388,7 +393,7 @@ func benchLoad() async throws {
     writeLatencies(results)
     let latencies = results.filter { $0.status == 202 }.map(\.milliseconds).sorted()
     let errors = results.count - latencies.count
-    let took = (ContinuousClock.now - started).seconds
+    let took = (timer.now - started).seconds
     report(
         String(
             format: "load: %d POSTs in %.1f s (%.0f/s), %d errors, 202 latency p50 %.1f ms, p99 %.1f ms",
@@ -452,7 +457,7 @@ func benchMorning() async throws {
         let (student, school) = (step.student, step.student.schoolID)
         if step.service {
             let teacher = volunteer["\(school)/\(student.grade)"] ?? ""
-            let today = Timestamp.localDate(Timestamp.now(), in: roster.school(school)!.timeZone)
+            let today = Timestamp.localDate(wallClock(), in: roster.school(school)!.timeZone)
             let body = #"{"serviceId":"\#(RandomID.uuid())","date":"\#(today)","sessions":1}"#
             let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer demo-\(teacher)")]
             let answer = session.post(
@@ -516,16 +521,16 @@ func benchRoster() {
     var took: [Double] = []
     for school in schools {
         let made = version(school, 1)
-        let started = ContinuousClock.now
+        let started = timer.now
         precondition(live.apply([made]).isEmpty)
-        took.append((ContinuousClock.now - started).seconds * 1000)
+        took.append((timer.now - started).seconds * 1000)
     }
     // Then every school again, 200 at a time as the roster log's polls hand them over.
-    let started = ContinuousClock.now
+    let started = timer.now
     for chunk in Array(schools).chunks(of: 200) {
         precondition(live.apply(chunk.map { version($0, 2) }).isEmpty)
     }
-    let batchSeconds = (ContinuousClock.now - started).seconds
+    let batchSeconds = (timer.now - started).seconds
     Memory.releaseFreePages()
     took.sort()
     report(
@@ -587,7 +592,7 @@ func benchMarch() async throws {
     let state = MarchState()
     let watching = Task {
         while !Task.isCancelled {
-            let now = ContinuousClock.now
+            let now = timer.now
             state.seen.withLock { seen in
                 for (school, times) in seen where times.ingest == nil || times.notifier == nil {
                     var times = times
@@ -619,7 +624,7 @@ func benchMarch() async throws {
         return ("registration", code)
     }
     // The admins: each school's version at its own moment of the compressed hour, 16 at a time.
-    let started = ContinuousClock.now
+    let started = timer.now
     let order = schools.shuffled(using: &random)
     try await withThrowingTaskGroup(of: Void.self) { group in
         for worker in 0..<16 {
@@ -629,8 +634,8 @@ func benchMarch() async throws {
                     if at > .now { try await Task.sleep(until: at) }
                     let school = order[index]
                     let version = RosterVersion(
-                        schoolId: school, version: 1, students: newYear(school), madeBy: "bench", madeAt: Timestamp.format(Timestamp.now()))
-                    let sent = ContinuousClock.now
+                        schoolId: school, version: 1, students: newYear(school), madeBy: "bench", madeAt: Timestamp.format(wallClock()))
+                    let sent = timer.now
                     state.seen.withLock { $0[school] = (sent, nil, nil) }
                     _ = try await admins.publish(version, timeout: .seconds(60))
                 }
@@ -639,8 +644,8 @@ func benchMarch() async throws {
         try await group.waitForAll()
     }
     let results = await gates
-    let deadline = ContinuousClock.now + .seconds(120)
-    while ContinuousClock.now < deadline, state.seen.withLock({ $0.values.contains { $0.ingest == nil || $0.notifier == nil } }) {
+    let deadline = timer.now + .seconds(120)
+    while timer.now < deadline, state.seen.withLock({ $0.values.contains { $0.ingest == nil || $0.notifier == nil } }) {
         try await Task.sleep(for: .milliseconds(50))
     }
     watching.cancel()
@@ -649,16 +654,16 @@ func benchMarch() async throws {
     var listed: [String: (seat: String, student: String)] = [:]
     let client = BenchClient()
     let notifierURL = "http://127.0.0.1:\(notifier.port)"
-    let waitUntil = ContinuousClock.now + .seconds(120)
+    let waitUntil = timer.now + .seconds(120)
     for school in Set(kept.values.map(\.school)).sorted() {
-        let today = Timestamp.localDate(Timestamp.now(), in: roster.school(school)!.timeZone)
+        let today = Timestamp.localDate(wallClock(), in: roster.school(school)!.timeZone)
         let expected = kept.values.count { $0.school == school }
         while true {
             let (code, data) = try await client.send(
                 "GET", "\(notifierURL)/v1/schools/\(school)/guidances?date=\(today)&scope=school&limit=1000", body: nil,
                 token: roster.authenticationEnabled ? "demo-\(school)-t-admin" : nil)
             let items = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["items"] as? [[String: Any]] ?? []
-            if code == 200 && items.count >= expected || ContinuousClock.now > waitUntil {
+            if code == 200 && items.count >= expected || timer.now > waitUntil {
                 for item in items {
                     guard let id = item["guidanceId"] as? String, let student = item["student"] as? [String: Any] else { continue }
                     listed[id] = (
@@ -683,7 +688,7 @@ func benchMarch() async throws {
         String(
             format:
                 "march: %d schools (%d students) rolled over in %.0f s while %d registrations were answered 202 (%d refused 422 for a seat of one year only, %d failed); version served, from its publishing: ingest p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d of %d); notifier p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d of %d); registrations lost %d, under a wrong seat %d, naming a student of neither year %d; RSS %d MiB",
-            schools.count, roster.studentCount, (ContinuousClock.now - started).seconds, kept.count,
+            schools.count, roster.studentCount, (timer.now - started).seconds, kept.count,
             results.filter { $0.status == 422 }.count, failed, percentile(ingestTimes, 0.5) * 1000, percentile(ingestTimes, 0.99) * 1000,
             (ingestTimes.last ?? .nan) * 1000, ingestTimes.count, schools.count, percentile(notifierTimes, 0.5) * 1000,
             percentile(notifierTimes, 0.99) * 1000, (notifierTimes.last ?? .nan) * 1000, notifierTimes.count, schools.count, lost,

@@ -405,6 +405,34 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(path.object["q"]?.string, "x%00y")
     }
 
+    /// The receive deadline runs on the service's timer: a request whose
+    /// body never comes is answered 408 once the timer passes it, and not
+    /// before, however long the test takes in real time.
+    func testALateBodyIsAnswered408WhenTheServicesTimerPassesTheReceiveTimeout() async throws {
+        let clock = ManualClock()
+        var router = Router()
+        router.add("POST", "/greetings") { request in .text("\(request.body.count)\n") }
+        // libmicrohttpd's own idle timeout is the same 30 s, in real time: far beyond this test.
+        let server = HTTPServer(
+            config: HTTPServerConfig(host: "127.0.0.1", port: 0, maxBodySize: 1024, receiveTimeout: .seconds(30)),
+            router: router, logger: Logger(component: "http-test", level: .error), timer: clock)
+        try server.start()
+        let connection = try RawConnection(port: server.port)
+        XCTAssertTrue(connection.send("POST /greetings HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"))
+        // Its headers are in (the time counts from there): the reaper waits for its period on the clock.
+        _ = try await eventually { server.inFlight.load(ordering: .acquiring) == 1 }
+        await clock.sleeps(atLeast: 1)
+        // 29 s pass: not late yet.
+        clock.advance(by: .seconds(29))
+        await clock.sleeps(atLeast: 2)
+        XCTAssertFalse(connection.closedByServer(within: 0.2), "closed before its receive timeout on the service's timer")
+        clock.advance(by: .seconds(2))
+        await clock.sleeps(atLeast: 3)
+        let answer = connection.receive(timeout: 5)
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 408 "), answer)
+        await server.shutdown(gracePeriod: .zero)
+    }
+
     /// libmicrohttpd's own timeout restarts with every byte; the server's
     /// deadline for a whole request does not.
     func testAClientTricklingItsHeadersIsDisconnected() throws {

@@ -31,6 +31,31 @@ final class ProducerFaultTests: MockClusterTestCase {
         XCTAssertNotNil(recovered, "sends did not succeed after the brokers came back")
     }
 
+    /// The producer's own delivery deadline runs on the service's timer:
+    /// librdkafka's 30 s are far off in real time, and the send fails as
+    /// timed out once the timer passes them.
+    func testASendFailsAsTimedOutWhenTheServicesTimerPassesItsDeliveryTimeout() async throws {
+        let clock = ManualClock()
+        let producer = try Producer(
+            config: producerConfig(cluster, deliveryTimeout: .seconds(30)), logger: quietLogger("producer"), timer: clock)
+        defer { producer.close(timeout: .zero) }
+        cluster.setAllBrokers(up: false)
+        let topic = self.topic
+        let waiting = Task { try await producer.send(OutgoingMessage(topic: topic, key: "k", value: [1])) }
+        _ = try await eventually { producer.inFlight == 1 }
+        clock.advance(by: .seconds(31))
+        // Within a few of the producer's 50 ms polls, not librdkafka's 30 s.
+        let failed = try await eventually(within: .seconds(5)) { producer.inFlight == 0 }
+        XCTAssertTrue(failed, "the send outlived its delivery timeout on the service's timer")
+        do {
+            let report = try await waiting.value
+            XCTFail("acknowledged with every broker down: \(report)")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.code, .deliveryTimedOut)
+            XCTAssertTrue(error.isRetriable)
+        }
+    }
+
     func testACancelledSendStopsWaitingAndACancelledTaskSendsNothing() async throws {
         let producer = try Producer(config: producerConfig(cluster, deliveryTimeout: .seconds(30)), logger: quietLogger("producer"))
         defer { producer.close() }

@@ -53,7 +53,7 @@ package final class BlockingExecutor: Sendable {
     /// caller is freed, e.g. a readiness probe that must answer within a
     /// second while the store hangs.
     package func run<T: Sendable>(
-        within limit: Duration, clock: any Clock<Duration> = ContinuousClock(), _ body: @escaping @Sendable () throws -> T
+        within limit: Duration, clock: any Clock<Duration> = systemTimer, _ body: @escaping @Sendable () throws -> T
     ) async -> T? {
         let answer = FirstAnswer<T?>()
         let timer = Task {

@@ -44,14 +44,15 @@ package final class Doorbell: Sendable {
     /// until it rings after `seen` rings (at once if it rang since) or
     /// `limit` passed.
     package func block(after seen: Int, atMost limit: Duration) {
-        // The limit on the monotonic clock: the condition's own wait takes a
-        // wall-clock date, which an adjusted clock can end early (it did, by
-        // 0.7 ms of 200) or late; an early end waits again for what is left.
-        let end = ContinuousClock.now + limit
+        // The limit on the system's monotonic timer (a thread's wait knows no
+        // other clock): the condition's own wait takes a wall-clock date,
+        // which an adjusted clock can end early (it did, by 0.7 ms of 200)
+        // or late; an early end waits again for what is left.
+        let uptime = Uptime()
         threads.lock()
         defer { threads.unlock() }
         while rings == seen {
-            let left = end - ContinuousClock.now
+            let left = limit - uptime.now
             if left <= .zero { return }
             _ = threads.wait(until: Date(timeIntervalSinceNow: left.seconds))
         }
@@ -70,7 +71,7 @@ package final class Doorbell: Sendable {
 
     /// Returns once it rings after `seen` rings (at once if it rang since),
     /// or after `limit` on `clock`, or when the task is cancelled.
-    package func wait(after seen: Int, atMost limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async {
+    package func wait(after seen: Int, atMost limit: Duration, clock: any Clock<Duration> = systemTimer) async {
         let id: Int? = state.withLock { state in
             guard state.rings == seen else { return nil }
             state.lastWaiter += 1
@@ -106,7 +107,7 @@ package final class Doorbell: Sendable {
     /// Returns once `holds` is true — looked at first, then again after each
     /// ring — or after `limit` on `clock`, or when the task is cancelled;
     /// whether it held.
-    package func wait(until holds: () -> Bool, atMost limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async -> Bool {
+    package func wait(until holds: () -> Bool, atMost limit: Duration, clock: any Clock<Duration> = systemTimer) async -> Bool {
         let elapsed = Elapsed(clock)
         while true {
             let seen = rings

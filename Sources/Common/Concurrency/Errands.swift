@@ -38,7 +38,7 @@ package final class Errands: Sendable {
     }
 
     /// Returns once no errand is under way (true), or after `limit` (false).
-    package func idle(within limit: Duration, clock: any Clock<Duration> = ContinuousClock()) async -> Bool {
+    package func idle(within limit: Duration, clock: any Clock<Duration> = systemTimer) async -> Bool {
         await ended.wait(until: { running == 0 }, atMost: limit, clock: clock)
     }
 

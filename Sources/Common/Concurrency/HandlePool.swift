@@ -31,7 +31,7 @@ package final class HandlePool<Handle>: Sendable {
     /// came free within `limit` on `clock` (every handle busy: the resource
     /// is slow or hung, and the caller should say so rather than queue).
     package func run<T: Sendable>(
-        waitingAtMost limit: Duration, clock: any Clock<Duration> = ContinuousClock(), _ body: @escaping @Sendable (inout Handle) -> T
+        waitingAtMost limit: Duration, clock: any Clock<Duration> = systemTimer, _ body: @escaping @Sendable (inout Handle) -> T
     ) async -> T? {
         var taken: Int?
         _ = await given.wait(

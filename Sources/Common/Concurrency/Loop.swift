@@ -64,7 +64,7 @@ package final class Loop: Sendable {
     ///   third of its length after it was taken).
     package init(
         _ name: String, every period: Duration? = nil, orSooner sooner: (@Sendable () -> Duration)? = nil, bell: Doorbell = Doorbell(),
-        wokenBy: String, clock: any Clock<Duration> = ContinuousClock(),
+        wokenBy: String, clock: any Clock<Duration> = systemTimer,
         waitsFirst: Bool = false, turn: @escaping @Sendable () async -> Void
     ) {
         self.name = name
@@ -92,7 +92,7 @@ package final class Loop: Sendable {
         self.period = period
         self.bell = bell
         self.wokenBy = wokenBy
-        clock = ContinuousClock()
+        clock = systemTimer
         waitsFirst = false
         self.turn = turn.map(Turn.thread)
     }

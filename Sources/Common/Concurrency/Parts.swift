@@ -78,7 +78,7 @@ package final class Parts: Sendable {
                 } catch {
                     logger.error("\(part.name) could not start; stopping what had started", ["error": "\(error)"])
                     state.withLock { $0.started = index }
-                    await stop(stage.prefix(position), since: .now)
+                    await stop(stage.prefix(position), since: Uptime())
                     await stop()
                     throw error
                 }
@@ -93,17 +93,17 @@ package final class Parts: Sendable {
             defer { state = (0, true) }
             return state.stopping ? 0 : state.started
         }
-        let began = ContinuousClock.now
-        for stage in stages.prefix(started).reversed() { await stop(stage[...], since: began) }
+        let stopping = Uptime()
+        for stage in stages.prefix(started).reversed() { await stop(stage[...], since: stopping) }
     }
 
-    private func stop(_ parts: ArraySlice<Part>, since began: ContinuousClock.Instant) async {
+    private func stop(_ parts: ArraySlice<Part>, since stopping: Uptime) async {
         let logger = self.logger
         await withTaskGroup(of: Void.self) { group in
             for part in parts {
                 group.addTask {
                     await part.stop()
-                    logger.info("shutdown: \(part.name) done", ["ms": String(Int((ContinuousClock.now - began).seconds * 1000))])
+                    logger.info("shutdown: \(part.name) done", ["ms": String(stopping.now.milliseconds)])
                 }
             }
         }

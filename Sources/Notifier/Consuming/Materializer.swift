@@ -42,6 +42,8 @@ final class Materializer: Sendable {
     private let rosterGrace: Double
     private let retention: Retention
     private let clock: @Sendable () -> Double
+    /// How long a join has waited, on the service's timer.
+    private let uptime: Uptime
     /// Messages waiting for the roster (`RosterHold.count`), for metrics.
     private let held = Atomic<Int>(0)
     /// Partitions revoked inside `poll`, for the consuming thread to forget.
@@ -62,6 +64,7 @@ final class Materializer: Sendable {
         rosterGrace = config.rosterGrace.seconds
         retention = config.retention
         clock = config.clock
+        uptime = Uptime(config.timer)
         self.roster = roster
         consuming = Mutex(Consuming(hold: RosterHold(grace: config.rosterGrace.seconds)))
         loop = Loop(
@@ -145,7 +148,7 @@ final class Materializer: Sendable {
         }
         let batch = room > 0 ? consumer.poll(maxMessages: room, timeout: state.writing == nil ? .milliseconds(200) : .zero) : []
         state.hold.drop(revocations.take())
-        if state.join.isSlow(joined: consumer.memberID != nil, now: .now) {
+        if state.join.isSlow(joined: consumer.memberID != nil, now: uptime.now) {
             logger.warning(
                 "not yet a member of the consumer group; waiting for the rebalance (it waits for every member to rejoin)",
                 ["group": groupID, "after": "\(SlowJoin.limit)"])

@@ -10,12 +10,12 @@
 struct SlowJoin {
     static let limit: Duration = .seconds(20)
 
-    private var waitingSince: ContinuousClock.Instant?
+    private var waitingSince: Duration?
 
     /// True after `limit` without a member id, and then once per `limit`. A
     /// replica that joined but holds no partitions (more replicas than
     /// partitions) has a member id: it is not waiting.
-    mutating func isSlow(joined: Bool, now: ContinuousClock.Instant) -> Bool {
+    mutating func isSlow(joined: Bool, now: Duration) -> Bool {
         guard !joined else {
             waitingSince = nil
             return false

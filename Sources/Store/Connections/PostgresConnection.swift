@@ -19,7 +19,9 @@ final class PostgresConnection: SQLDatabase {
     private var inTransaction = false
     /// After a statement timed out or a reconnect failed, calls fail at once
     /// until then, instead of each paying a connect timeout of its own.
-    private var reconnectAfter: ContinuousClock.Instant?
+    private var reconnectAfter: Duration?
+    /// What deadlines are read on: the system's time, which poll(2) waits on.
+    private let uptime = Uptime()
     /// Statements prepared on this session, by their text: each is parsed
     /// and planned once, not at every execution (apply went from about 15k
     /// to 20k events/s). A new session starts with none.
@@ -183,7 +185,7 @@ final class PostgresConnection: SQLDatabase {
         guard PQpipelineSync(connection) == 1 else {
             throw lost("PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = uptime.now + timeout
         var failure: StoreError?
         for index in statements.indices {
             guard let result = try nextResult(before: deadline) else { throw lost("PostgreSQL connection lost in a pipeline") }
@@ -217,9 +219,9 @@ final class PostgresConnection: SQLDatabase {
 
     /// The next result of a pipeline, or nil at the end of a statement's
     /// results; waits until `deadline`, after which the connection is shut.
-    private func nextResult(before deadline: ContinuousClock.Instant) throws(StoreError) -> OpaquePointer? {
+    private func nextResult(before deadline: Duration) throws(StoreError) -> OpaquePointer? {
         while PQisBusy(connection) == 1 {
-            let left = deadline - ContinuousClock.now
+            let left = deadline - uptime.now
             guard left > .zero else { throw timedOut() }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(min(left.milliseconds + 1, 60_000))
@@ -315,13 +317,13 @@ final class PostgresConnection: SQLDatabase {
     }
 
     private func reconnect() throws(StoreError) {
-        if let reconnectAfter, ContinuousClock.now < reconnectAfter {
+        if let reconnectAfter, uptime.now < reconnectAfter {
             throw StoreError(.unavailable, "PostgreSQL is unreachable; the next attempt to reconnect is at most \(timeout) away")
         }
         PQreset(connection)
         prepared = [:]
         guard PQstatus(connection) == CONNECTION_OK else {
-            reconnectAfter = ContinuousClock.now + timeout
+            reconnectAfter = uptime.now + timeout
             throw StoreError(
                 .unavailable, "cannot reconnect to PostgreSQL: \(String(cString: PQerrorMessage(connection)).trimmingWhitespace())")
         }
@@ -335,7 +337,7 @@ final class PostgresConnection: SQLDatabase {
         if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
         _ = PQconsumeInput(connection)
         while let stale = PQgetResult(connection) { PQclear(stale) }
-        reconnectAfter = ContinuousClock.now + timeout
+        reconnectAfter = uptime.now + timeout
         return lost("PostgreSQL did not answer within \(timeout)")
     }
 
@@ -352,9 +354,9 @@ final class PostgresConnection: SQLDatabase {
     /// nil when the connection failed. Past the deadline the connection is
     /// shut down so that libpq sees it broken.
     private func awaitResult() throws(StoreError) -> OpaquePointer? {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = uptime.now + timeout
         while PQisBusy(connection) == 1 {
-            let left = deadline - ContinuousClock.now
+            let left = deadline - uptime.now
             guard left > .zero else { throw timedOut() }
             var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(min(left.milliseconds + 1, 60_000))

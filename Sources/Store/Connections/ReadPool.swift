@@ -18,7 +18,10 @@ final class ReadPool: Sendable {
     /// once rather than each waiting out its deadline on another
     /// connection: a list and its counts answer 503 within one deadline,
     /// and reads arriving meanwhile are not held. Monotonic nanoseconds; 0: none.
-    private let failingUntil = Atomic<UInt64>(0)
+    /// Milliseconds of `uptime`; reads fail at once before it.
+    private let failingUntil = Atomic<Int64>(.min)
+    /// The system's time, as the connections' own deadlines.
+    private let uptime = Uptime()
     let pause: Duration
 
     /// `count` connections from `open`.
@@ -34,7 +37,7 @@ final class ReadPool: Sendable {
 
     /// Runs `body` on a free connection; blocks while every one is in use.
     func withConnection<T>(_ body: (inout any SQLDatabase) throws(StoreError) -> sending T) throws(StoreError) -> sending T {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = uptime.now.milliseconds
         if now < failingUntil.load(ordering: .relaxed) {
             throw StoreError(.unavailable, "the store did not answer a read a moment ago; reads wait for it again shortly")
         }
@@ -42,8 +45,7 @@ final class ReadPool: Sendable {
             return try read(body)
         } catch {
             if error.code == .unavailable {
-                failingUntil.store(
-                    DispatchTime.now().uptimeNanoseconds + UInt64(pause.components.seconds) * 1_000_000_000, ordering: .relaxed)
+                failingUntil.store(uptime.now.milliseconds + pause.milliseconds, ordering: .relaxed)
             }
             throw error
         }
