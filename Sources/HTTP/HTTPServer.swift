@@ -108,8 +108,8 @@ package final class HTTPServer: Sendable {
     let unavailableRoutes = Atomic<Int>(0)
     /// The bound port (0 before `start`); read from any thread.
     package var port: Int { boundPort.load(ordering: .acquiring) }
-    /// What the reaper's period, the shutdown's grace and the connections'
-    /// and requests' ages are measured on: the service's timer.
+    /// What the reaper's period and the connections' and requests' ages are
+    /// measured on: the service's timer.
     private let timer: any Clock<Duration>
     let uptime: Uptime
     private let boundPort = Atomic<Int>(0)
@@ -191,9 +191,11 @@ package final class HTTPServer: Sendable {
         logger.info("stopped")
     }
 
-    /// Returns once no request is in flight, or after `limit`.
+    /// Returns once no request is in flight, or after `limit` of the
+    /// system's time: a stop's grace is an orchestrator's, in real time
+    /// whatever timer the service runs on.
     private func idle(within limit: Duration) async {
-        _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: limit, clock: timer)
+        _ = await drained.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, atMost: limit, clock: systemTimer)
     }
 
     /// The reaper's loop: a look once a second.

@@ -14,7 +14,7 @@ import Synchronization
 package final class Producer: Sendable {
     private let config: ProducerConfig
     private let logger: Logger
-    /// Deadlines of sends and of a close's drain, on the service's timer.
+    /// Deadlines of sends, on the service's timer.
     private let uptime: Uptime
     private let state: Mutex<State>
 
@@ -161,7 +161,11 @@ final class ProducerClient: @unchecked Sendable {
     private let context: ClientContext
     private let logger: Logger
     private let deliveryTimeout: Duration
+    /// The sends' deadlines: the service's timer.
     private let uptime: Uptime
+    /// A close's drain: the system's time, as the process's stop (an
+    /// orchestrator's grace period) whatever timer the service runs on.
+    private let drainClock = Uptime()
     /// Sends awaiting their report, oldest first. All sends share one timeout,
     /// so deadlines grow along the queue and expiry only looks at its head.
     private let awaiting = Mutex(AwaitingQueue())
@@ -239,7 +243,7 @@ final class ProducerClient: @unchecked Sendable {
 
     /// Drains for up to `timeout` and returns once the handle is destroyed.
     func close(drainFor timeout: Duration) {
-        lifecycle.withLock { $0.close(deadline: uptime.now + timeout) }
+        lifecycle.withLock { $0.close(deadline: drainClock.now + timeout) }
         polling.blockUntilEnded()
     }
 
@@ -254,12 +258,12 @@ final class ProducerClient: @unchecked Sendable {
         if context.fatal.load(ordering: .acquiring) && !replaced.exchange(true, ordering: .acquiringAndReleasing) {
             owner.replace(self)
             // Fail everything still queued on the broken handle now.
-            let now = uptime.now
+            let now = drainClock.now
             lifecycle.withLock { $0.close(deadline: now) }
         }
         guard let deadline = lifecycle.withLock({ $0.deadline }) else { return }
         if rd_kafka_outq_len(handle) > 0 {
-            guard uptime.now >= deadline else { return }
+            guard drainClock.now >= deadline else { return }
             let purgeResult = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
             if purgeResult != RD_KAFKA_RESP_ERR_NO_ERROR {
                 logger.warning("purging the producer queue failed", ["error": String(cString: rd_kafka_err2str(purgeResult))])
