@@ -65,7 +65,7 @@ package final class RosterLog: Sendable {
     private let clock: @Sendable () -> Double
 
     package init(
-        topic: String, kafka: KafkaConfig, producer: Producer, roster: LiveRoster, clock: @escaping @Sendable () -> Double = Timestamp.now,
+        topic: String, kafka: KafkaConfig, producer: Producer, roster: LiveRoster, clock: @escaping @Sendable () -> Double,
         logger: Logger
     ) {
         log = WholeLog(topic: topic, kafka: kafka, configs: ["cleanup.policy": "compact"], logger: logger)

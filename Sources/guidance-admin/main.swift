@@ -223,9 +223,9 @@ func purge(_ arguments: [String]) {
     do {
         let roster = try Roster.load(from: directory)
         let location = try StoreLocation.fromEnvironment(environment)
-        let store = try location.open(clock: Timestamp.now)
+        let store = try location.open(clock: wallClock)
         let purger = Purger(
-            store: store, retention: try Retention.fromEnvironment(environment), clock: Timestamp.now,
+            store: store, retention: try Retention.fromEnvironment(environment), clock: wallClock,
             logger: Logger(component: "guidance-admin", level: .warning))
         let (report, oldest) = try purger.purge(roster: roster, dryRun: dryRun)
         let tables = ["guidances", "digests", "deliveries", "digest_runs", "pending_amendments", "access_log"]
@@ -261,12 +261,12 @@ func roster(_ arguments: [String]) async {
     let logger = Logger(component: "guidance-admin", level: .warning)
     do {
         let roster = LiveRoster(
-            directory: directory, roster: try Roster.load(from: directory), clock: Timestamp.now, logger: logger, metrics: Metrics())
+            directory: directory, roster: try Roster.load(from: directory), clock: wallClock, logger: logger, metrics: Metrics())
         guard roster.current.school(school) != nil else { fail("no school '\(school)' in \(directory)/schools.csv") }
         guard let bytes = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
         let kafka = try KafkaConfig.fromEnvironment(environment)
         let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "guidance-admin"), logger: logger)
-        let log = RosterLog(topic: Topics().roster, kafka: kafka, producer: producer, roster: roster, logger: logger)
+        let log = RosterLog(topic: Topics().roster, kafka: kafka, producer: producer, roster: roster, clock: wallClock, logger: logger)
         let photoLog =
             arguments[0] == "photos" ? try PhotoLog(topic: Topics().photos, kafka: kafka, producer: producer, logger: logger) : nil
         let parts = Parts([[log.part] + (photoLog.map { [$0.part] } ?? [])], logger: logger)

@@ -562,7 +562,8 @@ func benchMarch() async throws {
     let (ingest, notifier) = try await startServices(cluster, topics, store: store, group: "bench-march")
     // The admins' side: a roster log of its own, as guidance-admin has.
     let producer = try Producer(config: ProducerConfig(kafka: kafka, clientID: "bench-admins"), logger: quiet)
-    let admins = RosterLog(topic: topics.roster, kafka: kafka, producer: producer, roster: LiveRoster(roster, logger: quiet), logger: quiet)
+    let admins = RosterLog(
+        topic: topics.roster, kafka: kafka, producer: producer, roster: LiveRoster(roster, logger: quiet), clock: wallClock, logger: quiet)
     let parts = Parts([[admins.part]], logger: quiet)
     try await parts.start()
     _ = await admins.readToEnd(atMost: .seconds(30))
