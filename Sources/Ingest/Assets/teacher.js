@@ -645,14 +645,24 @@
     const open = button.parentElement.nextElementSibling;
     if (open && open.classList.contains('closing')) { open.remove(); button.setAttribute('aria-expanded', 'false'); return; }
     const id = 'closing-' + s.studentId.replace(/[^A-Za-z0-9_-]/g, '_');
-    const reason = G.el('input', { id, type: 'text', maxlength: '200', 'aria-required': 'true', autocomplete: 'off' });
+    // A refusal is said beside the field too: the list's status line may be a long list away.
+    const hintId = id + '-hint';
+    const reason = G.el('input', { id, type: 'text', maxlength: '200', 'aria-required': 'true', 'aria-describedby': hintId, autocomplete: 'off' });
     const form = G.el('form', { class: 'closing' },
-      G.el('label', { for: id }, s.name + ' 남은 봉사 ' + item.outstanding + '회 종결 사유'), reason,
+      G.el('label', { for: id }, s.name + ' 남은 봉사 ' + item.outstanding + '회 종결 사유'), reason, G.el('p', { id: hintId, class: 'status' }),
       G.el('div', { class: 'actions' }, G.el('button', { type: 'submit' }, '종결'),
         G.el('button', { type: 'button', class: 'secondary', onclick: () => { form.remove(); button.setAttribute('aria-expanded', 'false'); button.focus(); } }, '취소')));
     form.addEventListener('submit', (event) => {
       event.preventDefault();
-      if (!reason.value.trim()) { G.say('service-status', '종결 사유를 쓰세요.', 'warn'); reason.focus(); return; }
+      if (!reason.value.trim()) {
+        G.say('service-status', '종결 사유를 쓰세요.', 'warn');
+        G.say(hintId, '종결 사유를 쓰세요.', 'warn');
+        reason.setAttribute('aria-invalid', 'true');
+        reason.focus();
+        return;
+      }
+      reason.removeAttribute('aria-invalid');
+      G.say(hintId, '');
       closeOwed(item, reason.value.trim());
     });
     button.parentElement.after(form);
